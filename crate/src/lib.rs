@@ -16,3 +16,6 @@ pub mod session;
 pub mod time;
 pub mod transport;
 pub mod wire;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub mod native;

@@ -25,6 +25,20 @@ impl HostLog {
         (self.cols, self.rows)
     }
 
+    /// Appends output (a simulated server writing to its screen).
+    pub fn push_bytes(&mut self, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+    }
+
+    pub fn set_size(&mut self, cols: u16, rows: u16) {
+        (self.cols, self.rows) = (cols, rows);
+    }
+
+    /// Records that the input of client state `num` has been echoed (a simulated server).
+    pub fn set_echo_ack(&mut self, num: StateNum) {
+        self.echo_ack = self.echo_ack.max(num);
+    }
+
     /// Whether `needle` occurs in the host bytes.
     pub fn contains(&self, needle: &[u8]) -> bool {
         !needle.is_empty() && self.bytes.windows(needle.len()).any(|w| w == needle)

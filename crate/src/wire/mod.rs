@@ -121,6 +121,17 @@ impl PacketLayer {
     }
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad key")]
+pub struct KeyError;
+
+impl std::str::FromStr for Key {
+    type Err = KeyError;
+    fn from_str(_s: &str) -> Result<Key, KeyError> {
+        unimplemented!()
+    }
+}
+
 /// A 16-byte session key, printed by mosh-server as 22 characters of base64.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Key(pub [u8; 16]);
