@@ -31,21 +31,13 @@ fn types_a_command_sees_its_output_then_exit_completes_the_shutdown_handshake() 
     let server = start_server();
     let mut client = connect(&server);
     let prompt = client
-        .run_until(Duration::from_secs(10), |s| {
-            s.server_state().contains(b"$ ")
-        })
+        .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
         .expect("io");
-    assert!(
-        prompt,
-        "no prompt from mosh-server; last error: {:?}",
-        client.session().last_error()
-    );
+    assert!(prompt, "no prompt from mosh-server; last error: {:?}", client.session().last_error());
 
     client.type_bytes(b"echo tern-$((6*7))\r").expect("io");
     let output = client
-        .run_until(Duration::from_secs(10), |s| {
-            s.server_state().contains(b"tern-42")
-        })
+        .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"tern-42"))
         .expect("io");
     assert!(
         output,
@@ -54,9 +46,7 @@ fn types_a_command_sees_its_output_then_exit_completes_the_shutdown_handshake() 
     );
 
     client.type_bytes(b"exit\r").expect("io");
-    client
-        .run_until(Duration::from_secs(10), |_| false)
-        .expect("io");
+    client.run_until(Duration::from_secs(10), |_| false).expect("io");
     assert_eq!(client.closed(), Some(CloseReason::ServerShutdown));
     assert!(
         server.wait_gone(Duration::from_secs(10)),
@@ -70,10 +60,7 @@ fn types_a_command_sees_its_output_then_exit_completes_the_shutdown_handshake() 
         0,
         "{counters:?}"
     );
-    assert!(
-        client.session().srtt() < Duration::from_millis(500),
-        "timestamps were echoed"
-    );
+    assert!(client.session().srtt() < Duration::from_millis(500), "timestamps were echoed");
 }
 
 #[test]
@@ -82,20 +69,13 @@ fn client_initiated_shutdown_ends_the_server() {
     let mut client = connect(&server);
     assert!(
         client
-            .run_until(Duration::from_secs(10), |s| s
-                .server_state()
-                .contains(b"$ "))
+            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
             .expect("io")
     );
     client.shutdown().expect("io");
-    client
-        .run_until(Duration::from_secs(15), |_| false)
-        .expect("io");
+    client.run_until(Duration::from_secs(15), |_| false).expect("io");
     assert_eq!(client.closed(), Some(CloseReason::ClientShutdown));
-    assert!(
-        server.wait_gone(Duration::from_secs(10)),
-        "mosh-server still runs"
-    );
+    assert!(server.wait_gone(Duration::from_secs(10)), "mosh-server still runs");
 }
 
 #[test]
@@ -104,17 +84,13 @@ fn roaming_to_a_new_port_keeps_the_session() {
     let mut client = connect(&server);
     assert!(
         client
-            .run_until(Duration::from_secs(10), |s| s
-                .server_state()
-                .contains(b"$ "))
+            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
             .expect("io")
     );
     client.rebind().expect("new socket");
     client.type_bytes(b"echo roamed-$((2+3))\r").expect("io");
     let seen = client
-        .run_until(Duration::from_secs(10), |s| {
-            s.server_state().contains(b"roamed-5")
-        })
+        .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"roamed-5"))
         .expect("io");
     assert!(seen, "the server did not follow the client to its new port");
     server.kill();
@@ -126,9 +102,7 @@ fn garbage_datagrams_from_the_network_are_counted_not_fatal() {
     let mut client = connect(&server);
     assert!(
         client
-            .run_until(Duration::from_secs(10), |s| s
-                .server_state()
-                .contains(b"$ "))
+            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
             .expect("io")
     );
     // Another process sprays the client's port with junk while the session goes on.
@@ -141,9 +115,7 @@ fn garbage_datagrams_from_the_network_are_counted_not_fatal() {
     client.type_bytes(b"echo still-$((1+1))\r").expect("io");
     assert!(
         client
-            .run_until(Duration::from_secs(10), |s| s
-                .server_state()
-                .contains(b"still-2"))
+            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"still-2"))
             .expect("io")
     );
     assert!(client.session().counters().auth_failures >= 1);

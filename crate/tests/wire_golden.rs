@@ -58,7 +58,9 @@ fn check_diff(dir: Direction, diff: &[u8], expected: &[Value], what: &str) {
             assert_eq!(events.len(), expected.len(), "{what}: event count");
             for (event, want) in events.iter().zip(expected) {
                 match event {
-                    UserEvent::Keys(keys) => assert_eq!(hex::encode(keys), want["keys"].as_str().unwrap(), "{what}"),
+                    UserEvent::Keys(keys) => {
+                        assert_eq!(hex::encode(keys), want["keys"].as_str().unwrap(), "{what}")
+                    }
                     UserEvent::Resize { cols, rows } => {
                         assert_eq!(want["resize"], serde_json::json!([cols, rows]), "{what}")
                     }
@@ -71,12 +73,18 @@ fn check_diff(dir: Direction, diff: &[u8], expected: &[Value], what: &str) {
             for (event, want) in events.iter().zip(expected) {
                 match event {
                     HostEvent::Bytes(bytes) => {
-                        assert_eq!(String::from_utf8_lossy(bytes), want["hostbytes"].as_str().unwrap(), "{what}")
+                        assert_eq!(
+                            String::from_utf8_lossy(bytes),
+                            want["hostbytes"].as_str().unwrap(),
+                            "{what}"
+                        )
                     }
                     HostEvent::Resize { cols, rows } => {
                         assert_eq!(want["resize"], serde_json::json!([cols, rows]), "{what}")
                     }
-                    HostEvent::EchoAck(num) => assert_eq!(Some(num.0), want["echoack"].as_u64(), "{what}"),
+                    HostEvent::EchoAck(num) => {
+                        assert_eq!(Some(num.0), want["echoack"].as_u64(), "{what}")
+                    }
                 }
             }
         }
@@ -88,7 +96,11 @@ fn check_fields(dir: Direction, instruction: &Instruction, fields: &Value, what:
     assert_eq!(fields["old_num"].as_u64(), Some(instruction.old_num.0), "{what}: old_num");
     assert_eq!(fields["new_num"].as_u64(), Some(instruction.new_num.0), "{what}: new_num");
     assert_eq!(fields["ack_num"].as_u64(), Some(instruction.ack_num.0), "{what}: ack_num");
-    assert_eq!(fields["throwaway_num"].as_u64(), Some(instruction.throwaway_num.0), "{what}: throwaway_num");
+    assert_eq!(
+        fields["throwaway_num"].as_u64(),
+        Some(instruction.throwaway_num.0),
+        "{what}: throwaway_num"
+    );
     assert_eq!(fields["chaff_len"].as_u64(), Some(instruction.chaff.len() as u64), "{what}: chaff");
     check_diff(dir, &instruction.diff, fields["diff"].as_array().unwrap(), what);
 }
@@ -144,13 +156,21 @@ fn check_plaintext_layers(file: &str) -> Totals {
                 fragments_seen.insert(dir, 0);
                 assert_eq!(decode_instruction(&inst).unwrap(), instruction, "{what}");
                 // Both mosh and the test tools write all seven fields in order: byte for byte.
-                assert_eq!(hex::encode(encode_instruction(&instruction)), hex::encode(&inst), "{what}: re-encoding");
+                assert_eq!(
+                    hex::encode(encode_instruction(&instruction)),
+                    hex::encode(&inst),
+                    "{what}: re-encoding"
+                );
                 if let Some(fields) = record.get("fields") {
                     check_fields(dir, &instruction, fields, &what);
                 }
             }
             (None, None) => assert!(!fragment.is_final || fragment.num > 0, "{what}"),
-            (done, inst) => panic!("{what}: reassembled {:?} but capture has inst {:?}", done.is_some(), inst.is_some()),
+            (done, inst) => panic!(
+                "{what}: reassembled {:?} but capture has inst {:?}",
+                done.is_some(),
+                inst.is_some()
+            ),
         }
     }
     totals

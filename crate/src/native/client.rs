@@ -29,24 +29,14 @@ pub struct NativeClient<S: ServerState> {
 impl<S: ServerState> NativeClient<S> {
     /// Binds an ephemeral local port and starts a session with the server at `server`.
     pub fn connect(server: SocketAddr, config: SessionConfig) -> io::Result<Self> {
-        let local: SocketAddr = if server.is_ipv4() {
-            "0.0.0.0:0"
-        } else {
-            "[::]:0"
-        }
-        .parse()
-        .expect("literal socket address");
+        let local: SocketAddr = if server.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }
+            .parse()
+            .expect("literal socket address");
         let socket = UdpSocket::bind(local)?;
         let origin = std::time::Instant::now();
         let session = ClientSession::new(config, Instant::ZERO);
-        let mut client = NativeClient {
-            session,
-            socket,
-            server,
-            origin,
-            closed: None,
-            state_changes: 0,
-        };
+        let mut client =
+            NativeClient { session, socket, server, origin, closed: None, state_changes: 0 };
         client.flush()?;
         Ok(client)
     }
@@ -126,10 +116,7 @@ impl<S: ServerState> NativeClient<S> {
                     self.session.handle_datagram(now, &buffer[..len]);
                 }
                 Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
+                    if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
                 {
                     let now = self.now();
                     self.session.handle_timeout(now);

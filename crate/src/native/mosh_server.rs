@@ -39,10 +39,7 @@ impl Default for MoshServerOptions {
 #[non_exhaustive]
 pub enum StartError {
     #[error("cannot run {program:?} (is the Debian package `mosh` installed?): {source}")]
-    Spawn {
-        program: PathBuf,
-        source: std::io::Error,
-    },
+    Spawn { program: PathBuf, source: std::io::Error },
     #[error("mosh-server printed no `MOSH CONNECT <port> <key>` line; it said: {output}")]
     NoConnectLine { output: String },
     #[error("mosh-server printed a malformed key: {0}")]
@@ -75,14 +72,8 @@ impl MoshServer {
             command.arg("--").args(&options.command);
         }
         command.envs(options.env.iter().map(|(k, v)| (k, v)));
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let spawn_error = |source| StartError::Spawn {
-            program: options.program.clone(),
-            source,
-        };
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let spawn_error = |source| StartError::Spawn { program: options.program.clone(), source };
         let mut child = command.spawn().map_err(spawn_error)?;
         // The parent prints MOSH CONNECT on stdout and its pid on stderr, then exits; the daemon
         // closes its copies of both, so reading to the end terminates.
@@ -99,11 +90,7 @@ impl MoshServer {
             let output = format!("{}{}", stdout.trim(), stderr.trim());
             return Err(StartError::NoConnectLine { output });
         };
-        Ok(MoshServer {
-            port,
-            key: key.parse()?,
-            pid: parse_detached_pid(&stderr),
-        })
+        Ok(MoshServer { port, key: key.parse()?, pid: parse_detached_pid(&stderr) })
     }
 
     /// Whether the server process still exists (and is not a zombie).
@@ -128,9 +115,7 @@ impl MoshServer {
         if let Some(pid) = self.pid
             && process_alive(pid)
         {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
         }
     }
 }
@@ -138,10 +123,7 @@ impl MoshServer {
 /// `MOSH CONNECT <port> <22-char key>` anywhere in the output.
 pub fn parse_connect_line(stdout: &str) -> Option<(u16, String)> {
     stdout.lines().find_map(|line| {
-        let mut words = line
-            .trim()
-            .strip_prefix("MOSH CONNECT ")?
-            .split_whitespace();
+        let mut words = line.trim().strip_prefix("MOSH CONNECT ")?.split_whitespace();
         let port = words.next()?.parse().ok()?;
         let key = words.next()?.to_owned();
         Some((port, key))
@@ -151,19 +133,16 @@ pub fn parse_connect_line(stdout: &str) -> Option<(u16, String)> {
 /// `[mosh-server detached, pid = N]` on stderr.
 fn parse_detached_pid(stderr: &str) -> Option<u32> {
     let start = stderr.find("detached, pid = ")? + "detached, pid = ".len();
-    let digits: String = stderr[start..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
+    let digits: String = stderr[start..].chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
 
 fn process_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state letter follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Ok(stat) => {
+            stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        }
         Err(_) => false,
     }
 }
@@ -175,10 +154,7 @@ mod tests {
     #[test]
     fn parses_the_connect_and_pid_lines() {
         let out = "\r\nMOSH CONNECT 60011 PWSoCIVurTVBGXAj873xNg\n";
-        assert_eq!(
-            parse_connect_line(out),
-            Some((60011, "PWSoCIVurTVBGXAj873xNg".to_owned()))
-        );
+        assert_eq!(parse_connect_line(out), Some((60011, "PWSoCIVurTVBGXAj873xNg".to_owned())));
         assert_eq!(parse_connect_line("MOSH CONNECT x y"), None);
         let err = "mosh-server (mosh 1.4.0)\n[mosh-server detached, pid = 15752]\n";
         assert_eq!(parse_detached_pid(err), Some(15752));

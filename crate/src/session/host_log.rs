@@ -47,12 +47,7 @@ impl HostLog {
 
 impl ServerState for HostLog {
     fn blank(cols: u16, rows: u16) -> Self {
-        HostLog {
-            bytes: Vec::new(),
-            cols,
-            rows,
-            echo_ack: StateNum::INITIAL,
-        }
+        HostLog { bytes: Vec::new(), cols, rows, echo_ack: StateNum::INITIAL }
     }
 
     fn echo_ack(&self) -> StateNum {
@@ -67,23 +62,13 @@ impl SyncState for HostLog {
             events.push(HostEvent::EchoAck(self.echo_ack));
         }
         if self.size() != base.size() {
-            events.push(HostEvent::Resize {
-                cols: self.cols,
-                rows: self.rows,
-            });
+            events.push(HostEvent::Resize { cols: self.cols, rows: self.rows });
         }
-        let new_bytes = self
-            .bytes
-            .strip_prefix(base.bytes.as_slice())
-            .unwrap_or(&self.bytes);
+        let new_bytes = self.bytes.strip_prefix(base.bytes.as_slice()).unwrap_or(&self.bytes);
         if !new_bytes.is_empty() {
             events.push(HostEvent::Bytes(new_bytes.to_vec()));
         }
-        if events.is_empty() {
-            Vec::new()
-        } else {
-            wire::encode_host_message(&events)
-        }
+        if events.is_empty() { Vec::new() } else { wire::encode_host_message(&events) }
     }
 
     fn apply(&mut self, diff: &[u8]) -> Result<(), ApplyError> {

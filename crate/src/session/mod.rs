@@ -43,15 +43,7 @@ pub struct SessionConfig {
 
 impl SessionConfig {
     pub fn new(key: Key, cols: u16, rows: u16) -> Self {
-        SessionConfig {
-            key,
-            cols,
-            rows,
-            seed: 0,
-            mtu: 1252,
-            first_seq: 0,
-            stop_and_wait: false,
-        }
+        SessionConfig { key, cols, rows, seed: 0, mtu: 1252, first_seq: 0, stop_and_wait: false }
     }
 }
 
@@ -115,13 +107,8 @@ impl<S: ServerState> ClientSession<S> {
             ..TransportConfig::client(config.mtu, config.seed)
         };
         let blank = S::blank(config.cols, config.rows);
-        let mut transport = Transport::new(
-            &transport_config,
-            &config.key,
-            UserStream::default(),
-            blank,
-            now,
-        );
+        let mut transport =
+            Transport::new(&transport_config, &config.key, UserStream::default(), blank, now);
         // The first event of state 1 is the real window size (MOSH-PROTOCOL.md 7.2).
         transport.update_local(now, |user| user.push_resize(config.cols, config.rows));
         let mut session = ClientSession {
@@ -143,9 +130,7 @@ impl<S: ServerState> ClientSession<S> {
         }
         let outcome = self.transport.handle_datagram(now, datagram);
         if let Some(Outcome::Newest { .. }) = outcome {
-            self.events.push_back(Event::ServerStateChanged {
-                num: self.transport.remote_num(),
-            });
+            self.events.push_back(Event::ServerStateChanged { num: self.transport.remote_num() });
         }
         self.release_held_input(now);
         self.after_input(now);
@@ -166,8 +151,7 @@ impl<S: ServerState> ClientSession<S> {
         if self.closed {
             return;
         }
-        self.transport
-            .update_local(now, |user| user.push_resize(cols, rows));
+        self.transport.update_local(now, |user| user.push_resize(cols, rows));
         self.after_input(now);
     }
 
@@ -241,9 +225,7 @@ impl<S: ServerState> ClientSession<S> {
     /// Time since the send time of our newest state the server acknowledged.
     pub fn since_last_reply(&self, now: Instant) -> Duration {
         now.saturating_duration_since(
-            self.transport
-                .last_roundtrip_success()
-                .unwrap_or(self.started),
+            self.transport.last_roundtrip_success().unwrap_or(self.started),
         )
     }
 
@@ -284,8 +266,7 @@ impl<S: ServerState> ClientSession<S> {
             return;
         }
         let chunk: Vec<u8> = self.held_input.drain(..take).collect();
-        self.transport
-            .update_local(now, |user| user.push_keys(&chunk));
+        self.transport.update_local(now, |user| user.push_keys(&chunk));
     }
 
     /// Runs the transport's timers, checks for the end, and recomputes the next wakeup.

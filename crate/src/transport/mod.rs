@@ -91,9 +91,13 @@ pub struct Counters {
     /// Of those, applied to a base older than the newest state (a stop-and-wait client drops these).
     pub applied_to_older_base: u64,
     pub duplicates: u64,
+    /// Instructions that arrived before their base and waited for it.
+    pub parked: u64,
     pub stale: u64,
     /// Instructions dropped because their base state was not held. Reads 0 in normal operation.
     pub dropped_unknown_base: u64,
+    /// Empty acks based on a state we never got (harmless: their ack was still processed).
+    pub acks_on_unknown_base: u64,
     /// Instructions refused by the stop-and-wait policy although their base was held.
     pub refused_older_base: u64,
     pub quenched: u64,
@@ -123,7 +127,7 @@ pub struct Transport<L: SyncState, R: SyncState> {
 impl<L: SyncState, R: SyncState> Transport<L, R> {
     pub fn new(config: &TransportConfig, key: &Key, local: L, remote: R, now: Instant) -> Self {
         Transport {
-            packets: PacketLayer::new(key, config.sending).with_next_seq(config.first_seq),
+            packets: PacketLayer::with_next_seq(key, config.sending, config.first_seq),
             fragmenter: Fragmenter::new(config.mtu),
             reassembler: Reassembler::default(),
             sender: Sender::new(local, now, config.input_pacing, config.min_delay),
@@ -217,26 +221,37 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
                 return None;
             }
         };
-        Some(self.receive_instruction(now, &instruction))
+        Some(self.receive_instruction(now, instruction))
     }
 
-    fn receive_instruction(&mut self, now: Instant, instruction: &Instruction) -> Outcome {
+    fn receive_instruction(&mut self, now: Instant, instruction: Instruction) -> Outcome {
         // Acks are processed for every assembled instruction, even duplicates (MOSH-PROTOCOL 6.2).
         if let Some(acked_sent_at) = self.sender.process_ack(instruction.ack_num) {
             self.last_roundtrip_success = Some(acked_sent_at);
         }
-        let outcome = self.receiver.receive(now, instruction);
+        let new_num = instruction.new_num;
+        let mut outcome = self.receiver.receive(now, instruction);
+        self.count(now, new_num, outcome);
+        // Applying one state may be the base that parked instructions were waiting for.
+        while let Some((num, unparked)) = self.receiver.next_unparked(now) {
+            self.count(now, num, unparked);
+            if matches!(unparked, Outcome::Newest { .. }) {
+                outcome = unparked;
+            }
+        }
+        outcome
+    }
+
+    /// Books one instruction's outcome, and acknowledges a new newest state.
+    fn count(&mut self, now: Instant, new_num: StateNum, outcome: Outcome) {
         let counters = &mut self.counters;
         match outcome {
-            Outcome::Newest {
-                had_diff,
-                base_was_newest,
-            } => {
+            Outcome::Newest { had_diff, base_was_newest } => {
                 counters.applied += 1;
                 if !base_was_newest {
                     counters.applied_to_older_base += 1;
                 }
-                self.sender.set_ack_num(instruction.new_num);
+                self.sender.set_ack_num(new_num);
                 self.sender.remote_heard(now);
                 if had_diff {
                     self.sender.set_data_ack();
@@ -244,13 +259,14 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
             }
             Outcome::OutOfOrder => counters.applied += 1,
             Outcome::Duplicate => counters.duplicates += 1,
+            Outcome::Parked => counters.parked += 1,
             Outcome::Stale => counters.stale += 1,
             Outcome::UnknownBase => counters.dropped_unknown_base += 1,
+            Outcome::AckOnUnknownBase => counters.acks_on_unknown_base += 1,
             Outcome::RefusedOlderBase => counters.refused_older_base += 1,
             Outcome::Quenched => counters.quenched += 1,
             Outcome::ApplyFailed => counters.apply_failures += 1,
         }
-        outcome
     }
 
     /// Lets timers fire: sends what is due into the outbox.
@@ -272,7 +288,16 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
             diff: outgoing.diff,
             chaff,
         };
-        for fragment in self.fragmenter.fragment(&instruction) {
+        let fragments = match self.fragmenter.fragment(&instruction) {
+            Ok(fragments) => fragments,
+            // Only an instruction too large for 32767 fragments ends up here; the session caps
+            // outstanding input far below that.
+            Err(error) => {
+                self.last_error = Some(error.to_string());
+                return;
+            }
+        };
+        for fragment in fragments {
             match self.packets.seal(now, &fragment) {
                 Ok(datagram) => {
                     self.counters.datagrams_out += 1;
@@ -293,8 +318,7 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
 
     /// When [`Transport::handle_timeout`] should next be called.
     pub fn poll_timeout(&mut self, now: Instant) -> Instant {
-        self.sender
-            .next_wakeup(now, self.rtt.rto(), self.rtt.send_interval())
+        self.sender.next_wakeup(now, self.rtt.rto(), self.rtt.send_interval())
     }
 
     /// Starts the shutdown handshake: every further state is `SHUTDOWN`.

@@ -24,11 +24,7 @@ pub struct RttEstimator {
 
 impl Default for RttEstimator {
     fn default() -> Self {
-        RttEstimator {
-            srtt_ms: INITIAL_SRTT_MS,
-            rttvar_ms: INITIAL_RTTVAR_MS,
-            has_sample: false,
-        }
+        RttEstimator { srtt_ms: INITIAL_SRTT_MS, rttvar_ms: INITIAL_RTTVAR_MS, has_sample: false }
     }
 }
 
@@ -101,9 +97,6 @@ mod tests {
         assert_eq!(rtt.send_interval(), SEND_INTERVAL_MIN);
         assert_eq!(rtt.rto(), MIN_RTO);
         rtt.on_sample(Duration::from_millis(6000));
-        assert!(
-            rtt.srtt() < Duration::from_millis(3),
-            "samples of 5 s or more are ignored"
-        );
+        assert!(rtt.srtt() < Duration::from_millis(3), "samples of 5 s or more are ignored");
     }
 }

@@ -163,10 +163,7 @@ impl<S: SyncState> Sender<S> {
 
     pub fn start_shutdown(&mut self, now: Instant) {
         if self.shutdown.is_none() {
-            self.shutdown = Some(Shutdown {
-                started: now,
-                tries: 0,
-            });
+            self.shutdown = Some(Shutdown { started: now, tries: 0 });
         }
     }
 
@@ -283,11 +280,7 @@ impl<S: SyncState> Sender<S> {
     }
 
     fn empty_ack(&mut self, now: Instant, base: StateNum) -> Outgoing {
-        let new_num = if self.shutdown.is_some() {
-            StateNum::SHUTDOWN
-        } else {
-            self.next_num()
-        };
+        let new_num = if self.shutdown.is_some() { StateNum::SHUTDOWN } else { self.next_num() };
         self.record_sent(now, new_num);
         Outgoing {
             old_num: base,
@@ -332,11 +325,7 @@ impl<S: SyncState> Sender<S> {
             return;
         }
         let state = self.current.clone();
-        self.sent.push_back(SentState {
-            sent_at: now,
-            num,
-            state,
-        });
+        self.sent.push_back(SentState { sent_at: now, num, state });
         if self.sent.len() > SENT_STATES_CAP {
             // Forget one state in the middle: acks for it are then ignored, as mosh does.
             let middle = self.sent.len() - 16;
@@ -352,9 +341,7 @@ impl<S: SyncState> Sender<S> {
         }
         let assumed = self.assumed_receiver_index(now, rto);
         let back_sent_at = self.back().sent_at;
-        let peer_active = self
-            .last_heard
-            .is_some_and(|t| now < t + ACTIVE_RETRY_TIMEOUT);
+        let peer_active = self.last_heard.is_some_and(|t| now < t + ACTIVE_RETRY_TIMEOUT);
         self.next_send_at = if self.current != self.back().state {
             let since = *self.min_delay_since.get_or_insert(now);
             let after_min_delay = since + self.min_delay;
@@ -364,10 +351,7 @@ impl<S: SyncState> Sender<S> {
             })
         } else if self.current != self.sent[assumed].state && peer_active {
             let frame = back_sent_at + send_interval;
-            Some(
-                self.min_delay_since
-                    .map_or(frame, |since| frame.max(since + self.min_delay)),
-            )
+            Some(self.min_delay_since.map_or(frame, |since| frame.max(since + self.min_delay)))
         } else if self.current != self.front().state && peer_active {
             Some(back_sent_at + rto + ACK_DELAY)
         } else {

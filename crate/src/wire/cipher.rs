@@ -36,15 +36,9 @@ impl Nonce {
 
     pub fn from_bytes(bytes: [u8; NONCE_LEN]) -> Nonce {
         let word = u64::from_be_bytes(bytes);
-        let direction = if word & DIRECTION_BIT == 0 {
-            Direction::ToServer
-        } else {
-            Direction::ToClient
-        };
-        Nonce {
-            direction,
-            seq: word & MAX_SEQ,
-        }
+        let direction =
+            if word & DIRECTION_BIT == 0 { Direction::ToServer } else { Direction::ToClient };
+        Nonce { direction, seq: word & MAX_SEQ }
     }
 
     /// The nonce of a datagram, when it is long enough to have one.
@@ -79,9 +73,7 @@ impl std::fmt::Debug for Cipher {
 
 impl Cipher {
     pub fn new(key: &Key) -> Cipher {
-        Cipher {
-            ocb: Aes128Ocb3::new(&Array::from(key.0)),
-        }
+        Cipher { ocb: Aes128Ocb3::new(&Array::from(key.0)) }
     }
 
     /// The whole datagram: nonce word, ciphertext of `plaintext`, tag.
@@ -96,9 +88,7 @@ impl Cipher {
         let tag = self
             .ocb
             .encrypt_inout_detached(&Array::from(nonce.ocb_nonce()), &[], body.into())
-            .map_err(|_| WireError::PlaintextTooLong {
-                len: plaintext.len(),
-            })?;
+            .map_err(|_| WireError::PlaintextTooLong { len: plaintext.len() })?;
         datagram.extend_from_slice(&tag);
         Ok(datagram)
     }
@@ -106,17 +96,13 @@ impl Cipher {
     /// Authenticates and decrypts a datagram; returns its nonce and plaintext. Checks nothing about
     /// direction or sequence.
     pub fn open(&self, datagram: &[u8]) -> Result<(Nonce, Vec<u8>), WireError> {
-        let too_short = WireError::DatagramTooShort {
-            len: datagram.len(),
-        };
+        let too_short = WireError::DatagramTooShort { len: datagram.len() };
         if datagram.len() < NONCE_LEN + TAG_LEN {
             return Err(too_short);
         }
         let nonce = Nonce::of_datagram(datagram).ok_or(too_short)?;
         let (body, tag) = datagram[NONCE_LEN..].split_at(datagram.len() - NONCE_LEN - TAG_LEN);
-        let tag: [u8; TAG_LEN] = tag
-            .try_into()
-            .map_err(|_| WireError::AuthenticationFailed)?;
+        let tag: [u8; TAG_LEN] = tag.try_into().map_err(|_| WireError::AuthenticationFailed)?;
         let mut plaintext = body.to_vec();
         self.ocb
             .decrypt_inout_detached(
@@ -169,24 +155,14 @@ mod tests {
     /// RFC 7253 appendix A, AES-128, 128-bit tags: (nonce, A, P, C||T). The first and fourth are
     /// also quoted in MOSH-PROTOCOL.md 11.1.
     const RFC7253_A: &[(&str, &str, &str, &str)] = &[
-        (
-            "BBAA99887766554433221100",
-            "",
-            "",
-            "785407BFFFC8AD9EDCC5520AC9111EE6",
-        ),
+        ("BBAA99887766554433221100", "", "", "785407BFFFC8AD9EDCC5520AC9111EE6"),
         (
             "BBAA99887766554433221101",
             "0001020304050607",
             "0001020304050607",
             "6820B3657B6F615A5725BDA0D3B4EB3A257C9AF1F8F03009",
         ),
-        (
-            "BBAA99887766554433221102",
-            "0001020304050607",
-            "",
-            "81017F8203F081277152FADE694A0A00",
-        ),
+        ("BBAA99887766554433221102", "0001020304050607", "", "81017F8203F081277152FADE694A0A00"),
         (
             "BBAA99887766554433221103",
             "",
@@ -269,17 +245,11 @@ mod tests {
 
     #[test]
     fn rfc7253_appendix_a_aes128_vectors() {
-        let cipher = Cipher::new(&Key(h("000102030405060708090a0b0c0d0e0f")
-            .try_into()
-            .unwrap()));
+        let cipher = Cipher::new(&Key(h("000102030405060708090a0b0c0d0e0f").try_into().unwrap()));
         for &(n, a, p, c) in RFC7253_A {
             let nonce: [u8; 12] = h(n).try_into().unwrap();
             assert_eq!(cipher.seal_raw(nonce, &h(a), &h(p)), h(c), "encrypt N={n}");
-            assert_eq!(
-                cipher.open_raw(nonce, &h(a), &h(c)),
-                Some(h(p)),
-                "decrypt N={n}"
-            );
+            assert_eq!(cipher.open_raw(nonce, &h(a), &h(c)), Some(h(p)), "decrypt N={n}");
             let mut bad = h(c);
             bad[0] ^= 1;
             assert_eq!(cipher.open_raw(nonce, &h(a), &bad), None, "tamper N={n}");
@@ -288,33 +258,18 @@ mod tests {
 
     #[test]
     fn nonce_word_layout() {
-        let n = Nonce {
-            direction: Direction::ToClient,
-            seq: 5,
-        };
+        let n = Nonce { direction: Direction::ToClient, seq: 5 };
         assert_eq!(n.to_bytes(), [0x80, 0, 0, 0, 0, 0, 0, 5]);
         assert_eq!(Nonce::from_bytes(n.to_bytes()), n);
-        let n = Nonce {
-            direction: Direction::ToServer,
-            seq: MAX_SEQ,
-        };
-        assert_eq!(
-            n.to_bytes(),
-            [0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
-        );
+        let n = Nonce { direction: Direction::ToServer, seq: MAX_SEQ };
+        assert_eq!(n.to_bytes(), [0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
         assert_eq!(n.ocb_nonce()[..4], [0, 0, 0, 0]);
     }
 
     #[test]
     fn seal_refuses_seq_beyond_63_bits() {
         let cipher = Cipher::new(&Key([7; 16]));
-        let nonce = Nonce {
-            direction: Direction::ToServer,
-            seq: MAX_SEQ + 1,
-        };
-        assert_eq!(
-            cipher.seal(nonce, b"1234"),
-            Err(WireError::SequenceExhausted)
-        );
+        let nonce = Nonce { direction: Direction::ToServer, seq: MAX_SEQ + 1 };
+        assert_eq!(cipher.seal(nonce, b"1234"), Err(WireError::SequenceExhausted));
     }
 }

@@ -12,14 +12,10 @@ pub const MAX_INFLATED_LEN: usize = 4_194_304;
 
 /// zlib at the default level 6, like mosh's `compress()`.
 pub(crate) fn compress(data: &[u8]) -> Vec<u8> {
-    let mut encoder = ZlibEncoder::new(
-        Vec::with_capacity(data.len() / 2 + 64),
-        Compression::default(),
-    );
+    let mut encoder =
+        ZlibEncoder::new(Vec::with_capacity(data.len() / 2 + 64), Compression::default());
     // Writing into a Vec cannot fail: the only io errors would come from the sink.
-    encoder
-        .write_all(data)
-        .expect("zlib into a Vec cannot fail");
+    encoder.write_all(data).expect("zlib into a Vec cannot fail");
     encoder.finish().expect("zlib into a Vec cannot fail")
 }
 
@@ -47,9 +43,7 @@ pub(crate) fn inflate(data: &[u8], limit: usize) -> Result<Vec<u8>, WireError> {
         let produced_before = out.len();
         let status = inflater
             .decompress_vec(input, &mut out, FlushDecompress::None)
-            .map_err(|e| WireError::InflateFailed {
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| WireError::InflateFailed { reason: e.to_string() })?;
         if out.len() > limit {
             return Err(WireError::InflatedTooLarge { limit });
         }
@@ -79,10 +73,7 @@ mod tests {
         let z =
             hex::decode("789ce360126090605460d06030e2e0629362d1083090b0620000105301de").unwrap();
         let plain = inflate(&z, MAX_INFLATED_LEN).unwrap();
-        assert_eq!(
-            hex::encode(&plain),
-            "0802100018012000280032080a061a04285030183a00"
-        );
+        assert_eq!(hex::encode(&plain), "0802100018012000280032080a061a04285030183a00");
         assert_eq!(inflate(&compress(&plain), MAX_INFLATED_LEN).unwrap(), plain);
         assert_eq!(&compress(&plain)[..2], &[0x78, 0x9c]);
     }
@@ -101,19 +92,11 @@ mod tests {
         assert!(bomb.len() < 10_000);
         assert_eq!(
             inflate(&bomb, MAX_INFLATED_LEN),
-            Err(WireError::InflatedTooLarge {
-                limit: MAX_INFLATED_LEN
-            })
+            Err(WireError::InflatedTooLarge { limit: MAX_INFLATED_LEN })
         );
         let exact = compress(&zeros[..MAX_INFLATED_LEN]);
-        assert_eq!(
-            inflate(&exact, MAX_INFLATED_LEN).unwrap().len(),
-            MAX_INFLATED_LEN
-        );
-        assert_eq!(
-            inflate(&compress(b"abc"), 2),
-            Err(WireError::InflatedTooLarge { limit: 2 })
-        );
+        assert_eq!(inflate(&exact, MAX_INFLATED_LEN).unwrap().len(), MAX_INFLATED_LEN);
+        assert_eq!(inflate(&compress(b"abc"), 2), Err(WireError::InflatedTooLarge { limit: 2 }));
     }
 
     #[test]
@@ -121,25 +104,16 @@ mod tests {
         let z = compress(b"hello hello hello hello");
         for cut in 0..z.len() {
             assert!(
-                matches!(
-                    inflate(&z[..cut], 1000),
-                    Err(WireError::InflateFailed { .. })
-                ),
+                matches!(inflate(&z[..cut], 1000), Err(WireError::InflateFailed { .. })),
                 "cut at {cut}"
             );
         }
         let mut bad = z.clone();
         bad[0] = 0x00;
-        assert!(matches!(
-            inflate(&bad, 1000),
-            Err(WireError::InflateFailed { .. })
-        ));
+        assert!(matches!(inflate(&bad, 1000), Err(WireError::InflateFailed { .. })));
         let mut bad = z.clone();
         let last = bad.len() - 1;
         bad[last] ^= 0xff; // Adler-32 mismatch
-        assert!(matches!(
-            inflate(&bad, 1000),
-            Err(WireError::InflateFailed { .. })
-        ));
+        assert!(matches!(inflate(&bad, 1000), Err(WireError::InflateFailed { .. })));
     }
 }

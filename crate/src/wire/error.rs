@@ -71,10 +71,7 @@ pub enum WireError {
     // --- protobuf (MOSH-PROTOCOL.md 5) ---
     /// A message did not parse as protobuf.
     #[error("{message} does not decode: {reason}")]
-    ProtobufDecode {
-        message: &'static str,
-        reason: String,
-    },
+    ProtobufDecode { message: &'static str, reason: String },
     /// `Instruction.protocol_version` is not 2 (absent reads as 0).
     #[error("mosh protocol version mismatch: got {got}, expected 2")]
     ProtocolVersionMismatch { got: u32 },

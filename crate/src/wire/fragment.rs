@@ -42,17 +42,11 @@ pub struct Fragment<'a> {
 impl<'a> Fragment<'a> {
     pub fn parse(payload: &'a [u8]) -> Result<Fragment<'a>, WireError> {
         let too_short = WireError::FragmentHeaderTooShort { len: payload.len() };
-        let (header, contents) = payload
-            .split_at_checked(FRAGMENT_HEADER_LEN)
-            .ok_or(too_short.clone())?;
+        let (header, contents) =
+            payload.split_at_checked(FRAGMENT_HEADER_LEN).ok_or(too_short.clone())?;
         let id = u64::from_be_bytes(header[..8].try_into().map_err(|_| too_short.clone())?);
         let word = u16::from_be_bytes(header[8..].try_into().map_err(|_| too_short)?);
-        Ok(Fragment {
-            id,
-            num: word & !FINAL_BIT,
-            is_final: word & FINAL_BIT != 0,
-            contents,
-        })
+        Ok(Fragment { id, num: word & !FINAL_BIT, is_final: word & FINAL_BIT != 0, contents })
     }
 
     /// Header and contents, ready for [`PacketLayer::seal`](super::PacketLayer::seal).
@@ -123,10 +117,7 @@ impl Fragmenter {
         let slice_len = self.slice_len();
         let count = compressed.len().div_ceil(slice_len).max(1);
         if count > MAX_FRAGMENTS {
-            return Err(WireError::TooManyFragments {
-                needed: count,
-                max: MAX_FRAGMENTS,
-            });
+            return Err(WireError::TooManyFragments { needed: count, max: MAX_FRAGMENTS });
         }
         let id = self.next_id;
         self.next_id = id.checked_add(1).ok_or(WireError::FragmentIdExhausted)?;
@@ -162,13 +153,7 @@ struct Assembly {
 
 impl Assembly {
     fn new(id: u64) -> Self {
-        Assembly {
-            id,
-            parts: BTreeMap::new(),
-            count: None,
-            bytes: 0,
-            done: None,
-        }
+        Assembly { id, parts: BTreeMap::new(), count: None, bytes: 0, done: None }
     }
 }
 
@@ -216,11 +201,7 @@ impl Reassembler {
             }
             if let Some((&highest, _)) = assembly.parts.last_key_value() {
                 if highest >= count {
-                    return Err(WireError::FragmentBeyondFinal {
-                        id,
-                        num: highest,
-                        count,
-                    });
+                    return Err(WireError::FragmentBeyondFinal { id, num: highest, count });
                 }
             }
             assembly.count = Some(count);
@@ -233,10 +214,7 @@ impl Reassembler {
         let bytes = assembly.bytes + fragment.contents.len();
         if bytes > MAX_ASSEMBLY_LEN {
             self.slot = None;
-            return Err(WireError::AssemblyTooLarge {
-                id,
-                limit: MAX_ASSEMBLY_LEN,
-            });
+            return Err(WireError::AssemblyTooLarge { id, limit: MAX_ASSEMBLY_LEN });
         }
         assembly.bytes = bytes;
         assembly.parts.insert(num, fragment.contents.to_vec());
@@ -290,23 +268,14 @@ mod tests {
 
     #[test]
     fn header_layout() {
-        let bytes = Fragment {
-            id: 0x0102,
-            num: 3,
-            is_final: true,
-            contents: b"xy",
-        }
-        .to_bytes();
+        let bytes = Fragment { id: 0x0102, num: 3, is_final: true, contents: b"xy" }.to_bytes();
         assert_eq!(bytes, [0, 0, 0, 0, 0, 0, 1, 2, 0x80, 3, b'x', b'y']);
         let parsed = Fragment::parse(&bytes).unwrap();
         assert_eq!(
             (parsed.id, parsed.num, parsed.is_final, parsed.contents),
             (0x0102, 3, true, &b"xy"[..])
         );
-        assert_eq!(
-            Fragment::parse(&bytes[..9]),
-            Err(WireError::FragmentHeaderTooShort { len: 9 })
-        );
+        assert_eq!(Fragment::parse(&bytes[..9]), Err(WireError::FragmentHeaderTooShort { len: 9 }));
     }
 
     #[test]
@@ -369,10 +338,7 @@ mod tests {
                 assert!(needed > MAX_FRAGMENTS);
                 assert_eq!(max, MAX_FRAGMENTS);
             }
-            other => panic!(
-                "expected TooManyFragments, got {:?}",
-                other.map(|f| f.len())
-            ),
+            other => panic!("expected TooManyFragments, got {:?}", other.map(|f| f.len())),
         }
         assert_eq!(fragmenter.next_id(), 1);
     }
@@ -397,131 +363,55 @@ mod tests {
 
     #[test]
     fn duplicates_are_ignored_and_a_late_duplicate_yields_again() {
-        let frags = Fragmenter::new(MIN_MTU + 20)
-            .fragment(&instruction(100))
-            .unwrap();
+        let frags = Fragmenter::new(MIN_MTU + 20).fragment(&instruction(100)).unwrap();
         let mut r = Reassembler::new();
         for f in &frags[..frags.len() - 1] {
             assert_eq!(r.add(f).unwrap(), None);
             assert_eq!(r.add(f).unwrap(), None);
         }
-        assert_eq!(
-            r.add(frags.last().unwrap()).unwrap(),
-            Some(instruction(100))
-        );
+        assert_eq!(r.add(frags.last().unwrap()).unwrap(), Some(instruction(100)));
         assert_eq!(r.add(&frags[0]).unwrap(), Some(instruction(100)));
     }
 
     #[test]
     fn conflicts_are_refused() {
-        let frags = Fragmenter::new(MIN_MTU + 20)
-            .fragment(&instruction(100))
-            .unwrap();
+        let frags = Fragmenter::new(MIN_MTU + 20).fragment(&instruction(100)).unwrap();
         let id = Fragment::parse(&frags[0]).unwrap().id;
         let mut r = Reassembler::new();
         r.add(&frags[0]).unwrap();
         let mut changed = frags[0].clone();
         *changed.last_mut().unwrap() ^= 1;
-        assert_eq!(
-            r.add(&changed),
-            Err(WireError::ConflictingFragment { id, num: 0 })
-        );
+        assert_eq!(r.add(&changed), Err(WireError::ConflictingFragment { id, num: 0 }));
         let mut flagged = frags[0].clone();
         flagged[8] |= 0x80;
-        assert_eq!(
-            r.add(&flagged),
-            Err(WireError::ConflictingFragment { id, num: 0 })
-        );
+        assert_eq!(r.add(&flagged), Err(WireError::ConflictingFragment { id, num: 0 }));
 
-        let fin = Fragment {
-            id,
-            num: 5,
-            is_final: true,
-            contents: b"z",
-        }
-        .to_bytes();
+        let fin = Fragment { id, num: 5, is_final: true, contents: b"z" }.to_bytes();
         assert_eq!(r.add(&fin).unwrap(), None);
-        let other_fin = Fragment {
-            id,
-            num: 7,
-            is_final: true,
-            contents: b"z",
-        }
-        .to_bytes();
+        let other_fin = Fragment { id, num: 7, is_final: true, contents: b"z" }.to_bytes();
         assert_eq!(
             r.add(&other_fin),
-            Err(WireError::ConflictingFinalFragment {
-                id,
-                num: 7,
-                previous: 5
-            })
+            Err(WireError::ConflictingFinalFragment { id, num: 7, previous: 5 })
         );
-        let beyond = Fragment {
-            id,
-            num: 6,
-            is_final: false,
-            contents: b"z",
-        }
-        .to_bytes();
-        assert_eq!(
-            r.add(&beyond),
-            Err(WireError::FragmentBeyondFinal {
-                id,
-                num: 6,
-                count: 6
-            })
-        );
+        let beyond = Fragment { id, num: 6, is_final: false, contents: b"z" }.to_bytes();
+        assert_eq!(r.add(&beyond), Err(WireError::FragmentBeyondFinal { id, num: 6, count: 6 }));
 
         let mut r = Reassembler::new();
-        r.add(
-            &Fragment {
-                id: 1,
-                num: 9,
-                is_final: false,
-                contents: b"z",
-            }
-            .to_bytes(),
-        )
-        .unwrap();
-        let early_final = Fragment {
-            id: 1,
-            num: 3,
-            is_final: true,
-            contents: b"z",
-        }
-        .to_bytes();
+        r.add(&Fragment { id: 1, num: 9, is_final: false, contents: b"z" }.to_bytes()).unwrap();
+        let early_final = Fragment { id: 1, num: 3, is_final: true, contents: b"z" }.to_bytes();
         assert_eq!(
             r.add(&early_final),
-            Err(WireError::FragmentBeyondFinal {
-                id: 1,
-                num: 9,
-                count: 4
-            })
+            Err(WireError::FragmentBeyondFinal { id: 1, num: 9, count: 4 })
         );
     }
 
     #[test]
     fn garbage_contents_fail_to_inflate() {
         let mut r = Reassembler::new();
-        let bad = Fragment {
-            id: 1,
-            num: 0,
-            is_final: true,
-            contents: b"not zlib",
-        }
-        .to_bytes();
+        let bad = Fragment { id: 1, num: 0, is_final: true, contents: b"not zlib" }.to_bytes();
         assert!(matches!(r.add(&bad), Err(WireError::InflateFailed { .. })));
-        let empty = Fragment {
-            id: 2,
-            num: 0,
-            is_final: true,
-            contents: b"",
-        }
-        .to_bytes();
-        assert!(matches!(
-            r.add(&empty),
-            Err(WireError::InflateFailed { .. })
-        ));
+        let empty = Fragment { id: 2, num: 0, is_final: true, contents: b"" }.to_bytes();
+        assert!(matches!(r.add(&empty), Err(WireError::InflateFailed { .. })));
     }
 
     #[test]
@@ -530,24 +420,13 @@ mod tests {
         let chunk = vec![0u8; 2000];
         let mut result = Ok(None);
         for num in 0..(MAX_ASSEMBLY_LEN / 2000 + 2) {
-            let f = Fragment {
-                id: 7,
-                num: num as u16,
-                is_final: false,
-                contents: &chunk,
-            }
-            .to_bytes();
+            let f =
+                Fragment { id: 7, num: num as u16, is_final: false, contents: &chunk }.to_bytes();
             result = r.add(&f);
             if result.is_err() {
                 break;
             }
         }
-        assert_eq!(
-            result,
-            Err(WireError::AssemblyTooLarge {
-                id: 7,
-                limit: MAX_ASSEMBLY_LEN
-            })
-        );
+        assert_eq!(result, Err(WireError::AssemblyTooLarge { id: 7, limit: MAX_ASSEMBLY_LEN }));
     }
 }

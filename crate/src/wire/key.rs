@@ -57,9 +57,7 @@ impl FromStr for Key {
     fn from_str(text: &str) -> Result<Key, KeyError> {
         let bytes = text.as_bytes();
         if bytes.len() != KEY_TEXT_LEN {
-            return Err(KeyError::WrongLength {
-                len: text.chars().count(),
-            });
+            return Err(KeyError::WrongLength { len: text.chars().count() });
         }
         if let Some(position) = bytes.iter().position(|&b| !is_alphabet(b)) {
             return Err(KeyError::BadCharacter { position });
@@ -90,10 +88,7 @@ mod tests {
 
     #[test]
     fn rejects_wrong_length_alphabet_and_low_bits() {
-        assert_eq!(
-            "AAECAwQFBgcICQoLDA0OD".parse::<Key>(),
-            Err(KeyError::WrongLength { len: 21 })
-        );
+        assert_eq!("AAECAwQFBgcICQoLDA0OD".parse::<Key>(), Err(KeyError::WrongLength { len: 21 }));
         assert_eq!(
             "AAECAwQFBgcICQoLDA0ODw==".parse::<Key>(),
             Err(KeyError::WrongLength { len: 24 })
@@ -106,10 +101,7 @@ mod tests {
             "AAECAwQFBgcI-QoLDA0ODw".parse::<Key>(),
             Err(KeyError::BadCharacter { position: 12 })
         );
-        assert_eq!(
-            "AAECAwQFBgcICQoLDA0ODx".parse::<Key>(),
-            Err(KeyError::NonCanonical)
-        );
+        assert_eq!("AAECAwQFBgcICQoLDA0ODx".parse::<Key>(), Err(KeyError::NonCanonical));
         for last in ['A', 'Q', 'g', 'w'] {
             let text = format!("WLThFE98+opDlEMyexqWs{last}");
             assert!(text.parse::<Key>().is_ok(), "{last}");

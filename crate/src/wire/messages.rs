@@ -26,11 +26,9 @@ pub fn encode_instruction(instruction: &Instruction) -> Vec<u8> {
 /// Parses a serialized instruction; absent fields read as 0 / empty, and a `protocol_version`
 /// other than 2 (absent included) is refused.
 pub fn decode_instruction(bytes: &[u8]) -> Result<Instruction, WireError> {
-    let message =
-        proto::TransportInstruction::decode(bytes).map_err(|e| WireError::ProtobufDecode {
-            message: "TransportBuffers.Instruction",
-            reason: e.to_string(),
-        })?;
+    let message = proto::TransportInstruction::decode(bytes).map_err(|e| {
+        WireError::ProtobufDecode { message: "TransportBuffers.Instruction", reason: e.to_string() }
+    })?;
     let version = message.protocol_version.unwrap_or(0);
     if version != PROTOCOL_VERSION {
         return Err(WireError::ProtocolVersionMismatch { got: version });
@@ -46,10 +44,7 @@ pub fn decode_instruction(bytes: &[u8]) -> Result<Instruction, WireError> {
 }
 
 fn resize_message(cols: u16, rows: u16) -> proto::ResizeMessage {
-    proto::ResizeMessage {
-        width: Some(i32::from(cols)),
-        height: Some(i32::from(rows)),
-    }
+    proto::ResizeMessage { width: Some(i32::from(cols)), height: Some(i32::from(rows)) }
 }
 
 /// Absent width or height reads as 0 (proto2 default); negative or above `u16::MAX` is refused.
@@ -70,9 +65,7 @@ pub fn encode_user_message(events: &[UserEvent]) -> Vec<u8> {
     let flush_keys = |keys: &mut Vec<u8>, instructions: &mut Vec<proto::UserInstruction>| {
         if !keys.is_empty() {
             instructions.push(proto::UserInstruction {
-                keystroke: Some(proto::Keystroke {
-                    keys: Some(std::mem::take(keys)),
-                }),
+                keystroke: Some(proto::Keystroke { keys: Some(std::mem::take(keys)) }),
                 resize: None,
             });
         }
@@ -90,10 +83,7 @@ pub fn encode_user_message(events: &[UserEvent]) -> Vec<u8> {
         }
     }
     flush_keys(&mut keys, &mut instructions);
-    proto::UserMessage {
-        instruction: instructions,
-    }
-    .encode_to_vec()
+    proto::UserMessage { instruction: instructions }.encode_to_vec()
 }
 
 /// Parses a client diff. Instructions with no known extension are skipped; of several extensions
@@ -120,22 +110,14 @@ pub fn encode_host_message(events: &[HostEvent]) -> Vec<u8> {
     let instruction = events
         .iter()
         .map(|event| {
-            let mut out = proto::HostInstruction {
-                hostbytes: None,
-                resize: None,
-                echoack: None,
-            };
+            let mut out = proto::HostInstruction { hostbytes: None, resize: None, echoack: None };
             match event {
                 HostEvent::Bytes(bytes) => {
-                    out.hostbytes = Some(proto::HostBytes {
-                        hoststring: Some(bytes.clone()),
-                    });
+                    out.hostbytes = Some(proto::HostBytes { hoststring: Some(bytes.clone()) });
                 }
                 HostEvent::Resize { cols, rows } => out.resize = Some(resize_message(*cols, *rows)),
                 HostEvent::EchoAck(num) => {
-                    out.echoack = Some(proto::EchoAck {
-                        echo_ack_num: Some(num.0),
-                    })
+                    out.echoack = Some(proto::EchoAck { echo_ack_num: Some(num.0) })
                 }
             }
             out
@@ -173,10 +155,7 @@ mod tests {
     fn unknown_extensions_are_skipped() {
         // HostMessage{ Instruction{ field 9 = varint 1 }, Instruction{ echoack 3 } }
         let diff = hex::decode("0a0248010a043a024003").unwrap();
-        assert_eq!(
-            decode_host_message(&diff).unwrap(),
-            vec![HostEvent::EchoAck(StateNum(3))]
-        );
+        assert_eq!(decode_host_message(&diff).unwrap(), vec![HostEvent::EchoAck(StateNum(3))]);
         let diff = hex::decode("0a0248010a061a04285030180a00").unwrap();
         assert_eq!(
             decode_user_message(&diff).unwrap(),
@@ -194,20 +173,14 @@ mod tests {
         instruction.extend_from_slice(&inner);
         let mut diff = vec![0x0a, instruction.len() as u8];
         diff.extend_from_slice(&instruction);
-        let err = WireError::ResizeOutOfRange {
-            width: -1,
-            height: 24,
-        };
+        let err = WireError::ResizeOutOfRange { width: -1, height: 24 };
         assert_eq!(decode_user_message(&diff), Err(err.clone()));
         assert_eq!(decode_host_message(&diff), Err(err));
         // width 65536
         let diff = hex::decode("0a081a0628808004301e").unwrap();
         assert_eq!(
             decode_host_message(&diff),
-            Err(WireError::ResizeOutOfRange {
-                width: 65536,
-                height: 30
-            })
+            Err(WireError::ResizeOutOfRange { width: 65536, height: 30 })
         );
     }
 
@@ -218,18 +191,12 @@ mod tests {
         let mut bytes = encode_instruction(&instruction);
         assert_eq!(bytes[..2], [0x08, 0x02]);
         bytes[1] = 3;
-        assert_eq!(
-            decode_instruction(&bytes),
-            Err(WireError::ProtocolVersionMismatch { got: 3 })
-        );
+        assert_eq!(decode_instruction(&bytes), Err(WireError::ProtocolVersionMismatch { got: 3 }));
         assert_eq!(
             decode_instruction(&bytes[2..]),
             Err(WireError::ProtocolVersionMismatch { got: 0 })
         );
-        assert!(matches!(
-            decode_instruction(&[0x08]),
-            Err(WireError::ProtobufDecode { .. })
-        ));
+        assert!(matches!(decode_instruction(&[0x08]), Err(WireError::ProtobufDecode { .. })));
     }
 
     #[test]
@@ -238,10 +205,7 @@ mod tests {
             UserEvent::Keys(b"l".to_vec()),
             UserEvent::Keys(b"s".to_vec()),
             UserEvent::Resize { cols: 80, rows: 24 },
-            UserEvent::Resize {
-                cols: 100,
-                rows: 30,
-            },
+            UserEvent::Resize { cols: 100, rows: 30 },
             UserEvent::Keys(Vec::new()),
             UserEvent::Keys(b"\r".to_vec()),
         ];
@@ -250,10 +214,7 @@ mod tests {
             vec![
                 UserEvent::Keys(b"ls".to_vec()),
                 UserEvent::Resize { cols: 80, rows: 24 },
-                UserEvent::Resize {
-                    cols: 100,
-                    rows: 30
-                },
+                UserEvent::Resize { cols: 100, rows: 30 },
                 UserEvent::Keys(b"\r".to_vec()),
             ]
         );

@@ -67,13 +67,7 @@ impl PacketLayer {
 
     /// Resumes sending under the same key at `next_seq` (a value saved from [`PacketLayer::next_seq`]).
     pub fn with_next_seq(key: &Key, sending: Direction, next_seq: u64) -> Self {
-        PacketLayer {
-            cipher: Cipher::new(key),
-            sending,
-            next_seq,
-            expected_seq: 0,
-            held: None,
-        }
+        PacketLayer { cipher: Cipher::new(key), sending, next_seq, expected_seq: 0, held: None }
     }
 
     /// The sequence number the next sealed datagram will carry.
@@ -97,13 +91,7 @@ impl PacketLayer {
         plaintext.extend_from_slice(&timestamp16(now).to_be_bytes());
         plaintext.extend_from_slice(&reply.to_be_bytes());
         plaintext.extend_from_slice(payload);
-        let datagram = self.cipher.seal(
-            Nonce {
-                direction: self.sending,
-                seq,
-            },
-            &plaintext,
-        )?;
+        let datagram = self.cipher.seal(Nonce { direction: self.sending, seq }, &plaintext)?;
         self.next_seq = seq + 1;
         Ok(datagram)
     }
@@ -126,51 +114,33 @@ impl PacketLayer {
     /// Authenticates and decrypts a datagram from the peer.
     pub fn open(&mut self, now: Instant, datagram: &[u8]) -> Result<Opened, WireError> {
         if datagram.len() < NONCE_LEN + TAG_LEN {
-            return Err(WireError::DatagramTooShort {
-                len: datagram.len(),
-            });
+            return Err(WireError::DatagramTooShort { len: datagram.len() });
         }
         let expected = self.sending.reverse();
         if let Some(nonce) = Nonce::of_datagram(datagram) {
             if nonce.direction != expected {
-                return Err(WireError::WrongDirection {
-                    got: nonce.direction,
-                    expected,
-                });
+                return Err(WireError::WrongDirection { got: nonce.direction, expected });
             }
         }
         let (nonce, plaintext) = self.cipher.open(datagram)?;
         if plaintext.len() < TIMESTAMPS_LEN {
-            return Err(WireError::PlaintextTooShort {
-                len: plaintext.len(),
-            });
+            return Err(WireError::PlaintextTooShort { len: plaintext.len() });
         }
         let peer_ts = u16::from_be_bytes([plaintext[0], plaintext[1]]);
         let reply = u16::from_be_bytes([plaintext[2], plaintext[3]]);
         let payload = plaintext[TIMESTAMPS_LEN..].to_vec();
 
         if nonce.seq < self.expected_seq {
-            return Ok(Opened {
-                payload,
-                in_order: false,
-                rtt_sample: None,
-            });
+            return Ok(Opened { payload, in_order: false, rtt_sample: None });
         }
         self.expected_seq = nonce.seq + 1;
         if peer_ts != NO_TIMESTAMP {
-            self.held = Some(HeldTimestamp {
-                peer_ts,
-                received: now,
-            });
+            self.held = Some(HeldTimestamp { peer_ts, received: now });
         }
         let rtt_sample = (reply != NO_TIMESTAMP)
             .then(|| Duration::from_millis(u64::from(timestamp16(now).wrapping_sub(reply))))
             .filter(|rtt| *rtt < MAX_RTT_SAMPLE);
-        Ok(Opened {
-            payload,
-            in_order: true,
-            rtt_sample,
-        })
+        Ok(Opened { payload, in_order: true, rtt_sample })
     }
 }
 
@@ -183,9 +153,6 @@ mod tests {
         assert_eq!(timestamp16(Instant::from_millis(0x1234)), 0x1234);
         assert_eq!(timestamp16(Instant::from_millis(65_536 + 7)), 7);
         assert_eq!(timestamp16(Instant::from_millis(0xFFFF)), 0);
-        assert_eq!(
-            timestamp16(Instant::from_micros(0xFFFE * 1000 + 999)),
-            0xFFFE
-        );
+        assert_eq!(timestamp16(Instant::from_micros(0xFFFE * 1000 + 999)), 0xFFFE);
     }
 }

@@ -25,10 +25,7 @@ pub struct LinkConfig {
 
 impl LinkConfig {
     pub fn delay(ms: u64) -> Self {
-        LinkConfig {
-            delay: Duration::from_millis(ms),
-            ..Default::default()
-        }
+        LinkConfig { delay: Duration::from_millis(ms), ..Default::default() }
     }
 }
 
@@ -220,11 +217,7 @@ impl Pair {
     }
 
     fn send(&mut self, to_server: bool, bytes: Vec<u8>) {
-        self.log.push(Sent {
-            at: self.now,
-            to_server,
-            bytes: bytes.clone(),
-        });
+        self.log.push(Sent { at: self.now, to_server, bytes: bytes.clone() });
         let config = if to_server { &self.up } else { &self.down };
         let copies = if self.rng.random_bool(config.loss) {
             0
