@@ -29,13 +29,20 @@ const ALL_FILES: &[&str] = &[
 ];
 
 fn records(file: &str) -> Vec<Value> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden").join(file);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/golden")
+        .join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn hex_field(record: &Value, name: &str) -> Option<Vec<u8>> {
-    record.get(name).and_then(Value::as_str).map(|s| hex::decode(s).unwrap())
+    record
+        .get(name)
+        .and_then(Value::as_str)
+        .map(|s| hex::decode(s).unwrap())
 }
 
 fn direction(record: &Value) -> Direction {
@@ -58,7 +65,9 @@ fn check_diff(dir: Direction, diff: &[u8], expected: &[Value], what: &str) {
             assert_eq!(events.len(), expected.len(), "{what}: event count");
             for (event, want) in events.iter().zip(expected) {
                 match event {
-                    UserEvent::Keys(keys) => assert_eq!(hex::encode(keys), want["keys"].as_str().unwrap(), "{what}"),
+                    UserEvent::Keys(keys) => {
+                        assert_eq!(hex::encode(keys), want["keys"].as_str().unwrap(), "{what}")
+                    }
                     UserEvent::Resize { cols, rows } => {
                         assert_eq!(want["resize"], serde_json::json!([cols, rows]), "{what}")
                     }
@@ -71,12 +80,18 @@ fn check_diff(dir: Direction, diff: &[u8], expected: &[Value], what: &str) {
             for (event, want) in events.iter().zip(expected) {
                 match event {
                     HostEvent::Bytes(bytes) => {
-                        assert_eq!(String::from_utf8_lossy(bytes), want["hostbytes"].as_str().unwrap(), "{what}")
+                        assert_eq!(
+                            String::from_utf8_lossy(bytes),
+                            want["hostbytes"].as_str().unwrap(),
+                            "{what}"
+                        )
                     }
                     HostEvent::Resize { cols, rows } => {
                         assert_eq!(want["resize"], serde_json::json!([cols, rows]), "{what}")
                     }
-                    HostEvent::EchoAck(num) => assert_eq!(Some(num.0), want["echoack"].as_u64(), "{what}"),
+                    HostEvent::EchoAck(num) => {
+                        assert_eq!(Some(num.0), want["echoack"].as_u64(), "{what}")
+                    }
                 }
             }
         }
@@ -85,12 +100,37 @@ fn check_diff(dir: Direction, diff: &[u8], expected: &[Value], what: &str) {
 
 fn check_fields(dir: Direction, instruction: &Instruction, fields: &Value, what: &str) {
     assert_eq!(fields["protocol_version"].as_u64(), Some(2), "{what}");
-    assert_eq!(fields["old_num"].as_u64(), Some(instruction.old_num.0), "{what}: old_num");
-    assert_eq!(fields["new_num"].as_u64(), Some(instruction.new_num.0), "{what}: new_num");
-    assert_eq!(fields["ack_num"].as_u64(), Some(instruction.ack_num.0), "{what}: ack_num");
-    assert_eq!(fields["throwaway_num"].as_u64(), Some(instruction.throwaway_num.0), "{what}: throwaway_num");
-    assert_eq!(fields["chaff_len"].as_u64(), Some(instruction.chaff.len() as u64), "{what}: chaff");
-    check_diff(dir, &instruction.diff, fields["diff"].as_array().unwrap(), what);
+    assert_eq!(
+        fields["old_num"].as_u64(),
+        Some(instruction.old_num.0),
+        "{what}: old_num"
+    );
+    assert_eq!(
+        fields["new_num"].as_u64(),
+        Some(instruction.new_num.0),
+        "{what}: new_num"
+    );
+    assert_eq!(
+        fields["ack_num"].as_u64(),
+        Some(instruction.ack_num.0),
+        "{what}: ack_num"
+    );
+    assert_eq!(
+        fields["throwaway_num"].as_u64(),
+        Some(instruction.throwaway_num.0),
+        "{what}: throwaway_num"
+    );
+    assert_eq!(
+        fields["chaff_len"].as_u64(),
+        Some(instruction.chaff.len() as u64),
+        "{what}: chaff"
+    );
+    check_diff(
+        dir,
+        &instruction.diff,
+        fields["diff"].as_array().unwrap(),
+        what,
+    );
 }
 
 struct Totals {
@@ -103,7 +143,11 @@ struct Totals {
 fn check_plaintext_layers(file: &str) -> Totals {
     let mut reassemblers: HashMap<Direction, Reassembler> = HashMap::new();
     let mut fragments_seen: HashMap<Direction, usize> = HashMap::new();
-    let mut totals = Totals { datagrams: 0, instructions: 0, multi_fragment: 0 };
+    let mut totals = Totals {
+        datagrams: 0,
+        instructions: 0,
+        multi_fragment: 0,
+    };
     for (line, record) in records(file).iter().enumerate() {
         let what = format!("{file}:{}", line + 1);
         let dir = direction(record);
@@ -133,7 +177,11 @@ fn check_plaintext_layers(file: &str) -> Totals {
         assert_eq!(Fragment::parse(&fragment.to_bytes()).unwrap(), fragment);
 
         *fragments_seen.entry(dir).or_default() += 1;
-        let done = reassemblers.entry(dir).or_default().add(&plain[4..]).unwrap();
+        let done = reassemblers
+            .entry(dir)
+            .or_default()
+            .add(&plain[4..])
+            .unwrap();
         let inst = hex_field(record, "inst").filter(|i| !i.is_empty());
         match (done, inst) {
             (Some(instruction), Some(inst)) => {
@@ -144,13 +192,21 @@ fn check_plaintext_layers(file: &str) -> Totals {
                 fragments_seen.insert(dir, 0);
                 assert_eq!(decode_instruction(&inst).unwrap(), instruction, "{what}");
                 // Both mosh and the test tools write all seven fields in order: byte for byte.
-                assert_eq!(hex::encode(encode_instruction(&instruction)), hex::encode(&inst), "{what}: re-encoding");
+                assert_eq!(
+                    hex::encode(encode_instruction(&instruction)),
+                    hex::encode(&inst),
+                    "{what}: re-encoding"
+                );
                 if let Some(fields) = record.get("fields") {
                     check_fields(dir, &instruction, fields, &what);
                 }
             }
             (None, None) => assert!(!fragment.is_final || fragment.num > 0, "{what}"),
-            (done, inst) => panic!("{what}: reassembled {:?} but capture has inst {:?}", done.is_some(), inst.is_some()),
+            (done, inst) => panic!(
+                "{what}: reassembled {:?} but capture has inst {:?}",
+                done.is_some(),
+                inst.is_some()
+            ),
         }
     }
     totals
@@ -158,7 +214,11 @@ fn check_plaintext_layers(file: &str) -> Totals {
 
 #[test]
 fn every_captured_plaintext_reassembles_and_decodes_as_recorded() {
-    let mut all = Totals { datagrams: 0, instructions: 0, multi_fragment: 0 };
+    let mut all = Totals {
+        datagrams: 0,
+        instructions: 0,
+        multi_fragment: 0,
+    };
     for file in ALL_FILES {
         let t = check_plaintext_layers(file);
         assert!(t.instructions > 0, "{file}");
@@ -167,7 +227,10 @@ fn every_captured_plaintext_reassembles_and_decodes_as_recorded() {
         all.multi_fragment += t.multi_fragment;
     }
     assert_eq!(all.datagrams, 228);
-    assert!(all.multi_fragment >= 2, "the captures include fragmented instructions");
+    assert!(
+        all.multi_fragment >= 2,
+        "the captures include fragmented instructions"
+    );
 }
 
 #[test]
@@ -180,12 +243,20 @@ fn every_captured_datagram_with_a_known_key_decrypts_and_reseals_byte_for_byte()
             let what = format!("{file}:{}", line + 1);
             let wire = hex_field(record, "wire").unwrap();
             let (nonce, plaintext) = cipher.open(&wire).unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_eq!(hex::encode(&plaintext), record["plain"].as_str().unwrap(), "{what}");
+            assert_eq!(
+                hex::encode(&plaintext),
+                record["plain"].as_str().unwrap(),
+                "{what}"
+            );
             assert_eq!(nonce.direction, direction(record), "{what}");
             if let Some(seq) = u64_field(record, "seq") {
                 assert_eq!(nonce.seq, seq, "{what}: seq");
             }
-            assert_eq!(cipher.seal(nonce, &plaintext).unwrap(), wire, "{what}: resealing");
+            assert_eq!(
+                cipher.seal(nonce, &plaintext).unwrap(),
+                wire,
+                "{what}: resealing"
+            );
             checked += 1;
         }
     }
@@ -215,7 +286,9 @@ fn packet_layers_open_every_captured_datagram() {
             // Receiver clock: pretend it equals the sender's timestamp plus 1 ms transit.
             let sent = u64::from(u16::from_be_bytes([plain[0], plain[1]]));
             let now = Instant::from_millis(sent + 65_536 * 100 + 1);
-            let opened = layer.open(now, &wire).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let opened = layer
+                .open(now, &wire)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(opened.payload, plain[4..], "{what}");
 
             let seq = u64::from_be_bytes(wire[..8].try_into().unwrap()) & !(1 << 63);
@@ -238,7 +311,10 @@ fn packet_layers_open_every_captured_datagram() {
                 Direction::ToClient => &mut server,
                 Direction::ToServer => &mut client,
             };
-            assert!(wrong_side.open(now, &wire).is_err(), "{what}: reflected datagram accepted");
+            assert!(
+                wrong_side.open(now, &wire).is_err(),
+                "{what}: reflected datagram accepted"
+            );
         }
         assert!(rtt_samples > 0, "{file}");
     }

@@ -16,11 +16,18 @@ fn ms(millis: u64) -> Instant {
 /// (seq, timestamp, timestamp_reply) of a datagram, read with the key.
 fn stamps(datagram: &[u8]) -> (u64, u16, u16) {
     let (nonce, plain) = Cipher::new(&key()).open(datagram).unwrap();
-    (nonce.seq, u16::from_be_bytes([plain[0], plain[1]]), u16::from_be_bytes([plain[2], plain[3]]))
+    (
+        nonce.seq,
+        u16::from_be_bytes([plain[0], plain[1]]),
+        u16::from_be_bytes([plain[2], plain[3]]),
+    )
 }
 
 fn pair() -> (PacketLayer, PacketLayer) {
-    (PacketLayer::new(&key(), Direction::ToServer), PacketLayer::new(&key(), Direction::ToClient))
+    (
+        PacketLayer::new(&key(), Direction::ToServer),
+        PacketLayer::new(&key(), Direction::ToClient),
+    )
 }
 
 #[test]
@@ -35,7 +42,10 @@ fn timestamp_reply_is_ffff_before_anything_received() {
 fn timestamp_reply_is_peer_timestamp_plus_hold_time() {
     let (mut client, mut server) = pair();
     let from_server = server.seal(ms(10_000), b"0123456789").unwrap();
-    assert_eq!(from_server[0], 0x80, "server datagrams carry the direction bit");
+    assert_eq!(
+        from_server[0], 0x80,
+        "server datagrams carry the direction bit"
+    );
     client.open(ms(500_000), &from_server).unwrap();
     let reply = client.seal(ms(500_250), b"0123456789").unwrap();
     assert_eq!(stamps(&reply).2, 10_250);
@@ -52,7 +62,9 @@ fn timestamp_reply_wraps_mod_65536() {
 #[test]
 fn timestamp_is_echoed_once_only() {
     let (mut client, mut server) = pair();
-    client.open(ms(1_000), &server.seal(ms(5_000), b"x").unwrap()).unwrap();
+    client
+        .open(ms(1_000), &server.seal(ms(5_000), b"x").unwrap())
+        .unwrap();
     assert_eq!(stamps(&client.seal(ms(1_010), b"x").unwrap()).2, 5_010);
     assert_eq!(stamps(&client.seal(ms(1_020), b"x").unwrap()).2, 0xFFFF);
 }
@@ -60,18 +72,26 @@ fn timestamp_is_echoed_once_only() {
 #[test]
 fn timestamp_is_not_echoed_after_one_second() {
     let (mut client, mut server) = pair();
-    client.open(ms(1_000), &server.seal(ms(5_000), b"x").unwrap()).unwrap();
+    client
+        .open(ms(1_000), &server.seal(ms(5_000), b"x").unwrap())
+        .unwrap();
     assert_eq!(stamps(&client.seal(ms(2_000), b"x").unwrap()).2, 0xFFFF);
 
-    client.open(ms(3_000), &server.seal(ms(6_000), b"x").unwrap()).unwrap();
+    client
+        .open(ms(3_000), &server.seal(ms(6_000), b"x").unwrap())
+        .unwrap();
     assert_eq!(stamps(&client.seal(ms(3_999), b"x").unwrap()).2, 6_999);
 }
 
 #[test]
 fn newer_timestamps_overwrite_older_ones() {
     let (mut client, mut server) = pair();
-    client.open(ms(1_000), &server.seal(ms(5_000), b"x").unwrap()).unwrap();
-    client.open(ms(1_100), &server.seal(ms(5_300), b"x").unwrap()).unwrap();
+    client
+        .open(ms(1_000), &server.seal(ms(5_000), b"x").unwrap())
+        .unwrap();
+    client
+        .open(ms(1_100), &server.seal(ms(5_300), b"x").unwrap())
+        .unwrap();
     assert_eq!(stamps(&client.seal(ms(1_150), b"x").unwrap()).2, 5_350);
 }
 
@@ -84,7 +104,10 @@ fn replayed_packets_do_not_update_the_timestamp_echo() {
     assert!(first.in_order);
     let late = client.open(ms(1_001), &older).unwrap();
     assert!(!late.in_order);
-    assert_eq!(late.payload, b"old", "a late datagram's payload is still delivered");
+    assert_eq!(
+        late.payload, b"old",
+        "a late datagram's payload is still delivered"
+    );
     assert_eq!(stamps(&client.seal(ms(1_010), b"x").unwrap()).2, 6_010);
 
     // A replay of the newest one after its echo does not re-arm the echo either.
@@ -97,7 +120,9 @@ fn replayed_packets_do_not_update_the_timestamp_echo() {
 #[test]
 fn rtt_sample_is_now_minus_reply() {
     let (mut client, mut server) = pair();
-    server.open(ms(90_000), &client.seal(ms(5_000), b"x").unwrap()).unwrap();
+    server
+        .open(ms(90_000), &client.seal(ms(5_000), b"x").unwrap())
+        .unwrap();
     // The server holds the timestamp 30 ms, the path takes 70 ms in all.
     let answer = server.seal(ms(90_030), b"y").unwrap();
     let opened = client.open(ms(5_100), &answer).unwrap();
@@ -105,9 +130,13 @@ fn rtt_sample_is_now_minus_reply() {
     assert_eq!(opened.payload, b"y");
 
     // No reply: no sample. A sample of 5 s or more is discarded.
-    let opened = client.open(ms(5_200), &server.seal(ms(90_100), b"z").unwrap()).unwrap();
+    let opened = client
+        .open(ms(5_200), &server.seal(ms(90_100), b"z").unwrap())
+        .unwrap();
     assert_eq!(opened.rtt_sample, None);
-    server.open(ms(90_200), &client.seal(ms(6_000), b"x").unwrap()).unwrap();
+    server
+        .open(ms(90_200), &client.seal(ms(6_000), b"x").unwrap())
+        .unwrap();
     let answer = server.seal(ms(90_200), b"y").unwrap();
     assert_eq!(client.open(ms(11_000), &answer).unwrap().rtt_sample, None);
 }
@@ -124,18 +153,44 @@ fn open_rejects_reflections_wrong_keys_and_short_datagrams() {
     let own = client.seal(ms(1), b"0123456789").unwrap();
     assert_eq!(
         client.open(ms(2), &own),
-        Err(WireError::WrongDirection { got: Direction::ToServer, expected: Direction::ToClient })
+        Err(WireError::WrongDirection {
+            got: Direction::ToServer,
+            expected: Direction::ToClient
+        })
     );
     let mut other = PacketLayer::new(&Key([9; 16]), Direction::ToClient);
-    assert_eq!(other.open(ms(2), &own), Err(WireError::AuthenticationFailed));
+    assert_eq!(
+        other.open(ms(2), &own),
+        Err(WireError::AuthenticationFailed)
+    );
     let mut tampered = own.clone();
     tampered[12] ^= 0x40;
-    assert_eq!(server.open(ms(2), &tampered), Err(WireError::AuthenticationFailed));
-    assert_eq!(server.open(ms(2), &own[..23]), Err(WireError::DatagramTooShort { len: 23 }));
-    assert_eq!(server.open(ms(2), &[]), Err(WireError::DatagramTooShort { len: 0 }));
+    assert_eq!(
+        server.open(ms(2), &tampered),
+        Err(WireError::AuthenticationFailed)
+    );
+    assert_eq!(
+        server.open(ms(2), &own[..23]),
+        Err(WireError::DatagramTooShort { len: 23 })
+    );
+    assert_eq!(
+        server.open(ms(2), &[]),
+        Err(WireError::DatagramTooShort { len: 0 })
+    );
 
-    let three = Cipher::new(&key()).seal(Nonce { direction: Direction::ToServer, seq: 0 }, b"abc").unwrap();
-    assert_eq!(server.open(ms(2), &three), Err(WireError::PlaintextTooShort { len: 3 }));
+    let three = Cipher::new(&key())
+        .seal(
+            Nonce {
+                direction: Direction::ToServer,
+                seq: 0,
+            },
+            b"abc",
+        )
+        .unwrap();
+    assert_eq!(
+        server.open(ms(2), &three),
+        Err(WireError::PlaintextTooShort { len: 3 })
+    );
     // Failed opens change nothing: the genuine datagram is still in order.
     assert!(server.open(ms(3), &own).unwrap().in_order);
 }
@@ -155,7 +210,9 @@ fn sequence_numbers_count_every_datagram_and_can_resume() {
 fn sequence_exhaustion_is_an_error_not_a_wrap() {
     let mut client = PacketLayer::with_next_seq(&key(), Direction::ToServer, MAX_SEQ);
     let mut server = PacketLayer::new(&key(), Direction::ToClient);
-    server.open(ms(1), &client.seal(ms(1), b"x").unwrap()).unwrap();
+    server
+        .open(ms(1), &client.seal(ms(1), b"x").unwrap())
+        .unwrap();
     assert_eq!(client.next_seq(), MAX_SEQ + 1);
     let echo_source = server.seal(ms(2), b"x").unwrap();
     client.open(ms(2), &echo_source).unwrap();

@@ -3,9 +3,9 @@
 use proptest::prelude::*;
 use tern::time::Instant;
 use tern::wire::{
-    DEFAULT_MTU, Direction, Fragment, Fragmenter, HostEvent, Instruction, Key, MAX_DATAGRAM_LEN, MIN_MTU, PacketLayer,
-    Reassembler, StateNum, UserEvent, decode_host_message, decode_instruction, decode_user_message,
-    encode_host_message, encode_user_message,
+    DEFAULT_MTU, Direction, Fragment, Fragmenter, HostEvent, Instruction, Key, MAX_DATAGRAM_LEN,
+    MIN_MTU, PacketLayer, Reassembler, StateNum, UserEvent, decode_host_message,
+    decode_instruction, decode_user_message, encode_host_message, encode_user_message,
 };
 
 fn key() -> Key {
@@ -13,7 +13,11 @@ fn key() -> Key {
 }
 
 fn state_num() -> impl Strategy<Value = StateNum> {
-    prop_oneof![Just(StateNum::INITIAL), Just(StateNum::SHUTDOWN), any::<u64>().prop_map(StateNum)]
+    prop_oneof![
+        Just(StateNum::INITIAL),
+        Just(StateNum::SHUTDOWN),
+        any::<u64>().prop_map(StateNum)
+    ]
 }
 
 fn instruction() -> impl Strategy<Value = Instruction> {
@@ -30,18 +34,26 @@ fn instruction() -> impl Strategy<Value = Instruction> {
         ],
         proptest::collection::vec(any::<u8>(), 0..17),
     )
-        .prop_map(|(old_num, new_num, ack_num, throwaway_num, diff, chaff)| Instruction {
-            old_num,
-            new_num,
-            ack_num,
-            throwaway_num,
-            diff,
-            chaff,
-        })
+        .prop_map(
+            |(old_num, new_num, ack_num, throwaway_num, diff, chaff)| Instruction {
+                old_num,
+                new_num,
+                ack_num,
+                throwaway_num,
+                diff,
+                chaff,
+            },
+        )
 }
 
 fn mtu() -> impl Strategy<Value = usize> {
-    prop_oneof![Just(DEFAULT_MTU), Just(1211), Just(500), MIN_MTU..=MAX_DATAGRAM_LEN, MIN_MTU..MIN_MTU + 40]
+    prop_oneof![
+        Just(DEFAULT_MTU),
+        Just(1211),
+        Just(500),
+        MIN_MTU..=MAX_DATAGRAM_LEN,
+        MIN_MTU..MIN_MTU + 40
+    ]
 }
 
 proptest! {
