@@ -53,11 +53,7 @@ pub(crate) fn compress(data: &[u8]) -> Vec<u8> {
     Compressor::default().compress(data)
 }
 
-/// Inflates one complete zlib stream, refusing output beyond `limit` bytes.
-///
-/// Memory grows with the output actually produced (doubling, never past `limit + 1` bytes), so a
-/// small bomb cannot make us reserve a large buffer up front. Bytes after the end of the stream are
-/// ignored, as zlib's `uncompress()` does.
+/// One-off [`Inflater::inflate`] (tests).
 #[cfg(test)]
 pub(crate) fn inflate(data: &[u8], limit: usize) -> Result<Vec<u8>, WireError> {
     Inflater::default().inflate(data, limit)
@@ -78,7 +74,11 @@ impl Default for Inflater {
 }
 
 impl Inflater {
-    /// See [`inflate`].
+    /// Inflates one complete zlib stream, refusing output beyond `limit` bytes.
+    ///
+    /// Memory grows with the output actually produced (doubling, never past `limit + 1` bytes), so
+    /// a small bomb cannot make us reserve a large buffer up front. Bytes after the end of the
+    /// stream are ignored, as zlib's `uncompress()` does.
     pub(crate) fn inflate(&mut self, data: &[u8], limit: usize) -> Result<Vec<u8>, WireError> {
         self.state.reset(true);
         inflate_with(&mut self.state, data, limit)
