@@ -73,8 +73,19 @@ fn show(name: &str, s: &DirectionStats) -> String {
     )
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn main() -> std::process::ExitCode {
+    // Print `{e:#}` rather than returning the error: the environment sets RUST_BACKTRACE=1 and
+    // anyhow would print a backtrace for a mistyped option.
+    match run(Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("linkemu: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
     let mut config = LinkConfig::new(args.listen, args.target);
     config.up = direction(&args.link, &args.up).context("--link/--up")?;
     config.down = direction(&args.link, &args.down).context("--link/--down")?;
