@@ -18,10 +18,7 @@ fn main() -> anyhow::Result<()> {
     // 1. Release lateness: 10 ms one-way delay, one datagram every 2 ms.
     let delay = Duration::from_millis(10);
     let mut config = LinkConfig::new("127.0.0.1:0".parse()?, server.local_addr()?);
-    config.up = DirectionConfig {
-        delay,
-        ..Default::default()
-    };
+    config.up = DirectionConfig { delay, ..Default::default() };
     config.seed = Some(1);
     let emu = LinkEmulator::start(config)?;
     let n = 500u32;
@@ -65,10 +62,7 @@ fn main() -> anyhow::Result<()> {
     // 2. Rate: 1000-byte wire packets at 20 Mbit/s, sent as fast as the queue drains.
     let rate = 20_000_000u64;
     let mut config = LinkConfig::new("127.0.0.1:0".parse()?, server.local_addr()?);
-    config.up = DirectionConfig {
-        rate_bps: Some(rate),
-        ..Default::default()
-    };
+    config.up = DirectionConfig { rate_bps: Some(rate), ..Default::default() };
     let emu = LinkEmulator::start(config)?;
     let count = 2_000u32;
     let payload = [0u8; 972];

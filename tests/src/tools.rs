@@ -19,9 +19,7 @@ pub fn require_program(program: &str) -> PathBuf {
 /// The path of `program` on `PATH`, if any.
 pub fn find_program(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| candidate.is_file())
 }
 
 #[cfg(test)]

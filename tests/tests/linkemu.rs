@@ -50,19 +50,10 @@ impl Server {
                 if echo {
                     let _ = socket.send_to(&buf[..n], from);
                 }
-                l.lock().unwrap().push(Arrival {
-                    at,
-                    from,
-                    data: buf[..n].to_vec(),
-                });
+                l.lock().unwrap().push(Arrival { at, from, data: buf[..n].to_vec() });
             }
         });
-        Self {
-            addr,
-            log,
-            stop,
-            thread: Some(thread),
-        }
+        Self { addr, log, stop, thread: Some(thread) }
     }
 
     fn arrivals(&self) -> Vec<Arrival> {
@@ -151,14 +142,8 @@ fn delay_is_applied_in_each_direction() {
     let server = Server::start(true);
     let emu = emulator(
         &server,
-        DirectionConfig {
-            delay: ms(30),
-            ..Default::default()
-        },
-        DirectionConfig {
-            delay: ms(20),
-            ..Default::default()
-        },
+        DirectionConfig { delay: ms(30), ..Default::default() },
+        DirectionConfig { delay: ms(20), ..Default::default() },
     );
     let c = client();
     let mut overshoot = Vec::new();
@@ -177,10 +162,7 @@ fn delay_is_applied_in_each_direction() {
     }
     overshoot.sort();
     // Informational: how late releases are on this machine (no assert; it is noisy).
-    eprintln!(
-        "round-trip overshoot over 50 ms: median {:?}, max {:?}",
-        overshoot[5], overshoot[9]
-    );
+    eprintln!("round-trip overshoot over 50 ms: median {:?}, max {:?}", overshoot[5], overshoot[9]);
 }
 
 #[test]
@@ -188,10 +170,7 @@ fn loss_rate_is_near_the_configured_probability() {
     let server = Server::start(false);
     let emu = emulator(
         &server,
-        DirectionConfig {
-            loss: 0.2,
-            ..Default::default()
-        },
+        DirectionConfig { loss: 0.2, ..Default::default() },
         DirectionConfig::default(),
     );
     let c = client();
@@ -202,11 +181,7 @@ fn loss_rate_is_near_the_configured_probability() {
     // 4 sigma of binomial(2000, 0.2) is 0.036.
     assert!((0.16..=0.24).contains(&rate), "loss rate {rate} ({s:?})");
     assert_eq!(s.forwarded + s.dropped_loss, s.received);
-    assert!(
-        wait_until(|| server.count() as u64 == s.forwarded),
-        "server got {}",
-        server.count()
-    );
+    assert!(wait_until(|| server.count() as u64 == s.forwarded), "server got {}", server.count());
 }
 
 #[test]
@@ -215,10 +190,7 @@ fn rate_limit_throughput_is_in_the_ballpark() {
     // 972-byte payloads are 1000 bytes on the emulated wire: 4 ms each at 2 Mbit/s.
     let emu = emulator(
         &server,
-        DirectionConfig {
-            rate_bps: Some(2_000_000),
-            ..Default::default()
-        },
+        DirectionConfig { rate_bps: Some(2_000_000), ..Default::default() },
         DirectionConfig::default(),
     );
     let c = client();
@@ -230,15 +202,9 @@ fn rate_limit_throughput_is_in_the_ballpark() {
     let arrivals = server.arrivals();
     let span = arrivals.last().unwrap().at - arrivals[0].at;
     // 149 serializations of 4 ms after the first: at least 596 ms minus scheduling slop.
-    assert!(
-        span >= ms(560),
-        "150 kB crossed a 2 Mbit/s link in {span:?}"
-    );
+    assert!(span >= ms(560), "150 kB crossed a 2 Mbit/s link in {span:?}");
     let bps = (u64::from(n) - 1) as f64 * 8_000.0 / span.as_secs_f64();
-    assert!(
-        bps >= 500_000.0,
-        "throughput {bps:.0} bit/s is far below the 2 Mbit/s limit"
-    );
+    assert!(bps >= 500_000.0, "throughput {bps:.0} bit/s is far below the 2 Mbit/s limit");
 }
 
 #[test]
@@ -257,11 +223,7 @@ fn overfilled_byte_queue_drops_at_the_tail() {
     let c = client();
     send_numbered(&c, emu.local_addr(), 100, 972, 25, ms(1));
     let s = settle(&emu, 100).up;
-    assert!(
-        s.dropped_queue >= 50,
-        "only {} queue drops: {s:?}",
-        s.dropped_queue
-    );
+    assert!(s.dropped_queue >= 50, "only {} queue drops: {s:?}", s.dropped_queue);
     assert_eq!(s.forwarded + s.dropped_queue, 100);
     assert!(wait_until(|| server.count() as u64 == s.forwarded));
     // Drop-tail: the first packets got through.
@@ -283,33 +245,21 @@ fn overfilled_delay_queue_drops_at_the_tail() {
     let c = client();
     send_numbered(&c, emu.local_addr(), 100, 972, 25, ms(1));
     let s = settle(&emu, 100).up;
-    assert!(
-        s.dropped_queue >= 50,
-        "only {} queue drops: {s:?}",
-        s.dropped_queue
-    );
+    assert!(s.dropped_queue >= 50, "only {} queue drops: {s:?}", s.dropped_queue);
     assert_eq!(s.forwarded + s.dropped_queue, 100);
 }
 
 #[test]
 fn each_client_address_gets_its_own_upstream_flow() {
     let server = Server::start(true);
-    let emu = emulator(
-        &server,
-        DirectionConfig::default(),
-        DirectionConfig::default(),
-    );
+    let emu = emulator(&server, DirectionConfig::default(), DirectionConfig::default());
     let clients = [client(), client(), client()];
     for (i, c) in clients.iter().enumerate() {
         for round in 0..3u8 {
             c.send_to(&[i as u8, round], emu.local_addr()).unwrap();
             let mut buf = [0u8; 8];
             let n = c.recv(&mut buf).unwrap();
-            assert_eq!(
-                &buf[..n],
-                &[i as u8, round],
-                "client {i} got another flow's reply"
-            );
+            assert_eq!(&buf[..n], &[i as u8, round], "client {i} got another flow's reply");
         }
     }
     let flows = emu.flows();
@@ -317,10 +267,7 @@ fn each_client_address_gets_its_own_upstream_flow() {
     assert_eq!(emu.stats().flows_opened, 3);
     for (i, c) in clients.iter().enumerate() {
         let addr = c.local_addr().unwrap();
-        let flow = flows
-            .iter()
-            .find(|f| f.client == addr)
-            .expect("flow per client");
+        let flow = flows.iter().find(|f| f.client == addr).expect("flow per client");
         // Every datagram of this client reached the server from this flow's socket only.
         let sources: Vec<_> = server
             .arrivals()
@@ -341,11 +288,7 @@ fn jitter_keeps_order_when_reordering_is_off() {
     let server = Server::start(false);
     let emu = emulator(
         &server,
-        DirectionConfig {
-            delay: ms(5),
-            jitter: ms(20),
-            ..Default::default()
-        },
+        DirectionConfig { delay: ms(5), jitter: ms(20), ..Default::default() },
         DirectionConfig::default(),
     );
     let c = client();
@@ -362,11 +305,7 @@ fn jitter_reorders_when_allowed() {
     let server = Server::start(false);
     let emu = emulator(
         &server,
-        DirectionConfig {
-            jitter: ms(20),
-            reorder: true,
-            ..Default::default()
-        },
+        DirectionConfig { jitter: ms(20), reorder: true, ..Default::default() },
         DirectionConfig::default(),
     );
     let c = client();
@@ -375,10 +314,7 @@ fn jitter_reorders_when_allowed() {
     settle(&emu, u64::from(n));
     assert!(wait_until(|| server.count() == n as usize));
     let order: Vec<u32> = server.arrivals().iter().map(seq).collect();
-    assert!(
-        order.windows(2).any(|w| w[1] < w[0]),
-        "20 ms of jitter reordered nothing"
-    );
+    assert!(order.windows(2).any(|w| w[1] < w[0]), "20 ms of jitter reordered nothing");
 }
 
 #[test]
@@ -386,10 +322,7 @@ fn duplicates_are_counted_and_delivered() {
     let server = Server::start(false);
     let emu = emulator(
         &server,
-        DirectionConfig {
-            duplicate: 0.5,
-            ..Default::default()
-        },
+        DirectionConfig { duplicate: 0.5, ..Default::default() },
         DirectionConfig::default(),
     );
     let c = client();
@@ -407,44 +340,23 @@ fn down_direction_is_shaped_independently() {
     let emu = emulator(
         &server,
         DirectionConfig::default(),
-        DirectionConfig {
-            loss: 1.0,
-            ..Default::default()
-        },
+        DirectionConfig { loss: 1.0, ..Default::default() },
     );
     let c = client();
     c.set_read_timeout(Some(ms(300))).unwrap();
     send_numbered(&c, emu.local_addr(), 20, 16, 20, ms(1));
-    assert!(
-        wait_until(|| emu.stats().down.dropped_loss == 20),
-        "{:?}",
-        emu.stats()
-    );
+    assert!(wait_until(|| emu.stats().down.dropped_loss == 20), "{:?}", emu.stats());
     assert_eq!(server.count(), 20);
     let mut buf = [0u8; 16];
-    assert!(
-        c.recv(&mut buf).is_err(),
-        "a reply crossed a link with 100% loss down"
-    );
+    assert!(c.recv(&mut buf).is_err(), "a reply crossed a link with 100% loss down");
 }
 
 #[test]
 fn reconfiguration_takes_effect_at_runtime() {
     let server = Server::start(false);
-    let emu = emulator(
-        &server,
-        DirectionConfig::default(),
-        DirectionConfig::default(),
-    );
+    let emu = emulator(&server, DirectionConfig::default(), DirectionConfig::default());
     let c = client();
-    emu.set_config(
-        Dir::Up,
-        DirectionConfig {
-            loss: 1.0,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    emu.set_config(Dir::Up, DirectionConfig { loss: 1.0, ..Default::default() }).unwrap();
     send_numbered(&c, emu.local_addr(), 30, 16, 30, ms(1));
     settle(&emu, 30);
     assert_eq!(emu.stats().up.dropped_loss, 30);
@@ -453,25 +365,14 @@ fn reconfiguration_takes_effect_at_runtime() {
     settle(&emu, 60);
     assert!(wait_until(|| server.count() == 30));
     assert!(
-        emu.set_config(
-            Dir::Down,
-            DirectionConfig {
-                loss: 2.0,
-                ..Default::default()
-            }
-        )
-        .is_err()
+        emu.set_config(Dir::Down, DirectionConfig { loss: 2.0, ..Default::default() }).is_err()
     );
 }
 
 #[test]
 fn dropping_the_emulator_frees_its_port() {
     let server = Server::start(false);
-    let emu = emulator(
-        &server,
-        DirectionConfig::default(),
-        DirectionConfig::default(),
-    );
+    let emu = emulator(&server, DirectionConfig::default(), DirectionConfig::default());
     let addr = emu.local_addr();
     let c = client();
     c.send_to(b"x", addr).unwrap();

@@ -119,11 +119,6 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     let s = emulator.stats();
-    println!(
-        "final {} | {} | flows={}",
-        show("up", &s.up),
-        show("down", &s.down),
-        s.flows_opened
-    );
+    println!("final {} | {} | flows={}", show("up", &s.up), show("down", &s.down), s.flows_opened);
     Ok(())
 }

@@ -288,10 +288,7 @@ impl Direction {
         if admission.duplicated {
             bump(&self.counters.duplicated, 1);
         }
-        bump(
-            &self.counters.dropped_queue,
-            u64::from(admission.queue_drops),
-        );
+        bump(&self.counters.dropped_queue, u64::from(admission.queue_drops));
         if admission.releases.is_empty() {
             return;
         }
@@ -371,22 +368,13 @@ impl LinkEmulator {
             max_flows: config.max_flows,
             flow_threads: Mutex::new(Vec::new()),
         });
-        let mut emulator = Self {
-            shared,
-            local_addr,
-            seed,
-            threads: Vec::new(),
-        };
+        let mut emulator = Self { shared, local_addr, seed, threads: Vec::new() };
         for (name, dir) in [("linkemu-up", Dir::Up), ("linkemu-down", Dir::Down)] {
             let shared = Arc::clone(&emulator.shared);
-            emulator
-                .threads
-                .push(spawn(name, move || release_loop(shared, dir))?);
+            emulator.threads.push(spawn(name, move || release_loop(shared, dir))?);
         }
         let shared = Arc::clone(&emulator.shared);
-        emulator
-            .threads
-            .push(spawn("linkemu-listen", move || listen_loop(shared))?);
+        emulator.threads.push(spawn("linkemu-listen", move || listen_loop(shared))?);
         Ok(emulator)
     }
 
@@ -449,11 +437,7 @@ impl LinkEmulator {
             let _ = t.join();
         }
         let flow_threads: Vec<_> = {
-            let mut v = self
-                .shared
-                .flow_threads
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut v = self.shared.flow_threads.lock().unwrap_or_else(|e| e.into_inner());
             v.drain(..).collect()
         };
         for t in flow_threads {
@@ -469,9 +453,7 @@ impl Drop for LinkEmulator {
 }
 
 fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name(name.to_owned())
-        .spawn(body)
+    std::thread::Builder::new().name(name.to_owned()).spawn(body)
 }
 
 fn seed_from_clock() -> u64 {
@@ -541,9 +523,7 @@ fn listen_loop(shared: Arc<Shared>) {
                 None => continue,
             },
         };
-        shared
-            .up
-            .arrive(&buf[..len], || Route::Upstream(Arc::clone(&socket)));
+        shared.up.arrive(&buf[..len], || Route::Upstream(Arc::clone(&socket)));
     }
 }
 
@@ -568,11 +548,7 @@ fn open_flow(shared: &Arc<Shared>, client: SocketAddr, open: usize) -> Option<Ar
             let mut flows = shared.flows.lock().unwrap_or_else(|e| e.into_inner());
             flows.insert(client, FlowInfo { client, upstream });
             drop(flows);
-            shared
-                .flow_threads
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(thread);
+            shared.flow_threads.lock().unwrap_or_else(|e| e.into_inner()).push(thread);
             bump(&shared.flows_opened, 1);
             Some(socket)
         }
@@ -612,11 +588,7 @@ fn release_loop(shared: Arc<Shared>, dir: Dir) {
         match next {
             None => st = d.wake.wait(st).unwrap_or_else(|e| e.into_inner()),
             Some(release) if release > now => {
-                st = d
-                    .wake
-                    .wait_timeout(st, release - now)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                st = d.wake.wait_timeout(st, release - now).unwrap_or_else(|e| e.into_inner()).0;
             }
             Some(_) => {
                 let Some(Reverse(p)) = st.heap.pop() else {

@@ -16,9 +16,7 @@ fn err(what: &str, text: &str, expected: &str) -> ParseError {
 
 fn split_number(text: &str) -> (&str, &str) {
     let t = text.trim();
-    let end = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let end = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     (&t[..end], t[end..].trim())
 }
 
@@ -108,18 +106,10 @@ impl DirectionConfig {
                 "dup" | "duplicate" => self.duplicate = parse_probability(value)?,
                 "rate" => self.rate_bps = if none { None } else { Some(parse_rate(value)?) },
                 "queue-bytes" | "qbytes" => {
-                    self.queue_bytes = if none {
-                        None
-                    } else {
-                        Some(parse_bytes(value)?)
-                    }
+                    self.queue_bytes = if none { None } else { Some(parse_bytes(value)?) }
                 }
                 "queue-delay" | "qdelay" => {
-                    self.queue_delay = if none {
-                        None
-                    } else {
-                        Some(parse_duration(value)?)
-                    }
+                    self.queue_delay = if none { None } else { Some(parse_duration(value)?) }
                 }
                 other => {
                     return Err(ParseError(format!(
@@ -148,11 +138,7 @@ impl std::fmt::Display for DirectionConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let us = |d: Duration| d.as_micros();
         write!(f, "delay={}us,jitter={}us", us(self.delay), us(self.jitter))?;
-        write!(
-            f,
-            ",reorder={},loss={},dup={}",
-            self.reorder, self.loss, self.duplicate
-        )?;
+        write!(f, ",reorder={},loss={},dup={}", self.reorder, self.loss, self.duplicate)?;
         match self.rate_bps {
             Some(r) => write!(f, ",rate={r}")?,
             None => write!(f, ",rate=none")?,

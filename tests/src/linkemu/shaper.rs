@@ -116,10 +116,8 @@ impl Shaper {
         let start = self.link_free_at.filter(|t| *t > now).unwrap_or(now);
         // An empty queue always takes a packet, so a limit below one packet cannot black-hole.
         if !self.backlog.is_empty() {
-            let over_bytes = self
-                .config
-                .queue_bytes
-                .is_some_and(|max| self.backlog_bytes + wire_bytes > max);
+            let over_bytes =
+                self.config.queue_bytes.is_some_and(|max| self.backlog_bytes + wire_bytes > max);
             let over_delay = self.config.queue_delay.is_some_and(|max| start - now > max);
             if over_bytes || over_delay {
                 return None;
@@ -166,13 +164,7 @@ mod tests {
     #[test]
     fn plain_delay_is_exact() {
         let t0 = Instant::now();
-        let mut s = Shaper::new(
-            DirectionConfig {
-                delay: ms(30),
-                ..Default::default()
-            },
-            1,
-        );
+        let mut s = Shaper::new(DirectionConfig { delay: ms(30), ..Default::default() }, 1);
         let a = s.admit(t0, 100);
         assert_eq!(a.releases, vec![t0 + ms(30)]);
         assert!(!a.lost && !a.duplicated && a.queue_drops == 0);
@@ -181,13 +173,7 @@ mod tests {
     #[test]
     fn loss_rate_matches_probability_for_fixed_seed() {
         let t0 = Instant::now();
-        let mut s = Shaper::new(
-            DirectionConfig {
-                loss: 0.1,
-                ..Default::default()
-            },
-            7,
-        );
+        let mut s = Shaper::new(DirectionConfig { loss: 0.1, ..Default::default() }, 7);
         let lost = (0..20_000).filter(|_| s.admit(t0, 10).lost).count();
         // 4 sigma of a binomial(20000, 0.1) is about 170.
         assert!((1_830..=2_170).contains(&lost), "lost {lost}");
@@ -215,13 +201,8 @@ mod tests {
     fn rate_limit_serializes_back_to_back() {
         let t0 = Instant::now();
         // 972 + 28 = 1000 wire bytes at 8 Mbit/s: 1 ms each.
-        let mut s = Shaper::new(
-            DirectionConfig {
-                rate_bps: Some(8_000_000),
-                ..Default::default()
-            },
-            1,
-        );
+        let mut s =
+            Shaper::new(DirectionConfig { rate_bps: Some(8_000_000), ..Default::default() }, 1);
         let releases: Vec<_> = (0..5).map(|_| s.admit(t0, 972).releases[0]).collect();
         for (i, r) in releases.iter().enumerate() {
             assert_eq!(*r, t0 + ms(i as u64 + 1));
@@ -266,11 +247,7 @@ mod tests {
     #[test]
     fn jitter_without_reorder_keeps_fifo() {
         let t0 = Instant::now();
-        let cfg = DirectionConfig {
-            delay: ms(5),
-            jitter: ms(20),
-            ..Default::default()
-        };
+        let cfg = DirectionConfig { delay: ms(5), jitter: ms(20), ..Default::default() };
         let mut s = Shaper::new(cfg, 3);
         let mut last = t0;
         for i in 0..2_000 {
@@ -285,32 +262,18 @@ mod tests {
     #[test]
     fn jitter_with_reorder_reorders() {
         let t0 = Instant::now();
-        let cfg = DirectionConfig {
-            jitter: ms(20),
-            reorder: true,
-            ..Default::default()
-        };
+        let cfg = DirectionConfig { jitter: ms(20), reorder: true, ..Default::default() };
         let mut s = Shaper::new(cfg, 3);
-        let releases: Vec<_> = (0..200)
-            .map(|i| s.admit(t0 + ms(i), 10).releases[0])
-            .collect();
+        let releases: Vec<_> = (0..200).map(|i| s.admit(t0 + ms(i), 10).releases[0]).collect();
         assert!(releases.windows(2).any(|w| w[1] < w[0]));
-        assert!(
-            releases
-                .iter()
-                .enumerate()
-                .all(|(i, r)| *r >= t0 + ms(i as u64))
-        );
+        assert!(releases.iter().enumerate().all(|(i, r)| *r >= t0 + ms(i as u64)));
     }
 
     #[test]
     fn duplicates_take_their_own_slot_in_the_queue() {
         let t0 = Instant::now();
-        let cfg = DirectionConfig {
-            duplicate: 1.0,
-            rate_bps: Some(8_000_000),
-            ..Default::default()
-        };
+        let cfg =
+            DirectionConfig { duplicate: 1.0, rate_bps: Some(8_000_000), ..Default::default() };
         let mut s = Shaper::new(cfg, 1);
         let a = s.admit(t0, 972);
         assert!(a.duplicated);
