@@ -131,7 +131,10 @@ fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<
     if f.bell_count != last.bell_count {
         frame.append(b"\x07");
     }
-    if f.title_initialized && (!initialized || f.icon_name != last.icon_name || f.title != last.title) {
+    // mosh leaves out a title that was set but is empty; we send it, so that the receiver also
+    // knows a title was set (title_initialized is part of the state).
+    let title_changed = f.icon_name != last.icon_name || f.title != last.title || !last.title_initialized;
+    if f.title_initialized && (!initialized || title_changed) {
         if f.icon_name == f.title {
             let _ = write!(frame.out, "\x1b]0;{}\x07", f.title);
         } else {
@@ -274,6 +277,12 @@ fn put_row(frame: &mut FrameState, f: &Framebuffer, y: usize, old: Option<&Row>,
         x += cell.width();
         frame.cursor = Some((y, 0));
         frame.advance(cell.width());
+        // That one cell filled the row (a wide character in two columns): mosh stops the wrap
+        // chain here and loses the row's wrap flag; we carry it on.
+        if x >= width && row.is_wrapped() && y + 1 < f.height {
+            frame.cursor = Some((y + 1, 0));
+            return true;
+        }
     }
     if old.is_some_and(|old| std::ptr::eq(old, &**row) || *old == **row) {
         return false;
@@ -281,10 +290,27 @@ fn put_row(frame: &mut FrameState, f: &Framebuffer, y: usize, old: Option<&Row>,
 
     let wrap_this = row.is_wrapped();
     let wrap_changed = old.is_some_and(|o| o.is_wrapped() != wrap_this);
+    // Cells the old frame hid under a wide character: the terminal holds blanks there, whatever
+    // the model says, so they are redrawn when they come to light.
+    let old_hidden: Vec<bool> = match old {
+        Some(old) => {
+            let mut hidden = vec![false; width];
+            let mut i = 0;
+            while i < width {
+                let w = old.cells()[i].width();
+                if w == 2 && i + 1 < width {
+                    hidden[i + 1] = true;
+                }
+                i += w;
+            }
+            hidden
+        }
+        None => Vec::new(),
+    };
     let unchanged = |x: usize, cell: &Cell| -> bool {
         let Some(old) = old else { return false };
         // The wrap flag belongs to the last cell: a changed flag redraws it.
-        old.cells()[x] == *cell && !(wrap_changed && x + cell.width() >= width)
+        old.cells()[x] == *cell && !old_hidden[x] && !(wrap_changed && x + cell.width() >= width)
     };
     let mut clear_count = 0;
     let mut wrote_last_cell = false;
@@ -330,7 +356,17 @@ fn put_row(frame: &mut FrameState, f: &Framebuffer, y: usize, old: Option<&Row>,
         }
         frame.silent_move(y, x, width);
         frame.update_rendition(cell.renditions, false);
-        cell.write_grapheme(&mut frame.out);
+        if x + cell_width > width {
+            // A wide character in the last column (put there by autowrap off, or shifted there by
+            // ICH or insert mode). With autowrap on a terminal would wrap it to the next row and
+            // scroll; mosh-server sends it anyway and its client draws garbage. We switch autowrap
+            // off around it, so xterm and our emulator keep it in place.
+            frame.append(b"\x1b[?7l");
+            cell.write_grapheme(&mut frame.out);
+            frame.append(b"\x1b[?7h");
+        } else {
+            cell.write_grapheme(&mut frame.out);
+        }
         x += cell_width;
         frame.advance(cell_width);
         if x >= width {
