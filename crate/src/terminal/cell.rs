@@ -56,6 +56,13 @@ impl Attrs {
     }
 }
 
+impl std::ops::BitOr for Attrs {
+    type Output = Attrs;
+    fn bitor(self, rhs: Attrs) -> Attrs {
+        Attrs(self.0 | rhs.0)
+    }
+}
+
 impl fmt::Debug for Attrs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names = ["bold", "italic", "underline", "blink", "inverse", "invisible"];
