@@ -55,7 +55,8 @@ fn server_state(size: (u16, u16), bytes: &[u8]) -> Complete {
 }
 
 fn check(got: &Framebuffer, want: &Framebuffer, what: &str) -> Result<(), TestCaseError> {
-    got.looks_like(want).map_err(|e| TestCaseError::fail(format!("{what}: {e}\ngot {got:?}\nwant {want:?}")))
+    got.looks_like(want)
+        .map_err(|e| TestCaseError::fail(format!("{what}: {e}\ngot {got:?}\nwant {want:?}")))
 }
 
 proptest! {
@@ -149,7 +150,16 @@ proptest! {
 #[test]
 fn oversized_or_empty_resize_is_refused() {
     let mut c = Complete::new(80, 24);
-    assert!(c.apply_events(&[HostEvent::Resize { cols: 0, rows: 24 }]).is_err());
-    assert!(c.apply_events(&[HostEvent::Resize { cols: 65535, rows: 65535 }]).is_err());
+    assert!(
+        c.apply_events(&[HostEvent::Resize { cols: 0, rows: 24 }])
+            .is_err()
+    );
+    assert!(
+        c.apply_events(&[HostEvent::Resize {
+            cols: 65535,
+            rows: 65535
+        }])
+        .is_err()
+    );
     assert_eq!(c.framebuffer().size(), Size { cols: 80, rows: 24 });
 }

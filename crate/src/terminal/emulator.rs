@@ -32,7 +32,10 @@ impl Emulator {
     }
     /// An emulator that continues from `fb` with a fresh parser.
     pub fn with_framebuffer(fb: Framebuffer) -> Emulator {
-        Emulator { fb, parser: Parser::new() }
+        Emulator {
+            fb,
+            parser: Parser::new(),
+        }
     }
     pub fn framebuffer(&self) -> &Framebuffer {
         &self.fb
@@ -92,208 +95,217 @@ impl Dispatch<'_> {
             _ => {}
         }
     }
-
 }
 
 fn tab(fb: &mut Framebuffer, count: i64) {
-        let col = fb.next_tab(count).unwrap_or(fb.width - 1);
-        let keep = fb.next_print_will_wrap;
-        fb.move_col(col as i64, false, false);
-        fb.next_print_will_wrap = keep;
+    let col = fb.next_tab(count).unwrap_or(fb.width - 1);
+    let keep = fb.next_print_will_wrap;
+    fb.move_col(col as i64, false, false);
+    fb.next_print_will_wrap = keep;
 }
 
-    fn sgr(fb: &mut Framebuffer, p: &Params) {
-        let n = p.count();
-        let mut i = 0;
-        while i < n {
-            let r = p.get(i, 0);
-            // `38;5;N` / `48;5;N`: N of 0 is palette 0 here, not a reset.
-            if (r == 38 || r == 48) && n - i >= 3 && p.get(i + 1, -1) == 5 {
-                let color = palette(p.get(i + 2, 0));
-                if let Some(color) = color {
-                    if r == 38 { fb.pen.fg = color } else { fb.pen.bg = color }
+fn sgr(fb: &mut Framebuffer, p: &Params) {
+    let n = p.count();
+    let mut i = 0;
+    while i < n {
+        let r = p.get(i, 0);
+        // `38;5;N` / `48;5;N`: N of 0 is palette 0 here, not a reset.
+        if (r == 38 || r == 48) && n - i >= 3 && p.get(i + 1, -1) == 5 {
+            let color = palette(p.get(i + 2, 0));
+            if let Some(color) = color {
+                if r == 38 {
+                    fb.pen.fg = color
+                } else {
+                    fb.pen.bg = color
                 }
-                i += 3;
-                continue;
             }
-            if (r == 38 || r == 48) && n - i >= 5 && p.get(i + 1, -1) == 2 {
-                let color = true_color(p.get(i + 2, 0), p.get(i + 3, 0), p.get(i + 4, 0));
-                if r == 38 { fb.pen.fg = color } else { fb.pen.bg = color }
-                i += 5;
-                continue;
-            }
-            set_rendition(&mut fb.pen, r);
-            i += 1;
+            i += 3;
+            continue;
         }
-    }
-
-    fn set_mode(fb: &mut Framebuffer, p: &Params, on: bool) {
-        for i in 0..p.count() {
-            let n = p.get(i, 0);
-            if let Some(mode) = MouseReporting::from_mode_number(n) {
-                fb.modes.mouse_reporting = if on { mode } else { MouseReporting::None };
-                continue;
+        if (r == 38 || r == 48) && n - i >= 5 && p.get(i + 1, -1) == 2 {
+            let color = true_color(p.get(i + 2, 0), p.get(i + 3, 0), p.get(i + 4, 0));
+            if r == 38 {
+                fb.pen.fg = color
+            } else {
+                fb.pen.bg = color
             }
-            if let Some(enc) = MouseEncoding::from_mode_number(n) {
-                fb.modes.mouse_encoding = if on { enc } else { MouseEncoding::Default };
-                continue;
-            }
-            match n {
-                1 => fb.modes.application_cursor_keys = on,
-                3 => {
-                    // 80/132 columns: not done, but the screen is cleared and the cursor homed.
-                    fb.move_row(0, false);
-                    fb.move_col(0, false, false);
-                    for y in 0..fb.height {
-                        fb.reset_row(y);
-                    }
-                }
-                5 => fb.modes.reverse_video = on,
-                6 => {
-                    fb.move_row(0, false);
-                    fb.move_col(0, false, false);
-                    fb.modes.origin = on;
-                }
-                7 => fb.modes.autowrap = on,
-                25 => fb.modes.cursor_visible = on,
-                1004 => fb.modes.mouse_focus_events = on,
-                1007 => fb.modes.mouse_alternate_scroll = on,
-                2004 => fb.modes.bracketed_paste = on,
-                _ => {}
-            }
+            i += 5;
+            continue;
         }
+        set_rendition(&mut fb.pen, r);
+        i += 1;
     }
+}
 
-    fn csi(fb: &mut Framebuffer, p: &Params, key: &str) {
-        let (row, col) = (fb.cursor_row, fb.cursor_col);
-        let width = fb.width;
-        match key {
-            "K" => match p.get(0, 0) {
-                0 => clear_line(fb, row, col, width - 1),
-                1 => clear_line(fb, row, 0, col),
-                2 => fb.reset_row(row),
-                _ => {}
-            },
-            "J" => match p.get(0, 0) {
-                0 => {
-                    clear_line(fb, row, col, width - 1);
-                    for y in row + 1..fb.height {
-                        fb.reset_row(y);
-                    }
-                }
-                1 => {
-                    for y in 0..row {
-                        fb.reset_row(y);
-                    }
-                    clear_line(fb, row, 0, col);
-                }
-                2 => {
-                    for y in 0..fb.height {
-                        fb.reset_row(y);
-                    }
-                }
-                _ => {}
-            },
-            "A" => fb.move_row(-i64::from(p.get(0, 1)), true),
-            "B" => fb.move_row(i64::from(p.get(0, 1)), true),
-            "C" => fb.move_col(i64::from(p.get(0, 1)), true, false),
-            "D" => fb.move_col(-i64::from(p.get(0, 1)), true, false),
-            "H" | "f" => {
-                fb.move_row(i64::from(p.get(0, 1)) - 1, false);
-                fb.move_col(i64::from(p.get(1, 1)) - 1, false, false);
-            }
-            "I" => tab(fb, i64::from(p.get(0, 1))),
-            "Z" => tab(fb, -i64::from(p.get(0, 1))),
-            "g" => match p.get(0, 0) {
-                0 => fb.clear_tab(col),
-                3 => {
-                    fb.default_tabs = false;
-                    Rc::make_mut(&mut fb.tabs).iter_mut().for_each(|t| *t = false);
-                }
-                _ => {}
-            },
-            "?h" => set_mode(fb, p, true),
-            "?l" => set_mode(fb, p, false),
-            "h" | "l" => {
-                for i in 0..p.count() {
-                    if p.get(i, 0) == 4 {
-                        fb.modes.insert = key == "h";
-                    }
-                }
-            }
-            "r" => {
-                let top = p.get(0, 1) as usize;
-                let bottom = p.get(1, fb.height as i32) as usize;
-                // Invalid regions are ignored, as xterm does.
-                if bottom <= top || top > fb.height {
-                    return;
-                }
-                fb.set_scrolling_region(top - 1, bottom - 1);
+fn set_mode(fb: &mut Framebuffer, p: &Params, on: bool) {
+    for i in 0..p.count() {
+        let n = p.get(i, 0);
+        if let Some(mode) = MouseReporting::from_mode_number(n) {
+            fb.modes.mouse_reporting = if on { mode } else { MouseReporting::None };
+            continue;
+        }
+        if let Some(enc) = MouseEncoding::from_mode_number(n) {
+            fb.modes.mouse_encoding = if on { enc } else { MouseEncoding::Default };
+            continue;
+        }
+        match n {
+            1 => fb.modes.application_cursor_keys = on,
+            3 => {
+                // 80/132 columns: not done, but the screen is cleared and the cursor homed.
                 fb.move_row(0, false);
                 fb.move_col(0, false, false);
+                for y in 0..fb.height {
+                    fb.reset_row(y);
+                }
             }
-            "m" => sgr(fb, p),
-            "L" => {
-                fb.insert_lines(row, p.get(0, 1) as usize);
+            5 => fb.modes.reverse_video = on,
+            6 => {
+                fb.move_row(0, false);
                 fb.move_col(0, false, false);
+                fb.modes.origin = on;
             }
-            "M" => {
-                fb.delete_lines(row, p.get(0, 1) as usize);
-                fb.move_col(0, false, false);
-            }
-            "@" => {
-                let bg = fb.bg();
-                fb.row_mut(row).insert_cells(col, p.get(0, 1) as usize, bg);
-            }
-            "P" => {
-                let bg = fb.bg();
-                fb.row_mut(row).delete_cells(col, p.get(0, 1) as usize, bg);
-            }
-            "d" => fb.move_row(i64::from(p.get(0, 1)) - 1, false),
-            "G" | "`" => fb.move_col(i64::from(p.get(0, 1)) - 1, false, false),
-            "X" => {
-                let last = (col + p.get(0, 1) as usize - 1).min(width - 1);
-                clear_line(fb, row, col, last);
-            }
-            "!p" => fb.soft_reset(),
-            // mosh names these SD and SU but scrolls like SU (`S`, text up) and SD (`T`, down).
-            "S" => fb.scroll(i64::from(p.get(0, 1))),
-            "T" => fb.scroll(-i64::from(p.get(0, 1))),
-            // Queries (DA, DSR, ...) and everything else: no answer, nothing to do.
+            7 => fb.modes.autowrap = on,
+            25 => fb.modes.cursor_visible = on,
+            1004 => fb.modes.mouse_focus_events = on,
+            1007 => fb.modes.mouse_alternate_scroll = on,
+            2004 => fb.modes.bracketed_paste = on,
             _ => {}
         }
     }
+}
 
-    fn osc_dispatch(fb: &mut Framebuffer, osc: &str) {
-        if let Some(payload) = osc.strip_prefix("52;c;") {
-            fb.clipboard = Rc::from(payload);
-            return;
+fn csi(fb: &mut Framebuffer, p: &Params, key: &str) {
+    let (row, col) = (fb.cursor_row, fb.cursor_col);
+    let width = fb.width;
+    match key {
+        "K" => match p.get(0, 0) {
+            0 => clear_line(fb, row, col, width - 1),
+            1 => clear_line(fb, row, 0, col),
+            2 => fb.reset_row(row),
+            _ => {}
+        },
+        "J" => match p.get(0, 0) {
+            0 => {
+                clear_line(fb, row, col, width - 1);
+                for y in row + 1..fb.height {
+                    fb.reset_row(y);
+                }
+            }
+            1 => {
+                for y in 0..row {
+                    fb.reset_row(y);
+                }
+                clear_line(fb, row, 0, col);
+            }
+            2 => {
+                for y in 0..fb.height {
+                    fb.reset_row(y);
+                }
+            }
+            _ => {}
+        },
+        "A" => fb.move_row(-i64::from(p.get(0, 1)), true),
+        "B" => fb.move_row(i64::from(p.get(0, 1)), true),
+        "C" => fb.move_col(i64::from(p.get(0, 1)), true, false),
+        "D" => fb.move_col(-i64::from(p.get(0, 1)), true, false),
+        "H" | "f" => {
+            fb.move_row(i64::from(p.get(0, 1)) - 1, false);
+            fb.move_col(i64::from(p.get(1, 1)) - 1, false, false);
         }
-        let mut chars = osc.chars();
-        let (cmd, offset) = match (chars.next(), chars.next()) {
-            (Some(';'), _) => (Some('0'), 1),
-            (Some(c), Some(';')) => (Some(c), 2),
-            _ => (None, 0),
-        };
-        let (set_icon, set_title) = match cmd {
-            Some('0') => (true, true),
-            Some('1') => (true, false),
-            Some('2') => (false, true),
-            _ => (false, false),
-        };
-        if !(set_icon || set_title) {
-            return;
+        "I" => tab(fb, i64::from(p.get(0, 1))),
+        "Z" => tab(fb, -i64::from(p.get(0, 1))),
+        "g" => match p.get(0, 0) {
+            0 => fb.clear_tab(col),
+            3 => {
+                fb.default_tabs = false;
+                Rc::make_mut(&mut fb.tabs)
+                    .iter_mut()
+                    .for_each(|t| *t = false);
+            }
+            _ => {}
+        },
+        "?h" => set_mode(fb, p, true),
+        "?l" => set_mode(fb, p, false),
+        "h" | "l" => {
+            for i in 0..p.count() {
+                if p.get(i, 0) == 4 {
+                    fb.modes.insert = key == "h";
+                }
+            }
         }
-        fb.title_initialized = true;
-        let title: String = osc.chars().take(MAX_TITLE_CHARS).skip(offset).collect();
-        let title: Rc<str> = Rc::from(title);
-        if set_icon {
-            fb.icon_name = title.clone();
+        "r" => {
+            let top = p.get(0, 1) as usize;
+            let bottom = p.get(1, fb.height as i32) as usize;
+            // Invalid regions are ignored, as xterm does.
+            if bottom <= top || top > fb.height {
+                return;
+            }
+            fb.set_scrolling_region(top - 1, bottom - 1);
+            fb.move_row(0, false);
+            fb.move_col(0, false, false);
         }
-        if set_title {
-            fb.title = title;
+        "m" => sgr(fb, p),
+        "L" => {
+            fb.insert_lines(row, p.get(0, 1) as usize);
+            fb.move_col(0, false, false);
         }
+        "M" => {
+            fb.delete_lines(row, p.get(0, 1) as usize);
+            fb.move_col(0, false, false);
+        }
+        "@" => {
+            let bg = fb.bg();
+            fb.row_mut(row).insert_cells(col, p.get(0, 1) as usize, bg);
+        }
+        "P" => {
+            let bg = fb.bg();
+            fb.row_mut(row).delete_cells(col, p.get(0, 1) as usize, bg);
+        }
+        "d" => fb.move_row(i64::from(p.get(0, 1)) - 1, false),
+        "G" | "`" => fb.move_col(i64::from(p.get(0, 1)) - 1, false, false),
+        "X" => {
+            let last = (col + p.get(0, 1) as usize - 1).min(width - 1);
+            clear_line(fb, row, col, last);
+        }
+        "!p" => fb.soft_reset(),
+        // mosh names these SD and SU but scrolls like SU (`S`, text up) and SD (`T`, down).
+        "S" => fb.scroll(i64::from(p.get(0, 1))),
+        "T" => fb.scroll(-i64::from(p.get(0, 1))),
+        // Queries (DA, DSR, ...) and everything else: no answer, nothing to do.
+        _ => {}
     }
+}
+
+fn osc_dispatch(fb: &mut Framebuffer, osc: &str) {
+    if let Some(payload) = osc.strip_prefix("52;c;") {
+        fb.clipboard = Rc::from(payload);
+        return;
+    }
+    let mut chars = osc.chars();
+    let (cmd, offset) = match (chars.next(), chars.next()) {
+        (Some(';'), _) => (Some('0'), 1),
+        (Some(c), Some(';')) => (Some(c), 2),
+        _ => (None, 0),
+    };
+    let (set_icon, set_title) = match cmd {
+        Some('0') => (true, true),
+        Some('1') => (true, false),
+        Some('2') => (false, true),
+        _ => (false, false),
+    };
+    if !(set_icon || set_title) {
+        return;
+    }
+    fb.title_initialized = true;
+    let title: String = osc.chars().take(MAX_TITLE_CHARS).skip(offset).collect();
+    let title: Rc<str> = Rc::from(title);
+    if set_icon {
+        fb.icon_name = title.clone();
+    }
+    if set_title {
+        fb.title = title;
+    }
+}
 
 /// `38;5;N`: palette entries 0-255; other values leave the colour unchanged.
 fn palette(n: i32) -> Option<Color> {
@@ -371,7 +383,9 @@ impl Perform for Dispatch<'_> {
             }
             0 => {
                 // Combining: joins the last printed cell (or the cell a move landed on).
-                let Some((row, col)) = fb.combining else { return };
+                let Some((row, col)) = fb.combining else {
+                    return;
+                };
                 if row >= fb.height || col >= fb.width {
                     return;
                 }

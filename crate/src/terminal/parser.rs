@@ -44,7 +44,11 @@ impl Params {
             for b in field.bytes() {
                 v = (v * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
             }
-            let v = if field.is_empty() || v > PARAM_MAX { -1 } else { v as i32 };
+            let v = if field.is_empty() || v > PARAM_MAX {
+                -1
+            } else {
+                v as i32
+            };
             self.values.push(v);
         }
     }
@@ -269,7 +273,8 @@ impl Parser {
                 } else if (0x20..=0x2f).contains(&r) {
                     self.collect(ch);
                     self.state = State::EscapeIntermediate;
-                } else if matches!(r, 0x30..=0x4f | 0x51..=0x57 | 0x59 | 0x5a | 0x5c | 0x60..=0x7e) {
+                } else if matches!(r, 0x30..=0x4f | 0x51..=0x57 | 0x59 | 0x5a | 0x5c | 0x60..=0x7e)
+                {
                     let collected = std::mem::take(&mut self.collected);
                     perform.esc_dispatch(&collected, ch);
                     self.collected = collected;
