@@ -21,10 +21,7 @@ fn cursor(e: &Emulator) -> (u16, u16) {
 }
 
 fn cell(e: &Emulator, row: u16, col: u16) -> tern::terminal::Cell {
-    e.framebuffer()
-        .cell(Pos { row, col })
-        .expect("cell")
-        .clone()
+    e.framebuffer().cell(Pos { row, col }).expect("cell").clone()
 }
 
 #[test]
@@ -68,11 +65,7 @@ fn erase_keeps_only_the_background_colour() {
     assert_eq!(erased.renditions.fg, Color::Default);
     assert!(erased.renditions.attrs.is_empty());
     let kept = cell(&e, 0, 1);
-    assert!(
-        kept.renditions
-            .attrs
-            .contains(Attrs::BOLD | Attrs::UNDERLINE)
-    );
+    assert!(kept.renditions.attrs.contains(Attrs::BOLD | Attrs::UNDERLINE));
     // ECH and ED too; explicit spaces keep the whole pen.
     let e = emu(10, 2, "\x1b[7;44mabcdef\x1b[1;2H\x1b[2X \x1b[2;1H\x1b[J");
     assert!(
@@ -132,10 +125,7 @@ fn scroll_region_scrolls_only_inside() {
     // Invalid regions (bottom <= top) are ignored; DECSTBM homes the cursor; RI at the top
     // margin scrolls the region down.
     let e = emu(3, 3, "a\r\nb\x1b[3;2r\x1b[2;2r");
-    assert_eq!(
-        (e.framebuffer().scroll_region(), cursor(&e)),
-        ((0, 2), (1, 1))
-    );
+    assert_eq!((e.framebuffer().scroll_region(), cursor(&e)), ((0, 2), (1, 1)));
     let e = emu(3, 3, "a\r\nb\x1b[2;3r\x1b[2;1H\x1bMx");
     assert_eq!(text(&e), ["a", "x", "b"]);
     assert_eq!(e.framebuffer().scroll_region(), (1, 2));
@@ -174,11 +164,7 @@ fn sgr_forms() {
     ));
     assert_eq!(pen("\x1b[91;102m").fg, Color::Palette(9));
     assert_eq!(pen("\x1b[91;102m").bg, Color::Palette(10));
-    assert_eq!(
-        pen("\x1b[38;5;0m").fg,
-        Color::Palette(0),
-        "38;5;0 is palette 0, not a reset"
-    );
+    assert_eq!(pen("\x1b[38;5;0m").fg, Color::Palette(0), "38;5;0 is palette 0, not a reset");
     assert_eq!(pen("\x1b[38;5;200;48;2;1;2;3m").bg, Color::Rgb(1, 2, 3));
     assert_eq!(pen("\x1b[38;5;200m").fg, Color::Palette(200));
     assert_eq!(pen("\x1b[1;31m\x1b[m").fg, Color::Default);
@@ -199,18 +185,10 @@ fn sgr_forms() {
 
 #[test]
 fn tabs_and_cursor_movement() {
-    let e = emu(
-        20,
-        2,
-        "\tx\x1b[3g\x1b[1;5H\x1bH\r\ty\x1b[1;20H\x1b[Z\x1b[Zz",
-    );
+    let e = emu(20, 2, "\tx\x1b[3g\x1b[1;5H\x1bH\r\ty\x1b[1;20H\x1b[Z\x1b[Zz");
     // TBC 3 cleared every stop, HTS set one at column 4; CBT finds none left of it: column 0.
     assert_eq!(text(&e)[0], "z   y   x");
-    let e = emu(
-        10,
-        5,
-        "\x1b[3;4H\x1b[A\x1b[2C\x1b[B\x1b[D\x1b[G\x1b[5d\x1b[3`",
-    );
+    let e = emu(10, 5, "\x1b[3;4H\x1b[A\x1b[2C\x1b[B\x1b[D\x1b[G\x1b[5d\x1b[3`");
     assert_eq!(cursor(&e), (4, 2));
     let e = emu(10, 5, "\x1b[99;99H");
     assert_eq!(cursor(&e), (4, 9));
@@ -223,11 +201,7 @@ fn tabs_and_cursor_movement() {
 
 #[test]
 fn modes_that_mosh_synchronizes() {
-    let e = emu(
-        10,
-        2,
-        "\x1b[?5h\x1b[?2004h\x1b[?1002h\x1b[?1006h\x1b[?1004h\x1b[?25l\x1b[?1h",
-    );
+    let e = emu(10, 2, "\x1b[?5h\x1b[?2004h\x1b[?1002h\x1b[?1006h\x1b[?1004h\x1b[?25l\x1b[?1h");
     let fb = e.framebuffer();
     assert!(
         fb.reverse_video() && fb.bracketed_paste() && fb.focus_events() && !fb.cursor_visible()
@@ -246,15 +220,9 @@ fn modes_that_mosh_synchronizes() {
 #[test]
 fn osc_titles_clipboard_and_termination() {
     let e = emu(10, 2, "\x1b]0;hello\x07");
-    assert_eq!(
-        (e.framebuffer().title(), e.framebuffer().icon_name()),
-        ("hello", "hello")
-    );
+    assert_eq!((e.framebuffer().title(), e.framebuffer().icon_name()), ("hello", "hello"));
     let e = emu(10, 2, "\x1b]1;icon\x1b\\\x1b]2;win\u{9c}");
-    assert_eq!(
-        (e.framebuffer().title(), e.framebuffer().icon_name()),
-        ("win", "icon")
-    );
+    assert_eq!((e.framebuffer().title(), e.framebuffer().icon_name()), ("win", "icon"));
     // CAN ends and dispatches the OSC too; `;x` means 0.
     let e = emu(10, 2, "\x1b];t\x18");
     assert_eq!(e.framebuffer().title(), "t");
@@ -279,11 +247,7 @@ fn invalid_utf8_becomes_replacement_characters() {
 
 #[test]
 fn queries_get_no_answer_and_unknown_sequences_are_ignored() {
-    let e = emu(
-        10,
-        2,
-        "a\x1b[6n\x1b[c\x1b[>c\x1bP1$r\x1b\\\x1b[?123;456zb\x1b_apc\x1b\\c",
-    );
+    let e = emu(10, 2, "a\x1b[6n\x1b[c\x1b[>c\x1bP1$r\x1b\\\x1b[?123;456zb\x1b_apc\x1b\\c");
     assert_eq!(text(&e)[0], "abc");
 }
 
@@ -331,28 +295,18 @@ fn renderer_uses_mosh_forms() {
     // A changed row: cursor hidden, absolute move, text, CR LF, blank runs by ECH and EL.
     let b = emu(80, 24, "x\x1b[1;10Hy\r\nz").framebuffer().clone();
     let out = Renderer::new().render(Some(&a), &b);
-    assert_eq!(
-        String::from_utf8_lossy(&out),
-        "x\x1b[?25l\x1b[1;10Hy\r\nz\x1b[?25h"
-    );
+    assert_eq!(String::from_utf8_lossy(&out), "x\x1b[?25l\x1b[1;10Hy\r\nz\x1b[?25h");
     // A full screen scroll with the cursor on the last row: CR and LFs.
     let a = emu(5, 3, "1\r\n2\r\n3").framebuffer().clone();
     let b = emu(5, 3, "1\r\n2\r\n3\r\n4").framebuffer().clone();
     let out = Renderer::new().render(Some(&a), &b);
     assert_eq!(String::from_utf8_lossy(&out), "\x1b[0m\r\n4");
     // The bell, title and mode items.
-    let b2 = emu(
-        5,
-        3,
-        "1\r\n2\r\n3\x07\x1b]0;t\x07\x1b[?2004h\x1b[?1000h\x1b[?1006h",
-    )
-    .framebuffer()
-    .clone();
+    let b2 = emu(5, 3, "1\r\n2\r\n3\x07\x1b]0;t\x07\x1b[?2004h\x1b[?1000h\x1b[?1006h")
+        .framebuffer()
+        .clone();
     let out = Renderer::new().render(Some(&a), &b2);
-    assert_eq!(
-        String::from_utf8_lossy(&out),
-        "\x07\x1b]0;t\x07\x1b[?2004h\x1b[?1000h\x1b[?1006h"
-    );
+    assert_eq!(String::from_utf8_lossy(&out), "\x07\x1b]0;t\x07\x1b[?2004h\x1b[?1000h\x1b[?1006h");
 }
 
 #[test]
@@ -360,12 +314,7 @@ fn notification_bar_texts() {
     use std::time::Duration;
     let s = Duration::from_secs;
     let n = |server: u64, reply: u64, message: Option<&str>| {
-        Notification {
-            since_server_state: s(server),
-            since_reply: s(reply),
-            message,
-        }
-        .text()
+        Notification { since_server_state: s(server), since_reply: s(reply), message }.text()
     };
     assert_eq!(n(1, 1, None), None);
     assert_eq!(n(7, 1, None).unwrap(), "tern: Last contact 7 seconds ago.");
@@ -373,26 +322,16 @@ fn notification_bar_texts() {
     assert_eq!(n(125, 200, None).unwrap(), "tern: Last contact 2:05 ago.");
     assert_eq!(n(3725, 0, None).unwrap(), "tern: Last contact 1:02:05 ago.");
     assert_eq!(n(0, 0, Some("Exiting...")).unwrap(), "tern: Exiting...");
-    assert_eq!(
-        n(8, 0, Some("Exiting...")).unwrap(),
-        "tern: Exiting... (8 s without contact.)"
-    );
+    assert_eq!(n(8, 0, Some("Exiting...")).unwrap(), "tern: Exiting... (8 s without contact.)");
 
     let fb = emu(30, 3, "hello\x1b[1;3H").framebuffer().clone();
-    let note = Notification {
-        since_server_state: s(9),
-        since_reply: s(0),
-        message: None,
-    };
+    let note = Notification { since_server_state: s(9), since_reply: s(0), message: None };
     let shown = overlay_notification(&fb, &note);
     let row = screen_text(&shown).rows[0].clone();
     assert_eq!(row, "tern: Last contact 9 seconds a");
     let first = shown.cell(Pos { row: 0, col: 0 }).unwrap();
     assert!(first.renditions.attrs.contains(Attrs::BOLD));
-    assert_eq!(
-        (first.renditions.fg, first.renditions.bg),
-        (Color::Palette(7), Color::Palette(4))
-    );
+    assert_eq!((first.renditions.fg, first.renditions.bg), (Color::Palette(7), Color::Palette(4)));
     assert!(!shown.cursor_visible());
     assert!(fb.cursor_visible());
     // Nothing to say: the frame is unchanged.

@@ -25,9 +25,7 @@ fn server_instructions(name: &str) -> Vec<(u64, u64, Vec<HostEvent>)> {
         let mut events = Vec::new();
         for item in fields["diff"].as_array().expect("diff") {
             if let Some(s) = item.get("hostbytes") {
-                events.push(HostEvent::Bytes(
-                    s.as_str().expect("hostbytes").as_bytes().to_vec(),
-                ));
+                events.push(HostEvent::Bytes(s.as_str().expect("hostbytes").as_bytes().to_vec()));
             } else if let Some(n) = item.get("echoack") {
                 events.push(HostEvent::EchoAck(StateNum(n.as_u64().expect("echoack"))));
             } else if let Some(r) = item.get("resize") {
@@ -63,13 +61,7 @@ fn replay(name: &str, cols: u16, rows: u16) -> HashMap<u64, Complete> {
 fn real_session_matches_what_mosh_client_drew() {
     let states = replay("real-session.jsonl", 80, 24);
     let last = &states[&u64::MAX];
-    assert_eq!(
-        last.framebuffer().size(),
-        Size {
-            cols: 100,
-            rows: 30
-        }
-    );
+    assert_eq!(last.framebuffer().size(), Size { cols: 100, rows: 30 });
 
     // The stock client's own output: 80x24 until its second full repaint, then 100x30; cut
     // before its closing sequence (`ESC[?1l ESC[0m ESC[?25h`).
@@ -83,16 +75,10 @@ fn real_session_matches_what_mosh_client_drew() {
         .collect();
     assert_eq!(starts.len(), 2);
     let closing = b"\x1b[?1l\x1b[0m\x1b[?25h";
-    let close = drawn
-        .windows(closing.len())
-        .position(|w| w == closing)
-        .expect("close");
+    let close = drawn.windows(closing.len()).position(|w| w == closing).expect("close");
     let mut terminal = Emulator::new(Size { cols: 80, rows: 24 });
     terminal.feed(&drawn[..starts[1]]);
-    terminal.resize(Size {
-        cols: 100,
-        rows: 30,
-    });
+    terminal.resize(Size { cols: 100, rows: 30 });
     terminal.feed(&drawn[starts[1]..close]);
 
     let ours = screen_text(last.framebuffer());
@@ -130,13 +116,7 @@ fn backspace_after_full_last_row_lands_where_mosh_client_puts_it() {
 fn resize_first_session_repaints_at_the_servers_size() {
     let states = replay("resize-first.jsonl", 80, 24);
     let one = states[&1].framebuffer();
-    assert_eq!(
-        one.size(),
-        Size {
-            cols: 100,
-            rows: 30
-        }
-    );
+    assert_eq!(one.size(), Size { cols: 100, rows: 30 });
     let end = screen_text(states[&u64::MAX].framebuffer());
     assert_eq!(&end.rows[1..4], ["$ echo hi", "hi", "$ exit"]);
 }
@@ -146,23 +126,14 @@ fn large_output_session_fills_the_screen() {
     // `head -c 3000 /dev/urandom | base64`: 76-column lines, then the scroll shortcut on exit.
     let states = replay("frag-session.jsonl", 80, 24);
     let end = screen_text(states[&u64::MAX].framebuffer());
-    assert!(
-        end.rows[..20]
-            .iter()
-            .all(|r| r.len() == 76 || r.starts_with('$')),
-        "{end}"
-    );
+    assert!(end.rows[..20].iter().all(|r| r.len() == 76 || r.starts_with('$')), "{end}");
     assert_eq!(end.rows[22], "$ exit");
 }
 
 #[test]
 fn renderer_repaints_every_golden_state_exactly() {
-    for name in [
-        "real-session.jsonl",
-        "bs-test.jsonl",
-        "resize-first.jsonl",
-        "frag-session.jsonl",
-    ] {
+    for name in ["real-session.jsonl", "bs-test.jsonl", "resize-first.jsonl", "frag-session.jsonl"]
+    {
         for (num, state) in replay(name, 80, 24) {
             let fb = state.framebuffer();
             let bytes = Renderer::new().render(None, fb);

@@ -150,16 +150,7 @@ proptest! {
 #[test]
 fn oversized_or_empty_resize_is_refused() {
     let mut c = Complete::new(80, 24);
-    assert!(
-        c.apply_events(&[HostEvent::Resize { cols: 0, rows: 24 }])
-            .is_err()
-    );
-    assert!(
-        c.apply_events(&[HostEvent::Resize {
-            cols: 65535,
-            rows: 65535
-        }])
-        .is_err()
-    );
+    assert!(c.apply_events(&[HostEvent::Resize { cols: 0, rows: 24 }]).is_err());
+    assert!(c.apply_events(&[HostEvent::Resize { cols: 65535, rows: 65535 }]).is_err());
     assert_eq!(c.framebuffer().size(), Size { cols: 80, rows: 24 });
 }

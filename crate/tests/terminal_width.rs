@@ -8,10 +8,7 @@ use std::process::Command;
 use tern::terminal::width::{print_width, wcwidth, width_ranges};
 use tern::terminal::{Emulator, Size, screen_text};
 
-const GENERATOR: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/src/terminal/gen_width_table.py"
-);
+const GENERATOR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/terminal/gen_width_table.py");
 
 fn python(args: &[&str], stdin: Option<&[u8]>) -> Option<Vec<u8>> {
     use std::io::Write;
@@ -41,21 +38,13 @@ fn width_table_equals_glibc_wcwidth_for_every_code_point() {
         .expect("utf8")
         .lines()
         .map(|l| {
-            let f: Vec<&str> = l
-                .trim()
-                .trim_start_matches('(')
-                .trim_end_matches("),")
-                .split(", ")
-                .collect();
+            let f: Vec<&str> =
+                l.trim().trim_start_matches('(').trim_end_matches("),").split(", ").collect();
             let hex = |s: &str| u32::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex");
             (hex(f[0]), hex(f[1]), f[2].parse().expect("width"))
         })
         .collect();
-    assert_eq!(
-        libc,
-        width_ranges(),
-        "regenerate width_table.rs with gen_width_table.py"
-    );
+    assert_eq!(libc, width_ranges(), "regenerate width_table.rs with gen_width_table.py");
     // And the lookup agrees with the ranges everywhere.
     let mut expect = vec![1i8; 0x110000];
     for &(a, b, w) in width_ranges() {
@@ -145,21 +134,15 @@ fn utf8_decoding_matches_mosh_on_glibc() {
         eprintln!("python3 not available: skipped");
         return;
     };
-    let want: Vec<u32> = String::from_utf8(out)
-        .expect("utf8")
-        .lines()
-        .map(|l| l.parse().expect("int"))
-        .collect();
+    let want: Vec<u32> =
+        String::from_utf8(out).expect("utf8").lines().map(|l| l.parse().expect("int")).collect();
 
     // Our decoder, observed through the emulator: print every code point on a wide screen and
     // read back the cells. C1 controls and ESC would act, so compare only printable scalars, in
     // a screen whose width fits everything.
     let printable = |cp: u32| cp >= 0xa0 || (0x20..0x7f).contains(&cp);
     let want: Vec<u32> = want.into_iter().filter(|&cp| printable(cp)).collect();
-    let mut e = Emulator::new(Size {
-        cols: 60000,
-        rows: 1,
-    });
+    let mut e = Emulator::new(Size { cols: 60000, rows: 1 });
     e.feed(&input);
     let fb = e.framebuffer();
     let mut got = Vec::new();

@@ -65,14 +65,7 @@ impl std::ops::BitOr for Attrs {
 
 impl fmt::Debug for Attrs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names = [
-            "bold",
-            "italic",
-            "underline",
-            "blink",
-            "inverse",
-            "invisible",
-        ];
+        let names = ["bold", "italic", "underline", "blink", "inverse", "invisible"];
         let mut list = f.debug_set();
         for (i, name) in names.iter().enumerate() {
             if self.0 & (1 << i) != 0 {
@@ -92,20 +85,13 @@ pub struct Renditions {
 }
 
 impl Renditions {
-    pub const DEFAULT: Renditions = Renditions {
-        attrs: Attrs::NONE,
-        fg: Color::Default,
-        bg: Color::Default,
-    };
+    pub const DEFAULT: Renditions =
+        Renditions { attrs: Attrs::NONE, fg: Color::Default, bg: Color::Default };
 
     /// What erasing leaves behind: only the background colour of the pen survives
     /// (mosh's `Cell(background_color)`, MOSH-PROTOCOL.md 8.3).
     pub fn background_only(bg: Color) -> Renditions {
-        Renditions {
-            attrs: Attrs::NONE,
-            fg: Color::Default,
-            bg,
-        }
+        Renditions { attrs: Attrs::NONE, fg: Color::Default, bg }
     }
 
     /// Appends the absolute SGR string mosh-server emits for this pen (MOSH-PROTOCOL.md 8.2 step 7):
@@ -151,10 +137,7 @@ pub struct Grapheme(Repr);
 
 impl Default for Grapheme {
     fn default() -> Self {
-        Grapheme(Repr::Inline {
-            len: 0,
-            buf: [0; INLINE],
-        })
+        Grapheme(Repr::Inline { len: 0, buf: [0; INLINE] })
     }
 }
 
@@ -234,19 +217,11 @@ pub struct Cell {
 impl Cell {
     /// A blank cell as erasing leaves it: no text, only a background colour.
     pub fn blank(bg: Color) -> Cell {
-        Cell {
-            renditions: Renditions::background_only(bg),
-            ..Cell::default()
-        }
+        Cell { renditions: Renditions::background_only(bg), ..Cell::default() }
     }
     /// A cell holding `text` (test and overlay helper; `wide` as the width table says).
     pub fn new(text: &str, renditions: Renditions, wide: bool) -> Cell {
-        Cell {
-            grapheme: Grapheme::from(text),
-            renditions,
-            wide,
-            fallback: false,
-        }
+        Cell { grapheme: Grapheme::from(text), renditions, wide, fallback: false }
     }
     pub fn grapheme(&self) -> &Grapheme {
         &self.grapheme

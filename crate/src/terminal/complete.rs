@@ -31,10 +31,7 @@ impl Complete {
     /// mosh's initial state: a blank framebuffer of the client's size, echo_ack 0
     /// (MOSH-PROTOCOL.md 7.2: state 0 has the size of the client's first Resize).
     pub fn new(cols: u16, rows: u16) -> Complete {
-        Complete {
-            emulator: Emulator::new(Size { cols, rows }),
-            echo_ack: StateNum(0),
-        }
+        Complete { emulator: Emulator::new(Size { cols, rows }), echo_ack: StateNum(0) }
     }
     pub fn framebuffer(&self) -> &Framebuffer {
         self.emulator.framebuffer()
@@ -107,12 +104,7 @@ impl PartialEq for Complete {
 
 impl fmt::Debug for Complete {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Complete(echo_ack {}) {:?}",
-            self.echo_ack.0,
-            self.framebuffer()
-        )
+        write!(f, "Complete(echo_ack {}) {:?}", self.echo_ack.0, self.framebuffer())
     }
 }
 

@@ -139,22 +139,14 @@ fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<
         if f.icon_name == f.title {
             let _ = write!(frame.out, "\x1b]0;{}\x07", f.title);
         } else {
-            let _ = write!(
-                frame.out,
-                "\x1b]1;{}\x07\x1b]2;{}\x07",
-                f.icon_name, f.title
-            );
+            let _ = write!(frame.out, "\x1b]1;{}\x07\x1b]2;{}\x07", f.icon_name, f.title);
         }
     }
     if f.clipboard != last.clipboard {
         let _ = write!(frame.out, "\x1b]52;c;{}\x07", f.clipboard);
     }
     if !initialized || f.modes.reverse_video != last.modes.reverse_video {
-        frame.append(if f.modes.reverse_video {
-            b"\x1b[?5h"
-        } else {
-            b"\x1b[?5l"
-        });
+        frame.append(if f.modes.reverse_video { b"\x1b[?5h" } else { b"\x1b[?5l" });
     }
 
     if !initialized || f.size() != last.size() {
@@ -163,11 +155,7 @@ fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<
         frame.cursor = Some((0, 0));
         frame.pen = Renditions::DEFAULT;
     } else {
-        let x = if last.next_print_will_wrap {
-            width
-        } else {
-            last.cursor_col
-        };
+        let x = if last.next_print_will_wrap { width } else { last.cursor_col };
         frame.cursor = Some((last.cursor_row, x));
         frame.pen = last.pen;
     }
@@ -177,11 +165,7 @@ fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<
     }
 
     // What the output terminal holds, row by row (only consulted when `initialized`).
-    let mut old_rows: Vec<Rc<Row>> = if initialized {
-        last.rows.clone()
-    } else {
-        Vec::new()
-    };
+    let mut old_rows: Vec<Rc<Row>> = if initialized { last.rows.clone() } else { Vec::new() };
     let mut frame_y = 0;
 
     if initialized {
@@ -198,10 +182,7 @@ fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<
             scroll_height = 1;
             let mut region_height = 1;
             while lines_scrolled + region_height < height {
-                if same_row(
-                    &f.rows[region_height],
-                    &old_rows[lines_scrolled + region_height],
-                ) {
+                if same_row(&f.rows[region_height], &old_rows[lines_scrolled + region_height]) {
                     scroll_height = region_height + 1;
                 } else {
                     break;
@@ -249,21 +230,13 @@ fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<
         frame.append_move(f.cursor_row, f.cursor_col, width);
     }
     if !initialized || f.modes.cursor_visible != frame.cursor_visible {
-        frame.append(if f.modes.cursor_visible {
-            b"\x1b[?25h"
-        } else {
-            b"\x1b[?25l"
-        });
+        frame.append(if f.modes.cursor_visible { b"\x1b[?25h" } else { b"\x1b[?25l" });
     }
     frame.update_rendition(f.pen, !initialized);
 
     let (m, lm) = (&f.modes, &last.modes);
     if !initialized || m.bracketed_paste != lm.bracketed_paste {
-        frame.append(if m.bracketed_paste {
-            b"\x1b[?2004h"
-        } else {
-            b"\x1b[?2004l"
-        });
+        frame.append(if m.bracketed_paste { b"\x1b[?2004h" } else { b"\x1b[?2004l" });
     }
     if !initialized || m.mouse_reporting != lm.mouse_reporting {
         match m.mouse_reporting.mode_number() {
@@ -277,11 +250,7 @@ fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<
         }
     }
     if !initialized || m.mouse_focus_events != lm.mouse_focus_events {
-        frame.append(if m.mouse_focus_events {
-            b"\x1b[?1004h"
-        } else {
-            b"\x1b[?1004l"
-        });
+        frame.append(if m.mouse_focus_events { b"\x1b[?1004h" } else { b"\x1b[?1004l" });
     }
     if !initialized || m.mouse_encoding != lm.mouse_encoding {
         match m.mouse_encoding.mode_number() {

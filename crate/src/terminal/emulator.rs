@@ -32,10 +32,7 @@ impl Emulator {
     }
     /// An emulator that continues from `fb` with a fresh parser.
     pub fn with_framebuffer(fb: Framebuffer) -> Emulator {
-        Emulator {
-            fb,
-            parser: Parser::new(),
-        }
+        Emulator { fb, parser: Parser::new() }
     }
     pub fn framebuffer(&self) -> &Framebuffer {
         &self.fb
@@ -113,11 +110,7 @@ fn sgr(fb: &mut Framebuffer, p: &Params) {
         if (r == 38 || r == 48) && n - i >= 3 && p.get(i + 1, -1) == 5 {
             let color = palette(p.get(i + 2, 0));
             if let Some(color) = color {
-                if r == 38 {
-                    fb.pen.fg = color
-                } else {
-                    fb.pen.bg = color
-                }
+                if r == 38 { fb.pen.fg = color } else { fb.pen.bg = color }
             }
             i += 3;
             continue;
@@ -218,9 +211,7 @@ fn csi(fb: &mut Framebuffer, p: &Params, key: &str) {
             0 => fb.clear_tab(col),
             3 => {
                 fb.default_tabs = false;
-                Rc::make_mut(&mut fb.tabs)
-                    .iter_mut()
-                    .for_each(|t| *t = false);
+                Rc::make_mut(&mut fb.tabs).iter_mut().for_each(|t| *t = false);
             }
             _ => {}
         },

@@ -36,10 +36,7 @@ pub struct Row {
 
 impl Row {
     pub fn new(width: usize, bg: Color) -> Row {
-        Row {
-            cells: vec![Cell::blank(bg); width],
-            wrap: false,
-        }
+        Row { cells: vec![Cell::blank(bg); width], wrap: false }
     }
     pub fn cells(&self) -> &[Cell] {
         &self.cells
@@ -71,8 +68,7 @@ impl Row {
         }
         let count = count.min(width - col);
         self.cells.truncate(width - count);
-        self.cells
-            .splice(col..col, std::iter::repeat_n(Cell::blank(bg), count));
+        self.cells.splice(col..col, std::iter::repeat_n(Cell::blank(bg), count));
         self.wrap = false;
     }
     /// mosh's `Row::delete_cell`: cells after `col` move left, blanks (without wrap flag) enter at the end.
@@ -83,8 +79,7 @@ impl Row {
         }
         let count = count.min(width - col);
         self.cells.drain(col..col + count);
-        self.cells
-            .extend(std::iter::repeat_n(Cell::blank(bg), count));
+        self.cells.extend(std::iter::repeat_n(Cell::blank(bg), count));
         self.wrap = false;
     }
     pub(crate) fn resize(&mut self, width: usize, bg: Color) {
@@ -93,27 +88,15 @@ impl Row {
     }
     /// True when every cell is an empty default-coloured cell and the row is not wrapped.
     pub fn is_default_blank(&self) -> bool {
-        !self.wrap
-            && self
-                .cells
-                .iter()
-                .all(|c| c.is_empty() && c.renditions == Renditions::DEFAULT)
+        !self.wrap && self.cells.iter().all(|c| c.is_empty() && c.renditions == Renditions::DEFAULT)
     }
 }
 
 impl fmt::Debug for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text: String = self
-            .cells
-            .iter()
-            .map(|c| if c.is_empty() { " " } else { c.text() })
-            .collect();
-        write!(
-            f,
-            "{:?}{}",
-            text.trim_end(),
-            if self.wrap { " (wrapped)" } else { "" }
-        )
+        let text: String =
+            self.cells.iter().map(|c| if c.is_empty() { " " } else { c.text() }).collect();
+        write!(f, "{:?}{}", text.trim_end(), if self.wrap { " (wrapped)" } else { "" })
     }
 }
 
@@ -231,13 +214,7 @@ pub(crate) struct SavedCursor {
 
 impl Default for SavedCursor {
     fn default() -> Self {
-        SavedCursor {
-            row: 0,
-            col: 0,
-            pen: Renditions::DEFAULT,
-            autowrap: true,
-            origin: false,
-        }
+        SavedCursor { row: 0, col: 0, pen: Renditions::DEFAULT, autowrap: true, origin: false }
     }
 }
 
@@ -303,10 +280,7 @@ impl Framebuffer {
 
     pub fn size(&self) -> Size {
         // Sizes come from u16 and never grow past them.
-        Size {
-            cols: self.width as u16,
-            rows: self.height as u16,
-        }
+        Size { cols: self.width as u16, rows: self.height as u16 }
     }
     pub fn width(&self) -> usize {
         self.width
@@ -315,10 +289,7 @@ impl Framebuffer {
         self.height
     }
     pub fn cursor(&self) -> Pos {
-        Pos {
-            row: self.cursor_row as u16,
-            col: self.cursor_col as u16,
-        }
+        Pos { row: self.cursor_row as u16, col: self.cursor_col as u16 }
     }
     pub fn rows(&self) -> &[Rc<Row>] {
         &self.rows
@@ -327,10 +298,7 @@ impl Framebuffer {
         self.rows.get(row).map(|r| &**r)
     }
     pub fn cell(&self, pos: Pos) -> Option<&Cell> {
-        self.rows
-            .get(usize::from(pos.row))?
-            .cells
-            .get(usize::from(pos.col))
+        self.rows.get(usize::from(pos.row))?.cells.get(usize::from(pos.col))
     }
     pub fn modes(&self) -> &Modes {
         &self.modes
@@ -470,18 +438,10 @@ impl Framebuffer {
         *r = Row::new(width, bg);
     }
     pub(crate) fn limit_top(&self) -> usize {
-        if self.modes.origin {
-            self.scroll_top
-        } else {
-            0
-        }
+        if self.modes.origin { self.scroll_top } else { 0 }
     }
     pub(crate) fn limit_bottom(&self) -> usize {
-        if self.modes.origin {
-            self.scroll_bottom
-        } else {
-            self.height - 1
-        }
+        if self.modes.origin { self.scroll_bottom } else { self.height - 1 }
     }
     fn new_grapheme(&mut self) {
         self.combining = Some((self.cursor_row, self.cursor_col));
@@ -495,11 +455,7 @@ impl Framebuffer {
     }
     /// mosh's `DrawState::move_row`: absolute rows count from the top margin in origin mode.
     pub(crate) fn move_row(&mut self, n: i64, relative: bool) {
-        let row = if relative {
-            self.cursor_row as i64 + n
-        } else {
-            n + self.limit_top() as i64
-        };
+        let row = if relative { self.cursor_row as i64 + n } else { n + self.limit_top() as i64 };
         self.snap(row, self.cursor_col as i64);
         self.new_grapheme();
         self.next_print_will_wrap = false;
@@ -511,11 +467,7 @@ impl Framebuffer {
         if implicit {
             self.new_grapheme();
         }
-        let col = if relative {
-            self.cursor_col as i64 + n
-        } else {
-            n
-        };
+        let col = if relative { self.cursor_col as i64 + n } else { n };
         if implicit {
             self.next_print_will_wrap = col >= self.width as i64;
         }
@@ -564,8 +516,7 @@ impl Framebuffer {
         let end = self.scroll_bottom + 1;
         self.rows.drain(end - n..end);
         let blank = self.new_row();
-        self.rows
-            .splice(before_row..before_row, std::iter::repeat_n(blank, n));
+        self.rows.splice(before_row..before_row, std::iter::repeat_n(blank, n));
     }
     pub(crate) fn delete_lines(&mut self, row: usize, count: usize) {
         if row < self.scroll_top || row > self.scroll_bottom {
@@ -712,11 +663,7 @@ impl PartialEq for Framebuffer {
     fn eq(&self, other: &Framebuffer) -> bool {
         self.width == other.width
             && self.height == other.height
-            && self
-                .rows
-                .iter()
-                .zip(&other.rows)
-                .all(|(a, b)| Rc::ptr_eq(a, b) || a == b)
+            && self.rows.iter().zip(&other.rows).all(|(a, b)| Rc::ptr_eq(a, b) || a == b)
             && self.same_state(other, true)
     }
 }
@@ -725,13 +672,7 @@ impl Eq for Framebuffer {}
 
 impl fmt::Debug for Framebuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "Framebuffer {}x{} {}",
-            self.width,
-            self.height,
-            self.state_summary()
-        )?;
+        writeln!(f, "Framebuffer {}x{} {}", self.width, self.height, self.state_summary())?;
         for (y, row) in self.rows.iter().enumerate() {
             if !row.is_default_blank() {
                 writeln!(f, "  {y:3}: {row:?}")?;

@@ -34,12 +34,7 @@ fn human_readable(seconds: u64, unit: &str) -> String {
     } else if seconds < 3600 {
         format!("{}:{:02}", seconds / 60, seconds % 60)
     } else {
-        format!(
-            "{}:{:02}:{:02}",
-            seconds / 3600,
-            (seconds / 60) % 60,
-            seconds % 60
-        )
+        format!("{}:{:02}:{:02}", seconds / 3600, (seconds / 60) % 60, seconds % 60)
     }
 }
 
@@ -59,15 +54,13 @@ impl Notification<'_> {
         let secs = elapsed.as_secs();
         match (message, late) {
             (None, false) => None,
-            (None, true) => Some(format!(
-                "tern: Last {what} {} ago.",
-                human_readable(secs, "seconds")
-            )),
+            (None, true) => {
+                Some(format!("tern: Last {what} {} ago.", human_readable(secs, "seconds")))
+            }
             (Some(m), false) => Some(format!("tern: {m}")),
-            (Some(m), true) => Some(format!(
-                "tern: {m} ({} without {what}.)",
-                human_readable(secs, "s")
-            )),
+            (Some(m), true) => {
+                Some(format!("tern: {m} ({} without {what}.)", human_readable(secs, "s")))
+            }
         }
     }
 }
@@ -80,15 +73,8 @@ pub fn overlay_notification(fb: &Framebuffer, note: &Notification<'_>) -> Frameb
     if out.cursor_row == 0 {
         out.modes.cursor_visible = false;
     }
-    let bar = Renditions {
-        attrs: Attrs::NONE,
-        fg: Color::Palette(7),
-        bg: Color::Palette(4),
-    };
-    let bold = Renditions {
-        attrs: Attrs::BOLD,
-        ..bar
-    };
+    let bar = Renditions { attrs: Attrs::NONE, fg: Color::Palette(7), bg: Color::Palette(4) };
+    let bold = Renditions { attrs: Attrs::BOLD, ..bar };
     let width = out.width;
     let mut row = Row::new(width, Color::Default);
     for cell in row.cells_mut() {

@@ -44,11 +44,7 @@ impl Params {
             for b in field.bytes() {
                 v = (v * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
             }
-            let v = if field.is_empty() || v > PARAM_MAX {
-                -1
-            } else {
-                v as i32
-            };
+            let v = if field.is_empty() || v > PARAM_MAX { -1 } else { v as i32 };
             self.values.push(v);
         }
     }

@@ -37,20 +37,13 @@ pub fn screen_text(fb: &Framebuffer) -> ScreenText {
             line
         })
         .collect();
-    ScreenText {
-        rows,
-        cursor: fb.cursor(),
-    }
+    ScreenText { rows, cursor: fb.cursor() }
 }
 
 impl ScreenText {
     /// The text with trailing empty lines dropped, one line per row.
     pub fn trimmed(&self) -> String {
-        let end = self
-            .rows
-            .iter()
-            .rposition(|r| !r.is_empty())
-            .map_or(0, |i| i + 1);
+        let end = self.rows.iter().rposition(|r| !r.is_empty()).map_or(0, |i| i + 1);
         self.rows[..end].join("\n")
     }
 }
