@@ -48,9 +48,7 @@ fn main() {
     let mut server = Complete::new(COLS, ROWS);
     server.feed_host_bytes(&frames[0]);
     let mut client = Complete::new(COLS, ROWS);
-    client
-        .apply_events(&server.diff_events(&Complete::new(COLS, ROWS)))
-        .expect("apply");
+    client.apply_events(&server.diff_events(&Complete::new(COLS, ROWS))).expect("apply");
 
     let (mut t_emulate, mut t_diff, mut t_apply, mut t_render) = (0.0, 0.0, 0.0, 0.0);
     let (mut app_bytes, mut diff_bytes, mut render_bytes) = (0usize, 0usize, 0usize);
@@ -76,31 +74,17 @@ fn main() {
         app_bytes += frame.len();
         diff_bytes += events
             .iter()
-            .map(|e| {
-                if let HostEvent::Bytes(b) = e {
-                    b.len()
-                } else {
-                    0
-                }
-            })
+            .map(|e| if let HostEvent::Bytes(b) = e { b.len() } else { 0 })
             .sum::<usize>();
         render_bytes += shown.len();
-        assert!(
-            next_client
-                .framebuffer()
-                .looks_like(next_server.framebuffer())
-                .is_ok()
-        );
+        assert!(next_client.framebuffer().looks_like(next_server.framebuffer()).is_ok());
         server = next_server;
         client = next_client;
     }
     let n = FRAMES as f64;
     let ms = |t: f64| t / n * 1e3;
     println!("{COLS}x{ROWS}, {FRAMES} frames, every cell changes each frame");
-    println!(
-        "server: emulate app output   {:8.3} ms/frame",
-        ms(t_emulate)
-    );
+    println!("server: emulate app output   {:8.3} ms/frame", ms(t_emulate));
     println!("server: diff (renderer)      {:8.3} ms/frame", ms(t_diff));
     println!("client: apply server diff    {:8.3} ms/frame", ms(t_apply));
     println!("client: render for display   {:8.3} ms/frame", ms(t_render));
