@@ -18,18 +18,11 @@ fn main() {}
 mod probe {
     use std::net::{SocketAddr, ToSocketAddrs};
     use std::process::ExitCode;
-    use std::time::Duration;
 
-    use tern::native::NativeClient;
-    use tern::native::script::{Action, parse_script, parse_size};
-    use tern::session::{ClientSession, SessionConfig};
-    use tern::terminal::{Complete, screen_text};
+    use tern::native::probe::{ProbeOptions, ProbeResult, run_probe};
+    use tern::native::script::{parse_script, parse_size};
 
     const USAGE: &str = "usage: MOSH_KEY=KEY tern-probe HOST PORT [--size 80x24] [--script FILE] [--json] [--stop-and-wait]";
-    /// After the script: wait this long at most for every typed key to be acknowledged, then let
-    /// the screen settle for `SETTLE` so the final frame is the server's answer to all of it.
-    const DRAIN_LIMIT: Duration = Duration::from_secs(10);
-    const SETTLE: Duration = Duration::from_millis(300);
 
     struct Options {
         server: SocketAddr,
@@ -89,86 +82,35 @@ mod probe {
         let actions =
             parse_script(options.script.as_deref().unwrap_or("")).map_err(|e| e.to_string())?;
         let key = options.key.parse().map_err(|e| format!("MOSH_KEY: {e}"))?;
-        let mut config = SessionConfig::new(key, options.size.0, options.size.1);
-        config.stop_and_wait = options.stop_and_wait;
-        config.seed = u64::from(std::process::id());
-        let mut client: NativeClient<Complete> =
-            NativeClient::connect(options.server, config).map_err(|e| format!("udp: {e}"))?;
-        let io = |e: std::io::Error| format!("udp: {e}");
-        for action in actions {
-            match action {
-                Action::Type(bytes) => client.type_bytes(&bytes).map_err(io)?,
-                Action::Sleep(duration) => client.run_for(duration).map_err(io)?,
-                Action::Resize { cols, rows } => client.resize(cols, rows).map_err(io)?,
-                Action::WaitText { text, timeout } => {
-                    let seen =
-                        client.run_until(timeout, |s| screen_contains(s, &text)).map_err(io)?;
-                    if !seen {
-                        return Err(format!(
-                            "wait-text {text:?}: not on the screen after {} ms{}; screen:\n{}",
-                            timeout.as_millis(),
-                            closed_note(&client),
-                            screen_text(client.session().server_state().framebuffer()).trimmed()
-                        ));
-                    }
-                }
-            }
-            if let Some(reason) = client.closed() {
-                return Err(format!("the session ended during the script: {reason:?}"));
-            }
-        }
-        client
-            .run_until(DRAIN_LIMIT, |s| s.unacked_input() == 0 && s.has_heard_server())
-            .map_err(io)?;
-        client.run_for(SETTLE).map_err(io)?;
-        if !client.session().has_heard_server() {
-            return Err(format!(
-                "nothing received from the server at {} (wrong key or port?){}",
-                options.server,
-                client
-                    .session()
-                    .last_error()
-                    .map(|e| format!("; last error: {e}"))
-                    .unwrap_or_default()
-            ));
-        }
-        print_result(client.session(), options.json);
+        let probe = ProbeOptions {
+            server: options.server,
+            key,
+            cols: options.size.0,
+            rows: options.size.1,
+            stop_and_wait: options.stop_and_wait,
+            seed: u64::from(std::process::id()),
+        };
+        let result = run_probe(&probe, &actions)?;
+        print_result(&result, options.json);
         Ok(())
     }
 
-    fn screen_contains(session: &ClientSession<Complete>, text: &str) -> bool {
-        let screen = screen_text(session.server_state().framebuffer());
-        screen.rows.iter().any(|row| row.contains(text))
-    }
-
-    fn closed_note(client: &NativeClient<Complete>) -> String {
-        if let Some(reason) = client.closed() {
-            return format!(" (session ended: {reason:?})");
-        }
-        if !client.session().has_heard_server() {
-            return " (nothing received from the server: wrong key or port?)".into();
-        }
-        String::new()
-    }
-
-    fn print_result(session: &ClientSession<Complete>, json: bool) {
-        let framebuffer = session.server_state().framebuffer();
-        let screen = screen_text(framebuffer);
+    fn print_result(result: &ProbeResult, json: bool) {
+        let screen = &result.screen;
         if !json {
             println!("{}", screen.trimmed());
             return;
         }
         let rows: Vec<String> = screen.rows.iter().map(|row| json_string(row)).collect();
-        let counters = session.counters();
         println!(
             "{{\"rows\":[{}],\"cursor\":{{\"row\":{},\"col\":{}}},\"title\":{},\"counters\":{{{}}},\"srtt_ms\":{:.1},\"send_interval_ms\":{}}}",
             rows.join(","),
             screen.cursor.row,
             screen.cursor.col,
-            json_string(framebuffer.title()),
-            counter_fields(counters),
-            session.srtt().as_secs_f64() * 1000.0,
-            session.send_interval().as_millis(),
+            json_string(&result.title),
+            counter_fields(&result.counters),
+            result.srtt.as_secs_f64() * 1000.0,
+            result.send_interval.as_millis(),
         );
     }
 
@@ -187,6 +129,7 @@ mod probe {
             ("parked", c.parked),
             ("stale", c.stale),
             ("dropped_unknown_base", c.dropped_unknown_base),
+            ("lost_base", c.lost_base),
             ("acks_on_unknown_base", c.acks_on_unknown_base),
             ("refused_older_base", c.refused_older_base),
             ("quenched", c.quenched),
