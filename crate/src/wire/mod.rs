@@ -5,9 +5,28 @@
 //!
 //! Peer data never panics here: every decoder returns a [`WireError`] that names what was wrong.
 
-use std::time::Duration;
+mod cipher;
+mod compress;
+mod error;
+mod fragment;
+mod key;
+mod messages;
+mod packet;
+mod proto;
 
-use crate::time::Instant;
+pub use cipher::{Cipher, MAX_SEQ, NONCE_LEN, Nonce, TAG_LEN};
+pub use compress::MAX_INFLATED_LEN;
+pub use error::WireError;
+pub use fragment::{
+    DATAGRAM_OVERHEAD, DEFAULT_MTU, FRAGMENT_HEADER_LEN, Fragment, Fragmenter, IPV6_MTU,
+    MAX_ASSEMBLY_LEN, MAX_DATAGRAM_LEN, MAX_FRAGMENTS, MIN_MTU, Reassembler,
+};
+pub use key::{KEY_TEXT_LEN, Key, KeyError};
+pub use messages::{
+    PROTOCOL_VERSION, decode_host_message, decode_instruction, decode_user_message,
+    encode_host_message, encode_instruction, encode_user_message,
+};
+pub use packet::{NO_TIMESTAMP, Opened, PacketLayer, TIMESTAMPS_LEN};
 
 /// Which way a datagram travels. The direction bit keeps nonces of the two directions apart,
 /// since both use one key (MOSH-PROTOCOL.md 2.2).
@@ -20,6 +39,7 @@ pub enum Direction {
 }
 
 impl Direction {
+    /// The other direction: the one a receiver expects from its peer.
     pub fn reverse(self) -> Direction {
         match self {
             Direction::ToServer => Direction::ToClient,
@@ -68,98 +88,10 @@ pub enum UserEvent {
 pub enum HostEvent {
     /// Escape sequences that turn the old framebuffer into the new one (MOSH-PROTOCOL.md 8).
     Bytes(Vec<u8>),
-    Resize { cols: u16, rows: u16 },
+    Resize {
+        cols: u16,
+        rows: u16,
+    },
     /// The newest client state whose input the server has had 50 ms to echo (MOSH-PROTOCOL.md 7.4).
     EchoAck(StateNum),
-}
-
-/// What was wrong with bytes from the peer (or with a request to send).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum WireError {
-    #[error("placeholder")]
-    Placeholder,
-}
-
-/// The datagram endpoint: seals and opens datagrams, keeps the sequence counters and the
-/// timestamp echo (MOSH-PROTOCOL.md 2).
-#[derive(Debug)]
-pub struct PacketLayer {
-    _private: (),
-}
-
-/// A datagram that authenticated and decrypted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Opened {
-    /// The fragment bytes (10-byte header and contents).
-    pub payload: Vec<u8>,
-    /// False for a sequence number below the expected one (a replay or reordering): its payload is
-    /// still valid, but it updated no timestamp, RTT or liveness.
-    pub in_order: bool,
-    /// A round-trip sample from the peer's timestamp reply, when it carried one.
-    pub rtt_sample: Option<Duration>,
-}
-
-impl PacketLayer {
-    pub fn new(_key: &Key, _sending: Direction) -> Self {
-        unimplemented!()
-    }
-    pub fn seal(&mut self, _now: Instant, _payload: &[u8]) -> Result<Vec<u8>, WireError> {
-        unimplemented!()
-    }
-    pub fn open(&mut self, _now: Instant, _datagram: &[u8]) -> Result<Opened, WireError> {
-        unimplemented!()
-    }
-}
-
-/// A 16-byte session key, printed by mosh-server as 22 characters of base64.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Key(pub [u8; 16]);
-
-impl std::fmt::Debug for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Key(..)")
-    }
-}
-
-/// Cuts instructions into fragments (serialize, compress, slice).
-#[derive(Debug)]
-pub struct Fragmenter {
-    _private: (),
-}
-
-impl Fragmenter {
-    /// `mtu` is the size of whole datagrams on the wire.
-    pub fn new(_mtu: usize) -> Self {
-        unimplemented!()
-    }
-    /// Fragment payloads (header and slice), ready for [`PacketLayer::seal`].
-    pub fn fragment(&mut self, _instruction: &Instruction) -> Vec<Vec<u8>> {
-        unimplemented!()
-    }
-}
-
-/// Joins fragments back into instructions (one assembly slot, as mosh has).
-#[derive(Debug, Default)]
-pub struct Reassembler {
-    _private: (),
-}
-
-impl Reassembler {
-    pub fn add(&mut self, _payload: &[u8]) -> Result<Option<Instruction>, WireError> {
-        unimplemented!()
-    }
-}
-
-pub fn encode_user_message(_events: &[UserEvent]) -> Vec<u8> {
-    unimplemented!()
-}
-pub fn decode_user_message(_diff: &[u8]) -> Result<Vec<UserEvent>, WireError> {
-    unimplemented!()
-}
-pub fn encode_host_message(_events: &[HostEvent]) -> Vec<u8> {
-    unimplemented!()
-}
-pub fn decode_host_message(_diff: &[u8]) -> Result<Vec<HostEvent>, WireError> {
-    unimplemented!()
 }

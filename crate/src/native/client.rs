@@ -1,0 +1,159 @@
+//! A blocking UDP loop around [`ClientSession`] with the real clock: the core's simplest driver.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
+
+use crate::session::{ClientSession, CloseReason, Event, ServerState, SessionConfig};
+use crate::time::Instant;
+
+/// Largest datagram mosh accepts (`Session::RECEIVE_MTU`).
+const RECEIVE_BUFFER: usize = 2048;
+/// Never sleep less than this when waiting (a timer already due still gets a handle_timeout).
+const MIN_WAIT: Duration = Duration::from_micros(200);
+
+/// A [`ClientSession`] driven over a real UDP socket and the monotonic clock.
+#[derive(Debug)]
+pub struct NativeClient<S: ServerState> {
+    session: ClientSession<S>,
+    /// Not connected: like mosh-client it takes datagrams from any source and lets authentication
+    /// decide.
+    socket: UdpSocket,
+    server: SocketAddr,
+    origin: std::time::Instant,
+    closed: Option<CloseReason>,
+    /// Server state changes seen so far.
+    pub state_changes: u64,
+}
+
+impl<S: ServerState> NativeClient<S> {
+    /// Binds an ephemeral local port and starts a session with the server at `server`.
+    pub fn connect(server: SocketAddr, config: SessionConfig) -> io::Result<Self> {
+        let local: SocketAddr = if server.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }
+            .parse()
+            .expect("literal socket address");
+        let socket = UdpSocket::bind(local)?;
+        let origin = std::time::Instant::now();
+        let session = ClientSession::new(config, Instant::ZERO);
+        let mut client =
+            NativeClient { session, socket, server, origin, closed: None, state_changes: 0 };
+        client.flush()?;
+        Ok(client)
+    }
+
+    pub fn now(&self) -> Instant {
+        let micros = self.origin.elapsed().as_micros();
+        Instant::from_micros(u64::try_from(micros).unwrap_or(u64::MAX))
+    }
+
+    pub fn session(&self) -> &ClientSession<S> {
+        &self.session
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    pub fn closed(&self) -> Option<CloseReason> {
+        self.closed
+    }
+
+    /// Moves to a new local UDP socket (a new source port), as a roaming client does.
+    pub fn rebind(&mut self) -> io::Result<()> {
+        let ip = self.socket.local_addr()?.ip();
+        self.socket = UdpSocket::bind(SocketAddr::new(ip, 0))?;
+        Ok(())
+    }
+
+    pub fn type_bytes(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let now = self.now();
+        self.session.handle_input(now, bytes);
+        self.flush()
+    }
+
+    pub fn resize(&mut self, cols: u16, rows: u16) -> io::Result<()> {
+        let now = self.now();
+        self.session.handle_resize(now, cols, rows);
+        self.flush()
+    }
+
+    pub fn shutdown(&mut self) -> io::Result<()> {
+        let now = self.now();
+        self.session.shutdown(now);
+        self.flush()
+    }
+
+    /// Runs the loop until `done` holds, the session closes, or `timeout` passes.
+    /// Returns whether `done` held.
+    pub fn run_until(
+        &mut self,
+        timeout: Duration,
+        mut done: impl FnMut(&ClientSession<S>) -> bool,
+    ) -> io::Result<bool> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut buffer = [0u8; RECEIVE_BUFFER];
+        loop {
+            if done(&self.session) {
+                return Ok(true);
+            }
+            if self.closed.is_some() {
+                return Ok(false);
+            }
+            let wall = std::time::Instant::now();
+            if wall >= deadline {
+                return Ok(false);
+            }
+            let now = self.now();
+            let until_timer = self
+                .session
+                .poll_timeout()
+                .map_or(Duration::MAX, |at| at.saturating_duration_since(now));
+            let wait = until_timer.min(deadline - wall).max(MIN_WAIT);
+            self.socket.set_read_timeout(Some(wait))?;
+            match self.socket.recv_from(&mut buffer) {
+                Ok((len, _from)) => {
+                    let now = self.now();
+                    self.session.handle_datagram(now, &buffer[..len]);
+                }
+                Err(e)
+                    if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+                {
+                    let now = self.now();
+                    self.session.handle_timeout(now);
+                }
+                // A port that is not (yet) listening answers with ICMP; mosh keeps trying.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    std::thread::sleep(MIN_WAIT);
+                    let now = self.now();
+                    self.session.handle_timeout(now);
+                }
+                Err(e) => return Err(e),
+            }
+            self.flush()?;
+        }
+    }
+
+    /// Runs for `duration`, whatever happens (keeps acking, as a live client does).
+    pub fn run_for(&mut self, duration: Duration) -> io::Result<()> {
+        self.run_until(duration, |_| false).map(|_| ())
+    }
+
+    /// Sends what the session has to send and collects its events.
+    fn flush(&mut self) -> io::Result<()> {
+        while let Some(datagram) = self.session.poll_transmit() {
+            match self.socket.send_to(&datagram, self.server) {
+                Ok(_) => {}
+                // Loss is the transport's business; a refused send is like a lost datagram.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(e),
+            }
+        }
+        while let Some(event) = self.session.poll_event() {
+            match event {
+                Event::ServerStateChanged { .. } => self.state_changes += 1,
+                Event::Closed(reason) => self.closed = Some(reason),
+            }
+        }
+        Ok(())
+    }
+}

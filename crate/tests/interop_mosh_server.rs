@@ -1,0 +1,123 @@
+//! Interop with the real mosh-server 1.4 (Debian package `mosh`) over real UDP on loopback.
+//!
+//! These tests fail, loudly, when mosh-server is not installed: `npm test` installs it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tern::native::{MoshServer, MoshServerOptions, NativeClient};
+use tern::session::{CloseReason, HostLog, SessionConfig};
+
+/// A fresh mosh-server running `/bin/sh` with a fixed prompt.
+pub fn start_server() -> MoshServer {
+    let options = MoshServerOptions {
+        command: vec!["/bin/sh".into()],
+        env: vec![("PS1".into(), "$ ".into()), ("ENV".into(), String::new())],
+        ..MoshServerOptions::default()
+    };
+    MoshServer::start(&options)
+        .unwrap_or_else(|e| panic!("mosh-server is required for this test: {e}"))
+}
+
+fn connect(server: &MoshServer) -> NativeClient<HostLog> {
+    let addr: SocketAddr = ([127, 0, 0, 1], server.port).into();
+    let mut config = SessionConfig::new(server.key.clone(), 80, 24);
+    config.seed = 42;
+    NativeClient::connect(addr, config).expect("udp socket")
+}
+
+#[test]
+fn types_a_command_sees_its_output_then_exit_completes_the_shutdown_handshake() {
+    let server = start_server();
+    let mut client = connect(&server);
+    let prompt = client
+        .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
+        .expect("io");
+    assert!(prompt, "no prompt from mosh-server; last error: {:?}", client.session().last_error());
+
+    client.type_bytes(b"echo tern-$((6*7))\r").expect("io");
+    let output = client
+        .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"tern-42"))
+        .expect("io");
+    assert!(
+        output,
+        "no tern-42 in the host bytes: {:?}",
+        String::from_utf8_lossy(client.session().server_state().bytes())
+    );
+
+    client.type_bytes(b"exit\r").expect("io");
+    client.run_until(Duration::from_secs(10), |_| false).expect("io");
+    assert_eq!(client.closed(), Some(CloseReason::ServerShutdown));
+    assert!(
+        server.wait_gone(Duration::from_secs(10)),
+        "mosh-server still runs after the handshake"
+    );
+
+    let counters = client.session().counters();
+    assert_eq!(counters.dropped_unknown_base, 0, "{counters:?}");
+    assert_eq!(
+        counters.auth_failures + counters.malformed + counters.apply_failures,
+        0,
+        "{counters:?}"
+    );
+    assert!(client.session().srtt() < Duration::from_millis(500), "timestamps were echoed");
+}
+
+#[test]
+fn client_initiated_shutdown_ends_the_server() {
+    let server = start_server();
+    let mut client = connect(&server);
+    assert!(
+        client
+            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
+            .expect("io")
+    );
+    client.shutdown().expect("io");
+    client.run_until(Duration::from_secs(15), |_| false).expect("io");
+    assert_eq!(client.closed(), Some(CloseReason::ClientShutdown));
+    assert!(server.wait_gone(Duration::from_secs(10)), "mosh-server still runs");
+}
+
+#[test]
+fn roaming_to_a_new_port_keeps_the_session() {
+    let server = start_server();
+    let mut client = connect(&server);
+    assert!(
+        client
+            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
+            .expect("io")
+    );
+    client.rebind().expect("new socket");
+    client.type_bytes(b"echo roamed-$((2+3))\r").expect("io");
+    let seen = client
+        .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"roamed-5"))
+        .expect("io");
+    assert!(seen, "the server did not follow the client to its new port");
+    server.kill();
+}
+
+#[test]
+fn garbage_datagrams_from_the_network_are_counted_not_fatal() {
+    let server = start_server();
+    let mut client = connect(&server);
+    assert!(
+        client
+            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
+            .expect("io")
+    );
+    // Another process sprays the client's port with junk while the session goes on.
+    let target = client.local_addr().expect("bound");
+    let sprayer = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    for len in [0usize, 1, 23, 24, 25, 100, 1500] {
+        let junk: Vec<u8> = (0..len).map(|i| (i * 37 + len) as u8).collect();
+        sprayer.send_to(&junk, target).expect("send");
+    }
+    client.type_bytes(b"echo still-$((1+1))\r").expect("io");
+    assert!(
+        client
+            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"still-2"))
+            .expect("io")
+    );
+    assert!(client.session().counters().auth_failures >= 1);
+    server.kill();
+}
