@@ -40,12 +40,8 @@ fn main() {
     files.sort();
     let mut code = String::from("pub static ASSETS: &[(&str, &[u8])] = &[\n");
     for (rel, abs) in &files {
-        writeln!(
-            code,
-            "    ({rel:?}, include_bytes!({:?})),",
-            abs.display().to_string()
-        )
-        .expect("writing to a String");
+        writeln!(code, "    ({rel:?}, include_bytes!({:?})),", abs.display().to_string())
+            .expect("writing to a String");
     }
     code.push_str("];\n");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo")).join("assets.rs");

@@ -13,10 +13,7 @@ pub struct Asset {
 pub fn find(request_path: &str) -> Option<Asset> {
     let path = request_path.trim_start_matches('/');
     let path = if path.is_empty() { "index.html" } else { path };
-    ASSETS
-        .iter()
-        .find(|(p, _)| *p == path)
-        .map(|&(path, bytes)| Asset { path, bytes })
+    ASSETS.iter().find(|(p, _)| *p == path).map(|&(path, bytes)| Asset { path, bytes })
 }
 
 /// Whether the page was built into this binary at all.
@@ -79,14 +76,8 @@ mod tests {
     fn cache_policy() {
         assert_eq!(cache_control("index.html"), "no-cache");
         assert_eq!(cache_control("app.js"), "no-cache");
-        assert_eq!(
-            cache_control("assets/app-3f9a1c2d.js"),
-            "public, max-age=31536000, immutable"
-        );
-        assert_eq!(
-            cache_control("tern_bg.1a2b3c4d5e.wasm"),
-            "public, max-age=31536000, immutable"
-        );
+        assert_eq!(cache_control("assets/app-3f9a1c2d.js"), "public, max-age=31536000, immutable");
+        assert_eq!(cache_control("tern_bg.1a2b3c4d5e.wasm"), "public, max-age=31536000, immutable");
         assert_eq!(cache_control("tern_bg.wasm"), "no-cache");
     }
 }

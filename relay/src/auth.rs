@@ -23,9 +23,7 @@ impl Token {
     pub fn random() -> Result<Token, getrandom::Error> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes)?;
-        Ok(Token(
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes),
-        ))
+        Ok(Token(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)))
     }
 
     pub fn new(s: impl Into<String>) -> Token {
@@ -112,11 +110,7 @@ impl AuthLimiter {
         if sources.len() >= Self::MAX_SOURCES {
             sources.retain(|_, f| now.duration_since(f.last) < Self::FORGET_AFTER);
         }
-        let f = sources.entry(ip).or_insert(Failures {
-            count: 0,
-            blocked_until: None,
-            last: now,
-        });
+        let f = sources.entry(ip).or_insert(Failures { count: 0, blocked_until: None, last: now });
         if now.duration_since(f.last) >= Self::FORGET_AFTER {
             f.count = 0;
         }
@@ -166,10 +160,7 @@ mod tests {
         }
         assert_eq!(l.check(&t, None, ip, now), AuthOutcome::BadToken);
         // Now blocked, even with the right token.
-        assert!(matches!(
-            l.check(&t, Some("secret"), ip, now),
-            AuthOutcome::RateLimited(_)
-        ));
+        assert!(matches!(l.check(&t, Some("secret"), ip, now), AuthOutcome::RateLimited(_)));
         // Other sources are unaffected.
         assert_eq!(l.check(&t, Some("secret"), other, now), AuthOutcome::Ok);
         // After the block, the right token works and clears the record.

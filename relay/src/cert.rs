@@ -31,11 +31,7 @@ pub struct CertInfo {
 impl CertInfo {
     fn new(identity: Identity, made: Instant) -> Self {
         let hash = *identity.certificate_chain().as_slice()[0].hash().as_ref();
-        CertInfo {
-            identity,
-            hash,
-            made,
-        }
+        CertInfo { identity, hash, made }
     }
 
     pub fn identity(&self) -> Identity {
@@ -97,10 +93,7 @@ impl CertManager {
         }
         let current = Arc::new(CertInfo::new(self_signed(&sans)?, Instant::now()));
         Ok(CertManager {
-            certs: RwLock::new(Certs {
-                current,
-                next: None,
-            }),
+            certs: RwLock::new(Certs { current, next: None }),
             schedule: Some((rotate, ahead)),
             sans,
         })
@@ -108,9 +101,8 @@ impl CertManager {
 
     /// A user-supplied certificate chain and key (PEM files).
     pub async fn load(cert: &std::path::Path, key: &std::path::Path) -> Result<Self, CertError> {
-        let identity = Identity::load_pemfiles(cert, key)
-            .await
-            .map_err(|e| CertError::Load(e.to_string()))?;
+        let identity =
+            Identity::load_pemfiles(cert, key).await.map_err(|e| CertError::Load(e.to_string()))?;
         Ok(CertManager {
             certs: RwLock::new(Certs {
                 current: Arc::new(CertInfo::new(identity, Instant::now())),
@@ -128,10 +120,7 @@ impl CertManager {
     /// Hashes the page should pass to `serverCertificateHashes`: current first, then the next one.
     pub fn hashes(&self) -> Vec<String> {
         let c = self.read();
-        std::iter::once(&c.current)
-            .chain(c.next.as_ref())
-            .map(|i| i.hash_base64())
-            .collect()
+        std::iter::once(&c.current).chain(c.next.as_ref()).map(|i| i.hash_base64()).collect()
     }
 
     pub fn is_self_signed(&self) -> bool {
@@ -166,11 +155,7 @@ impl CertManager {
         let (rotate, ahead) = self.schedule?;
         let c = self.read();
         let age = now.saturating_duration_since(c.current.made);
-        let due = if c.next.is_none() {
-            rotate - ahead
-        } else {
-            rotate
-        };
+        let due = if c.next.is_none() { rotate - ahead } else { rotate };
         Some(due.saturating_sub(age))
     }
 

@@ -132,11 +132,7 @@ impl Config {
     }
 
     pub fn mode(&self) -> Mode {
-        if self.bridge {
-            Mode::Bridge
-        } else {
-            Mode::Spawn
-        }
+        if self.bridge { Mode::Bridge } else { Mode::Spawn }
     }
 
     /// The state directory: the flag, else the XDG state home.
@@ -187,11 +183,7 @@ impl FromStr for PortRange {
             Some((l, h)) => (l, h),
             None => (s, s),
         };
-        let parse = |p: &str| {
-            p.trim()
-                .parse::<u16>()
-                .map_err(|e| format!("bad port {p:?}: {e}"))
-        };
+        let parse = |p: &str| p.trim().parse::<u16>().map_err(|e| format!("bad port {p:?}: {e}"));
         let (low, high) = (parse(low)?, parse(high)?);
         if low == 0 || low > high {
             return Err(format!("bad port range {s:?}: need 1 <= LOW <= HIGH"));
@@ -215,9 +207,7 @@ impl AllowRule {
 
 /// Strips the brackets of an IPv6 literal so `[::1]` and `::1` compare equal.
 pub fn normalize_host(host: &str) -> &str {
-    host.strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host)
+    host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
 }
 
 impl FromStr for AllowRule {
@@ -232,10 +222,7 @@ impl FromStr for AllowRule {
             return Err(format!("bad allow rule {s:?}: empty host"));
         }
         let ports: PortRange = ports.parse()?;
-        Ok(AllowRule {
-            host: host.to_string(),
-            ports,
-        })
+        Ok(AllowRule { host: host.to_string(), ports })
     }
 }
 
@@ -265,13 +252,7 @@ mod tests {
         let c = Config::parse_from(["tern-relay"]);
         assert!(c.listen.ip().is_loopback());
         assert_eq!(c.mode(), Mode::Spawn);
-        assert_eq!(
-            c.mosh_port_range,
-            PortRange {
-                low: 60001,
-                high: 60999
-            }
-        );
+        assert_eq!(c.mosh_port_range, PortRange { low: 60001, high: 60999 });
         assert_eq!(c.max_datagram_size, 1211);
     }
 

@@ -108,16 +108,12 @@ impl std::fmt::Debug for ServerMessage {
                 .field("framing", framing)
                 .field("resumed", resumed)
                 .finish(),
-            ServerMessage::Error { code, message } => f
-                .debug_struct("Error")
-                .field("code", code)
-                .field("message", message)
-                .finish(),
-            ServerMessage::Ended { code, message } => f
-                .debug_struct("Ended")
-                .field("code", code)
-                .field("message", message)
-                .finish(),
+            ServerMessage::Error { code, message } => {
+                f.debug_struct("Error").field("code", code).field("message", message).finish()
+            }
+            ServerMessage::Ended { code, message } => {
+                f.debug_struct("Ended").field("code", code).field("message", message).finish()
+            }
             ServerMessage::Pong => f.write_str("Pong"),
         }
     }
@@ -125,10 +121,7 @@ impl std::fmt::Debug for ServerMessage {
 
 impl ServerMessage {
     pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
-        ServerMessage::Error {
-            code,
-            message: message.into(),
-        }
+        ServerMessage::Error { code, message: message.into() }
     }
 
     /// One line of JSON with its newline.
@@ -181,10 +174,7 @@ pub struct LineReader<R> {
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
     pub fn new(inner: R) -> Self {
-        Self {
-            inner,
-            buf: Vec::new(),
-        }
+        Self { inner, buf: Vec::new() }
     }
 
     /// The next line, without its newline. Never buffers more than [`MAX_MESSAGE`] bytes.
@@ -232,9 +222,7 @@ mod tests {
         let line =
             r#"{"type":"hello","token":"sekrit","mode":"spawn","resume":"00ff00ff00ff00ff"}"#;
         let m: ClientMessage = serde_json::from_str(line).unwrap();
-        let ClientMessage::Hello(h) = &m else {
-            panic!("not a hello")
-        };
+        let ClientMessage::Hello(h) = &m else { panic!("not a hello") };
         assert_eq!(h.token.as_deref(), Some("sekrit"));
         assert_eq!(h.mode, Some(Mode::Spawn));
         assert!(!format!("{m:?}").contains("sekrit"));

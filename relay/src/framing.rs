@@ -104,14 +104,9 @@ impl Splitter {
             out.push(d);
             return Ok(());
         }
-        let cannot = FramingError::CannotSplit {
-            len: payload.len(),
-            max_datagram,
-        };
-        let room = max_datagram
-            .checked_sub(PART_HEADER_LEN)
-            .filter(|r| *r > 0)
-            .ok_or(cannot.clone())?;
+        let cannot = FramingError::CannotSplit { len: payload.len(), max_datagram };
+        let room =
+            max_datagram.checked_sub(PART_HEADER_LEN).filter(|r| *r > 0).ok_or(cannot.clone())?;
         let count = payload.len().div_ceil(room);
         if count > MAX_PARTS || payload.len() > MAX_JOINED_LEN {
             return Err(cannot);
@@ -329,14 +324,8 @@ mod tests {
         assert_eq!(j.push(b"\x05abc"), Err(FramingError::UnknownHeader(5)));
         assert_eq!(j.push(b"\x81"), Err(FramingError::TruncatedPart));
         assert_eq!(j.push(b"\x81\x01"), Err(FramingError::TruncatedPart));
-        assert_eq!(
-            j.push(b"\x81\x00x"),
-            Err(FramingError::BadPartIndex { index: 0, count: 1 })
-        );
-        assert_eq!(
-            j.push(b"\x81\x21x"),
-            Err(FramingError::BadPartIndex { index: 2, count: 2 })
-        );
+        assert_eq!(j.push(b"\x81\x00x"), Err(FramingError::BadPartIndex { index: 0, count: 1 }));
+        assert_eq!(j.push(b"\x81\x21x"), Err(FramingError::BadPartIndex { index: 2, count: 2 }));
         // A part too long for any mosh datagram.
         let mut big = vec![0x81, 0x0F];
         big.extend(vec![0u8; 1000]);

@@ -61,9 +61,7 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
         async move { Ok::<_, Infallible>(handle(&shared, req, peer)) }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_TIMEOUT);
+    builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
     let result = match shared.https_acceptor() {
         Some(acceptor) => {
             match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
@@ -75,11 +73,7 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
                 Err(_) => return,
             }
         }
-        None => {
-            builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-        }
+        None => builder.serve_connection(TokioIo::new(stream), service).await,
     };
     if let Err(e) = result {
         tracing::debug!(%peer, "http connection ended: {e}");
@@ -98,10 +92,7 @@ fn handle(shared: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Response
         Some(asset) => {
             let mut r = Response::new(Body::new(Bytes::from_static(asset.bytes)));
             let h = r.headers_mut();
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(assets::mime(asset.path)),
-            );
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(assets::mime(asset.path)));
             h.insert(
                 header::CACHE_CONTROL,
                 HeaderValue::from_static(assets::cache_control(asset.path)),
@@ -129,10 +120,7 @@ fn api(shared: &Shared, req: &Request<Incoming>, peer: SocketAddr) -> Response<B
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    match shared
-        .auth
-        .check(&shared.token, presented, peer.ip(), Instant::now())
-    {
+    match shared.auth.check(&shared.token, presented, peer.ip(), Instant::now()) {
         AuthOutcome::Ok => {}
         AuthOutcome::BadToken => {
             tracing::info!(%peer, "api request with a missing or wrong token");
@@ -140,8 +128,7 @@ fn api(shared: &Shared, req: &Request<Incoming>, peer: SocketAddr) -> Response<B
                 StatusCode::UNAUTHORIZED,
                 &serde_json::json!({"error": "bad_token", "message": "missing or wrong token"}),
             );
-            r.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return r;
         }
         AuthOutcome::RateLimited(wait) => {
@@ -149,8 +136,7 @@ fn api(shared: &Shared, req: &Request<Incoming>, peer: SocketAddr) -> Response<B
                 StatusCode::TOO_MANY_REQUESTS,
                 &serde_json::json!({"error": "rate_limited", "message": "too many failed attempts", "retry_after_secs": wait.as_secs() + 1}),
             );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(wait.as_secs() + 1));
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait.as_secs() + 1));
             return r;
         }
     }
@@ -211,12 +197,9 @@ fn sessions(shared: &Shared) -> serde_json::Value {
 fn text(status: StatusCode, body: &'static str) -> Response<Body> {
     let mut r = Response::new(Body::new(Bytes::from_static(body.as_bytes())));
     *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
     r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
 }
 
@@ -224,10 +207,7 @@ fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
     let mut r = Response::new(Body::new(Bytes::from(value.to_string())));
     *r.status_mut() = status;
     let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
 }

@@ -204,10 +204,7 @@ impl Relay {
             Mode::Spawn => {
                 let dir = config.state_dir().ok_or(RelayError::NoStateDir)?;
                 let store = StateStore::open(&dir)?;
-                let paste_dir = config
-                    .paste_dir
-                    .clone()
-                    .unwrap_or_else(|| dir.join("pastes"));
+                let paste_dir = config.paste_dir.clone().unwrap_or_else(|| dir.join("pastes"));
                 state::ensure_private_dir(&paste_dir)?;
                 Some(store)
             }
@@ -260,11 +257,7 @@ impl Relay {
 
     /// The URL to open; the token rides in the fragment, which browsers never send to a server.
     pub fn page_url(&self) -> String {
-        let scheme = if self.shared.https.is_some() {
-            "https"
-        } else {
-            "http"
-        };
+        let scheme = if self.shared.https.is_some() { "https" } else { "http" };
         let host = match self.local_addr.ip() {
             ip if ip.is_unspecified() => "127.0.0.1".to_string(),
             std::net::IpAddr::V6(v6) => format!("[{v6}]"),
@@ -290,13 +283,10 @@ impl Relay {
         };
         tracing::info!(addr = %self.local_addr, mode = ?self.mode(), "tern-relay serving");
         let http = tokio::spawn(http::serve(Arc::clone(&self.shared), tcp));
-        let certs = tokio::spawn(rotate_certs(
-            Arc::clone(&self.shared),
-            Arc::clone(&self.endpoint),
-        ));
+        let certs =
+            tokio::spawn(rotate_certs(Arc::clone(&self.shared), Arc::clone(&self.endpoint)));
         session::accept_loop(Arc::clone(&self.shared), &self.endpoint).await;
-        self.endpoint
-            .close(wtransport::VarInt::from_u32(0), b"relay shutting down");
+        self.endpoint.close(wtransport::VarInt::from_u32(0), b"relay shutting down");
         let _ = http.await;
         certs.abort();
         tracing::info!("tern-relay stopped");
@@ -316,11 +306,7 @@ impl Relay {
 
 /// Names in the self-signed certificate: loopback names plus the listen address.
 fn subject_alt_names(listen: SocketAddr) -> Vec<String> {
-    let mut sans = vec![
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-        "::1".to_string(),
-    ];
+    let mut sans = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
     if !listen.ip().is_unspecified() && !listen.ip().is_loopback() {
         sans.push(listen.ip().to_string());
     }
@@ -363,10 +349,7 @@ fn bind_pair(addr: SocketAddr) -> Result<(TcpListener, UdpSocket), RelayError> {
             Err(e) => last = Some(e),
         }
     }
-    Err(bind_err(
-        "UDP",
-        last.unwrap_or_else(|| std::io::Error::other("no free port")),
-    ))
+    Err(bind_err("UDP", last.unwrap_or_else(|| std::io::Error::other("no free port"))))
 }
 
 /// Switches the endpoint to each new certificate as the schedule says; live connections stay.
@@ -383,9 +366,7 @@ async fn rotate_certs(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
         match shared.certs.tick(Instant::now()) {
             Ok(Some(identity)) => {
                 let reloaded = server_config(None, identity).and_then(|c| {
-                    endpoint
-                        .reload_config(c, false)
-                        .map_err(|e| RelayError::Tls(e.to_string()))
+                    endpoint.reload_config(c, false).map_err(|e| RelayError::Tls(e.to_string()))
                 });
                 if let Err(e) = reloaded {
                     tracing::error!("cannot switch the WebTransport certificate: {e:#}");

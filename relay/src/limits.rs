@@ -14,12 +14,7 @@ pub struct TokenBucket {
 impl TokenBucket {
     pub fn new(rate: u32, burst: u32, now: Instant) -> Self {
         let burst = f64::from(burst.max(1));
-        TokenBucket {
-            rate: f64::from(rate),
-            burst,
-            tokens: burst,
-            last: now,
-        }
+        TokenBucket { rate: f64::from(rate), burst, tokens: burst, last: now }
     }
 
     /// Takes one token if there is one.

@@ -35,10 +35,9 @@ async fn run() -> anyhow::Result<()> {
 
 async fn wait_for_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
+    let (Ok(mut int), Ok(mut term)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+    else {
         // Without signal handlers, fall back to Ctrl-C only.
         let _ = tokio::signal::ctrl_c().await;
         return;

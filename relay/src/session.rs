@@ -78,10 +78,7 @@ async fn handle_incoming(shared: Arc<Shared>, incoming: IncomingSession) -> anyh
     let pre_authed = match query_token(request.path()) {
         None => false,
         Some(t) => {
-            match shared
-                .auth
-                .check(&shared.token, Some(t), peer.ip(), std::time::Instant::now())
-            {
+            match shared.auth.check(&shared.token, Some(t), peer.ip(), std::time::Instant::now()) {
                 AuthOutcome::Ok => true,
                 AuthOutcome::BadToken => {
                     tracing::info!(%peer, "webtransport connect with a wrong token");
@@ -162,21 +159,14 @@ async fn serve(shared: Arc<Shared>, conn: &Connection, pre_authed: bool, peer: S
             // Counts as a failed authentication when the URL had no token: a client that cannot
             // produce a well-formed hello must not get unlimited free attempts.
             if !pre_authed {
-                shared
-                    .auth
-                    .check(&shared.token, None, peer.ip(), std::time::Instant::now());
+                shared.auth.check(&shared.token, None, peer.ip(), std::time::Instant::now());
             }
             return refuse(conn, &mut send, ErrorCode::BadRequest, e.to_string()).await;
         }
         Ok(Err(_)) => return,
         Err(_) => {
-            return refuse(
-                conn,
-                &mut send,
-                ErrorCode::HelloTimeout,
-                "no hello within 10 s".into(),
-            )
-            .await;
+            return refuse(conn, &mut send, ErrorCode::HelloTimeout, "no hello within 10 s".into())
+                .await;
         }
     };
     if !pre_authed {
@@ -199,13 +189,10 @@ async fn serve(shared: Arc<Shared>, conn: &Connection, pre_authed: bool, peer: S
             }
             AuthOutcome::RateLimited(wait) => {
                 return refuse(
-                    &conn,
+                    conn,
                     &mut send,
                     ErrorCode::RateLimited,
-                    format!(
-                        "too many failed attempts; retry in {} s",
-                        wait.as_secs() + 1
-                    ),
+                    format!("too many failed attempts; retry in {} s", wait.as_secs() + 1),
                 )
                 .await;
             }
@@ -215,7 +202,7 @@ async fn serve(shared: Arc<Shared>, conn: &Connection, pre_authed: bool, peer: S
     let mode = shared.config.mode();
     if hello.mode.is_some_and(|m| m != mode) {
         return refuse(
-            &conn,
+            conn,
             &mut send,
             ErrorCode::WrongMode,
             format!("this relay runs in {} mode", mode_name(mode)),
@@ -224,13 +211,10 @@ async fn serve(shared: Arc<Shared>, conn: &Connection, pre_authed: bool, peer: S
     }
     let Ok(_slot) = Arc::clone(&shared.sessions).try_acquire_owned() else {
         return refuse(
-            &conn,
+            conn,
             &mut send,
             ErrorCode::TooManySessions,
-            format!(
-                "{} browser sessions already open",
-                shared.config.max_sessions
-            ),
+            format!("{} browser sessions already open", shared.config.max_sessions),
         )
         .await;
     };
@@ -281,11 +265,7 @@ async fn serve(shared: Arc<Shared>, conn: &Connection, pre_authed: bool, peer: S
     let end = bridge(&shared, conn, &mut send, &mut reader, &udp, &target, &hello).await;
     tracing::info!(parent: &span, reason = ?end.0, "session over: {}", end.1);
     if end.0 != ErrorCode::Internal {
-        let line = ServerMessage::Ended {
-            code: end.0,
-            message: end.1,
-        }
-        .to_line();
+        let line = ServerMessage::Ended { code: end.0, message: end.1 }.to_line();
         let _ = tokio::time::timeout(ERROR_LINGER, async {
             send.write_all(&line).await?;
             send.finish().await
@@ -320,10 +300,7 @@ fn new_session_id() -> String {
     // A session id only names a session; the token guards it. Fall back to time if the OS
     // refuses randomness rather than failing the session.
     if getrandom::fill(&mut b).is_err() {
-        let t = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos();
+        let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
         b = t.to_be_bytes();
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -361,10 +338,7 @@ async fn spawn_target(shared: &Shared, hello: &Hello) -> Result<Target, Refusal>
     if alive >= shared.config.max_spawned {
         return Err((
             ErrorCode::TooManySessions,
-            format!(
-                "{alive} mosh-servers already running (limit {})",
-                shared.config.max_spawned
-            ),
+            format!("{alive} mosh-servers already running (limit {})", shared.config.max_spawned),
         ));
     }
     let spec = SpawnSpec {
@@ -383,10 +357,7 @@ async fn spawn_target(shared: &Shared, hello: &Hello) -> Result<Target, Refusal>
         port: spawned.port,
         key: spawned.key,
         pid: spawned.pid,
-        created: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs(),
+        created: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs(),
     };
     tracing::info!(session = %record.id, port = record.port, pid = ?record.pid, "spawned mosh-server");
     if let Err(e) = state.insert(record.clone()) {
@@ -405,10 +376,7 @@ async fn spawn_target(shared: &Shared, hello: &Hello) -> Result<Target, Refusal>
 
 async fn bridge_target(shared: &Shared, hello: &Hello) -> Result<Target, Refusal> {
     let (Some(host), Some(port)) = (hello.host.as_deref(), hello.port) else {
-        return Err((
-            ErrorCode::BadRequest,
-            "bridge mode needs host and port".into(),
-        ));
+        return Err((ErrorCode::BadRequest, "bridge mode needs host and port".into()));
     };
     let host = normalize_host(host);
     if !shared.config.allow.iter().any(|r| r.allows(host, port)) {
@@ -423,19 +391,9 @@ async fn bridge_target(shared: &Shared, hello: &Hello) -> Result<Target, Refusal
             .await
             .ok()
             .and_then(|mut a| a.next())
-            .ok_or((
-                ErrorCode::TargetNotAllowed,
-                format!("cannot resolve {host}"),
-            ))?,
+            .ok_or((ErrorCode::TargetNotAllowed, format!("cannot resolve {host}")))?,
     };
-    Ok(Target {
-        session: new_session_id(),
-        addr,
-        port,
-        key: None,
-        pid: None,
-        resumed: false,
-    })
+    Ok(Target { session: new_session_id(), addr, port, key: None, pid: None, resumed: false })
 }
 
 /// A fresh socket per browser session: mosh-server sees a new source port and roams to it.
@@ -464,11 +422,8 @@ async fn bridge(
     let mut buf = vec![0u8; UDP_BUF];
     let mut splitter = Splitter::new();
     let mut frames = Vec::with_capacity(framing::MAX_PARTS);
-    let mut bucket = TokenBucket::new(
-        cfg.datagram_rate,
-        cfg.datagram_burst,
-        std::time::Instant::now(),
-    );
+    let mut bucket =
+        TokenBucket::new(cfg.datagram_rate, cfg.datagram_burst, std::time::Instant::now());
     let idle = cfg.idle_timeout();
     let mut last_heard = Instant::now();
     let mut liveness = tokio::time::interval(LIVENESS_INTERVAL);
@@ -560,8 +515,5 @@ fn server_gone(shared: &Shared, target: &Target) -> (ErrorCode, String) {
     if let Some(state) = &shared.state {
         state.remove(&target.session);
     }
-    (
-        ErrorCode::SessionEnded,
-        "mosh-server exited (the shell ended)".into(),
-    )
+    (ErrorCode::SessionEnded, "mosh-server exited (the shell ended)".into())
 }

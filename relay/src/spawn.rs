@@ -152,11 +152,7 @@ pub async fn spawn_mosh_server(spec: &SpawnSpec) -> Result<Spawned, SpawnError> 
     let _ = tokio::time::timeout(AFTER_CONNECT_WAIT, stderr_done).await;
     let stderr = stderr_text();
     match found {
-        Some((port, key)) => Ok(Spawned {
-            port,
-            key,
-            pid: parse_detached_pid(&stderr),
-        }),
+        Some((port, key)) => Ok(Spawned { port, key, pid: parse_detached_pid(&stderr) }),
         None => Err(SpawnError::NoConnectLine {
             status: match status {
                 Ok(Ok(s)) => s.to_string(),
@@ -182,10 +178,8 @@ pub fn parse_connect_line(line: &str) -> Option<(u16, String)> {
     let mut words = rest.split_whitespace();
     let port: u16 = words.next()?.parse().ok()?;
     let key = words.next()?;
-    let key_ok = key.len() == 22
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'/' || b == b'+');
+    let key_ok =
+        key.len() == 22 && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'/' || b == b'+');
     if port == 0 || !key_ok || words.next().is_some() {
         return None;
     }
@@ -195,10 +189,8 @@ pub fn parse_connect_line(line: &str) -> Option<(u16, String)> {
 /// Finds `pid = N` in mosh-server's `[mosh-server detached, pid = N]`.
 pub fn parse_detached_pid(stderr: &str) -> Option<u32> {
     let at = stderr.find("detached, pid = ")?;
-    let digits: String = stderr[at + "detached, pid = ".len()..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
+    let digits: String =
+        stderr[at + "detached, pid = ".len()..].chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
 
@@ -216,15 +208,9 @@ mod tests {
             parse_connect_line("\r\nMOSH CONNECT 60011 PWSoCIVurTVBGXAj873xNg\r"),
             Some((60011, "PWSoCIVurTVBGXAj873xNg".into()))
         );
-        assert_eq!(
-            parse_connect_line("MOSH CONNECT 0 PWSoCIVurTVBGXAj873xNg"),
-            None
-        );
+        assert_eq!(parse_connect_line("MOSH CONNECT 0 PWSoCIVurTVBGXAj873xNg"), None);
         assert_eq!(parse_connect_line("MOSH CONNECT 60011 short"), None);
-        assert_eq!(
-            parse_connect_line("MOSH CONNECT 70000 PWSoCIVurTVBGXAj873xNg"),
-            None
-        );
+        assert_eq!(parse_connect_line("MOSH CONNECT 70000 PWSoCIVurTVBGXAj873xNg"), None);
         assert_eq!(parse_connect_line("hello"), None);
     }
 
@@ -240,10 +226,7 @@ mod tests {
         let spec = SpawnSpec {
             program: "mosh-server".into(),
             locale: "LANG=C.UTF-8".into(),
-            ports: PortRange {
-                low: 60001,
-                high: 60999,
-            },
+            ports: PortRange { low: 60001, high: 60999 },
             command: vec!["/bin/sh".into()],
             timeout: Duration::from_secs(1),
         };
@@ -258,10 +241,7 @@ mod tests {
         let mut spec = SpawnSpec {
             program: "/nonexistent/mosh-server".into(),
             locale: "LANG=C.UTF-8".into(),
-            ports: PortRange {
-                low: 60001,
-                high: 60999,
-            },
+            ports: PortRange { low: 60001, high: 60999 },
             command: vec![],
             timeout: Duration::from_secs(5),
         };

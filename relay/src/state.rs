@@ -53,29 +53,18 @@ pub enum StateError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
-    move |source| StateError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| StateError::Io { path: path.to_path_buf(), source }
 }
 
 /// Creates `dir` (and parents) with mode 0700, or checks an existing one is not group/world
 /// accessible.
 pub fn ensure_private_dir(dir: &Path) -> Result<(), StateError> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(io_err(dir))?;
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io_err(dir))?;
     let mode = fs::metadata(dir).map_err(io_err(dir))?.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         // Tighten rather than refuse: we created or own it, and keys are about to go in.
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|_| {
-            StateError::NotPrivate {
-                path: dir.to_path_buf(),
-                mode,
-            }
-        })?;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .map_err(|_| StateError::NotPrivate { path: dir.to_path_buf(), mode })?;
     }
     Ok(())
 }
@@ -105,9 +94,8 @@ impl StateStore {
                 }
                 continue;
             }
-            let parsed = fs::read(&path)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<SessionRecord>(&b).ok());
+            let parsed =
+                fs::read(&path).ok().and_then(|b| serde_json::from_slice::<SessionRecord>(&b).ok());
             match parsed {
                 Some(r) if valid_id(&r.id) && r.pid.is_none_or(pid_alive) => {
                     records.insert(r.id.clone(), r);
@@ -121,10 +109,7 @@ impl StateStore {
                 }
             }
         }
-        Ok(StateStore {
-            dir: sessions,
-            records: Mutex::new(records),
-        })
+        Ok(StateStore { dir: sessions, records: Mutex::new(records) })
     }
 
     fn path_of(&self, id: &str) -> PathBuf {
@@ -210,9 +195,7 @@ pub fn pid_alive(pid: u32) -> bool {
         return false;
     };
     // Field 3 (after the parenthesised command) is the state; Z and X are dead.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next());
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
     if matches!(state, Some("Z") | Some("X") | None) {
         return false;
     }
@@ -246,10 +229,7 @@ mod tests {
         assert_eq!(mode(&dir.join("sessions")), 0o700);
         assert_eq!(mode(&dir.join("sessions/0123456789abcdef.json")), 0o600);
         let s2 = StateStore::open(&dir).unwrap();
-        assert_eq!(
-            s2.get("0123456789abcdef"),
-            Some(record("0123456789abcdef", None))
-        );
+        assert_eq!(s2.get("0123456789abcdef"), Some(record("0123456789abcdef", None)));
     }
 
     #[test]
@@ -257,10 +237,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let s = StateStore::open(tmp.path()).unwrap();
         // Our own pid is alive but is not mosh-server: treated as gone (pid reuse guard).
-        s.insert(record("00000000aaaaaaaa", Some(std::process::id())))
-            .unwrap();
-        s.insert(record("00000000bbbbbbbb", Some(u32::MAX - 1)))
-            .unwrap();
+        s.insert(record("00000000aaaaaaaa", Some(std::process::id()))).unwrap();
+        s.insert(record("00000000bbbbbbbb", Some(u32::MAX - 1))).unwrap();
         let s2 = StateStore::open(tmp.path()).unwrap();
         assert_eq!(s2.get("00000000aaaaaaaa"), None);
         assert_eq!(s2.get("00000000bbbbbbbb"), None);
