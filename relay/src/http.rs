@@ -58,7 +58,13 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
     let svc_shared = Arc::clone(&shared);
     let service = hyper::service::service_fn(move |req| {
         let shared = Arc::clone(&svc_shared);
-        async move { Ok::<_, Infallible>(handle(&shared, req, peer)) }
+        async move {
+            let mut resp = handle(&shared, req, peer);
+            // Browsers must take the declared types at their word (wasm, module scripts).
+            resp.headers_mut()
+                .insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+            Ok::<_, Infallible>(resp)
+        }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
