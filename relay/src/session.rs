@@ -30,6 +30,9 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 const LIVENESS_INTERVAL: Duration = Duration::from_secs(5);
 /// How long an error reply may take to reach the browser before the connection is closed.
 const ERROR_LINGER: Duration = Duration::from_secs(2);
+/// Smallest datagram limit a browser may announce: 16 parts of it must hold mosh's 2048 bytes,
+/// and anything this small is a broken client anyway.
+const MIN_DATAGRAM: usize = 512;
 /// Datagrams from mosh-server are at most 2048 bytes (its receive MTU); read with room to spare
 /// so an oversized one is seen as such instead of truncated.
 const UDP_BUF: usize = 4096;
@@ -206,6 +209,15 @@ async fn serve(shared: Arc<Shared>, conn: &Connection, pre_authed: bool, peer: S
             &mut send,
             ErrorCode::WrongMode,
             format!("this relay runs in {} mode", mode_name(mode)),
+        )
+        .await;
+    }
+    if hello.max_datagram_size.is_some_and(|m| m < MIN_DATAGRAM) {
+        return refuse(
+            conn,
+            &mut send,
+            ErrorCode::BadRequest,
+            format!("max_datagram_size below {MIN_DATAGRAM} cannot carry mosh"),
         )
         .await;
     }
