@@ -196,6 +196,12 @@ async fn bad_clients_do_not_disturb_a_concurrent_session() {
     let mut c = Control { send, reader: LineReader::new(recv) };
     assert_eq!(expect_error(c.next().await), "bad_request");
 
+    // A datagram limit too small to carry mosh.
+    let conn = connect(&relay, None).await.unwrap();
+    let mut h = bridge_hello(&token, "127.0.0.1", echo.port());
+    h.max_datagram_size = Some(100);
+    assert_eq!(expect_error(hello(&conn, h).await.1), "bad_request");
+
     // Datagrams before any hello go nowhere; a connection that never says hello is dropped.
     let silent = connect(&relay, None).await.unwrap();
     let _ = silent.send_datagram(b"unauthenticated");
