@@ -5,6 +5,7 @@
 
 mod client;
 mod mosh_server;
+pub mod script;
 
 pub use client::NativeClient;
 pub use mosh_server::{MoshServer, MoshServerOptions, StartError};

@@ -37,13 +37,24 @@ pub struct SessionConfig {
     pub mtu: usize,
     /// First datagram sequence number under this key (continue a persisted counter; never reuse).
     pub first_seq: u64,
+    /// First fragment id under this key (continue a persisted counter, like `first_seq`).
+    pub first_fragment_id: u64,
     /// Apply only instructions based on the newest state (exists to measure what that costs).
     pub stop_and_wait: bool,
 }
 
 impl SessionConfig {
     pub fn new(key: Key, cols: u16, rows: u16) -> Self {
-        SessionConfig { key, cols, rows, seed: 0, mtu: 1252, first_seq: 0, stop_and_wait: false }
+        SessionConfig {
+            key,
+            cols,
+            rows,
+            seed: 0,
+            mtu: crate::wire::DEFAULT_MTU,
+            first_seq: 0,
+            first_fragment_id: 1,
+            stop_and_wait: false,
+        }
     }
 }
 
@@ -83,7 +94,9 @@ pub enum CloseReason {
 /// * **Ending.** [`shutdown`](Self::shutdown) starts the quit handshake; the session emits
 ///   [`Event::Closed`] when it is over, either way round. After that every call is a no-op.
 /// * **Sequence numbers.** A driver that may restart under the same key (a page reload) persists
-///   [`next_seq`](Self::next_seq) and passes it back as `first_seq`: mosh nonces must never repeat.
+///   [`next_seq`](Self::next_seq) and [`next_fragment_id`](Self::next_fragment_id) and passes them
+///   back as `first_seq` and `first_fragment_id`: mosh nonces must never repeat, and the server
+///   aborts on a reused fragment id with other content.
 #[derive(Debug)]
 pub struct ClientSession<S: ServerState = HostLog> {
     transport: Transport<UserStream, S>,
@@ -104,6 +117,7 @@ impl<S: ServerState> ClientSession<S> {
                 crate::transport::ReceivePolicy::AllRetained
             },
             first_seq: config.first_seq,
+            first_fragment_id: config.first_fragment_id,
             ..TransportConfig::client(config.mtu, config.seed)
         };
         let blank = S::blank(config.cols, config.rows);
@@ -251,6 +265,10 @@ impl<S: ServerState> ClientSession<S> {
 
     pub fn next_seq(&self) -> u64 {
         self.transport.next_seq()
+    }
+
+    pub fn next_fragment_id(&self) -> u64 {
+        self.transport.next_fragment_id()
     }
 
     pub fn is_closed(&self) -> bool {

@@ -46,6 +46,9 @@ pub struct TransportConfig {
     pub seed: u64,
     /// First datagram sequence number (a browser that reloads must continue, never repeat).
     pub first_seq: u64,
+    /// First fragment id. The server keeps the fragments of the last id it saw and aborts on a
+    /// conflicting one, so a driver that restarts under the same key continues this too.
+    pub first_fragment_id: u64,
 }
 
 impl TransportConfig {
@@ -59,6 +62,7 @@ impl TransportConfig {
             receive_policy: ReceivePolicy::AllRetained,
             seed,
             first_seq: 0,
+            first_fragment_id: 1,
         }
     }
 
@@ -128,7 +132,7 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
     pub fn new(config: &TransportConfig, key: &Key, local: L, remote: R, now: Instant) -> Self {
         Transport {
             packets: PacketLayer::with_next_seq(key, config.sending, config.first_seq),
-            fragmenter: Fragmenter::new(config.mtu),
+            fragmenter: Fragmenter::with_next_id(config.mtu, config.first_fragment_id),
             reassembler: Reassembler::default(),
             sender: Sender::new(local, now, config.input_pacing, config.min_delay),
             receiver: Receiver::new(remote, now, config.receive_policy),
@@ -192,6 +196,11 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
     /// The next datagram sequence number (persist it with the key; never reuse one).
     pub fn next_seq(&self) -> u64 {
         self.packets.next_seq()
+    }
+
+    /// The next fragment id (persist it with the key, like the sequence number).
+    pub fn next_fragment_id(&self) -> u64 {
+        self.fragmenter.next_id()
     }
 
     /// Takes one datagram from the peer. Anything malformed is counted and dropped.

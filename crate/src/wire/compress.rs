@@ -1,33 +1,93 @@
 //! zlib (RFC 1950) around serialized instructions, with a hard cap on inflated size.
 
-use std::io::Write as _;
-
-use flate2::write::ZlibEncoder;
-use flate2::{Compression, Decompress, FlushDecompress, Status};
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
 use super::WireError;
 
 /// The largest inflated Instruction mosh accepts (a 2048 x 2048 buffer, MOSH-PROTOCOL.md 4).
 pub const MAX_INFLATED_LEN: usize = 4_194_304;
 
-/// zlib at the default level 6, like mosh's `compress()`.
-pub(crate) fn compress(data: &[u8]) -> Vec<u8> {
-    let mut encoder =
-        ZlibEncoder::new(Vec::with_capacity(data.len() / 2 + 64), Compression::default());
-    // Writing into a Vec cannot fail: the only io errors would come from the sink.
-    encoder.write_all(data).expect("zlib into a Vec cannot fail");
-    encoder.finish().expect("zlib into a Vec cannot fail")
+/// A reusable zlib compressor at the default level 6, like mosh's `compress()`.
+///
+/// Setting up deflate state costs more than compressing a typical 1 KiB diff, so a sender keeps
+/// one of these.
+#[derive(Debug)]
+pub(crate) struct Compressor {
+    deflate: Compress,
 }
 
-/// Inflates one complete zlib stream, refusing output beyond `limit` bytes.
-///
-/// Memory grows with the output actually produced (doubling, never past `limit + 1` bytes), so a
-/// small bomb cannot make us reserve a large buffer up front. Bytes after the end of the stream are
-/// ignored, as zlib's `uncompress()` does.
+impl Default for Compressor {
+    fn default() -> Self {
+        Compressor { deflate: Compress::new(Compression::default(), true) }
+    }
+}
+
+impl Compressor {
+    pub(crate) fn compress(&mut self, data: &[u8]) -> Vec<u8> {
+        self.deflate.reset();
+        let mut out = Vec::with_capacity(data.len() / 2 + 64);
+        loop {
+            if out.len() == out.capacity() {
+                out.reserve(out.capacity().max(64));
+            }
+            let consumed = usize::try_from(self.deflate.total_in()).unwrap_or(usize::MAX);
+            let input = data.get(consumed..).unwrap_or(&[]);
+            // Deflate of in-memory input with room to write only fails on misuse of the stream
+            // state, which `reset` above rules out.
+            let status = self
+                .deflate
+                .compress_vec(input, &mut out, FlushCompress::Finish)
+                .expect("deflate into a Vec with spare room cannot fail");
+            if status == Status::StreamEnd {
+                return out;
+            }
+        }
+    }
+}
+
+/// One-off zlib at level 6 (tests and tools; senders keep a [`Compressor`]).
+#[cfg(test)]
+pub(crate) fn compress(data: &[u8]) -> Vec<u8> {
+    Compressor::default().compress(data)
+}
+
+/// One-off [`Inflater::inflate`] (tests).
+#[cfg(test)]
 pub(crate) fn inflate(data: &[u8], limit: usize) -> Result<Vec<u8>, WireError> {
+    Inflater::default().inflate(data, limit)
+}
+
+/// A reusable zlib decompressor (a receiver keeps one; its state is costly to set up).
+#[derive(Debug)]
+pub(crate) struct Inflater {
+    state: Decompress,
+}
+
+impl Default for Inflater {
+    fn default() -> Self {
+        Inflater { state: Decompress::new(true) }
+    }
+}
+
+impl Inflater {
+    /// Inflates one complete zlib stream, refusing output beyond `limit` bytes.
+    ///
+    /// Memory grows with the output actually produced (doubling, never past `limit + 1` bytes), so
+    /// a small bomb cannot make us reserve a large buffer up front. Bytes after the end of the
+    /// stream are ignored, as zlib's `uncompress()` does.
+    pub(crate) fn inflate(&mut self, data: &[u8], limit: usize) -> Result<Vec<u8>, WireError> {
+        self.state.reset(true);
+        inflate_with(&mut self.state, data, limit)
+    }
+}
+
+fn inflate_with(
+    inflater: &mut Decompress,
+    data: &[u8],
+    limit: usize,
+) -> Result<Vec<u8>, WireError> {
     const FIRST_CHUNK: usize = 1024;
     let cap = limit.saturating_add(1);
-    let mut inflater = Decompress::new(true);
     let mut out: Vec<u8> =
         Vec::with_capacity(data.len().saturating_mul(4).max(FIRST_CHUNK).min(cap));
     loop {
@@ -81,6 +141,10 @@ mod tests {
     #[test]
     fn round_trips_empty_and_large() {
         assert_eq!(inflate(&compress(b""), 0).unwrap(), b"");
+        let mut reused = Compressor::default();
+        for data in [&b"first"[..], b"", b"second, longer input"] {
+            assert_eq!(inflate(&reused.compress(data), 100).unwrap(), data);
+        }
         let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
         assert_eq!(inflate(&compress(&big), MAX_INFLATED_LEN).unwrap(), big);
     }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::cipher::{NONCE_LEN, TAG_LEN};
-use super::compress::{MAX_INFLATED_LEN, compress, inflate};
+use super::compress::{Compressor, Inflater, MAX_INFLATED_LEN};
 use super::messages::{decode_instruction, encode_instruction};
 use super::packet::TIMESTAMPS_LEN;
 use super::{Instruction, WireError};
@@ -69,6 +69,7 @@ impl<'a> Fragment<'a> {
 pub struct Fragmenter {
     mtu: usize,
     next_id: u64,
+    compressor: Compressor,
 }
 
 impl Fragmenter {
@@ -81,7 +82,7 @@ impl Fragmenter {
 
     /// Continues the id sequence of an earlier fragmenter under the same key.
     pub fn with_next_id(mtu: usize, next_id: u64) -> Self {
-        Fragmenter { mtu, next_id }
+        Fragmenter { mtu, next_id, compressor: Compressor::default() }
     }
 
     /// The id the next instruction will get (persist it with the key).
@@ -113,7 +114,7 @@ impl Fragmenter {
                 max: MAX_DATAGRAM_LEN,
             });
         }
-        let compressed = compress(&encode_instruction(instruction));
+        let compressed = self.compressor.compress(&encode_instruction(instruction));
         let slice_len = self.slice_len();
         let count = compressed.len().div_ceil(slice_len).max(1);
         if count > MAX_FRAGMENTS {
@@ -165,6 +166,7 @@ impl Assembly {
 #[derive(Debug, Default)]
 pub struct Reassembler {
     slot: Option<Assembly>,
+    inflater: Inflater,
 }
 
 impl Reassembler {
@@ -223,7 +225,11 @@ impl Reassembler {
             return Ok(None);
         }
         let compressed: Vec<u8> = assembly.parts.values().flatten().copied().collect();
-        match inflate(&compressed, MAX_INFLATED_LEN).and_then(|plain| decode_instruction(&plain)) {
+        match self
+            .inflater
+            .inflate(&compressed, MAX_INFLATED_LEN)
+            .and_then(|plain| decode_instruction(&plain))
+        {
             Ok(instruction) => {
                 assembly.done = Some(instruction.clone());
                 Ok(Some(instruction))

@@ -186,8 +186,7 @@ mod tests {
 
     #[test]
     fn version_other_than_two_is_refused() {
-        let mut instruction = Instruction::default();
-        instruction.new_num = StateNum(1);
+        let instruction = Instruction { new_num: StateNum(1), ..Instruction::default() };
         let mut bytes = encode_instruction(&instruction);
         assert_eq!(bytes[..2], [0x08, 0x02]);
         bytes[1] = 3;

@@ -3,6 +3,16 @@
 //! Only this module knows how mosh lays out a datagram (MOSH-PROTOCOL.md sections 1-5). Everything
 //! above it speaks in [`Instruction`]s, [`UserEvent`]s and [`HostEvent`]s.
 //!
+//! ```text
+//!  send:    Instruction --Fragmenter::fragment--> fragments --PacketLayer::seal (each)--> datagrams
+//!  receive: datagram --PacketLayer::open--> Opened.payload --Reassembler::add--> Option<Instruction>
+//!  diffs:   encode_/decode_user_message (client state), encode_/decode_host_message (server state)
+//! ```
+//!
+//! Nonces must never repeat under one key: a driver that can restart with the same key (a browser
+//! reload) persists [`PacketLayer::next_seq`] and [`Fragmenter::next_id`] and resumes with
+//! [`PacketLayer::with_next_seq`] and [`Fragmenter::with_next_id`].
+//!
 //! Peer data never panics here: every decoder returns a [`WireError`] that names what was wrong.
 
 mod cipher;

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs every check of the project, in stages, stopping at the first failure.
+#   bash scripts/test.sh            all stages
+#   bash scripts/test.sh fmt clippy only these stages (names as printed)
+set -Eeuo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [[ -d "$HOME/.cargo/bin" && ":$PATH:" != *":$HOME/.cargo/bin:"* ]]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+# The environment sets RUST_BACKTRACE=1; a backtrace per expected error drowns test output.
+export RUST_BACKTRACE=0
+
+# Programs the interop and browser tests drive. A missing one fails here, loudly: tests that need
+# a real peer never skip.
+REQUIRED_PROGRAMS=(mosh-server mosh-client tmux chromium chromedriver wasm-bindgen)
+
+stage_setup() { bash scripts/setup.sh; }
+
+stage_tools() {
+  local missing=()
+  for p in "${REQUIRED_PROGRAMS[@]}"; do
+    command -v "$p" >/dev/null || missing+=("$p")
+  done
+  [[ -x node_modules/.bin/wasm-opt ]] || missing+=("node_modules/.bin/wasm-opt")
+  if ((${#missing[@]})); then
+    echo "missing: ${missing[*]} (scripts/setup.sh should have installed them)" >&2
+    return 1
+  fi
+  echo "found: ${REQUIRED_PROGRAMS[*]} node_modules/.bin/wasm-opt"
+}
+
+stage_fmt() { cargo fmt --all --check; }
+
+stage_clippy() { cargo clippy --workspace --all-targets -- -D warnings; }
+
+stage_test() { cargo test --workspace; }
+
+# Builds the web client (wasm + bindings) once scripts/build-wasm.sh exists.
+stage_wasm() {
+  if [[ -f scripts/build-wasm.sh ]]; then
+    bash scripts/build-wasm.sh
+  else
+    echo "skipped: no scripts/build-wasm.sh yet"
+  fi
+}
+
+# End-to-end tests in headless Chromium with node's test runner, once there are any.
+stage_browser() {
+  shopt -s nullglob
+  local files=(tests/browser/*.test.mjs)
+  if ((${#files[@]})); then
+    node --test "${files[@]}"
+  else
+    echo "skipped: no tests/browser/*.test.mjs yet"
+  fi
+}
+
+STAGES=(setup tools fmt clippy test wasm browser)
+selected=("$@")
+((${#selected[@]})) || selected=("${STAGES[@]}")
+for s in "${selected[@]}"; do
+  declare -F "stage_$s" >/dev/null || { echo "unknown stage '$s' (stages: ${STAGES[*]})" >&2; exit 2; }
+done
+
+trap 'rc=$?; ((rc)) && printf "\n[test] FAILED in stage %s (exit %d)\n" "$stage" "$rc" >&2' EXIT
+start=$SECONDS
+for stage in "${selected[@]}"; do
+  printf '\n[test] ===== stage: %s =====\n' "$stage"
+  t=$SECONDS
+  "stage_$stage"
+  printf '[test] stage %s passed (%ds)\n' "$stage" "$((SECONDS - t))"
+done
+printf '\n[test] all stages passed: %s (%ds)\n' "${selected[*]}" "$((SECONDS - start))"
