@@ -339,3 +339,95 @@ async fn page_assets_are_public_and_explain_their_absence() {
     }
     relay.stop().await;
 }
+
+/// Accepts exactly one certificate, by its SHA-256 (what a pinned client does).
+#[derive(Debug)]
+struct PinnedCert(Vec<u8>);
+
+impl tokio_rustls::rustls::client::danger::ServerCertVerifier for PinnedCert {
+    fn verify_server_cert(
+        &self,
+        end_entity: &tokio_rustls::rustls::pki_types::CertificateDer<'_>,
+        _: &[tokio_rustls::rustls::pki_types::CertificateDer<'_>],
+        _: &tokio_rustls::rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: tokio_rustls::rustls::pki_types::UnixTime,
+    ) -> Result<tokio_rustls::rustls::client::danger::ServerCertVerified, tokio_rustls::rustls::Error>
+    {
+        let hash = wtransport::tls::Certificate::from_der(end_entity.to_vec()).unwrap().hash();
+        if hash.as_ref().as_slice() == self.0.as_slice() {
+            Ok(tokio_rustls::rustls::client::danger::ServerCertVerified::assertion())
+        } else {
+            Err(tokio_rustls::rustls::Error::General("unexpected certificate".into()))
+        }
+    }
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &tokio_rustls::rustls::pki_types::CertificateDer<'_>,
+        _: &tokio_rustls::rustls::DigitallySignedStruct,
+    ) -> Result<
+        tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
+        tokio_rustls::rustls::Error,
+    > {
+        Ok(tokio_rustls::rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &tokio_rustls::rustls::pki_types::CertificateDer<'_>,
+        _: &tokio_rustls::rustls::DigitallySignedStruct,
+    ) -> Result<
+        tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
+        tokio_rustls::rustls::Error,
+    > {
+        Ok(tokio_rustls::rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+    fn supported_verify_schemes(&self) -> Vec<tokio_rustls::rustls::SignatureScheme> {
+        tokio_rustls::rustls::crypto::ring::default_provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[tokio::test]
+async fn self_signed_https_serves_the_api_with_the_webtransport_certificate() {
+    use base64::Engine;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls;
+    let token = test_token("https");
+    let mut config = bridge_config(&token, &["127.0.0.1:1-2"]);
+    config.tls_self_signed = true;
+    let relay = TestRelay::start(config).await;
+    assert!(relay.relay.page_url().starts_with("https://127.0.0.1:"));
+    let hash =
+        base64::engine::general_purpose::STANDARD.decode(&relay.relay.cert_hashes()[0]).unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .dangerous()
+    .with_custom_certificate_verifier(std::sync::Arc::new(PinnedCert(hash)))
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(relay.addr()).await.unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(client))
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .expect("TLS with the relay's own certificate");
+    let req = format!(
+        "GET /api/info HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    );
+    tls.write_all(req.as_bytes()).await.unwrap();
+    let mut resp = Vec::new();
+    let _ = tls.read_to_end(&mut resp).await;
+    let text = String::from_utf8_lossy(&resp);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    // Plain HTTP is not served on that port any more.
+    let mut plain = tokio::net::TcpStream::connect(relay.addr()).await.unwrap();
+    plain.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), plain.read_to_end(&mut buf)).await;
+    assert!(!String::from_utf8_lossy(&buf).contains("HTTP/1.1 200"));
+    relay.stop().await;
+}
