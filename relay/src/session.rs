@@ -62,10 +62,32 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, endpoint: &Endpoint<Server>
     tracker.wait().await;
 }
 
-/// The token carried in the connect URL's query, if any.
-fn query_token(path: &str) -> Option<&str> {
+/// The token carried in the connect URL's query, if any, percent-decoded (a page builds the URL
+/// with `encodeURIComponent`; a random token needs no escaping, a user-chosen one might).
+fn query_token(path: &str) -> Option<String> {
     let (_, query) = path.split_once('?')?;
-    query.split('&').find_map(|kv| kv.strip_prefix("token="))
+    let raw = query.split('&').find_map(|kv| kv.strip_prefix("token="))?;
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 async fn handle_incoming(shared: Arc<Shared>, incoming: IncomingSession) -> anyhow::Result<()> {
@@ -81,7 +103,7 @@ async fn handle_incoming(shared: Arc<Shared>, incoming: IncomingSession) -> anyh
     let pre_authed = match query_token(request.path()) {
         None => false,
         Some(t) => {
-            match shared.auth.check(&shared.token, Some(t), peer.ip(), std::time::Instant::now()) {
+            match shared.auth.check(&shared.token, Some(&t), peer.ip(), std::time::Instant::now()) {
                 AuthOutcome::Ok => true,
                 AuthOutcome::BadToken => {
                     tracing::info!(%peer, "webtransport connect with a wrong token");
@@ -528,4 +550,19 @@ fn server_gone(shared: &Shared, target: &Target) -> (ErrorCode, String) {
         state.remove(&target.session);
     }
     (ErrorCode::SessionEnded, "mosh-server exited (the shell ended)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::query_token;
+
+    #[test]
+    fn query_tokens_are_found_and_percent_decoded() {
+        assert_eq!(query_token("/wt?token=abc").as_deref(), Some("abc"));
+        assert_eq!(query_token("/wt?x=1&token=a%2Bb%2f").as_deref(), Some("a+b/"));
+        assert_eq!(query_token("/wt?token=50%").as_deref(), Some("50%"));
+        assert_eq!(query_token("/wt?tokens=abc"), None);
+        assert_eq!(query_token("/wt"), None);
+        assert_eq!(query_token("/wt?token=%ff"), None);
+    }
 }
