@@ -13,6 +13,7 @@
 //! anything. Time comes in as [`time::Instant`] arguments, randomness from a seed.
 
 pub mod session;
+pub mod terminal;
 pub mod time;
 pub mod transport;
 pub mod wire;

@@ -254,3 +254,27 @@ fn resizes_reach_the_server_in_order() {
     assert_eq!(pair.server_resizes, vec![(80, 24), (100, 30), (120, 40)]);
     assert_eq!(pair.client.server_state().size(), (120, 40));
 }
+
+/// With nothing to say, the client still sends a fresh state number at least every 3 s, so the
+/// server's idle timers and "last contact" stay alive (MOSH-PROTOCOL.md 6.4).
+#[test]
+fn an_idle_client_sends_a_heartbeat_with_a_fresh_state_number_every_three_seconds() {
+    let mut pair = Pair::new(11, LinkConfig::delay(20), LinkConfig::delay(20));
+    pair.run_for(Duration::from_secs(2));
+    let start = pair.log.len();
+    let started = pair.now;
+    pair.run_for(Duration::from_secs(20));
+    let mut eyes = ServerEyes::new(&pair.key);
+    let sent: Vec<_> = pair.log[start..]
+        .iter()
+        .filter(|d| d.to_server)
+        .filter_map(|d| eyes.instruction(d.at, &d.bytes).map(|i| (d.at, i.new_num)))
+        .collect();
+    let mut last = (started, StateNum(0));
+    for (at, num) in sent {
+        assert!(num > last.1, "every heartbeat carries a new state number");
+        assert!(at - last.0 <= Duration::from_millis(3001), "gap of {:?}", at - last.0);
+        last = (at, num);
+    }
+    assert!(pair.now - last.0 <= Duration::from_millis(3001));
+}
