@@ -10,6 +10,7 @@ export RUST_BACKTRACE=0
 BENCHES=(
   tern:wire_throughput
   tern:terminal_bench
+  tern-relay:relay_latency
   tern-tests:linkemu_precision
 )
 
