@@ -380,3 +380,41 @@ fn dropping_the_emulator_frees_its_port() {
     drop(emu);
     UdpSocket::bind(addr).expect("port still held after drop");
 }
+
+#[test]
+fn tap_sees_each_datagram_with_its_fate_and_times() {
+    use tern_tests::linkemu::{Fate, TapLog};
+    let server = Server::start(true);
+    let emu = emulator(
+        &server,
+        DirectionConfig { delay: ms(15), ..Default::default() },
+        DirectionConfig { delay: ms(5), ..Default::default() },
+    );
+    let log = TapLog::new();
+    emu.set_tap(Some(log.clone()));
+    let c = client();
+    for i in 0..5u32 {
+        c.send_to(&i.to_be_bytes(), emu.local_addr()).unwrap();
+        let mut buf = [0u8; 16];
+        c.recv(&mut buf).unwrap();
+    }
+    // Everything lost upward from now on: the tap reports the drops too.
+    emu.set_config(Dir::Up, DirectionConfig { loss: 1.0, ..Default::default() }).unwrap();
+    c.send_to(b"lost", emu.local_addr()).unwrap();
+    assert!(wait_until(|| emu.stats().up.dropped_loss == 1));
+    let records = log.take();
+    let ups: Vec<_> = records.iter().filter(|r| r.dir == Dir::Up).collect();
+    let downs: Vec<_> = records.iter().filter(|r| r.dir == Dir::Down).collect();
+    assert_eq!((ups.len(), downs.len()), (6, 5), "{records:?}");
+    for (r, delay) in ups[..5].iter().map(|r| (r, ms(15))).chain(downs.iter().map(|r| (r, ms(5)))) {
+        let released = r.released().expect("forwarded");
+        assert!(released - r.arrived >= delay, "{r:?}");
+    }
+    assert_eq!(ups[5].fate, Fate::DroppedLoss);
+    assert_eq!(&*ups[5].data, b"lost");
+    // The server's echo of datagram i leaves after datagram i reached the server.
+    for (u, d) in ups.iter().zip(&downs) {
+        assert_eq!(u.data, d.data);
+        assert!(d.arrived >= u.released().unwrap());
+    }
+}

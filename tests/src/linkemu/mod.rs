@@ -20,6 +20,7 @@
 
 mod parse;
 mod shaper;
+mod tap;
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
@@ -32,6 +33,9 @@ use std::time::{Duration, Instant};
 
 pub use parse::{ParseError, parse_bytes, parse_duration, parse_probability, parse_rate};
 pub use shaper::{Admission, PACKET_OVERHEAD_BYTES, Shaper, serialization_time};
+pub use tap::{Fate, Tap, TapLog, TapRecord};
+
+use tap::TapSlot;
 
 /// How often blocked receive calls look at the stop flag. Bounds how long `stop` takes.
 const STOP_POLL: Duration = Duration::from_millis(20);
@@ -218,6 +222,8 @@ enum Route {
 #[derive(Debug)]
 struct Pending {
     release: Instant,
+    /// When the datagram reached the emulator (for the tap).
+    arrived: Instant,
     /// Arrival order; breaks ties so equal release times keep FIFO order.
     seq: u64,
     data: Arc<[u8]>,
@@ -276,13 +282,18 @@ impl Direction {
     }
 
     /// Runs one arriving datagram through the shaper and queues the surviving copies.
-    fn arrive(&self, data: &[u8], route: impl Fn() -> Route) {
+    fn arrive(&self, dir: Dir, tap: &TapSlot, data: &[u8], route: impl Fn() -> Route) {
         let now = Instant::now();
         bump(&self.counters.received, 1);
         let mut st = self.lock();
         let admission = st.shaper.admit(now, data.len());
+        let dropped = |fate| {
+            tap.emit(|| TapRecord { dir, arrived: now, fate, data: Arc::from(data) });
+        };
         if admission.lost {
             bump(&self.counters.dropped_loss, 1);
+            drop(st);
+            dropped(Fate::DroppedLoss);
             return;
         }
         if admission.duplicated {
@@ -290,6 +301,8 @@ impl Direction {
         }
         bump(&self.counters.dropped_queue, u64::from(admission.queue_drops));
         if admission.releases.is_empty() {
+            drop(st);
+            dropped(Fate::DroppedQueue);
             return;
         }
         let data: Arc<[u8]> = Arc::from(data);
@@ -298,6 +311,7 @@ impl Direction {
             st.next_seq += 1;
             st.heap.push(Reverse(Pending {
                 release,
+                arrived: now,
                 seq,
                 data: Arc::clone(&data),
                 route: route(),
@@ -321,6 +335,7 @@ struct Shared {
     max_flows: usize,
     /// Threads of the flows opened after start, joined on stop.
     flow_threads: Mutex<Vec<JoinHandle<()>>>,
+    tap: TapSlot,
 }
 
 impl Shared {
@@ -367,6 +382,7 @@ impl LinkEmulator {
             flows_rejected: AtomicU64::new(0),
             max_flows: config.max_flows,
             flow_threads: Mutex::new(Vec::new()),
+            tap: TapSlot::default(),
         });
         let mut emulator = Self { shared, local_addr, seed, threads: Vec::new() };
         for (name, dir) in [("linkemu-up", Dir::Up), ("linkemu-down", Dir::Down)] {
@@ -418,6 +434,12 @@ impl LinkEmulator {
         })?;
         self.shared.direction(dir).lock().shaper.set_config(config);
         Ok(())
+    }
+
+    /// Hands every datagram from now on, with its timestamps and fate, to `tap` (`None` removes
+    /// it). Benchmarks use this to time protocol events on both sides of the link.
+    pub fn set_tap(&self, tap: Option<Arc<dyn Tap>>) {
+        self.shared.tap.set(tap);
     }
 
     /// Stops and joins every thread (what dropping does).
@@ -523,7 +545,8 @@ fn listen_loop(shared: Arc<Shared>) {
                 None => continue,
             },
         };
-        shared.up.arrive(&buf[..len], || Route::Upstream(Arc::clone(&socket)));
+        let route = || Route::Upstream(Arc::clone(&socket));
+        shared.up.arrive(Dir::Up, &shared.tap, &buf[..len], route);
     }
 }
 
@@ -565,7 +588,7 @@ fn flow_loop(shared: Arc<Shared>, socket: Arc<UdpSocket>, client: SocketAddr) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     while !shared.stopping() {
         match socket.recv(&mut buf) {
-            Ok(len) => shared.down.arrive(&buf[..len], || Route::Client(client)),
+            Ok(len) => shared.down.arrive(Dir::Down, &shared.tap, &buf[..len], || Route::Client(client)),
             Err(e) if is_transient(&e) => {}
             Err(e) => {
                 eprintln!("linkemu: flow socket for {client} failed: {e}");
@@ -600,13 +623,18 @@ fn release_loop(shared: Arc<Shared>, dir: Dir) {
                     Route::Upstream(socket) => socket.send(&p.data),
                     Route::Client(client) => shared.listen.send_to(&p.data, client),
                 };
-                match sent {
+                let fate = match sent {
                     Ok(n) => {
                         bump(&d.counters.forwarded, 1);
                         bump(&d.counters.forwarded_bytes, n as u64);
+                        Fate::Forwarded { released: Instant::now() }
                     }
-                    Err(_) => bump(&d.counters.send_errors, 1),
-                }
+                    Err(_) => {
+                        bump(&d.counters.send_errors, 1);
+                        Fate::SendError
+                    }
+                };
+                shared.tap.emit(|| TapRecord { dir, arrived: p.arrived, fate, data: p.data });
                 st = d.lock();
             }
         }
