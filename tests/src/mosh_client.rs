@@ -1,9 +1,12 @@
 //! The reference: the stock mosh-client in a detached tmux session, driven by the same scripts as
 //! `tern-probe`, and the mosh-server setup both sides share.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tern::native::script::Action;
@@ -116,6 +119,11 @@ impl TmuxMoshClient {
         Ok(())
     }
 
+    /// A tmux control-mode client attached to this session, for typing with precise timestamps.
+    pub fn control(&self) -> std::io::Result<TmuxControl> {
+        TmuxControl::attach(&self.socket, &self.session)
+    }
+
     pub fn capture(&self) -> Capture {
         let text = self.tmux(&["capture-pane", "-p", "-t", &self.session]);
         let rows = text.lines().map(|line| line.trim_end_matches(' ').to_owned()).collect();
@@ -136,6 +144,127 @@ impl Drop for TmuxMoshClient {
         // mosh-client lingers for seconds after its tmux session ends: end it by pid.
         if let Some(pid) = self.client_pid {
             let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// A tmux control-mode client (`tmux -C attach`) of a [`TmuxMoshClient`]'s session.
+///
+/// `tmux send-keys` as a command starts a tmux process per key (a few milliseconds, varying);
+/// a control client keeps one connection open, so a key reaches the pane within the tmux server's
+/// command latency. Benchmarks type through this and take the write time as the key's time.
+#[derive(Debug)]
+pub struct TmuxControl {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    session: String,
+    /// One item per command block tmux closed: when the reader saw `%end`/`%error`, and the
+    /// block's lines.
+    done: mpsc::Receiver<(Instant, Vec<String>)>,
+    reader: Option<JoinHandle<()>>,
+}
+
+/// How long to wait for tmux to answer a command.
+const CONTROL_PATIENCE: Duration = Duration::from_secs(10);
+
+impl TmuxControl {
+    fn attach(socket: &str, session: &str) -> std::io::Result<TmuxControl> {
+        let mut child = Command::new("tmux")
+            .args(["-L", socket, "-f", "/dev/null", "-C", "attach-session", "-t", session])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, done) = mpsc::channel();
+        // The pane's output arrives as %output notifications: read them all so tmux never blocks
+        // on us, and pass on only the ends of command blocks.
+        let reader = std::thread::Builder::new().name("tmux-control".into()).spawn(move || {
+            let mut stdout = BufReader::new(stdout);
+            let mut line = Vec::new();
+            let mut block: Option<Vec<String>> = None;
+            while stdout.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+                line.clear();
+                if text.starts_with("%begin ") {
+                    block = Some(Vec::new());
+                } else if text.starts_with("%end ") || text.starts_with("%error ") {
+                    let at = Instant::now();
+                    if tx.send((at, block.take().unwrap_or_default())).is_err() {
+                        return;
+                    }
+                } else if let Some(lines) = block.as_mut() {
+                    lines.push(text);
+                }
+            }
+        })?;
+        let stdin = child.stdin.take();
+        let mut control = TmuxControl {
+            child,
+            stdin,
+            session: session.to_owned(),
+            done,
+            reader: Some(reader),
+        };
+        // Skip whatever blocks attaching produced: wait for the answer to a marker command.
+        control.write("display-message -p tern-control-ready")?;
+        let deadline = Instant::now() + CONTROL_PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let (_, lines) = control.done.recv_timeout(left).map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "tmux control mode is silent")
+            })?;
+            if lines.iter().any(|l| l == "tern-control-ready") {
+                return Ok(control);
+            }
+        }
+    }
+
+    fn write(&mut self, command: &str) -> std::io::Result<()> {
+        let stdin = self.stdin.as_mut().expect("stdin open until drop");
+        stdin.write_all(format!("{command}\n").as_bytes())?;
+        stdin.flush()
+    }
+
+    /// Types exact bytes into the pane. Returns when the command was written to tmux and when
+    /// tmux reported it done (by then it has written the bytes to the pane's terminal).
+    pub fn send_keys(&mut self, bytes: &[u8]) -> std::io::Result<(Instant, Instant)> {
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let command = format!("send-keys -t {} -H {}", self.session, hex.join(" "));
+        let written = Instant::now();
+        self.write(&command)?;
+        let (done, _) = self.done.recv_timeout(CONTROL_PATIENCE).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::TimedOut, "tmux did not answer send-keys")
+        })?;
+        Ok((written, done))
+    }
+
+    /// The round trip of a command that does nothing: tmux's own command latency.
+    pub fn ping(&mut self) -> std::io::Result<Duration> {
+        let start = Instant::now();
+        self.write("display-message -p x")?;
+        let (done, _) = self.done.recv_timeout(CONTROL_PATIENCE).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::TimedOut, "tmux did not answer")
+        })?;
+        Ok(done.saturating_duration_since(start))
+    }
+}
+
+impl Drop for TmuxControl {
+    fn drop(&mut self) {
+        // End of input detaches a control client.
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
         }
     }
 }

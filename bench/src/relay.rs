@@ -1,0 +1,227 @@
+//! The relay's cost (issue row 4): what tern-relay adds to a datagram's round trip, and how many
+//! datagrams a second it forwards, measured against a UDP echo server on loopback with an
+//! in-process relay in bridge mode and wtransport's client (the browser's side, natively).
+//!
+//! The same method as `relay/examples/relay_latency.rs` (which prints more), with numbers returned
+//! instead of printed. Added latency = median round trip via the relay - median direct round trip.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow};
+use base64::Engine;
+use tern_relay::config::Config;
+use tern_relay::control::{ClientMessage, Hello, LineReader, ServerMessage};
+use tern_relay::framing::Joiner;
+use tern_relay::{Mode, Relay};
+use tokio::net::UdpSocket;
+use wtransport::tls::Sha256Digest;
+use wtransport::{ClientConfig, Connection, Endpoint};
+
+use crate::stats::{median, ms, quantile};
+
+#[derive(Debug, Clone, Default)]
+pub struct RelayRun {
+    /// Round trips in ms: direct and via the relay, 100-byte datagrams.
+    pub direct: Vec<f64>,
+    pub relayed: Vec<f64>,
+    /// Via the relay with mosh's largest (1252-byte) datagram as the reply, split in two parts.
+    pub relayed_large: Vec<f64>,
+    /// Relay → client (the screen-update direction), datagrams/s and the share that arrived.
+    pub down_rate: f64,
+    pub down_delivered: f64,
+    /// Client → relay → UDP, datagrams/s and the share that arrived.
+    pub up_rate: f64,
+    pub up_delivered: f64,
+}
+
+impl RelayRun {
+    /// Median added round-trip time, ms.
+    pub fn added_p50(&self) -> Option<f64> {
+        Some(median(&self.relayed)? - median(&self.direct)?)
+    }
+
+    pub fn relayed_p99(&self) -> Option<f64> {
+        quantile(&self.relayed, 0.99)
+    }
+}
+
+/// Runs `rounds` sequential round trips per path and a burst of `burst` datagrams each way.
+pub fn run(rounds: usize, burst: u32) -> anyhow::Result<RelayRun> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("tokio")?;
+    runtime.block_on(measure(rounds, burst))
+}
+
+/// Echo server; `blast:N:LEN` answers with N datagrams of LEN bytes as fast as it can.
+async fn echo_server(received: Arc<AtomicU64>) -> anyhow::Result<SocketAddr> {
+    let sock = UdpSocket::bind("127.0.0.1:0").await?;
+    let addr = sock.local_addr()?;
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 4096];
+        loop {
+            let Ok((n, from)) = sock.recv_from(&mut buf).await else { return };
+            received.fetch_add(1, Ordering::Relaxed);
+            let msg = &buf[..n];
+            let blast = std::str::from_utf8(msg).ok().and_then(|s| s.strip_prefix("blast:"));
+            if let Some((count, len)) = blast.and_then(|rest| rest.split_once(':')) {
+                let payload = vec![7u8; len.parse().unwrap_or(1)];
+                for _ in 0..count.parse::<u32>().unwrap_or(0) {
+                    let _ = sock.send_to(&payload, from).await;
+                }
+            } else if n > 1 {
+                let _ = sock.send_to(msg, from).await;
+            }
+        }
+    });
+    Ok(addr)
+}
+
+async fn direct_rtts(echo: SocketAddr, payload: &[u8], rounds: usize) -> anyhow::Result<Vec<f64>> {
+    let sock = UdpSocket::bind("127.0.0.1:0").await?;
+    sock.connect(echo).await?;
+    let mut buf = vec![0u8; 4096];
+    let mut out = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        sock.send(payload).await?;
+        sock.recv(&mut buf).await?;
+        out.push(ms(t.elapsed()));
+    }
+    Ok(out)
+}
+
+async fn relay_rtts(conn: &Connection, payload: &[u8], rounds: usize) -> anyhow::Result<Vec<f64>> {
+    let mut joiner = Joiner::new();
+    let mut out = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        conn.send_datagram(payload)?;
+        loop {
+            let d = conn.receive_datagram().await?;
+            if joiner.push(&d).map_err(|e| anyhow!("{e:?}"))?.is_some() {
+                break;
+            }
+        }
+        out.push(ms(t.elapsed()));
+    }
+    Ok(out)
+}
+
+async fn measure(rounds: usize, burst: u32) -> anyhow::Result<RelayRun> {
+    let received = Arc::new(AtomicU64::new(0));
+    let echo = echo_server(Arc::clone(&received)).await?;
+    let mut config = Config::with_listen("127.0.0.1:0".parse()?);
+    config.bridge = true;
+    config.allow = vec![format!("127.0.0.1:{}", echo.port()).parse().map_err(|e: String| anyhow!(e))?];
+    // Forwarding is measured, not the per-session rate limit.
+    config.datagram_rate = 10_000_000;
+    config.datagram_burst = 1_000_000;
+    let relay = Arc::new(Relay::new(config).await?);
+    let r = Arc::clone(&relay);
+    let server = tokio::spawn(async move { r.run().await });
+    let result = measure_with(&relay, echo, &received, rounds, burst).await;
+    relay.shutdown();
+    let _ = server.await;
+    result
+}
+
+async fn measure_with(
+    relay: &Relay,
+    echo: SocketAddr,
+    received: &AtomicU64,
+    rounds: usize,
+    burst: u32,
+) -> anyhow::Result<RelayRun> {
+    let hashes = relay
+        .cert_hashes()
+        .iter()
+        .map(|h| {
+            let b = base64::engine::general_purpose::STANDARD.decode(h)?;
+            let b: [u8; 32] = b.try_into().map_err(|_| anyhow!("hash length"))?;
+            Ok(Sha256Digest::new(b))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let client = Endpoint::client(
+        ClientConfig::builder().with_bind_default().with_server_certificate_hashes(hashes).build(),
+    )?;
+    let conn = client
+        .connect(format!("https://127.0.0.1:{}/wt", relay.local_addr().port()))
+        .await?;
+    let (mut send, recv) = conn.open_bi().await?.await?;
+    let hello = ClientMessage::Hello(Hello {
+        token: Some(relay.token().expose().to_string()),
+        mode: Some(Mode::Bridge),
+        host: Some("127.0.0.1".into()),
+        port: Some(echo.port()),
+        ..Hello::default()
+    });
+    let mut line = serde_json::to_vec(&hello)?;
+    line.push(b'\n');
+    send.write_all(&line).await?;
+    let reply = LineReader::new(recv).next_line().await?;
+    let reply: ServerMessage = serde_json::from_slice(&reply)?;
+    if !matches!(reply, ServerMessage::Ready { .. }) {
+        return Err(anyhow!("relay refused the bridge: {reply:?}"));
+    }
+
+    let small = [1u8; 100];
+    let warm = (rounds / 10).max(20);
+    direct_rtts(echo, &small, warm).await?;
+    relay_rtts(&conn, &small, warm).await?;
+    let mut run = RelayRun {
+        direct: direct_rtts(echo, &small, rounds).await?,
+        relayed: relay_rtts(&conn, &small, rounds).await?,
+        relayed_large: relay_rtts(&conn, b"blast:1:1252", rounds).await?,
+        ..RelayRun::default()
+    };
+
+    // Relay → client burst of 1000-byte datagrams; the clock stops at the last arrival.
+    let t = Instant::now();
+    conn.send_datagram(format!("blast:{burst}:1000").as_bytes())?;
+    let mut got = 0u32;
+    let mut last = t;
+    while let Ok(Ok(_)) =
+        tokio::time::timeout(Duration::from_millis(300), conn.receive_datagram()).await
+    {
+        got += 1;
+        last = Instant::now();
+    }
+    run.down_rate = f64::from(got) / (last - t).as_secs_f64().max(1e-6);
+    run.down_delivered = f64::from(got) / f64::from(burst);
+
+    // Client → relay → UDP burst.
+    let before = received.load(Ordering::Relaxed);
+    let t = Instant::now();
+    let mut sent = 0u32;
+    for i in 0..burst {
+        if conn.send_datagram([9u8; 1]).is_ok() {
+            sent += 1;
+        }
+        if i % 64 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    // Poll finely so the end time is accurate; 300 ms without a new arrival ends the burst.
+    let mut count = received.load(Ordering::Relaxed);
+    let mut last = Instant::now();
+    let mut idle = 0;
+    while idle < 30 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let now = received.load(Ordering::Relaxed);
+        if now == count {
+            idle += 1;
+        } else {
+            (count, last, idle) = (now, Instant::now(), 0);
+        }
+    }
+    let arrived = count - before;
+    run.up_rate = arrived as f64 / (last - t).as_secs_f64().max(1e-6);
+    run.up_delivered = arrived as f64 / f64::from(sent.max(1));
+    Ok(run)
+}
