@@ -11,6 +11,12 @@ use crate::time::Instant;
 const RECEIVE_BUFFER: usize = 2048;
 /// Never sleep less than this when waiting (a timer already due still gets a handle_timeout).
 const MIN_WAIT: Duration = Duration::from_micros(200);
+/// A socket receive timeout (SO_RCVTIMEO) counts in scheduler ticks and rounds up: with HZ=250 a
+/// 1 ms timeout returns after 8 ms, so a typed key due in 1 ms left 8-12 ms late. Blocking
+/// receives therefore stop this much before the deadline...
+const COARSE_SLACK: Duration = Duration::from_millis(10);
+/// ...and the rest of the wait polls the socket between precise sleeps of at most this long.
+const FINE_STEP: Duration = Duration::from_micros(200);
 
 /// A [`ClientSession`] driven over a real UDP socket and the monotonic clock.
 #[derive(Debug)]
@@ -109,9 +115,8 @@ impl<S: ServerState> NativeClient<S> {
                 .poll_timeout()
                 .map_or(Duration::MAX, |at| at.saturating_duration_since(now));
             let wait = until_timer.min(deadline - wall).max(MIN_WAIT);
-            self.socket.set_read_timeout(Some(wait))?;
-            match self.socket.recv_from(&mut buffer) {
-                Ok((len, _from)) => {
+            match self.recv_within(wait, &mut buffer) {
+                Ok(len) => {
                     let now = self.now();
                     self.session.handle_datagram(now, &buffer[..len]);
                 }
@@ -135,6 +140,33 @@ impl<S: ServerState> NativeClient<S> {
         }
     }
 
+    /// Receives one datagram within `wait`, or fails with `WouldBlock`/`TimedOut` when none came.
+    /// Returns within about [`FINE_STEP`] of the deadline (see [`COARSE_SLACK`]).
+    fn recv_within(&self, wait: Duration, buffer: &mut [u8]) -> io::Result<usize> {
+        let deadline = std::time::Instant::now() + wait;
+        if let Some(coarse) = wait.checked_sub(COARSE_SLACK).filter(|d| !d.is_zero()) {
+            self.socket.set_nonblocking(false)?;
+            self.socket.set_read_timeout(Some(coarse))?;
+            match self.socket.recv_from(buffer) {
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+                other => return other.map(|(len, _from)| len),
+            }
+        }
+        self.socket.set_nonblocking(true)?;
+        loop {
+            match self.socket.recv_from(buffer) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                other => return other.map(|(len, _from)| len),
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            // thread::sleep is a nanosleep: precise, unlike the socket timeout.
+            std::thread::sleep(FINE_STEP.min(deadline - now));
+        }
+    }
+
     /// Runs for `duration`, whatever happens (keeps acking, as a live client does).
     pub fn run_for(&mut self, duration: Duration) -> io::Result<()> {
         self.run_until(duration, |_| false).map(|_| ())
@@ -145,6 +177,8 @@ impl<S: ServerState> NativeClient<S> {
             match self.socket.send_to(datagram, self.server) {
                 Ok(_) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // The socket may be non-blocking (see `recv_within`): wait for buffer space.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(FINE_STEP),
                 Err(e) => return Err(e),
             }
         }
