@@ -1,44 +1,50 @@
 #!/usr/bin/env bash
-# Sets up, then runs the benchmark examples, each printing its own numbers.
-#   bash scripts/bench.sh                  all benchmarks
-#   bash scripts/bench.sh wire_throughput  only these
+# Sets up, builds, then runs the benchmark suite and the micro-benchmark examples.
+#   bash scripts/bench.sh                 everything (the suite writes bench/results.json,
+#                                         bench/details.json and the generated section of
+#                                         docs/BENCHMARKS.md)
+#   bash scripts/bench.sh suite [ARGS]    only the suite; ARGS go to tern-bench
+#                                         (--quick, --only echo,frames,relay, --no-doc, ...)
+#   bash scripts/bench.sh examples [NAME...]  only the examples (all, or the named ones)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [[ -d "$HOME/.cargo/bin" && ":$PATH:" != *":$HOME/.cargo/bin:"* ]]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
 export RUST_BACKTRACE=0
 
-# package:example, in run order.
-BENCHES=(
+# package:example, in run order. They print their own numbers (hand-written doc sections).
+EXAMPLES=(
   tern:wire_throughput
   tern:terminal_bench
   tern-relay:relay_latency
   tern-tests:linkemu_precision
 )
 
-bash scripts/setup.sh
-
-example_exists() { # package example
-  local dir
-  case $1 in
-    tern) dir=crate ;;
-    tern-tests) dir=tests ;;
-    tern-relay) dir=relay ;;
-    *) return 1 ;;
-  esac
-  [[ -f $dir/examples/$2.rs || -f $dir/examples/$2/main.rs ]]
+run_suite() {
+  printf '\n[bench] ===== suite (tern-bench) =====\n'
+  cargo build --release -q -p tern-bench
+  "${CARGO_TARGET_DIR:-target}/release/tern-bench" "$@"
 }
 
-ran=() absent=()
-for b in "${BENCHES[@]}"; do
-  pkg=${b%%:*} ex=${b#*:}
-  if (($#)) && [[ " $* " != *" $ex "* ]]; then continue; fi
-  # Bootstrap phase: benchmarks land one by one, so an absent one is reported, not an error.
-  if ! example_exists "$pkg" "$ex"; then
-    absent+=("$b")
-    continue
-  fi
-  printf '\n[bench] ===== %s =====\n' "$b"
-  cargo run --release -q -p "$pkg" --example "$ex"
-  ran+=("$b")
-done
-printf '\n[bench] ran: %s\n' "${ran[*]:-none}"
-((${#absent[@]} == 0)) || printf '[bench] not present yet: %s\n' "${absent[*]}"
+run_examples() {
+  local ran=()
+  for b in "${EXAMPLES[@]}"; do
+    local pkg=${b%%:*} ex=${b#*:}
+    if (($#)) && [[ " $* " != *" $ex "* ]]; then continue; fi
+    printf '\n[bench] ===== %s =====\n' "$b"
+    cargo run --release -q -p "$pkg" --example "$ex"
+    ran+=("$b")
+  done
+  printf '\n[bench] examples ran: %s\n' "${ran[*]:-none}"
+}
+
+bash scripts/setup.sh
+start=$SECONDS
+case ${1:-all} in
+  suite) shift; run_suite "$@" ;;
+  examples) shift; run_examples "$@" ;;
+  all) run_suite && run_examples ;;
+  *) echo "usage: bench.sh [suite [ARGS] | examples [NAME...]]" >&2; exit 2 ;;
+esac
+printf '\n[bench] done in %ds\n' "$((SECONDS - start))"

@@ -158,9 +158,8 @@ fn type_mosh(link: &Link, gaps: &[Duration], tmux: &mut Vec<f64>) -> anyhow::Res
 
 /// Finds a key's datagram and its echo on the tap and splits the time between them.
 fn time_key(events: &[WireEvent], key: &Typed) -> Option<KeySample> {
-    let up = events
-        .iter()
-        .find(|e| e.dir == Dir::Up && e.arrived >= key.at && e.has_key(key.byte))?;
+    let up =
+        events.iter().find(|e| e.dir == Dir::Up && e.arrived >= key.at && e.has_key(key.byte))?;
     let up_released = up.released?;
     let echo = events.iter().find(|e| {
         e.dir == Dir::Down

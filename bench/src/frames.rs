@@ -82,7 +82,8 @@ pub fn run(
 ) -> anyhow::Result<FrameRun> {
     let link = Link::start(delay, seed)?;
     // Generous: the counter runs about count x 11 ms; a stop-and-wait client may lag far behind.
-    let patience = Duration::from_millis(u64::from(count) * 40) + delay * 40 + Duration::from_secs(20);
+    let patience =
+        Duration::from_millis(u64::from(count) * 40) + delay * 40 + Duration::from_secs(20);
     let window_start_after = delay * 2 + warmup;
     match client {
         FrameClient::Tern | FrameClient::TernStopAndWait => {

@@ -106,8 +106,7 @@ fn progress(msg: &str) {
 /// Runs the selected scenarios and returns everything measured.
 pub fn run(options: &Options) -> Report {
     let started = Instant::now();
-    let mut report = Report::default();
-    report.machine = machine::describe(options.quick);
+    let mut report = Report { machine: machine::describe(options.quick), ..Report::default() };
     for part in Part::ALL {
         if !options.parts.contains(&part) {
             continue;
@@ -207,12 +206,27 @@ fn echo_details(report: &mut Report, client: EchoClient, rtt_ms: u64, run: &Echo
     both("server turn", &col(|s| s.server_turn));
     let network: Vec<f64> = run.samples.iter().map(|s| s.network_up + s.network_down).collect();
     if let Some(m) = median(&network) {
-        report.detail("echo", format!("{label}, RTT {rtt_ms} ms: network (up + down) median"), m, "ms");
+        report.detail(
+            "echo",
+            format!("{label}, RTT {rtt_ms} ms: network (up + down) median"),
+            m,
+            "ms",
+        );
     }
     if let Some(m) = median(&run.tmux_command) {
-        report.detail("echo", format!("{label}, RTT {rtt_ms} ms: tmux send-keys command round trip median"), m, "ms");
+        report.detail(
+            "echo",
+            format!("{label}, RTT {rtt_ms} ms: tmux send-keys command round trip median"),
+            m,
+            "ms",
+        );
     }
-    report.detail("echo", format!("{label}, RTT {rtt_ms} ms: keys timed"), run.samples.len() as f64, "");
+    report.detail(
+        "echo",
+        format!("{label}, RTT {rtt_ms} ms: keys timed"),
+        run.samples.len() as f64,
+        "",
+    );
 }
 
 fn frame_rows(options: &Options, report: &mut Report) {
@@ -237,9 +251,12 @@ fn frame_rows(options: &Options, report: &mut Report) {
         if let Some(tern) = find(FrameClient::Tern)
             && let Some(fraction) = tern.applied_fraction()
         {
-            let met = tern.applied_on_arrival == tern.instructions && tern.dropped_unknown_base == 0;
+            let met =
+                tern.applied_on_arrival == tern.instructions && tern.dropped_unknown_base == 0;
             report.row(
-                format!("server instructions applied on arrival, tern-probe, one-way {delay_ms} ms"),
+                format!(
+                    "server instructions applied on arrival, tern-probe, one-way {delay_ms} ms"
+                ),
                 fraction * 100.0,
                 "%",
                 format!("100 %, dropped_unknown_base = 0 (is {})", tern.dropped_unknown_base),
@@ -268,14 +285,34 @@ fn frame_details(report: &mut Report, client: FrameClient, delay_ms: u64, run: &
         report.detail("frames", format!("{label}, {at}: frame interval median"), m, "ms");
         report.detail("frames", format!("{label}, {at}: frame interval p95"), p, "ms");
     }
-    report.detail("frames", format!("{label}, {at}: frames in the window"), (run.intervals.len() + 1) as f64, "");
+    report.detail(
+        "frames",
+        format!("{label}, {at}: frames in the window"),
+        (run.intervals.len() + 1) as f64,
+        "",
+    );
     if let Some(f) = run.applied_fraction() {
         let how = if client == FrameClient::MoshClient { " (protocol level)" } else { "" };
-        report.detail("frames", format!("{label}, {at}: instructions applicable on arrival{how}"), f * 100.0, "%");
+        report.detail(
+            "frames",
+            format!("{label}, {at}: instructions applicable on arrival{how}"),
+            f * 100.0,
+            "%",
+        );
     }
-    report.detail("frames", format!("{label}, {at}: server instructions"), run.instructions as f64, "");
+    report.detail(
+        "frames",
+        format!("{label}, {at}: server instructions"),
+        run.instructions as f64,
+        "",
+    );
     if client == FrameClient::TernStopAndWait {
-        report.detail("frames", format!("{label}, {at}: refused_older_base"), run.refused_older_base as f64, "");
+        report.detail(
+            "frames",
+            format!("{label}, {at}: refused_older_base"),
+            run.refused_older_base as f64,
+            "",
+        );
     }
 }
 
@@ -325,7 +362,11 @@ fn relay_rows(options: &Options, report: &mut Report) {
     d("direct UDP round trip median, 100 B", median(&run.direct), "ms");
     d("via relay round trip median, 100 B", median(&run.relayed), "ms");
     d("via relay round trip p99, 100 B", run.relayed_p99(), "ms");
-    d("via relay round trip median, 1252 B reply (2 framed parts)", median(&run.relayed_large), "ms");
+    d(
+        "via relay round trip median, 1252 B reply (2 framed parts)",
+        median(&run.relayed_large),
+        "ms",
+    );
     d("via relay round trip p99, 1252 B reply", stats::quantile(&run.relayed_large, 0.99), "ms");
     d("burst relay → browser: share delivered", Some(run.down_delivered * 100.0), "%");
     d("burst browser → relay: share delivered", Some(run.up_delivered * 100.0), "%");
@@ -334,9 +375,7 @@ fn relay_rows(options: &Options, report: &mut Report) {
 /// Rows the issue asks for whose subject is not on this branch yet. They get no value, ever,
 /// until they are measured.
 fn pending_rows(report: &mut Report) {
-    let browser = "the browser client (branch `web`) is not merged yet; it slots in as a third \
-                   echo client timed through the same tap (link emulator between tern-relay and \
-                   mosh-server)";
+    let browser = "browser client (branch `web`) not merged yet";
     for rtt in [0, 50, 200, 500] {
         report.pending(
             &format!("key-to-echo median, Tern in the browser / mosh-client, RTT {rtt} ms"),
@@ -345,7 +384,7 @@ fn pending_rows(report: &mut Report) {
         );
     }
     report.pending("key-to-wire p95, Tern in the browser, every RTT", "≤ 2 ms", browser);
-    let paste = "the paste upload pacer (branch `upload`) is not merged yet";
+    let paste = "paste upload pacer (branch `upload`) not merged yet";
     report.pending("paste upload time / the link's limit", "≤ 1.05 x", paste);
     report.pending("echo during a paste upload minus idle echo", "≤ 20 ms", paste);
     report.pending("bytes sent for a repeated paste", "0 B", paste);

@@ -92,7 +92,8 @@ pub fn close_tern(mut client: NativeClient<Complete>) {
 
 /// Starts the stock mosh-client in tmux through `link` and waits for the prompt.
 pub fn connect_mosh(link: &Link) -> anyhow::Result<TmuxMoshClient> {
-    let client = TmuxMoshClient::start(link.addr().port(), &link.server.key.to_base64(), COLS, ROWS);
+    let client =
+        TmuxMoshClient::start(link.addr().port(), &link.server.key.to_base64(), COLS, ROWS);
     let deadline = Instant::now() + PROMPT_PATIENCE;
     while !client.capture().rows.iter().any(|r| r.starts_with(PROMPT.trim_end())) {
         if Instant::now() >= deadline {

@@ -28,7 +28,11 @@ pub fn describe(quick: bool) -> Machine {
         load_before: load(),
         load_after: String::new(),
         mosh,
-        commit: format!("{}{}", commit.trim(), if dirty { " (with uncommitted changes)" } else { "" }),
+        commit: format!(
+            "{}{}",
+            commit.trim(),
+            if dirty { " (with uncommitted changes)" } else { "" }
+        ),
         date: output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_default().trim().to_owned(),
         mode: if quick { "quick" } else { "full" }.into(),
         duration_s: 0.0,

@@ -118,7 +118,8 @@ async fn measure(rounds: usize, burst: u32) -> anyhow::Result<RelayRun> {
     let echo = echo_server(Arc::clone(&received)).await?;
     let mut config = Config::with_listen("127.0.0.1:0".parse()?);
     config.bridge = true;
-    config.allow = vec![format!("127.0.0.1:{}", echo.port()).parse().map_err(|e: String| anyhow!(e))?];
+    config.allow =
+        vec![format!("127.0.0.1:{}", echo.port()).parse().map_err(|e: String| anyhow!(e))?];
     // Forwarding is measured, not the per-session rate limit.
     config.datagram_rate = 10_000_000;
     config.datagram_burst = 1_000_000;
@@ -150,9 +151,8 @@ async fn measure_with(
     let client = Endpoint::client(
         ClientConfig::builder().with_bind_default().with_server_certificate_hashes(hashes).build(),
     )?;
-    let conn = client
-        .connect(format!("https://127.0.0.1:{}/wt", relay.local_addr().port()))
-        .await?;
+    let conn =
+        client.connect(format!("https://127.0.0.1:{}/wt", relay.local_addr().port())).await?;
     let (mut send, recv) = conn.open_bi().await?.await?;
     let hello = ClientMessage::Hello(Hello {
         token: Some(relay.token().expose().to_string()),

@@ -199,13 +199,8 @@ impl TmuxControl {
             }
         })?;
         let stdin = child.stdin.take();
-        let mut control = TmuxControl {
-            child,
-            stdin,
-            session: session.to_owned(),
-            done,
-            reader: Some(reader),
-        };
+        let mut control =
+            TmuxControl { child, stdin, session: session.to_owned(), done, reader: Some(reader) };
         // Skip whatever blocks attaching produced: wait for the answer to a marker command.
         control.write("display-message -p tern-control-ready")?;
         let deadline = Instant::now() + CONTROL_PATIENCE;

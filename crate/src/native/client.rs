@@ -148,7 +148,8 @@ impl<S: ServerState> NativeClient<S> {
             self.socket.set_nonblocking(false)?;
             self.socket.set_read_timeout(Some(coarse))?;
             match self.socket.recv_from(buffer) {
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+                Err(e)
+                    if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
                 other => return other.map(|(len, _from)| len),
             }
         }

@@ -588,7 +588,9 @@ fn flow_loop(shared: Arc<Shared>, socket: Arc<UdpSocket>, client: SocketAddr) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     while !shared.stopping() {
         match socket.recv(&mut buf) {
-            Ok(len) => shared.down.arrive(Dir::Down, &shared.tap, &buf[..len], || Route::Client(client)),
+            Ok(len) => {
+                shared.down.arrive(Dir::Down, &shared.tap, &buf[..len], || Route::Client(client))
+            }
             Err(e) if is_transient(&e) => {}
             Err(e) => {
                 eprintln!("linkemu: flow socket for {client} failed: {e}");

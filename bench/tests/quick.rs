@@ -1,0 +1,69 @@
+//! The suite in `--quick` mode, as `npm test` runs it: every scenario for a few seconds against
+//! the real mosh-server, mosh-client (tmux) and an in-process relay. Asserts that the harness
+//! works (every row produced, finite, the JSON schema the issue specifies) and never a timing:
+//! this build is unoptimized and the machine is shared.
+
+use serde_json::Value;
+use tern_bench::{Options, report};
+
+#[test]
+fn quick_run_produces_every_row_with_the_right_schema() {
+    let report = tern_bench::run(&Options::quick());
+    assert!(report.problems.is_empty(), "problems: {:#?}", report.problems);
+
+    // Quick mode: one RTT and one delay. Echo: key-to-wire p95 and the ratio; frames: applied on
+    // arrival and the ratio; relay: added latency and two rates.
+    let names: Vec<&str> = report.rows.iter().map(|r| r.name.as_str()).collect();
+    for expected in [
+        "key-to-wire p95, tern-probe, RTT 50 ms",
+        "key-to-echo median, tern-probe / mosh-client, RTT 50 ms",
+        "server instructions applied on arrival, tern-probe, one-way 25 ms",
+        "frame interval median, tern-probe / mosh-client, one-way 25 ms",
+        "relay added round-trip latency, median, 100 B",
+        "relay forwarding rate, relay → browser, 1000 B",
+        "relay forwarding rate, browser → relay → UDP, 1 B",
+    ] {
+        assert!(names.contains(&expected), "no row {expected:?} in {names:#?}");
+    }
+
+    let rows: Value = serde_json::from_str(&report.results_json()).expect("results.json parses");
+    let rows = rows.as_array().expect("results.json is a list");
+    assert_eq!(rows.len(), report.rows.len());
+    for row in rows {
+        let object = row.as_object().expect("each row is an object");
+        let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["met", "name", "target", "unit", "value"], "{row}");
+        assert!(row["name"].is_string() && row["unit"].is_string() && row["target"].is_string());
+        assert!(row["met"].is_boolean(), "{row}");
+        let value = row["value"].as_f64().expect("value is a number");
+        assert!(value.is_finite(), "{row}");
+    }
+    for detail in &report.details {
+        assert!(detail.value.is_finite(), "{detail:?}");
+    }
+    // Every client measured something in each scenario.
+    for group_needs in [
+        ("echo", "mosh-client, RTT 50 ms: key-to-echo (protocol level) median"),
+        ("echo", "tern-probe, RTT 50 ms: key-to-screen (in-process) median"),
+        ("frames", "tern-probe --stop-and-wait, one-way 25 ms: frame interval median"),
+        ("frames", "mosh-client, one-way 25 ms: frame interval median"),
+    ] {
+        assert!(
+            report.details.iter().any(|d| d.group == group_needs.0 && d.name == group_needs.1),
+            "no detail {group_needs:?}"
+        );
+    }
+
+    // The doc section renders every row and splices into the real document.
+    let markdown = report.markdown();
+    for name in names {
+        assert!(markdown.contains(name), "{name} not in the table");
+    }
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/BENCHMARKS.md"))
+            .expect("docs/BENCHMARKS.md");
+    let spliced = report::splice(&doc, &markdown);
+    assert_eq!(spliced.matches(report::END).count(), 1);
+    assert!(spliced.contains("## Relay"), "hand-written sections are kept");
+}
