@@ -17,9 +17,12 @@
 //! reported as a detail). Tern is also timed in-process, key to the screen model showing the key
 //! ("key-to-screen"): the protocol-level time plus Tern's own receive and apply.
 //!
-//! Keys are spaced by more than an echo takes (1.5 RTT + 300 ms) plus a random 0-250 ms, so each
-//! key is measured alone and at a random phase of the client's send timers, as a typist's would be.
-//! The first keys of a session only warm up the RTT estimates of both ends and are not counted.
+//! Keys come at a typist's pace, a random 150-400 ms apart whatever the RTT, so at high RTT several
+//! are in flight at once and each meets the client's send timers at a random phase, as a user's
+//! keys do (spacing keys wider than an echo would hide mosh-client's frame-interval hold, which is
+//! what users feel at 500 ms). Each key is a distinct letter, so its datagram and its echo are
+//! told apart from its neighbours'. The first keys of a session only warm up the RTT estimates of
+//! both ends and are not counted.
 
 use std::time::{Duration, Instant};
 
@@ -95,13 +98,14 @@ pub fn run(
     }
     let link = Link::start(rtt / 2, seed)?;
     let mut rng = SmallRng::seed_from_u64(seed);
-    let gaps: Vec<Duration> = (0..warmup + keys)
-        .map(|_| rtt * 3 / 2 + Duration::from_millis(300 + rng.random_range(0..250)))
-        .collect();
+    let gaps: Vec<Duration> =
+        (0..warmup + keys).map(|_| Duration::from_millis(rng.random_range(150..400))).collect();
+    // After the last key, time for its echo.
+    let tail = rtt * 2 + Duration::from_secs(1);
     let mut run = EchoRun::default();
     let typed = match client {
-        EchoClient::Tern => type_tern(&link, &gaps)?,
-        EchoClient::MoshClient => type_mosh(&link, &gaps, &mut run.tmux_command)?,
+        EchoClient::Tern => type_tern(&link, &gaps, tail)?,
+        EchoClient::MoshClient => type_mosh(&link, &gaps, tail, &mut run.tmux_command)?,
     };
     let events = decode(&link.server.key, &link.tap.take());
     for t in &typed[warmup..] {
@@ -113,35 +117,47 @@ pub fn run(
     Ok(run)
 }
 
-fn type_tern(link: &Link, gaps: &[Duration]) -> anyhow::Result<Vec<Typed>> {
+fn type_tern(link: &Link, gaps: &[Duration], tail: Duration) -> anyhow::Result<Vec<Typed>> {
     let mut client = connect_tern(link, false)?;
-    let mut line = String::from(PROMPT);
-    let mut typed = Vec::new();
-    for (&byte, &gap) in KEYS.iter().zip(gaps) {
-        line.push(char::from(byte));
+    // The prompt line once key i is drawn (later keys may be drawn in the same frame).
+    let lines: Vec<String> = (1..=gaps.len())
+        .map(|n| format!("{PROMPT}{}", String::from_utf8_lossy(&KEYS[..n])))
+        .collect();
+    let mut typed: Vec<Typed> = Vec::new();
+    let mut last_state = None;
+    for (i, (&byte, &gap)) in KEYS.iter().zip(gaps).enumerate() {
         let at = Instant::now();
         client.type_bytes(&[byte]).context("udp")?;
-        let mut screen = None;
-        let mut last_state = None;
-        // Keep the session running until the next key is due, noting when the echo is drawn.
+        typed.push(Typed { byte, at, screen: None });
+        let until = if i + 1 == gaps.len() { tail } else { gap };
+        // Keep the session running until the next key is due, noting when each echo is drawn.
         client
-            .run_until(gap.saturating_sub(at.elapsed()), |s| {
-                if screen.is_none() && last_state != Some(s.server_state_num()) {
-                    last_state = Some(s.server_state_num());
-                    if rows(s).iter().any(|r| r.trim_end() == line) {
-                        screen = Some(Instant::now());
+            .run_until(until.saturating_sub(at.elapsed()), |s| {
+                if last_state == Some(s.server_state_num()) {
+                    return false;
+                }
+                last_state = Some(s.server_state_num());
+                let now = Instant::now();
+                let screen = rows(s);
+                for (key, line) in typed.iter_mut().zip(&lines) {
+                    if key.screen.is_none() && screen.iter().any(|r| r.starts_with(line.as_str())) {
+                        key.screen = Some(now);
                     }
                 }
                 false
             })
             .context("udp")?;
-        typed.push(Typed { byte, at, screen });
     }
     close_tern(client);
     Ok(typed)
 }
 
-fn type_mosh(link: &Link, gaps: &[Duration], tmux: &mut Vec<f64>) -> anyhow::Result<Vec<Typed>> {
+fn type_mosh(
+    link: &Link,
+    gaps: &[Duration],
+    tail: Duration,
+    tmux: &mut Vec<f64>,
+) -> anyhow::Result<Vec<Typed>> {
     let client = connect_mosh(link)?;
     let mut control = client.control().context("tmux control mode")?;
     let mut typed = Vec::new();
@@ -151,6 +167,7 @@ fn type_mosh(link: &Link, gaps: &[Duration], tmux: &mut Vec<f64>) -> anyhow::Res
         typed.push(Typed { byte, at, screen: None });
         std::thread::sleep(gap.saturating_sub(at.elapsed()));
     }
+    std::thread::sleep(tail);
     drop(control);
     drop(client);
     Ok(typed)
