@@ -123,38 +123,60 @@ impl DeliveryRate {
     }
 }
 
-/// How late acks come back compared with the least-delayed one, from the relay's timestamps.
+/// Round-trip time and ack delay, split at the relay's timestamp.
 ///
-/// `arrival - relay_time` is the return trip plus an unknown clock offset; its minimum is the
-/// undisturbed return trip, and the excess of each ack is the time the bytes it reports had been
-/// at the relay without the sender knowing (clumping on the way back, the relay coalescing acks).
-/// Those bytes still count as in flight, so the window must cover them or the link idles between
-/// clumps; they are not in the bottleneck queue, so covering them costs keystrokes nothing.
+/// `relay_time - sent_at` is the forward trip (queue included) and `arrival - relay_time` the way
+/// back, each plus the same unknown clock offset, which cancels in their sum. Why split:
+/// - When acks come back in clumps, the sender's sends follow the clumps, so every raw RTT sample
+///   (send to ack arrival) carries most of a clump interval and their minimum never sees the path.
+///   The minimum forward trip plus the minimum way back is the path's round trip without clumping.
+/// - The excess of an ack's way back over the minimum is how long the bytes it reports had been at
+///   the relay without the sender knowing. They still count as in flight, so the window must cover
+///   them or the link idles between clumps; they are in no queue, so covering them costs a
+///   keystroke nothing.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct AckDelay {
-    min_offset: Option<i128>,
+pub(crate) struct PathDelay {
+    min_forward: Option<i128>,
+    min_back: Option<i128>,
     last_relay_us: u64,
-    filter: WindowedMax,
+    excess: WindowedMax,
 }
 
-impl AckDelay {
-    pub(crate) fn on_ack(&mut self, now: Instant, relay_us: u64, window: Duration) {
+impl PathDelay {
+    /// Records an ack that arrived at `now`, stamped `relay_us`, covering a byte sent at `sent_at`.
+    pub(crate) fn on_ack(
+        &mut self,
+        now: Instant,
+        relay_us: u64,
+        sent_at: Option<Instant>,
+        window: Duration,
+    ) {
         if relay_us < self.last_relay_us {
-            // A relay clock step invalidates the offset; start over rather than read it as delay.
-            self.min_offset = None;
-            self.filter.clear();
+            // A relay clock step changes the offset; start over rather than read it as delay.
+            *self = PathDelay::default();
         }
         self.last_relay_us = relay_us;
-        let offset = i128::from(now.as_micros()) - i128::from(relay_us);
-        let min = self.min_offset.map_or(offset, |m| m.min(offset));
-        self.min_offset = Some(min);
-        let excess = u64::try_from(offset - min).unwrap_or(u64::MAX);
-        self.filter.push(now, excess, window);
+        let relay = i128::from(relay_us);
+        if let Some(sent_at) = sent_at {
+            let forward = relay - i128::from(sent_at.as_micros());
+            self.min_forward = Some(self.min_forward.map_or(forward, |m| m.min(forward)));
+        }
+        let back = i128::from(now.as_micros()) - relay;
+        let min_back = self.min_back.map_or(back, |m| m.min(back));
+        self.min_back = Some(min_back);
+        let excess = u64::try_from(back - min_back).unwrap_or(u64::MAX);
+        self.excess.push(now, excess, window);
     }
 
-    /// The largest recent excess delay.
-    pub(crate) fn max_recent(&self) -> Duration {
-        Duration::from_micros(self.filter.get().unwrap_or(0))
+    /// The least round trip of the path: minimum forward trip plus minimum way back.
+    pub(crate) fn min_rtt(&self) -> Option<Duration> {
+        let micros = self.min_forward? + self.min_back?;
+        Some(Duration::from_micros(u64::try_from(micros.max(0)).unwrap_or(u64::MAX)))
+    }
+
+    /// The largest recent excess delay of an ack on its way back.
+    pub(crate) fn max_ack_delay(&self) -> Duration {
+        Duration::from_micros(self.excess.get().unwrap_or(0))
     }
 }
 
@@ -194,12 +216,26 @@ mod tests {
     }
 
     #[test]
-    fn ack_delay_is_the_excess_over_the_least_delayed_ack() {
-        let mut a = AckDelay::default();
-        a.on_ack(Instant::from_millis(1000), 500_000, W);
-        a.on_ack(Instant::from_millis(1100), 510_000, W); // 90 ms later than the first
-        assert_eq!(a.max_recent(), Duration::from_millis(90));
-        a.on_ack(Instant::from_millis(1101), 400_000, W); // relay clock stepped back
-        assert_eq!(a.max_recent(), Duration::ZERO);
+    fn path_delay_splits_rtt_from_ack_clumping() {
+        let mut p = PathDelay::default();
+        // Relay clock = sender clock + 500 s. Path: 10 ms forward, 10 ms back.
+        let relay = |ms: u64| 500_000_000 + ms * 1000;
+        // Sent at 0, at the relay at 10, the ack held in a clump until 100.
+        p.on_ack(Instant::from_millis(100), relay(10), Some(Instant::from_millis(0)), W);
+        // Sent at 60, at the relay at 70, the ack released with the same clump at 100... its way
+        // back (30 ms) is the least so far, so the first ack was 60 ms late.
+        p.on_ack(Instant::from_millis(100), relay(70), Some(Instant::from_millis(60)), W);
+        assert_eq!(p.min_rtt(), Some(Duration::from_millis(40)));
+        assert_eq!(p.max_ack_delay(), Duration::ZERO, "measured against the minimum at the time");
+        // An ack sent at 95 with no clump delay reveals the real way back: 10 ms.
+        p.on_ack(Instant::from_millis(115), relay(105), Some(Instant::from_millis(95)), W);
+        assert_eq!(p.min_rtt(), Some(Duration::from_millis(20)), "not the 100 ms raw sample");
+        // A later ack held 90 ms is seen as 90 ms late.
+        p.on_ack(Instant::from_millis(300), relay(200), None, W);
+        assert_eq!(p.max_ack_delay(), Duration::from_millis(90));
+        // The relay clock stepped back: start over.
+        p.on_ack(Instant::from_millis(301), 5, None, W);
+        assert_eq!(p.max_ack_delay(), Duration::ZERO);
+        assert_eq!(p.min_rtt(), None);
     }
 }

@@ -18,7 +18,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use crate::time::Instant;
-use estimator::{AckDelay, DeliveryRate};
+use estimator::{DeliveryRate, PathDelay};
 
 pub use recent::{ContentHash, Recall, RecentUploads};
 
@@ -38,8 +38,15 @@ pub const INITIAL_WINDOW_CHUNKS: u64 = 2;
 pub const MAX_UNESTIMATED_WINDOW_CHUNKS: u64 = 8;
 /// Data in flight and no ack advancing for this long fails the upload as stalled.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
-/// A delivery-rate sample spans at least this much relay time (and at least the minimum RTT).
-pub const MIN_RATE_SPAN: Duration = Duration::from_millis(10);
+/// Until the rate is known, chunks are this small, so that the first RTT samples (whose minimum
+/// is kept for the whole upload) carry little serialization even on a slow link.
+pub const START_CHUNK: u64 = MIN_CHUNK;
+/// A delivery-rate sample spans about one minimum RTT of relay time, but at least this much (so a
+/// few milliseconds of relay scheduling jitter cannot inflate it by more than a few percent)...
+pub const MIN_RATE_SPAN: Duration = Duration::from_millis(20);
+/// ...and at most this much, so that on long paths a sample fits inside one paced burst and reads
+/// the bottleneck's rate even when the in-flight cap keeps the sender from filling the link.
+pub const MAX_RATE_SPAN: Duration = Duration::from_millis(100);
 /// The max filters (rate, ack delay) remember this many minimum RTTs...
 const FILTER_RTTS: u32 = 8;
 /// ...but at least this long, to cover a few ack clumps even on short paths...
@@ -186,9 +193,8 @@ pub struct Upload {
     acked: u64,
     /// Sent chunks not yet fully acknowledged, oldest first: (range, send time), for RTT samples.
     sent: std::collections::VecDeque<(Range<u64>, Instant)>,
-    min_rtt: Option<Duration>,
     rate: DeliveryRate,
-    ack_delay: AckDelay,
+    path: PathDelay,
     /// Pacing: the earliest time the next chunk may leave.
     release_at: Instant,
     /// Probing bookkeeping: a round ends when an ack covers `round_end` (what was sent when the
@@ -221,9 +227,8 @@ impl Upload {
             next_send: resume_from,
             acked: resume_from,
             sent: Default::default(),
-            min_rtt: None,
             rate: DeliveryRate::default(),
-            ack_delay: AckDelay::default(),
+            path: PathDelay::default(),
             release_at: Instant::ZERO,
             round_end: resume_from,
             full_rate: 0,
@@ -278,7 +283,7 @@ impl Upload {
         self.acked = acked_bytes;
         self.last_progress = now;
 
-        // RTT sample: from sending the chunk holding the last acked byte to now.
+        // The chunk holding the last acked byte: its send time times the forward trip.
         let mut sent_at = None;
         while let Some((range, at)) = self.sent.front() {
             if range.start >= acked_bytes {
@@ -290,15 +295,11 @@ impl Upload {
             }
             self.sent.pop_front();
         }
-        if let Some(at) = sent_at {
-            let sample = now - at;
-            self.min_rtt = Some(self.min_rtt.map_or(sample, |m| m.min(sample)));
-        }
 
         let relay_us = u64::try_from(relay_time.as_micros()).unwrap_or(u64::MAX);
         let window = self.filter_window();
-        self.ack_delay.on_ack(now, relay_us, window);
-        let span = self.min_rtt.unwrap_or_default().max(MIN_RATE_SPAN);
+        self.path.on_ack(now, relay_us, sent_at, window);
+        let span = self.min_rtt().unwrap_or_default().clamp(MIN_RATE_SPAN, MAX_RATE_SPAN);
         self.rate.on_ack(now, relay_us, acked_bytes, span, window);
 
         if acked_bytes >= self.round_end {
@@ -375,7 +376,7 @@ impl Upload {
             },
             rate,
             time_left: rate.map(|r| duration_for(remaining, r)),
-            min_rtt: self.min_rtt,
+            min_rtt: self.min_rtt(),
             elapsed: now - self.started_at,
         }
     }
@@ -402,9 +403,11 @@ impl Upload {
     /// round trip), up to [`MAX_UNESTIMATED_WINDOW_CHUNKS`].
     pub fn window(&self) -> u64 {
         let floor = 2 * self.chunk_len();
-        match (self.rate.estimate(), self.min_rtt) {
+        match (self.rate.estimate(), self.min_rtt()) {
             (Some(rate), Some(min_rtt)) => {
-                let horizon = (2 * min_rtt + self.ack_delay.max_recent()).min(MAX_IN_FLIGHT_TIME);
+                let chunk_time = duration_for(self.chunk_len(), rate);
+                let horizon = (2 * min_rtt + chunk_time + self.path.max_ack_delay())
+                    .min(MAX_IN_FLIGHT_TIME);
                 bytes_in(rate, horizon).max(floor)
             }
             _ => (INITIAL_WINDOW_CHUNKS * self.chunk_size + (self.acked - self.start_offset))
@@ -420,8 +423,13 @@ impl Upload {
             Some(rate) => {
                 bytes_in(rate, CHUNK_LINK_TIME).clamp(MIN_CHUNK.min(self.chunk_size), self.chunk_size)
             }
-            None => self.chunk_size,
+            None => START_CHUNK.min(self.chunk_size),
         }
+    }
+
+    /// The path's least round trip, without ack clumping (see [`PathDelay`]).
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.path.min_rtt()
     }
 
     /// Bytes per second the pacer releases; none before the first estimate (the small window
@@ -433,7 +441,7 @@ impl Upload {
     }
 
     fn filter_window(&self) -> Duration {
-        (self.min_rtt.unwrap_or_default() * FILTER_RTTS).clamp(FILTER_MIN, FILTER_MAX)
+        (self.min_rtt().unwrap_or_default() * FILTER_RTTS).clamp(FILTER_MIN, FILTER_MAX)
     }
 
     /// A round trip of acks is complete: decide whether probing has found the link's rate.
