@@ -12,8 +12,9 @@ use upload_support::{Clump, Link, Run, mean, run, upload};
 
 const SIZE: u64 = 13_400_000;
 
-fn clumps() -> [Clump; 3] {
+fn clumps() -> [Clump; 4] {
     [
+        Clump::None,
         Clump::Batched { every: Duration::from_millis(50) },
         Clump::Batched { every: Duration::from_millis(200) },
         Clump::Irregular { max: Duration::from_millis(150) },
@@ -21,15 +22,25 @@ fn clumps() -> [Clump; 3] {
 }
 
 /// When the steady-state figures start. The sender learns something once per round trip or per ack
-/// clump, whichever is longer, and doubles its rate per lesson from a 64 KiB start: eight lessons
-/// cover 64 KiB per round trip up to 50 Mbit/s; slow links need a few chunk times more.
+/// clump, whichever is longer, and doubles its rate per lesson from a 64 KiB start: twelve lessons
+/// cover 64 KiB per round trip up to 50 Mbit/s at 300 ms with room to spare; slow links need a few chunk times more.
 fn warmup(link: &Link) -> Duration {
-    8 * link.rtt().max(link.clump.max_extra()) + Duration::from_millis(500)
+    12 * link.rtt().max(link.clump.max_extra()) + Duration::from_millis(500)
 }
 
 /// A long transfer (at least 12 s of link time), so the start-up is a small part of the total.
 fn size(link: &Link) -> u64 {
     SIZE.max(link.rate * 12)
+}
+
+/// The longest a keystroke may wait behind the picture once warmed up: one and a half round trips,
+/// plus the chunks the window is quantised in (the chunk on the link, the floor of two, and the
+/// one whose serialization the minimum RTT includes), plus the ack clumping the window has to
+/// cover so the link does not idle between clumps (when acks happen to come back early, those
+/// bytes sit in the queue instead of being held at the relay).
+fn queue_bound(link: &Link) -> Duration {
+    let chunk = (link.rate / 50).clamp(4096, MAX_CHUNK);
+    link.rtt().mul_f64(1.5) + 3 * link.serialization(chunk) + link.clump.max_extra()
 }
 
 fn simulate(link: Link, size: u64) -> Run {
@@ -51,10 +62,7 @@ fn matrix_rates_rtts_and_clumps() {
                 let ideal = link.serialization(size(&link)).as_secs_f64();
                 let ratio = r.finished.map_or(f64::INFINITY, |d| d.as_secs_f64() / ideal);
                 let est = mean(&r.rate_samples_warm) / link.rate as f64;
-                // Queue a keystroke waits behind: about one round trip plus the two chunks the
-                // window floor allows (each chunk is ~20 ms of link time, at least 4 KiB).
-                let chunk = (link.rate / 50).clamp(4096, MAX_CHUNK);
-                let bound = link.rtt().mul_f64(1.5) + 2 * link.serialization(chunk);
+                let bound = queue_bound(&link);
                 println!(
                     "{mbit:>6} {rtt:>5} {:>22} {ratio:>8.3} {:>7.1}% {est:>9.3} {:>7.0}ms {:>7.0}ms {:>6.0}ms",
                     format!("{clump:?}").replace("Duration::from_", ""),
@@ -122,4 +130,15 @@ fn trace() {
         }
     });
     println!("{:?} {:?}", r.finished, r.max_queue);
+    let mut bucket = 0;
+    let mut max = Duration::ZERO;
+    for &(t, q) in &r.queue_series {
+        let b = t.as_millis() / 500;
+        if b != bucket {
+            println!("queue {:>6}ms: max {:?}", bucket * 500, max);
+            bucket = b;
+            max = Duration::ZERO;
+        }
+        max = max.max(q);
+    }
 }

@@ -55,9 +55,16 @@ const FILTER_MIN: Duration = Duration::from_millis(500);
 const FILTER_MAX: Duration = Duration::from_secs(2);
 /// Pacing gain while probing: twice the estimate, so the delivery rate can double per round trip.
 const PROBE_GAIN: (u64, u64) = (2, 1);
-/// Pacing gain once settled: a quarter above the estimate, enough to notice a faster link, and the
-/// window keeps the excess from piling up.
-const SEND_GAIN: (u64, u64) = (5, 4);
+/// Pacing gains once settled, one per phase of about a minimum RTT, in a cycle (in quarters):
+/// one phase a quarter above the estimate (finds a faster link: the window has room for it),
+/// one a quarter below (drains what that phase queued), then at the estimate. Pacing at the
+/// estimate rather than above it keeps a clump of acks from turning into a burst in the queue.
+const SEND_GAINS_QUARTERS: [u64; 8] = [5, 3, 4, 4, 4, 4, 4, 4];
+/// Pacing gain after probing until the queue probing built is gone (in quarters).
+const DRAIN_GAIN_QUARTERS: u64 = 2;
+/// Bounds on the length of one gain phase.
+const PHASE_MIN: Duration = Duration::from_millis(20);
+const PHASE_MAX: Duration = Duration::from_millis(250);
 /// Probing ends after this many round trips without the estimate growing by a quarter.
 const FLAT_ROUNDS: u32 = 3;
 
@@ -203,7 +210,10 @@ pub struct Upload {
     round_end: u64,
     full_rate: u64,
     flat_rounds: u32,
-    settled: bool,
+    /// When probing ended (the gain cycle counts phases from here).
+    settled: Option<Instant>,
+    /// After probing: pacing below the estimate until in flight is down to what the path holds.
+    draining: bool,
     /// Last time an ack advanced (or sending resumed from nothing in flight): the stall clock.
     last_progress: Instant,
     terminal: Option<UploadState>,
@@ -233,7 +243,8 @@ impl Upload {
             round_end: resume_from,
             full_rate: 0,
             flat_rounds: 0,
-            settled: false,
+            settled: None,
+            draining: false,
             last_progress: now,
             terminal: (resume_from == total).then_some(UploadState::Done),
         })
@@ -256,7 +267,7 @@ impl Upload {
         let range = self.next_send..self.next_send + len;
         self.next_send = range.end;
         self.sent.push_back((range.clone(), now));
-        if let Some(rate) = self.pacing_rate() {
+        if let Some(rate) = self.pacing_rate(now) {
             // Earliest-departure-time pacing with a burst of two chunks: after an idle spell the
             // credit is capped, so a clump of acks releases at most two chunks at once.
             let burst = duration_for(2 * self.chunk_len(), rate);
@@ -303,7 +314,12 @@ impl Upload {
         self.rate.on_ack(now, relay_us, acked_bytes, span, window);
 
         if acked_bytes >= self.round_end {
-            self.end_round();
+            self.end_round(now);
+        }
+        if self.draining && self.in_flight() <= self.path_holds() {
+            // The probing queue is gone: start the gain cycle from here.
+            self.draining = false;
+            self.settled = Some(now);
         }
         if acked_bytes == self.total {
             self.terminal = Some(UploadState::Done);
@@ -351,7 +367,7 @@ impl Upload {
             state.clone()
         } else if self.next_send == self.total {
             UploadState::Finishing
-        } else if self.settled {
+        } else if self.settled.is_some() {
             UploadState::Sending
         } else {
             UploadState::Probing
@@ -416,6 +432,18 @@ impl Upload {
         }
     }
 
+    /// What the path holds without a queue: the estimate times (min RTT + a chunk's time + the
+    /// recent ack delay). Drain ends when in flight is down to this.
+    fn path_holds(&self) -> u64 {
+        match (self.rate.estimate(), self.min_rtt()) {
+            (Some(rate), Some(min_rtt)) => {
+                let chunk_time = duration_for(self.chunk_len(), rate);
+                bytes_in(rate, min_rtt + chunk_time + self.path.max_ack_delay())
+            }
+            _ => 0,
+        }
+    }
+
     /// The size of the next full chunk: `chunk_size`, shrunk on slow links to about
     /// [`CHUNK_LINK_TIME`] of the estimated rate, but not below [`MIN_CHUNK`].
     pub fn chunk_len(&self) -> u64 {
@@ -434,10 +462,18 @@ impl Upload {
 
     /// Bytes per second the pacer releases; none before the first estimate (the small window
     /// alone limits the start).
-    fn pacing_rate(&self) -> Option<u64> {
+    fn pacing_rate(&self, now: Instant) -> Option<u64> {
         let rate = self.rate.estimate()?;
-        let (num, den) = if self.settled { SEND_GAIN } else { PROBE_GAIN };
-        Some(rate.saturating_mul(num) / den)
+        let Some(settled) = self.settled else {
+            return Some(rate.saturating_mul(PROBE_GAIN.0) / PROBE_GAIN.1);
+        };
+        if self.draining {
+            return Some(rate.saturating_mul(DRAIN_GAIN_QUARTERS) / 4);
+        }
+        let phase = self.min_rtt().unwrap_or_default().clamp(PHASE_MIN, PHASE_MAX);
+        let n = (now - settled).as_micros() / phase.as_micros().max(1);
+        let quarters = SEND_GAINS_QUARTERS[(n % SEND_GAINS_QUARTERS.len() as u128) as usize];
+        Some(rate.saturating_mul(quarters) / 4)
     }
 
     fn filter_window(&self) -> Duration {
@@ -445,10 +481,10 @@ impl Upload {
     }
 
     /// A round trip of acks is complete: decide whether probing has found the link's rate.
-    fn end_round(&mut self) {
+    fn end_round(&mut self, now: Instant) {
         self.round_end = self.next_send;
         let Some(rate) = self.rate.estimate() else { return };
-        if self.settled {
+        if self.settled.is_some() {
             return;
         }
         if rate >= self.full_rate.saturating_add(self.full_rate / 4) {
@@ -456,7 +492,10 @@ impl Upload {
             self.flat_rounds = 0;
         } else {
             self.flat_rounds += 1;
-            self.settled = self.flat_rounds >= FLAT_ROUNDS;
+            if self.flat_rounds >= FLAT_ROUNDS {
+                self.settled = Some(now);
+                self.draining = true;
+            }
         }
     }
 }

@@ -111,6 +111,8 @@ pub struct Run {
     pub queue_overflow: u64,
     /// Acks delivered to the upload.
     pub acks: u64,
+    /// (send time, wait a keystroke behind that chunk would see), for every chunk.
+    pub queue_series: Vec<(Duration, Duration)>,
 }
 
 /// Drives `upload` over `link` until it is done (or `limit` of simulated time passes).
@@ -193,6 +195,7 @@ pub fn run(
             // A keystroke arriving right behind this chunk waits until the link is free.
             let wait = Duration::from_nanos(link_free_ns - now_ns);
             out.max_queue = out.max_queue.max(wait);
+            out.queue_series.push((Duration::from_nanos(now_ns), wait));
             if now_ns >= warm_ns {
                 out.max_queue_warm = out.max_queue_warm.max(wait);
             }
