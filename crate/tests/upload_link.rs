@@ -103,6 +103,38 @@ fn matrix_rates_rtts_and_clumps() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The benchmark figure for docs/UPLOAD.md: 13.4 MB over 9 Mbit/s, 80 ms RTT, a 1 s deep queue.
+#[test]
+fn benchmark_13_4_mb_over_9_mbit_80_ms() {
+    println!("13.4 MB, 9 Mbit/s, 80 ms RTT, 1 s bottleneck queue:");
+    for clump in [
+        Clump::None,
+        Clump::Batched { every: Duration::from_millis(100) },
+        Clump::Irregular { max: Duration::from_millis(150) },
+    ] {
+        let link = Link { queue: Duration::from_secs(1), ..Link::mbit(9.0, 80, clump) };
+        let r = simulate(link, SIZE);
+        let ideal = link.serialization(SIZE);
+        let took = r.finished.expect("finishes");
+        let ratio = took.as_secs_f64() / ideal.as_secs_f64();
+        println!(
+            "  {clump:?}: {:.2} s / {:.2} s = {ratio:.3}; keystroke wait max {:.0} ms, \
+             after warm-up {:.0} ms; {} chunks, {} acks",
+            took.as_secs_f64(),
+            ideal.as_secs_f64(),
+            r.max_queue.as_secs_f64() * 1e3,
+            r.max_queue_warm.as_secs_f64() * 1e3,
+            r.chunks,
+            r.acks,
+        );
+        assert!(ratio < 1.1, "{ratio}");
+        assert!(r.max_queue_warm <= queue_bound(&link));
+        // Half a second is what the old tool kept queued; never that much, even at the start.
+        assert!(r.max_queue < Duration::from_millis(500), "{:?}", r.max_queue);
+        assert_eq!(r.bytes_sent, SIZE, "every byte sent exactly once");
+    }
+}
+
 #[test]
 #[ignore]
 fn trace() {
