@@ -28,9 +28,10 @@ fn drain(u: &mut Upload, now: Instant) -> Vec<std::ops::Range<u64>> {
 fn resume_from_a_prefix_sends_only_the_rest() {
     let link = Link::mbit(9.0, 80, Clump::Batched { every: Duration::from_millis(100) });
     let mut first = None;
-    let r = run(link, upload(1_000_000, 600_000), Duration::ZERO, Duration::from_secs(60), |_, u| {
-        first.get_or_insert(u.progress(Instant::ZERO).sent);
-    });
+    let r =
+        run(link, upload(1_000_000, 600_000), Duration::ZERO, Duration::from_secs(60), |_, u| {
+            first.get_or_insert(u.progress(Instant::ZERO).sent);
+        });
     assert_eq!(r.final_state, Some(UploadState::Done));
     assert_eq!(r.bytes_sent, 400_000, "only the 400 kB the relay lacked");
     assert!(first.is_some_and(|s| s > 600_000), "the first chunk starts at the relay's count");

@@ -34,10 +34,6 @@ impl WindowedMax {
     pub(crate) fn get(&self) -> Option<u64> {
         self.entries.front().map(|&(_, v)| v)
     }
-
-    pub(crate) fn clear(&mut self) {
-        self.entries.clear();
-    }
 }
 
 /// One acknowledgement as the relay saw it: how many bytes it held at which relay time.
@@ -111,8 +107,8 @@ impl DeliveryRate {
         if micros == 0 {
             return None;
         }
-        let rate = u64::try_from(u128::from(bytes) * 1_000_000 / u128::from(micros))
-            .unwrap_or(u64::MAX);
+        let rate =
+            u64::try_from(u128::from(bytes) * 1_000_000 / u128::from(micros)).unwrap_or(u64::MAX);
         self.filter.push(now, rate, window);
         Some(rate)
     }

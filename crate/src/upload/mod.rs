@@ -422,8 +422,8 @@ impl Upload {
         match (self.rate.estimate(), self.min_rtt()) {
             (Some(rate), Some(min_rtt)) => {
                 let chunk_time = duration_for(self.chunk_len(), rate);
-                let horizon = (2 * min_rtt + chunk_time + self.path.max_ack_delay())
-                    .min(MAX_IN_FLIGHT_TIME);
+                let horizon =
+                    (2 * min_rtt + chunk_time + self.path.max_ack_delay()).min(MAX_IN_FLIGHT_TIME);
                 bytes_in(rate, horizon).max(floor)
             }
             _ => (INITIAL_WINDOW_CHUNKS * self.chunk_size + (self.acked - self.start_offset))
@@ -448,9 +448,8 @@ impl Upload {
     /// [`CHUNK_LINK_TIME`] of the estimated rate, but not below [`MIN_CHUNK`].
     pub fn chunk_len(&self) -> u64 {
         match self.rate.estimate() {
-            Some(rate) => {
-                bytes_in(rate, CHUNK_LINK_TIME).clamp(MIN_CHUNK.min(self.chunk_size), self.chunk_size)
-            }
+            Some(rate) => bytes_in(rate, CHUNK_LINK_TIME)
+                .clamp(MIN_CHUNK.min(self.chunk_size), self.chunk_size),
             None => START_CHUNK.min(self.chunk_size),
         }
     }

@@ -11,6 +11,9 @@ use rand::{Rng, SeedableRng};
 use tern::time::Instant;
 use tern::upload::{AckInfo, MAX_CHUNK, Upload, UploadConfig, UploadState};
 
+/// The relay acks data it has held this long without an ack.
+const RELAY_ACK_TIMER_NS: u64 = 20_000_000;
+
 /// How acks travel back to the sender.
 #[derive(Copy, Clone, Debug)]
 pub enum Clump {
@@ -54,7 +57,7 @@ pub struct Link {
     pub queue: Duration,
     pub clump: Clump,
     pub relay_clock: RelayClock,
-    /// The relay acks every `ack_every`-th chunk (and the last).
+    /// The relay acks every `ack_every`-th chunk at once (and the last), others on a 20 ms timer.
     pub ack_every: u32,
     pub seed: u64,
 }
@@ -186,8 +189,10 @@ pub fn run(
 
             // The bottleneck: FIFO at `rate`, starting when the link is free.
             let backlog_ns = link_free_ns.saturating_sub(now_ns);
-            let backlog_bytes = (u128::from(backlog_ns) * u128::from(link.rate) / 1_000_000_000) as u64;
-            let capacity = (u128::from(ns(link.queue)) * u128::from(link.rate) / 1_000_000_000) as u64;
+            let backlog_bytes =
+                (u128::from(backlog_ns) * u128::from(link.rate) / 1_000_000_000) as u64;
+            let capacity =
+                (u128::from(ns(link.queue)) * u128::from(link.rate) / 1_000_000_000) as u64;
             if backlog_bytes + len > capacity {
                 out.queue_overflow += len;
             }
@@ -203,15 +208,20 @@ pub fn run(
             // The relay: last byte in at link_free + D; acks every ack_every-th chunk.
             let received_ns = link_free_ns + ns(link.one_way);
             relay_chunks += 1;
-            if relay_chunks % link.ack_every.max(1) != 0 && range.end != total {
-                continue;
-            }
+            // Acks for every `ack_every`-th chunk leave at once; the relay's ack timer sends one
+            // for anything else it holds 20 ms later (without it a window of fewer than
+            // `ack_every` chunks would wait forever).
+            let relay_hold_ns = if relay_chunks % link.ack_every.max(1) == 0 || range.end == total {
+                0
+            } else {
+                RELAY_ACK_TIMER_NS
+            };
             let relay_ns = relay_origin_ns + received_ns;
             let relay_time = match link.relay_clock {
                 RelayClock::Exact => Duration::from_micros(relay_ns / 1000),
                 RelayClock::Millis => Duration::from_millis(relay_ns / 1_000_000),
             };
-            let base = received_ns + ns(link.one_way);
+            let base = received_ns + relay_hold_ns + ns(link.one_way);
             let arrival = match link.clump {
                 Clump::None => base,
                 Clump::Batched { every } => {
