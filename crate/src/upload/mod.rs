@@ -32,7 +32,8 @@ pub const CHUNK_LINK_TIME: Duration = Duration::from_millis(20);
 /// Never more than this much data in flight at the estimated rate (the old tool kept this much
 /// queued, and every keystroke waited behind it).
 pub const MAX_IN_FLIGHT_TIME: Duration = Duration::from_millis(500);
-/// Without a rate estimate the window starts at this many chunks and grows by what is acked.
+/// Without a rate estimate the window starts at this many `chunk_size` chunks' worth of bytes
+/// (sent as [`START_CHUNK`]s) and grows by what is acked.
 pub const INITIAL_WINDOW_CHUNKS: u64 = 2;
 /// Without a rate estimate (a relay whose clock never moves) the window grows no further.
 pub const MAX_UNESTIMATED_WINDOW_CHUNKS: u64 = 8;
@@ -409,14 +410,17 @@ impl Upload {
 
     /// The cap on data in flight now, in bytes.
     ///
-    /// With an estimate: `rate * (2 * min_rtt + ack_delay)`, at most [`MAX_IN_FLIGHT_TIME`] of the
-    /// rate, at least two chunks. Two minimum round trips keep the link busy with one round trip's
-    /// worth queued (so a keystroke waits about one RTT behind the picture), and tolerate an
-    /// estimate up to half the true rate without idling, which lets a low estimate recover.
-    /// `ack_delay` covers bytes already at the relay whose acks are still in a clump on the way
-    /// back; those are not queued anywhere, so covering them adds nothing to a keystroke's wait.
-    /// Without an estimate: [`INITIAL_WINDOW_CHUNKS`] plus what was acked so far (doubling per
-    /// round trip), up to [`MAX_UNESTIMATED_WINDOW_CHUNKS`].
+    /// With an estimate: `rate * (2 * min_rtt + chunk_time + ack_delay)`, at most
+    /// [`MAX_IN_FLIGHT_TIME`] of the rate, at least two chunks (the floor wins below ~1 Mbit/s).
+    /// Two minimum round trips keep the link busy with about one round trip's worth queued (so a
+    /// keystroke waits about one RTT behind the picture), and tolerate an estimate down to half
+    /// the true rate without idling, which lets a low estimate recover. `chunk_time` is there
+    /// because a chunk is acked only once all of it arrived. `ack_delay` (the recent worst ack
+    /// lateness, from the relay's timestamps) covers bytes already at the relay whose acks are
+    /// still in a clump on the way back; without it the link idles between clumps. While acks
+    /// are late those bytes sit at the relay, not in the queue; when acks come early they can.
+    /// Without an estimate: [`INITIAL_WINDOW_CHUNKS`] chunks of `chunk_size` plus what was acked
+    /// so far (doubling per round trip), up to [`MAX_UNESTIMATED_WINDOW_CHUNKS`] of them.
     pub fn window(&self) -> u64 {
         let floor = 2 * self.chunk_len();
         match (self.rate.estimate(), self.min_rtt()) {
