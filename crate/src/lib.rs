@@ -16,6 +16,7 @@ pub mod session;
 pub mod terminal;
 pub mod time;
 pub mod transport;
+pub mod upload;
 pub mod wire;
 
 #[cfg(not(target_arch = "wasm32"))]
