@@ -32,3 +32,60 @@ test('a prompt shows and a command runs', async () => {
   await until(async () => /^tern-42$/m.test(await screen(page)), { what: 'tern-42' });
   await page.screenshot({ path: join(ARTIFACTS, 'browser-session.png') });
 });
+
+test('vi opens full screen and quits cleanly', async () => {
+  await typeLine(page, 'clear; vi');
+  // vi marks the lines past the end of an empty buffer with `~`, down to the last row.
+  await until(async () => (await screen(page)).split('\n').filter((l) => l.startsWith('~')).length > 10,
+    { what: 'vi full screen' });
+  await page.screenshot({ path: join(ARTIFACTS, 'browser-vi.png') });
+  await page.keyboard.type(':q!', { delay: 5 });
+  await page.keyboard.press('Enter');
+  // mosh keeps no alternate screen, so vi's last screen stays. Wait for the shell's prompt
+  // before typing on: an exiting vi swallows whatever it read ahead.
+  await until(async () => /[$#] ?$/.test((await screen(page)).trimEnd()), { what: 'the prompt after vi' });
+  await sleep(200);
+  await typeLine(page, 'echo vi-status-$?');
+  await until(async () => /^vi-status-0$/m.test(await screen(page)), { what: 'vi to exit with 0' })
+    .catch(async (e) => { throw new Error(`${e.message}; screen:\n${await screen(page)}`); });
+});
+
+test('resizing the viewport changes what stty size prints remotely', async () => {
+  const sttySize = async (tag) => {
+    await typeLine(page, `clear; echo ${tag}-$(stty size | tr ' ' x)`);
+    const m = await until(async () => (await screen(page)).match(new RegExp(`^${tag}-(\\d+)x(\\d+)$`, 'm')),
+      { what: `stty output ${tag}` });
+    return [Number(m[1]), Number(m[2])];
+  };
+  const grid = () => page.evaluate(() => [window.tern.term.rows, window.tern.term.cols]);
+  const before = await sttySize('size1');
+  assert.deepEqual(before, await grid());
+  await page.setViewportSize({ width: 700, height: 420 });
+  await until(async () => (await grid())[1] < before[1], { what: 'xterm.js to refit' });
+  const after = await sttySize('size2');
+  assert.deepEqual(after, await grid());
+  assert.ok(after[0] < before[0] && after[1] < before[1], `${before} -> ${after}`);
+  await page.setViewportSize({ width: 1100, height: 700 });
+  await until(async () => (await grid())[1] === before[1], { what: 'xterm.js to refit back' });
+});
+
+test('the session survives a relay restart and nothing typed meanwhile is lost', async () => {
+  await typeLine(page, 'clear; echo pid-$$');
+  const pid = (await until(async () => (await screen(page)).match(/^pid-(\d+)$/m), { what: 'pid' }))[1];
+  const session = (await stats(page)).session;
+  // SIGKILL: no goodbye on the control stream; the page notices by its missing pongs.
+  await stopRelay(relay, 'SIGKILL');
+  await until(async () => (await stats(page)).phase === 'reconnecting', { timeout: 15000, what: 'the page to notice' });
+  await typeLine(page, 'echo typed-while-down-$$');
+  await sleep(500);
+  relay = await startRelay({ port, token, stateDir });
+  await until(async () => (await screen(page)).includes(`\ntyped-while-down-${pid}`),
+    { timeout: 30000, what: 'the line typed while the relay was down' });
+  const s = await stats(page);
+  assert.equal(s.phase, 'live');
+  assert.equal(s.session, session, 'the same relay session was resumed');
+  assert.ok(s.readies >= 2);
+  await typeLine(page, 'echo again-$$');
+  await until(async () => (await screen(page)).includes(`\nagain-${pid}`), { what: 'the same shell' });
+  assert.equal(s.core.droppedUnknownBase, 0);
+});
