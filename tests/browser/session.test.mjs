@@ -33,6 +33,16 @@ test('a prompt shows and a command runs', async () => {
   await page.screenshot({ path: join(ARTIFACTS, 'browser-session.png') });
 });
 
+test('cursor keys reach the shell (history recall with the up arrow)', async () => {
+  await typeLine(page, 'clear');
+  await typeLine(page, 'echo arrow-$((40+2))');
+  await until(async () => /^arrow-42$/m.test(await screen(page)), { what: 'first run' });
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('Enter');
+  await until(async () => ((await screen(page)).match(/^arrow-42$/gm) ?? []).length === 2,
+    { what: 'the recalled command to run again' });
+});
+
 test('vi opens full screen and quits cleanly', async () => {
   await typeLine(page, 'clear; vi');
   // vi marks the lines past the end of an empty buffer with `~`, down to the last row.

@@ -17,19 +17,3 @@ pub fn translate_typed(data: &str) -> Vec<u8> {
 pub fn binary_string(data: &str) -> Vec<u8> {
     data.chars().filter_map(|c| u8::try_from(u32::from(c)).ok()).collect()
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursor_keys_become_application_form() {
-        assert_eq!(translate_typed("\x1b[A"), b"\x1bOA");
-        assert_eq!(translate_typed("\x1b[D"), b"\x1bOD");
-        assert_eq!(translate_typed("\x1bOB"), b"\x1bOB");
-        // Modified cursor keys and everything else pass through.
-        assert_eq!(translate_typed("\x1b[1;5A"), b"\x1b[1;5A");
-        assert_eq!(translate_typed("é"), "é".as_bytes());
-        assert_eq!(binary_string("\x1b[M\u{80}!"), b"\x1b[M\x80!");
-    }
-}

@@ -57,9 +57,15 @@ pub struct Ready {
 pub enum Control {
     Pong,
     /// The relay ended the session (`code` as in the relay's `ErrorCode`).
-    Ended { code: String, message: String },
+    Ended {
+        code: String,
+        message: String,
+    },
     /// A refusal (only expected in answer to hello).
-    Error { code: String, message: String },
+    Error {
+        code: String,
+        message: String,
+    },
     Ready(Ready),
     /// A message type this page does not know; ignored.
     Other,
@@ -85,12 +91,10 @@ fn get_f64(obj: &JsValue, field: &str) -> Option<f64> {
 pub async fn fetch_info(token: &str) -> Result<RelayInfo, ConnectError> {
     let window = web_sys::window().ok_or(ConnectError::Retry("no window".into()))?;
     let headers = Headers::new().map_err(|e| ConnectError::retry("headers", e))?;
-    headers
-        .set("Authorization", &format!("Bearer {token}"))
-        .map_err(|_| ConnectError::Fatal {
-            code: "bad_token".into(),
-            message: "The token in the address is not valid text.".into(),
-        })?;
+    headers.set("Authorization", &format!("Bearer {token}")).map_err(|_| ConnectError::Fatal {
+        code: "bad_token".into(),
+        message: "The token in the address is not valid text.".into(),
+    })?;
     let init = RequestInit::new();
     init.set_method("GET");
     init.set_headers(&headers);
@@ -107,9 +111,10 @@ pub async fn fetch_info(token: &str) -> Result<RelayInfo, ConnectError> {
         401 => {
             return Err(ConnectError::Fatal {
                 code: "bad_token".into(),
-                message: "The relay refused the access token. Open the exact URL tern-relay printed \
+                message:
+                    "The relay refused the access token. Open the exact URL tern-relay printed \
                           (it carries the token after #token=)."
-                    .into(),
+                        .into(),
             });
         }
         429 => {
@@ -169,9 +174,7 @@ impl Link {
         info: &RelayInfo,
         hello: impl FnOnce(usize) -> JsValue,
     ) -> Result<(Link, Ready), ConnectError> {
-        let location = web_sys::window()
-            .ok_or(ConnectError::Retry("no window".into()))?
-            .location();
+        let location = web_sys::window().ok_or(ConnectError::Retry("no window".into()))?.location();
         // `hostname` keeps the brackets of an IPv6 literal, as a URL needs them.
         let host = location.hostname().map_err(|e| ConnectError::retry("location", e))?;
         let url = format!("https://{host}:{}{}", info.port, info.path);
@@ -208,7 +211,8 @@ impl Link {
                 return Err(ConnectError::retry("control stream", e));
             }
         };
-        let control_out = bidi.writable().get_writer().map_err(|e| ConnectError::retry("control", e))?;
+        let control_out =
+            bidi.writable().get_writer().map_err(|e| ConnectError::retry("control", e))?;
         let control_in: ReadableStreamDefaultReader = bidi.readable().get_reader().unchecked_into();
         let link = Link {
             transport,
@@ -246,7 +250,8 @@ impl Link {
 
     /// The next datagram from the relay (still framed), or `None` once the transport closed.
     pub async fn next_datagram(&self) -> Option<Vec<u8>> {
-        let result: ReadableStreamReadResult = self.datagrams_in.read().await.ok()?.unchecked_into();
+        let result: ReadableStreamReadResult =
+            self.datagrams_in.read().await.ok()?.unchecked_into();
         if result.get_done().unwrap_or(false) {
             return None;
         }
@@ -326,7 +331,8 @@ fn parse_control(line: &[u8]) -> Control {
         "ready" => Control::Ready(Ready {
             session: field("session"),
             key: get_str(&v, "key"),
-            resumed: Reflect::get(&v, &"resumed".into()).ok().and_then(|r| r.as_bool()) == Some(true),
+            resumed: Reflect::get(&v, &"resumed".into()).ok().and_then(|r| r.as_bool())
+                == Some(true),
         }),
         _ => Control::Other,
     }

@@ -28,7 +28,9 @@ use wasm_bindgen::prelude::*;
 
 use crate::relay_framing::Joiner;
 use crate::session::{ClientSession, CloseReason, Event, SessionConfig};
-use crate::terminal::{Complete, Framebuffer, Notification, Renderer, overlay_notification, screen_text};
+use crate::terminal::{
+    Complete, Framebuffer, Notification, Renderer, overlay_notification, screen_text,
+};
 use crate::time::Instant;
 use crate::wire::{Key, StateNum};
 use link::{ConnectError, Control, Link, RelayInfo, object};
@@ -112,6 +114,8 @@ struct State {
     counters: LinkCounters,
     /// `performance.now()` when the first frame with server content was written.
     first_frame_ms: Option<f64>,
+    /// `performance.now()` when the relay first answered `ready`.
+    first_ready_ms: Option<f64>,
     last_control_ms: f64,
     last_error: Option<String>,
 }
@@ -143,11 +147,12 @@ impl Client {
             .as_string()
             .ok_or_else(|| JsValue::from_str("options.token missing"))?;
         let hooks = Reflect::get(&options, &"hooks".into())?;
-        let bridge = Reflect::get(&options, &"bridge".into()).ok().filter(|b| b.is_object()).and_then(|b| {
-            let s = |f: &str| Reflect::get(&b, &f.into()).ok()?.as_string();
-            let port = Reflect::get(&b, &"port".into()).ok()?.as_f64()?;
-            Some((s("host")?, u16::try_from(port as u64).ok()?, s("key")?))
-        });
+        let bridge =
+            Reflect::get(&options, &"bridge".into()).ok().filter(|b| b.is_object()).and_then(|b| {
+                let s = |f: &str| Reflect::get(&b, &f.into()).ok()?.as_string();
+                let port = Reflect::get(&b, &"port".into()).ok()?.as_f64()?;
+                Some((s("host")?, u16::try_from(port as u64).ok()?, s("key")?))
+            });
         let st = State {
             phase: Phase::Connecting,
             session: None,
@@ -166,6 +171,7 @@ impl Client {
             seen_clipboard: String::new(),
             counters: LinkCounters::default(),
             first_frame_ms: None,
+            first_ready_ms: None,
             last_control_ms: 0.0,
             last_error: None,
         };
@@ -395,7 +401,10 @@ impl Shell {
         };
         let key: Key = key_text.parse().map_err(|_| {
             link.close();
-            ConnectError::Fatal { code: "bad_key".into(), message: "The session key is malformed.".into() }
+            ConnectError::Fatal {
+                code: "bad_key".into(),
+                message: "The session key is malformed.".into(),
+            }
         })?;
         let early = {
             let mut st = self.st.borrow_mut();
@@ -404,6 +413,7 @@ impl Shell {
                 return Err(ConnectError::Retry("closed meanwhile".into()));
             }
             st.counters.readies += 1;
+            st.first_ready_ms.get_or_insert(now_ms());
             st.last_control_ms = now_ms();
             st.phase = Phase::Live;
             st.message = None;
@@ -457,7 +467,10 @@ impl Shell {
                 link.send_control(r#"{"type":"ping"}"#);
             }
         });
-        wasm_bindgen_futures::spawn_local(Shell::control_loop(Rc::downgrade(self), Rc::clone(&link)));
+        wasm_bindgen_futures::spawn_local(Shell::control_loop(
+            Rc::downgrade(self),
+            Rc::clone(&link),
+        ));
         while let Some(d) = link.next_datagram().await {
             self.datagram(&d);
         }
@@ -594,7 +607,9 @@ impl Shell {
             self.end(match reason {
                 CloseReason::ServerShutdown => "The shell exited; the session is over.",
                 CloseReason::ClientShutdown => "The session was closed.",
-                CloseReason::ShutdownTimedOut => "The session was closed (the server did not answer).",
+                CloseReason::ShutdownTimedOut => {
+                    "The session was closed (the server did not answer)."
+                }
             });
         }
     }
@@ -646,7 +661,8 @@ impl Shell {
             }
             let bell = fb.bell_count() != st.seen_bell;
             st.seen_bell = fb.bell_count();
-            let clipboard = (fb.clipboard() != st.seen_clipboard).then(|| fb.clipboard().to_string());
+            let clipboard =
+                (fb.clipboard() != st.seen_clipboard).then(|| fb.clipboard().to_string());
             if let Some(c) = &clipboard {
                 st.seen_clipboard.clone_from(c);
             }
@@ -737,6 +753,7 @@ impl Shell {
             ("droppedOffline", (c.dropped_offline as f64).into()),
             ("framingErrors", (c.framing_errors as f64).into()),
             ("joinerEvicted", (st.joiner.evicted as f64).into()),
+            ("firstReadyMs", st.first_ready_ms.map_or(JsValue::NULL, JsValue::from)),
             ("firstFrameMs", st.first_frame_ms.map_or(JsValue::NULL, JsValue::from)),
             ("lastError", st.last_error.as_deref().map_or(JsValue::NULL, JsValue::from)),
             ("core", core),

@@ -43,8 +43,7 @@ impl NonceStore {
         self.fragment_bound = self.fragment_bound.max(next_fragment.saturating_add(RESERVE));
         if let Some(s) = storage() {
             // A full or disabled storage only loses the reload guarantee, not the session.
-            let _ =
-                s.set_item(&self.name, &format!("{},{}", self.seq_bound, self.fragment_bound));
+            let _ = s.set_item(&self.name, &format!("{},{}", self.seq_bound, self.fragment_bound));
         }
     }
 }
