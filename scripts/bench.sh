@@ -9,6 +9,8 @@ export RUST_BACKTRACE=0
 # package:example, in run order.
 BENCHES=(
   tern:wire_throughput
+  tern:terminal_bench
+  tern-relay:relay_latency
   tern-tests:linkemu_precision
 )
 

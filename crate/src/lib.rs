@@ -14,6 +14,7 @@
 
 pub mod relay_framing;
 pub mod session;
+pub mod terminal;
 pub mod time;
 pub mod transport;
 pub mod wire;

@@ -4,4 +4,5 @@
 #![forbid(unsafe_code)]
 
 pub mod linkemu;
+pub mod mosh_client;
 pub mod tools;

@@ -115,6 +115,8 @@ impl<S: ServerState> NativeClient<S> {
                     let now = self.now();
                     self.session.handle_datagram(now, &buffer[..len]);
                 }
+                // A signal (a child process ending, say) interrupts the wait: just look again.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e)
                     if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
                 {
@@ -138,11 +140,21 @@ impl<S: ServerState> NativeClient<S> {
         self.run_until(duration, |_| false).map(|_| ())
     }
 
+    fn send_retrying(&self, datagram: &[u8]) -> io::Result<()> {
+        loop {
+            match self.socket.send_to(datagram, self.server) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Sends what the session has to send and collects its events.
     fn flush(&mut self) -> io::Result<()> {
         while let Some(datagram) = self.session.poll_transmit() {
-            match self.socket.send_to(&datagram, self.server) {
-                Ok(_) => {}
+            match self.send_retrying(&datagram) {
+                Ok(()) => {}
                 // Loss is the transport's business; a refused send is like a lost datagram.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
                 Err(e) => return Err(e),

@@ -5,6 +5,7 @@
 
 mod client;
 mod mosh_server;
+pub mod probe;
 pub mod script;
 
 pub use client::NativeClient;

@@ -20,6 +20,8 @@ pub struct MoshServerOptions {
     pub env: Vec<(String, String)>,
     /// The command to run instead of the login shell (after `--`).
     pub command: Vec<String>,
+    /// Start from an empty environment (plus `env`), for runs that must be reproducible.
+    pub clear_env: bool,
 }
 
 impl Default for MoshServerOptions {
@@ -30,6 +32,7 @@ impl Default for MoshServerOptions {
             locales: vec!["LANG=C.UTF-8".to_owned()],
             env: Vec::new(),
             command: Vec::new(),
+            clear_env: false,
         }
     }
 }
@@ -70,6 +73,9 @@ impl MoshServer {
         }
         if !options.command.is_empty() {
             command.arg("--").args(&options.command);
+        }
+        if options.clear_env {
+            command.env_clear();
         }
         command.envs(options.env.iter().map(|(k, v)| (k, v)));
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());

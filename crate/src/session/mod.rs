@@ -311,3 +311,13 @@ impl<S: ServerState> ClientSession<S> {
         self.next_wakeup = Some(self.transport.poll_timeout(now));
     }
 }
+
+impl ServerState for crate::terminal::Complete {
+    fn blank(cols: u16, rows: u16) -> Self {
+        crate::terminal::Complete::new(cols, rows)
+    }
+
+    fn echo_ack(&self) -> StateNum {
+        crate::terminal::Complete::echo_ack(self)
+    }
+}

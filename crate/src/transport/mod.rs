@@ -98,8 +98,12 @@ pub struct Counters {
     /// Instructions that arrived before their base and waited for it.
     pub parked: u64,
     pub stale: u64,
-    /// Instructions dropped because their base state was not held. Reads 0 in normal operation.
+    /// Instructions dropped because their base was a state we had received and no longer held.
+    /// Reads 0: we keep every state the server may diff from (see [`Outcome::UnknownBase`]).
     pub dropped_unknown_base: u64,
+    /// Instructions built on a server state that was lost on the path (see [`Outcome::LostBase`]);
+    /// the server's retransmission repairs them. 0 on a loss-free path.
+    pub lost_base: u64,
     /// Empty acks based on a state we never got (harmless: their ack was still processed).
     pub acks_on_unknown_base: u64,
     /// Instructions refused by the stop-and-wait policy although their base was held.
@@ -271,6 +275,7 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
             Outcome::Parked => counters.parked += 1,
             Outcome::Stale => counters.stale += 1,
             Outcome::UnknownBase => counters.dropped_unknown_base += 1,
+            Outcome::LostBase => counters.lost_base += 1,
             Outcome::AckOnUnknownBase => counters.acks_on_unknown_base += 1,
             Outcome::RefusedOlderBase => counters.refused_older_base += 1,
             Outcome::Quenched => counters.quenched += 1,

@@ -1,6 +1,7 @@
 //! The SSP receiver: the peer's states we hold, and applying each instruction to the one it names
 //! (MOSH-PROTOCOL.md 6.5-6.6, 7.3).
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::SyncState;
@@ -13,6 +14,9 @@ const RECEIVED_STATES_CAP: usize = 1024;
 const QUENCH: Duration = Duration::from_secs(15);
 /// Instructions whose base has not arrived yet (reordered, or still to be retransmitted) wait here.
 const PARKED_CAP: usize = 16;
+/// How many discarded state numbers are remembered, to tell "we threw its base away" from "its
+/// base never arrived" when an instruction names a state we do not hold.
+const DISCARDED_MEMORY: usize = 256;
 
 /// Which server instructions the receiver applies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -37,10 +41,14 @@ pub enum Outcome {
     Parked,
     /// A late instruction for a state older than the newest, whose base is gone: superseded.
     Stale,
-    /// A data instruction that would have become the newest state was discarded because its base
-    /// never arrived (the peer assumed we had a state that was lost): it costs a retransmission.
-    /// Reported when a parked instruction is given up, or at once when its base is already gone.
+    /// A data instruction dropped because its base was a state we had received but no longer
+    /// held. With a well-behaved server this never happens (we keep every state it may diff
+    /// from); it is what a client that keeps too little would show.
     UnknownBase,
+    /// A data instruction given up because its base never reached us: the server diffed from a
+    /// state it sent moments before, and that state was lost on the path. Its retransmission
+    /// from the acknowledged state repairs it; nothing a client can hold would have helped.
+    LostBase,
     /// An empty ack based on a state we do not hold: the ack it carries was processed, nothing
     /// else is lost (mosh bases empty acks on the state it assumes we have).
     AckOnUnknownBase,
@@ -71,6 +79,8 @@ pub struct Receiver<S: SyncState> {
     /// The newest state already handed to the application by [`Receiver::take_new_diff`].
     delivered: S,
     parked: Vec<Instruction>,
+    /// The most recently discarded state numbers (see [`DISCARDED_MEMORY`]).
+    discarded: VecDeque<StateNum>,
 }
 
 impl<S: SyncState> Receiver<S> {
@@ -81,6 +91,7 @@ impl<S: SyncState> Receiver<S> {
             policy,
             quench_until: None,
             parked: Vec::new(),
+            discarded: VecDeque::new(),
         }
     }
 
@@ -126,7 +137,7 @@ impl<S: SyncState> Receiver<S> {
             } else if instruction.diff.is_empty() {
                 Outcome::AckOnUnknownBase
             } else if base_gone || self.policy == ReceivePolicy::NewestOnly {
-                Outcome::UnknownBase
+                self.missing_base(instruction.old_num)
             } else {
                 self.park(instruction)
             };
@@ -146,11 +157,16 @@ impl<S: SyncState> Receiver<S> {
         let outcome = if self.holds(instruction.old_num) && !self.holds(instruction.new_num) {
             self.apply(now, &instruction)
         } else {
-            // Superseded or filled in by a retransmission before its base came: its content
-            // arrived late, which is what this counter measures.
-            Outcome::UnknownBase
+            // Superseded or filled in by a retransmission before its base came: the base never
+            // arrived (had it arrived, the instruction would have been applied right then).
+            Outcome::LostBase
         };
         Some((instruction.new_num, outcome))
+    }
+
+    /// Why a base is not held: we threw it away, or it never came.
+    fn missing_base(&self, old_num: StateNum) -> Outcome {
+        if self.discarded.contains(&old_num) { Outcome::UnknownBase } else { Outcome::LostBase }
     }
 
     /// Parks an instruction; a full lot gives up its oldest.
@@ -165,7 +181,7 @@ impl<S: SyncState> Receiver<S> {
         if self.parked.len() >= PARKED_CAP {
             self.parked.remove(0);
             self.parked.push(instruction);
-            return Outcome::UnknownBase;
+            return Outcome::LostBase;
         }
         self.parked.push(instruction);
         Outcome::Parked
@@ -195,7 +211,13 @@ impl<S: SyncState> Receiver<S> {
         // The base itself is never thrown away here (mosh's server keeps throwaway <= old_num; a
         // peer claiming more is clamped so we keep a base to build on).
         let throwaway = instruction.throwaway_num.min(instruction.old_num);
-        self.states.retain(|s| s.num >= throwaway);
+        while self.states.first().is_some_and(|oldest| oldest.num < throwaway) {
+            let gone = self.states.remove(0);
+            if self.discarded.len() == DISCARDED_MEMORY {
+                self.discarded.pop_front();
+            }
+            self.discarded.push_back(gone.num);
+        }
 
         let entry = ReceivedState { num: new_num, arrived: now, state };
         let position = self.states.partition_point(|s| s.num < new_num);

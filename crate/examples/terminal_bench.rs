@@ -1,0 +1,97 @@
+//! Terminal model benchmark: a full-screen 200x60 colourful change, applied and rendered.
+//!
+//! Run with `cargo run --release -p tern --example terminal_bench`. Prints time per frame for
+//! emulating the application's output (server side), applying the server's diff (client side)
+//! and rendering for the display, and the byte counts of each representation.
+
+use std::io::Write;
+use std::time::Instant;
+
+use tern::terminal::{Complete, Renderer};
+use tern::wire::HostEvent;
+
+const COLS: u16 = 200;
+const ROWS: u16 = 60;
+const FRAMES: usize = 200;
+
+/// What an application writes to repaint the screen in colour: every cell its own 256-colour
+/// foreground, a truecolour background every 8 cells, a wide character now and then.
+fn app_frame(seed: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(b"\x1b[H");
+    for y in 0..usize::from(ROWS) {
+        let _ = write!(out, "\x1b[{};1H", y + 1);
+        let mut x = 0;
+        while x < usize::from(COLS) {
+            let v = (x * 7 + y * 13 + seed * 31) % 251;
+            let _ = write!(out, "\x1b[38;5;{}m", v);
+            if x % 8 == 0 {
+                let _ = write!(out, "\x1b[48;2;{};{};{}m", v, 255 - v, (v * 3) % 256);
+            }
+            if v % 17 == 0 && x + 2 <= usize::from(COLS) {
+                out.extend_from_slice("日".as_bytes());
+                x += 2;
+            } else {
+                out.push(b'!' + (v % 90) as u8);
+                x += 1;
+            }
+        }
+    }
+    out.extend_from_slice(b"\x1b[0m");
+    out
+}
+
+fn main() {
+    let frames: Vec<Vec<u8>> = (0..FRAMES + 1).map(app_frame).collect();
+    let renderer = Renderer::new();
+
+    let mut server = Complete::new(COLS, ROWS);
+    server.feed_host_bytes(&frames[0]);
+    let mut client = Complete::new(COLS, ROWS);
+    client.apply_events(&server.diff_events(&Complete::new(COLS, ROWS))).expect("apply");
+
+    let (mut t_emulate, mut t_diff, mut t_apply, mut t_render) = (0.0, 0.0, 0.0, 0.0);
+    let (mut app_bytes, mut diff_bytes, mut render_bytes) = (0usize, 0usize, 0usize);
+    for frame in &frames[1..] {
+        let t = Instant::now();
+        let mut next_server = server.clone();
+        next_server.feed_host_bytes(frame);
+        t_emulate += t.elapsed().as_secs_f64();
+
+        let t = Instant::now();
+        let events = next_server.diff_events(&server);
+        t_diff += t.elapsed().as_secs_f64();
+
+        let t = Instant::now();
+        let mut next_client = client.clone();
+        next_client.apply_events(&events).expect("apply");
+        t_apply += t.elapsed().as_secs_f64();
+
+        let t = Instant::now();
+        let shown = renderer.render(Some(client.framebuffer()), next_client.framebuffer());
+        t_render += t.elapsed().as_secs_f64();
+
+        app_bytes += frame.len();
+        diff_bytes += events
+            .iter()
+            .map(|e| if let HostEvent::Bytes(b) = e { b.len() } else { 0 })
+            .sum::<usize>();
+        render_bytes += shown.len();
+        assert!(next_client.framebuffer().looks_like(next_server.framebuffer()).is_ok());
+        server = next_server;
+        client = next_client;
+    }
+    let n = FRAMES as f64;
+    let ms = |t: f64| t / n * 1e3;
+    println!("{COLS}x{ROWS}, {FRAMES} frames, every cell changes each frame");
+    println!("server: emulate app output   {:8.3} ms/frame", ms(t_emulate));
+    println!("server: diff (renderer)      {:8.3} ms/frame", ms(t_diff));
+    println!("client: apply server diff    {:8.3} ms/frame", ms(t_apply));
+    println!("client: render for display   {:8.3} ms/frame", ms(t_render));
+    println!(
+        "bytes/frame: application {}, server diff (HostBytes) {}, client render {}",
+        app_bytes / FRAMES,
+        diff_bytes / FRAMES,
+        render_bytes / FRAMES
+    );
+}

@@ -1,0 +1,307 @@
+//! One character cell: its grapheme, its width and its renditions (pen attributes and colours).
+
+use std::fmt;
+
+/// A colour of the foreground or background, as mosh stores it (MOSH-PROTOCOL.md 8.2, 8.3).
+///
+/// `SGR 30..37` and `38;5;0..7` are the same palette entries; `SGR 90..97` and `100..107` are
+/// palette 8..15, re-emitted as `38;5;N` / `48;5;N` exactly as mosh-server does.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Color {
+    #[default]
+    Default,
+    Palette(u8),
+    Rgb(u8, u8, u8),
+}
+
+/// The text attributes mosh 1.4.0 keeps (faint/dim is not among them: `SGR 2` is ignored).
+#[derive(Copy, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Attrs(u8);
+
+impl Attrs {
+    pub const BOLD: Attrs = Attrs(1);
+    pub const ITALIC: Attrs = Attrs(1 << 1);
+    pub const UNDERLINE: Attrs = Attrs(1 << 2);
+    pub const BLINK: Attrs = Attrs(1 << 3);
+    pub const INVERSE: Attrs = Attrs(1 << 4);
+    pub const INVISIBLE: Attrs = Attrs(1 << 5);
+    pub const NONE: Attrs = Attrs(0);
+
+    /// In the order the SGR string lists them, with their SGR numbers.
+    const SGR_ORDER: [(Attrs, &'static str); 6] = [
+        (Attrs::BOLD, ";1"),
+        (Attrs::ITALIC, ";3"),
+        (Attrs::UNDERLINE, ";4"),
+        (Attrs::BLINK, ";5"),
+        (Attrs::INVERSE, ";7"),
+        (Attrs::INVISIBLE, ";8"),
+    ];
+
+    pub fn contains(self, other: Attrs) -> bool {
+        self.0 & other.0 == other.0
+    }
+    pub fn set(&mut self, other: Attrs, on: bool) {
+        if on {
+            self.0 |= other.0;
+        } else {
+            self.0 &= !other.0;
+        }
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// Builds attributes from the low six bits (tests and generators).
+    pub fn from_bits_truncate(bits: u8) -> Attrs {
+        Attrs(bits & 0x3f)
+    }
+}
+
+impl std::ops::BitOr for Attrs {
+    type Output = Attrs;
+    fn bitor(self, rhs: Attrs) -> Attrs {
+        Attrs(self.0 | rhs.0)
+    }
+}
+
+impl fmt::Debug for Attrs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = ["bold", "italic", "underline", "blink", "inverse", "invisible"];
+        let mut list = f.debug_set();
+        for (i, name) in names.iter().enumerate() {
+            if self.0 & (1 << i) != 0 {
+                list.entry(name);
+            }
+        }
+        list.finish()
+    }
+}
+
+/// The pen: attributes plus foreground and background colour.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Renditions {
+    pub attrs: Attrs,
+    pub fg: Color,
+    pub bg: Color,
+}
+
+impl Renditions {
+    pub const DEFAULT: Renditions =
+        Renditions { attrs: Attrs::NONE, fg: Color::Default, bg: Color::Default };
+
+    /// What erasing leaves behind: only the background colour of the pen survives
+    /// (mosh's `Cell(background_color)`, MOSH-PROTOCOL.md 8.3).
+    pub fn background_only(bg: Color) -> Renditions {
+        Renditions { attrs: Attrs::NONE, fg: Color::Default, bg }
+    }
+
+    /// Appends the absolute SGR string mosh-server emits for this pen (MOSH-PROTOCOL.md 8.2 step 7):
+    /// `ESC [ 0`, attributes, foreground, background, `m`.
+    pub fn write_sgr(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"\x1b[0");
+        for (attr, code) in Attrs::SGR_ORDER {
+            if self.attrs.contains(attr) {
+                out.extend_from_slice(code.as_bytes());
+            }
+        }
+        write_color(out, self.fg, 30);
+        write_color(out, self.bg, 40);
+        out.push(b'm');
+    }
+}
+
+fn write_color(out: &mut Vec<u8>, color: Color, base: u8) {
+    use std::io::Write;
+    // Writing into a Vec cannot fail.
+    let _ = match color {
+        Color::Default => Ok(()),
+        Color::Palette(n) if n < 8 => write!(out, ";{}", base + n),
+        Color::Palette(n) => write!(out, ";{};5;{}", base + 8, n),
+        Color::Rgb(r, g, b) => write!(out, ";{};2;{};{};{}", base + 8, r, g, b),
+    };
+}
+
+/// How many bytes of a grapheme live inline; longer ones (long combining sequences) are boxed.
+const INLINE: usize = 14;
+
+/// A cell's text: a base character plus combining marks, UTF-8. Small ones are stored inline so a
+/// row of cells is one allocation.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Repr {
+    Inline { len: u8, buf: [u8; INLINE] },
+    Boxed(Box<str>),
+}
+
+/// The text of one cell. Empty for a blank cell (drawn as a space).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Grapheme(Repr);
+
+impl Default for Grapheme {
+    fn default() -> Self {
+        Grapheme(Repr::Inline { len: 0, buf: [0; INLINE] })
+    }
+}
+
+impl Grapheme {
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            // The inline bytes are always whole UTF-8 characters (only `push` writes them).
+            Repr::Inline { len, buf } => std::str::from_utf8(&buf[..*len as usize]).unwrap_or(""),
+            Repr::Boxed(s) => s,
+        }
+    }
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Inline { len, .. } => *len as usize,
+            Repr::Boxed(s) => s.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn clear(&mut self) {
+        *self = Grapheme::default();
+    }
+    pub fn push(&mut self, c: char) {
+        let mut tmp = [0u8; 4];
+        let s = c.encode_utf8(&mut tmp);
+        match &mut self.0 {
+            Repr::Inline { len, buf } if (*len as usize) + s.len() <= INLINE => {
+                let at = *len as usize;
+                buf[at..at + s.len()].copy_from_slice(s.as_bytes());
+                *len += s.len() as u8;
+            }
+            Repr::Inline { .. } => {
+                let mut owned = String::with_capacity(self.len() + s.len());
+                owned.push_str(self.as_str());
+                owned.push_str(s);
+                self.0 = Repr::Boxed(owned.into_boxed_str());
+            }
+            Repr::Boxed(b) => {
+                let mut owned = String::from(std::mem::take(b));
+                owned.push_str(s);
+                *b = owned.into_boxed_str();
+            }
+        }
+    }
+}
+
+impl From<&str> for Grapheme {
+    fn from(s: &str) -> Self {
+        let mut g = Grapheme::default();
+        for c in s.chars() {
+            g.push(c);
+        }
+        g
+    }
+}
+
+impl fmt::Debug for Grapheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+/// mosh stops appending combining characters once a cell holds 32 bytes (MOSH-PROTOCOL.md 8.3).
+pub const MAX_GRAPHEME_BYTES: usize = 32;
+
+/// One character cell.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Cell {
+    grapheme: Grapheme,
+    pub renditions: Renditions,
+    wide: bool,
+    /// The contents start with a combining character (drawn after U+00A0).
+    fallback: bool,
+}
+
+impl Cell {
+    /// A blank cell as erasing leaves it: no text, only a background colour.
+    pub fn blank(bg: Color) -> Cell {
+        Cell { renditions: Renditions::background_only(bg), ..Cell::default() }
+    }
+    /// A cell holding `text` (test and overlay helper; `wide` as the width table says).
+    pub fn new(text: &str, renditions: Renditions, wide: bool) -> Cell {
+        Cell { grapheme: Grapheme::from(text), renditions, wide, fallback: false }
+    }
+    pub fn grapheme(&self) -> &Grapheme {
+        &self.grapheme
+    }
+    pub fn text(&self) -> &str {
+        self.grapheme.as_str()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.grapheme.is_empty()
+    }
+    pub fn is_wide(&self) -> bool {
+        self.wide
+    }
+    /// Columns this cell covers: 1 or 2.
+    pub fn width(&self) -> usize {
+        if self.wide { 2 } else { 1 }
+    }
+    pub fn is_fallback(&self) -> bool {
+        self.fallback
+    }
+    /// Blank in the sense of mosh's `Cell::is_blank`: empty, a space or a no-break space.
+    pub fn is_blank(&self) -> bool {
+        matches!(self.text(), "" | " " | "\u{a0}")
+    }
+
+    pub(crate) fn reset(&mut self, bg: Color) {
+        *self = Cell::blank(bg);
+    }
+    pub(crate) fn set_wide(&mut self, wide: bool) {
+        self.wide = wide;
+    }
+    pub(crate) fn set_fallback(&mut self, fallback: bool) {
+        self.fallback = fallback;
+    }
+    pub(crate) fn is_full(&self) -> bool {
+        self.grapheme.len() >= MAX_GRAPHEME_BYTES
+    }
+    pub(crate) fn push(&mut self, c: char) {
+        self.grapheme.push(c);
+    }
+
+    /// Appends what a terminal must be sent to draw this cell: a space for an empty cell, and
+    /// U+00A0 before contents that start with a combining mark (mosh's `print_grapheme`).
+    pub fn write_grapheme(&self, out: &mut Vec<u8>) {
+        if self.is_empty() {
+            out.push(b' ');
+            return;
+        }
+        if self.fallback {
+            out.extend_from_slice("\u{a0}".as_bytes());
+        }
+        out.extend_from_slice(self.text().as_bytes());
+    }
+
+    /// Equal as drawn: the same printed grapheme (empty drawn as a space), width and renditions.
+    /// This is mosh's own notion for verifying a diff (`Cell::compare`): the receiver of a diff
+    /// gets a space where the sender had an empty cell, and U+00A0 plus the mark for a fallback cell.
+    pub fn looks_like(&self, other: &Cell) -> bool {
+        if self.wide != other.wide || self.renditions != other.renditions {
+            return false;
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        self.write_grapheme(&mut a);
+        other.write_grapheme(&mut b);
+        a == b
+    }
+}
+
+impl fmt::Debug for Cell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.text())?;
+        if self.wide {
+            f.write_str("w")?;
+        }
+        if self.fallback {
+            f.write_str("f")?;
+        }
+        if self.renditions != Renditions::DEFAULT {
+            write!(f, "{:?}", self.renditions)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,450 @@
+//! The terminal emulator: mosh's meaning for every action the parser reports.
+//!
+//! It reproduces mosh's own emulator (`src/terminal/terminal.cc`, `terminalfunctions.cc`,
+//! MOSH-PROTOCOL.md 8.3), because the server's diffs are relative to what *that* emulator makes of
+//! the previous diffs. It never answers queries (the client must not: MOSH-PROTOCOL.md 8.2), and
+//! ignores anything it does not know.
+//!
+//! Backspace from the pending-wrap position lands on column `width - 2`, as in mosh-client and
+//! xterm (MOSH-PROTOCOL.md 8.4): we chose to match what the stock mosh-client shows, so screens
+//! compare equal with it, rather than mosh-server's own cursor model.
+
+use std::rc::Rc;
+
+use super::cell::{Attrs, Color, Renditions};
+use super::framebuffer::{Framebuffer, MouseEncoding, MouseReporting, Size};
+use super::parser::{MAX_OSC_CHARS, Params, Parser, Perform};
+use super::width::print_width;
+
+/// A framebuffer plus the parser state that feeds it.
+#[derive(Clone, Debug)]
+pub struct Emulator {
+    fb: Framebuffer,
+    parser: Parser,
+}
+
+/// Titles keep their first 256 characters, counted with the `0;` prefix (mosh's dispatcher).
+const MAX_TITLE_CHARS: usize = 256;
+
+impl Emulator {
+    pub fn new(size: Size) -> Emulator {
+        Emulator::with_framebuffer(Framebuffer::new(size))
+    }
+    /// An emulator that continues from `fb` with a fresh parser.
+    pub fn with_framebuffer(fb: Framebuffer) -> Emulator {
+        Emulator { fb, parser: Parser::new() }
+    }
+    pub fn framebuffer(&self) -> &Framebuffer {
+        &self.fb
+    }
+    pub fn into_framebuffer(self) -> Framebuffer {
+        self.fb
+    }
+    /// Interprets terminal output (peer data: anything is accepted).
+    pub fn feed(&mut self, bytes: &[u8]) {
+        let Emulator { fb, parser } = self;
+        parser.advance(&mut Dispatch { fb }, bytes);
+    }
+    /// mosh's Resize instruction (MOSH-PROTOCOL.md 8.3).
+    pub fn resize(&mut self, size: Size) {
+        self.fb.resize(size);
+    }
+}
+
+/// The verbs: one parser action applied to the framebuffer.
+struct Dispatch<'a> {
+    fb: &'a mut Framebuffer,
+}
+
+fn clear_line(fb: &mut Framebuffer, row: usize, start: usize, end_inclusive: usize) {
+    let bg = fb.bg();
+    let r = fb.row_mut(row);
+    for col in start..=end_inclusive {
+        r.reset_cell(col, bg);
+    }
+}
+
+impl Dispatch<'_> {
+    fn clear_wrap(&mut self) {
+        self.fb.next_print_will_wrap = false;
+    }
+
+    /// C0/C1 controls by code point (mosh's CONTROL functions); unknown ones only clear the wrap.
+    fn control(&mut self, c: u32) {
+        if c == 0x09 {
+            // HT keeps (but does not set) the pending wrap.
+            tab(self.fb, 1);
+            return;
+        }
+        let fb = &mut *self.fb;
+        fb.next_print_will_wrap = false;
+        match c {
+            0x0a | 0x0b | 0x0c | 0x84 => fb.move_rows_autoscroll(1),
+            0x0d => fb.move_col(0, false, false),
+            0x08 => fb.move_col(-1, true, false),
+            0x8d => fb.move_rows_autoscroll(-1),
+            0x85 => {
+                fb.move_col(0, false, false);
+                fb.move_rows_autoscroll(1);
+            }
+            0x88 => fb.set_tab(),
+            0x07 => fb.bell_count = fb.bell_count.wrapping_add(1),
+            _ => {}
+        }
+    }
+}
+
+fn tab(fb: &mut Framebuffer, count: i64) {
+    let col = fb.next_tab(count).unwrap_or(fb.width - 1);
+    let keep = fb.next_print_will_wrap;
+    fb.move_col(col as i64, false, false);
+    fb.next_print_will_wrap = keep;
+}
+
+fn sgr(fb: &mut Framebuffer, p: &Params) {
+    let n = p.count();
+    let mut i = 0;
+    while i < n {
+        let r = p.get(i, 0);
+        // `38;5;N` / `48;5;N`: N of 0 is palette 0 here, not a reset.
+        if (r == 38 || r == 48) && n - i >= 3 && p.get(i + 1, -1) == 5 {
+            let color = palette(p.get(i + 2, 0));
+            if let Some(color) = color {
+                if r == 38 { fb.pen.fg = color } else { fb.pen.bg = color }
+            }
+            i += 3;
+            continue;
+        }
+        if (r == 38 || r == 48) && n - i >= 5 && p.get(i + 1, -1) == 2 {
+            let color = true_color(p.get(i + 2, 0), p.get(i + 3, 0), p.get(i + 4, 0));
+            if r == 38 {
+                fb.pen.fg = color
+            } else {
+                fb.pen.bg = color
+            }
+            i += 5;
+            continue;
+        }
+        set_rendition(&mut fb.pen, r);
+        i += 1;
+    }
+}
+
+fn set_mode(fb: &mut Framebuffer, p: &Params, on: bool) {
+    for i in 0..p.count() {
+        let n = p.get(i, 0);
+        if let Some(mode) = MouseReporting::from_mode_number(n) {
+            fb.modes.mouse_reporting = if on { mode } else { MouseReporting::None };
+            continue;
+        }
+        if let Some(enc) = MouseEncoding::from_mode_number(n) {
+            fb.modes.mouse_encoding = if on { enc } else { MouseEncoding::Default };
+            continue;
+        }
+        match n {
+            1 => fb.modes.application_cursor_keys = on,
+            3 => {
+                // 80/132 columns: not done, but the screen is cleared and the cursor homed.
+                fb.move_row(0, false);
+                fb.move_col(0, false, false);
+                for y in 0..fb.height {
+                    fb.reset_row(y);
+                }
+            }
+            5 => fb.modes.reverse_video = on,
+            6 => {
+                fb.move_row(0, false);
+                fb.move_col(0, false, false);
+                fb.modes.origin = on;
+            }
+            7 => fb.modes.autowrap = on,
+            25 => fb.modes.cursor_visible = on,
+            1004 => fb.modes.mouse_focus_events = on,
+            1007 => fb.modes.mouse_alternate_scroll = on,
+            2004 => fb.modes.bracketed_paste = on,
+            _ => {}
+        }
+    }
+}
+
+fn csi(fb: &mut Framebuffer, p: &Params, key: &str) {
+    let (row, col) = (fb.cursor_row, fb.cursor_col);
+    let width = fb.width;
+    match key {
+        "K" => match p.get(0, 0) {
+            0 => clear_line(fb, row, col, width - 1),
+            1 => clear_line(fb, row, 0, col),
+            2 => fb.reset_row(row),
+            _ => {}
+        },
+        "J" => match p.get(0, 0) {
+            0 => {
+                clear_line(fb, row, col, width - 1);
+                for y in row + 1..fb.height {
+                    fb.reset_row(y);
+                }
+            }
+            1 => {
+                for y in 0..row {
+                    fb.reset_row(y);
+                }
+                clear_line(fb, row, 0, col);
+            }
+            2 => {
+                for y in 0..fb.height {
+                    fb.reset_row(y);
+                }
+            }
+            _ => {}
+        },
+        "A" => fb.move_row(-i64::from(p.get(0, 1)), true),
+        "B" => fb.move_row(i64::from(p.get(0, 1)), true),
+        "C" => fb.move_col(i64::from(p.get(0, 1)), true, false),
+        "D" => fb.move_col(-i64::from(p.get(0, 1)), true, false),
+        "H" | "f" => {
+            fb.move_row(i64::from(p.get(0, 1)) - 1, false);
+            fb.move_col(i64::from(p.get(1, 1)) - 1, false, false);
+        }
+        "I" => tab(fb, i64::from(p.get(0, 1))),
+        "Z" => tab(fb, -i64::from(p.get(0, 1))),
+        "g" => match p.get(0, 0) {
+            0 => fb.clear_tab(col),
+            3 => {
+                fb.default_tabs = false;
+                Rc::make_mut(&mut fb.tabs).iter_mut().for_each(|t| *t = false);
+            }
+            _ => {}
+        },
+        "?h" => set_mode(fb, p, true),
+        "?l" => set_mode(fb, p, false),
+        "h" | "l" => {
+            for i in 0..p.count() {
+                if p.get(i, 0) == 4 {
+                    fb.modes.insert = key == "h";
+                }
+            }
+        }
+        "r" => {
+            let top = p.get(0, 1) as usize;
+            let bottom = p.get(1, fb.height as i32) as usize;
+            // Invalid regions are ignored, as xterm does.
+            if bottom <= top || top > fb.height {
+                return;
+            }
+            fb.set_scrolling_region(top - 1, bottom - 1);
+            fb.move_row(0, false);
+            fb.move_col(0, false, false);
+        }
+        "m" => sgr(fb, p),
+        "L" => {
+            fb.insert_lines(row, p.get(0, 1) as usize);
+            fb.move_col(0, false, false);
+        }
+        "M" => {
+            fb.delete_lines(row, p.get(0, 1) as usize);
+            fb.move_col(0, false, false);
+        }
+        "@" => {
+            let bg = fb.bg();
+            fb.row_mut(row).insert_cells(col, p.get(0, 1) as usize, bg);
+        }
+        "P" => {
+            let bg = fb.bg();
+            fb.row_mut(row).delete_cells(col, p.get(0, 1) as usize, bg);
+        }
+        "d" => fb.move_row(i64::from(p.get(0, 1)) - 1, false),
+        "G" | "`" => fb.move_col(i64::from(p.get(0, 1)) - 1, false, false),
+        "X" => {
+            let last = (col + p.get(0, 1) as usize - 1).min(width - 1);
+            clear_line(fb, row, col, last);
+        }
+        "!p" => fb.soft_reset(),
+        // mosh names these SD and SU but scrolls like SU (`S`, text up) and SD (`T`, down).
+        "S" => fb.scroll(i64::from(p.get(0, 1))),
+        "T" => fb.scroll(-i64::from(p.get(0, 1))),
+        // Queries (DA, DSR, ...) and everything else: no answer, nothing to do.
+        _ => {}
+    }
+}
+
+fn osc_dispatch(fb: &mut Framebuffer, osc: &str) {
+    if let Some(payload) = osc.strip_prefix("52;c;") {
+        fb.clipboard = Rc::from(payload);
+        return;
+    }
+    let mut chars = osc.chars();
+    let (cmd, offset) = match (chars.next(), chars.next()) {
+        (Some(';'), _) => (Some('0'), 1),
+        (Some(c), Some(';')) => (Some(c), 2),
+        _ => (None, 0),
+    };
+    let (set_icon, set_title) = match cmd {
+        Some('0') => (true, true),
+        Some('1') => (true, false),
+        Some('2') => (false, true),
+        _ => (false, false),
+    };
+    if !(set_icon || set_title) {
+        return;
+    }
+    fb.title_initialized = true;
+    let title: String = osc.chars().take(MAX_TITLE_CHARS).skip(offset).collect();
+    let title: Rc<str> = Rc::from(title);
+    if set_icon {
+        fb.icon_name = title.clone();
+    }
+    if set_title {
+        fb.title = title;
+    }
+}
+
+/// `38;5;N`: palette entries 0-255; other values leave the colour unchanged.
+fn palette(n: i32) -> Option<Color> {
+    u8::try_from(n).ok().map(Color::Palette)
+}
+
+/// `38;2;R;G;B` as mosh packs it: `R << 16 | G << 8 | B` in 24 bits, so components above 255
+/// spill into their neighbours exactly as they do in mosh.
+fn true_color(r: i32, g: i32, b: i32) -> Color {
+    let v = ((r as u32) << 16) | ((g as u32) << 8) | (b as u32);
+    Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8)
+}
+
+/// One SGR number (mosh's `Renditions::set_rendition`).
+fn set_rendition(pen: &mut Renditions, n: i32) {
+    match n {
+        0 => *pen = Renditions::DEFAULT,
+        39 => pen.fg = Color::Default,
+        49 => pen.bg = Color::Default,
+        30..=37 => pen.fg = Color::Palette((n - 30) as u8),
+        40..=47 => pen.bg = Color::Palette((n - 40) as u8),
+        90..=97 => pen.fg = Color::Palette((n - 90 + 8) as u8),
+        100..=107 => pen.bg = Color::Palette((n - 100 + 8) as u8),
+        1 | 22 => pen.attrs.set(Attrs::BOLD, n < 9),
+        3 | 23 => pen.attrs.set(Attrs::ITALIC, n < 9),
+        4 | 24 => pen.attrs.set(Attrs::UNDERLINE, n < 9),
+        5 | 25 => pen.attrs.set(Attrs::BLINK, n < 9),
+        7 | 27 => pen.attrs.set(Attrs::INVERSE, n < 9),
+        8 | 28 => pen.attrs.set(Attrs::INVISIBLE, n < 9),
+        _ => {}
+    }
+}
+
+impl Perform for Dispatch<'_> {
+    /// mosh's `Emulator::print` (MOSH-PROTOCOL.md 8.3).
+    fn print(&mut self, ch: char) {
+        let width = print_width(ch);
+        let fb = &mut *self.fb;
+        match width {
+            1 | 2 => {
+                let w = width as usize;
+                if fb.modes.autowrap && fb.next_print_will_wrap {
+                    let row = fb.cursor_row;
+                    fb.row_mut(row).set_wrap(true);
+                    fb.move_col(0, false, false);
+                    fb.move_rows_autoscroll(1);
+                } else if fb.modes.autowrap && w == 2 && fb.cursor_col == fb.width - 1 {
+                    // A wide character does not fit in the last column: wrap early, unmarked.
+                    let row = fb.cursor_row;
+                    fb.reset_cell(row, fb.cursor_col);
+                    fb.row_mut(row).set_wrap(false);
+                    fb.move_col(0, false, false);
+                    fb.move_rows_autoscroll(1);
+                }
+                let (row, col) = (fb.cursor_row, fb.cursor_col);
+                let bg = fb.bg();
+                let pen = fb.pen;
+                let last = col + 1 == fb.width;
+                if fb.modes.insert {
+                    fb.row_mut(row).insert_cells(col, w, bg);
+                }
+                let r = fb.row_mut(row);
+                let cells = r.cells_mut();
+                cells[col].reset(bg);
+                cells[col].push(ch);
+                cells[col].set_wide(w == 2);
+                cells[col].renditions = pen;
+                if w == 2 && col + 1 < cells.len() {
+                    cells[col + 1].reset(bg);
+                }
+                if last || (w == 2 && col + 2 == cells.len()) {
+                    r.set_wrap(false);
+                }
+                fb.move_col(w as i64, true, true);
+            }
+            0 => {
+                // Combining: joins the last printed cell (or the cell a move landed on).
+                let Some((row, col)) = fb.combining else {
+                    return;
+                };
+                if row >= fb.height || col >= fb.width {
+                    return;
+                }
+                let empty = fb.rows[row].cells()[col].is_empty();
+                let cell = &mut fb.row_mut(row).cells_mut()[col];
+                if empty {
+                    // A mark with no base: a "fallback" cell, drawn after U+00A0; the cursor advances.
+                    cell.set_fallback(true);
+                }
+                if !cell.is_full() {
+                    cell.push(ch);
+                }
+                if empty {
+                    fb.move_col(1, true, true);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn execute(&mut self, c: char) {
+        self.control(u32::from(c));
+    }
+
+    fn esc_dispatch(&mut self, collected: &str, final_char: char) {
+        let f = u32::from(final_char);
+        // 7-bit forms of C1 controls (ESC D = IND, ESC E = NEL, ESC H = HTS, ESC M = RI, ...).
+        if collected.is_empty() && (0x40..=0x5f).contains(&f) {
+            self.control(f + 0x40);
+            return;
+        }
+        self.clear_wrap();
+        match (collected, final_char) {
+            ("#", '8') => {
+                // DECALN: every cell an 'E' in the background-only renditions; the cursor stays.
+                let fb = &mut *self.fb;
+                let bg = fb.bg();
+                for y in 0..fb.height {
+                    let r = fb.row_mut(y);
+                    for col in 0..r.cells().len() {
+                        r.reset_cell(col, bg);
+                        r.cells_mut()[col].push('E');
+                    }
+                }
+            }
+            ("", '7') => self.fb.save_cursor(),
+            ("", '8') => self.fb.restore_cursor(),
+            ("", 'c') => self.fb.reset(),
+            _ => {}
+        }
+    }
+
+    fn csi_dispatch(&mut self, params: &Params, collected: &str, final_char: char) {
+        // mosh's dispatch key: collected characters and the final one, at most 8, Latin-1 only.
+        let mut key = String::with_capacity(collected.len() + 1);
+        key.push_str(collected);
+        if collected.chars().count() < 8 && u32::from(final_char) <= 0xff {
+            key.push(final_char);
+        }
+        // SGR, DECSET/DECRST, CHT, CBT and TBC keep the pending wrap; everything else clears it.
+        if !matches!(key.as_str(), "m" | "?h" | "?l" | "I" | "Z" | "g") {
+            self.clear_wrap();
+        }
+        csi(self.fb, params, &key);
+    }
+
+    fn osc_dispatch(&mut self, osc: &str) {
+        debug_assert!(osc.chars().count() <= MAX_OSC_CHARS);
+        osc_dispatch(self.fb, osc);
+    }
+}

@@ -1,0 +1,30 @@
+//! The server's terminal as the client keeps it: framebuffer, mosh's emulator, and the renderer.
+//!
+//! ```text
+//!  HostBytes ──> Emulator (parser + mosh semantics) ──> Framebuffer (rows shared via Rc)
+//!                                                            │
+//!  Complete = Framebuffer + echo_ack: the SyncState the transport keeps per server state
+//!                                                            │
+//!  Renderer: (frame shown, frame wanted) ──> escape bytes for xterm.js (mosh's Display::new_frame)
+//! ```
+//!
+//! What it does not do: answer terminal queries, keep scrollback or an alternate screen (mosh
+//! has neither), or reflow text on resize.
+
+mod cell;
+mod complete;
+mod display;
+mod emulator;
+mod framebuffer;
+mod notify;
+mod parser;
+mod text;
+pub mod width;
+
+pub use cell::{Attrs, Cell, Color, Grapheme, MAX_GRAPHEME_BYTES, Renditions};
+pub use complete::{Complete, MAX_CELLS};
+pub use display::Renderer;
+pub use emulator::Emulator;
+pub use framebuffer::{Framebuffer, Modes, MouseEncoding, MouseReporting, Pos, Row, Size};
+pub use notify::{Notification, overlay_notification};
+pub use text::{ScreenText, screen_text};

@@ -1,0 +1,112 @@
+//! The notification bar: row 0 replaced by a status line when the server is late or a message is set.
+//!
+//! mosh-client's `NotificationEngine` (MOSH-PROTOCOL.md 7.5), drawn over the displayed frame and
+//! never part of the synchronized state. The wording is mosh's with our own prefix `tern: `; the
+//! quit hint (`[To quit: Ctrl-^ .]`) is left out because a browser tab quits by closing.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::cell::{Attrs, Cell, Color, Renditions};
+use super::framebuffer::{Framebuffer, Row};
+use super::width::wcwidth;
+
+/// The server counts as late after this long without a new state (mosh's `server_late`).
+pub const SERVER_LATE: Duration = Duration::from_millis(6500);
+/// Our input counts as unacknowledged after this long (mosh's `reply_late`).
+pub const REPLY_LATE: Duration = Duration::from_millis(10000);
+
+/// What the bar reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Notification<'a> {
+    /// Since the newest server state arrived.
+    pub since_server_state: Duration,
+    /// Since the send time of our newest state the server acknowledged.
+    pub since_reply: Duration,
+    /// A message to show (mosh-client's `set_notification_string`).
+    pub message: Option<&'a str>,
+}
+
+/// mosh's `human_readable_duration`: "N <unit>" under a minute, then "M:SS", then "H:MM:SS".
+fn human_readable(seconds: u64, unit: &str) -> String {
+    if seconds < 60 {
+        format!("{seconds} {unit}")
+    } else if seconds < 3600 {
+        format!("{}:{:02}", seconds / 60, seconds % 60)
+    } else {
+        format!("{}:{:02}:{:02}", seconds / 3600, (seconds / 60) % 60, seconds % 60)
+    }
+}
+
+impl Notification<'_> {
+    /// The bar's text, or `None` when there is nothing to show.
+    pub fn text(&self) -> Option<String> {
+        let server_late = self.since_server_state > SERVER_LATE;
+        let reply_late = self.since_reply > REPLY_LATE;
+        let late = server_late || reply_late;
+        let message = self.message.filter(|m| !m.is_empty());
+        // Prefer "last contact" unless only the uplink is silent.
+        let (elapsed, what) = if reply_late && !server_late {
+            (self.since_reply, "reply")
+        } else {
+            (self.since_server_state, "contact")
+        };
+        let secs = elapsed.as_secs();
+        match (message, late) {
+            (None, false) => None,
+            (None, true) => {
+                Some(format!("tern: Last {what} {} ago.", human_readable(secs, "seconds")))
+            }
+            (Some(m), false) => Some(format!("tern: {m}")),
+            (Some(m), true) => {
+                Some(format!("tern: {m} ({} without {what}.)", human_readable(secs, "s")))
+            }
+        }
+    }
+}
+
+/// `fb` with the notification bar over row 0 (white on blue, message bold, cursor hidden when on
+/// row 0), or an unchanged copy when there is nothing to report. Cheap: only row 0 is new.
+pub fn overlay_notification(fb: &Framebuffer, note: &Notification<'_>) -> Framebuffer {
+    let mut out = fb.clone();
+    let Some(text) = note.text() else { return out };
+    if out.cursor_row == 0 {
+        out.modes.cursor_visible = false;
+    }
+    let bar = Renditions { attrs: Attrs::NONE, fg: Color::Palette(7), bg: Color::Palette(4) };
+    let bold = Renditions { attrs: Attrs::BOLD, ..bar };
+    let width = out.width;
+    let mut row = Row::new(width, Color::Default);
+    for cell in row.cells_mut() {
+        *cell = Cell::new(" ", bar, false);
+    }
+    // The same grapheme rules as the emulator, kept to one row.
+    let cells = row.cells_mut();
+    let mut col = 0;
+    let mut last: Option<usize> = None;
+    for ch in text.chars() {
+        if col >= width {
+            break;
+        }
+        match wcwidth(ch) {
+            w @ (1 | 2) => {
+                let w = w as usize;
+                if col + w > width {
+                    break;
+                }
+                cells[col] = Cell::new("", bold, w == 2);
+                cells[col].push(ch);
+                last = Some(col);
+                col += w;
+            }
+            0 => {
+                if let Some(at) = last.filter(|&at| !cells[at].is_full()) {
+                    cells[at].push(ch);
+                }
+            }
+            _ => {}
+        }
+    }
+    out.rows[0] = Rc::new(row);
+    out
+}

@@ -1,0 +1,383 @@
+//! Bytes to terminal actions: mosh's UTF-8 decoder and DEC/ANSI state machine, nothing more.
+//!
+//! The parser classifies; the emulator ([`super::emulator`]) gives the actions meaning. The rules
+//! are mosh's (`src/terminal/parser.cc`, `parserstate.cc`, `terminaldispatcher.cc`;
+//! MOSH-PROTOCOL.md 8.3), which differ from the `vte` crate in ways that change screens: C1
+//! controls as Unicode scalars, any ESC/CAN/SUB/C1 ends and dispatches an OSC, code points >= U+00A0
+//! act like `A` inside sequences, CSI parameter text is capped at 100 characters, OSC at 16 Ki
+//! characters. Hence our own state machine rather than `vte`.
+
+/// What the parser hands to its consumer.
+pub(crate) trait Perform {
+    /// A printable character (Ground state).
+    fn print(&mut self, c: char);
+    /// A C0 or C1 control to execute.
+    fn execute(&mut self, c: char);
+    /// `ESC` + intermediates + final.
+    fn esc_dispatch(&mut self, collected: &str, final_char: char);
+    /// `CSI` + parameters + private markers/intermediates + final.
+    fn csi_dispatch(&mut self, params: &Params, collected: &str, final_char: char);
+    /// An OSC string, dispatched when it ends (by BEL, ST, or any sequence start or CAN/SUB).
+    fn osc_dispatch(&mut self, osc: &str);
+}
+
+/// mosh keeps at most 100 characters of parameter text ("16 five-char params plus 15 semicolons").
+const MAX_PARAM_TEXT: usize = 100;
+/// mosh keeps at most 8 dispatch characters.
+const MAX_COLLECTED: usize = 8;
+/// mosh's `MAXIMUM_CLIPBOARD_SIZE`: OSC strings keep their first 16 Ki characters.
+pub(crate) const MAX_OSC_CHARS: usize = 16 * 1024;
+/// Larger parameter values count as missing (mosh's `PARAM_MAX`).
+const PARAM_MAX: i64 = 65535;
+
+/// CSI parameters as mosh parses them: every `;`-separated field, -1 when empty or out of range.
+#[derive(Debug, Default)]
+pub(crate) struct Params {
+    values: Vec<i32>,
+}
+
+impl Params {
+    fn parse(&mut self, text: &str) {
+        self.values.clear();
+        for field in text.split(';') {
+            let mut v: i64 = 0;
+            for b in field.bytes() {
+                v = (v * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
+            }
+            let v = if field.is_empty() || v > PARAM_MAX { -1 } else { v as i32 };
+            self.values.push(v);
+        }
+    }
+    /// How many fields there were; at least 1 (an empty parameter list is one missing field).
+    pub(crate) fn count(&self) -> usize {
+        self.values.len()
+    }
+    /// Field `n`, or `default` when it is missing, empty or below 1 (mosh's `getparam`).
+    pub(crate) fn get(&self, n: usize, default: i32) -> i32 {
+        match self.values.get(n) {
+            Some(&v) if v >= 1 => v,
+            _ => default,
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum State {
+    Ground,
+    Escape,
+    EscapeIntermediate,
+    CsiEntry,
+    CsiParam,
+    CsiIntermediate,
+    CsiIgnore,
+    DcsEntry,
+    DcsParam,
+    DcsIntermediate,
+    DcsPassthrough,
+    DcsIgnore,
+    OscString,
+    SosPmApcString,
+}
+
+/// The UTF-8 decoder plus the escape-sequence state machine. Cloning it copies a partial
+/// sequence, so a snapshot resumes exactly where its source stopped.
+#[derive(Clone, Debug)]
+pub(crate) struct Parser {
+    utf8: [u8; 6],
+    utf8_len: usize,
+    state: State,
+    param_text: String,
+    collected: String,
+    osc: String,
+    osc_chars: usize,
+}
+
+impl Default for Parser {
+    fn default() -> Self {
+        Parser {
+            utf8: [0; 6],
+            utf8_len: 0,
+            state: State::Ground,
+            param_text: String::new(),
+            collected: String::new(),
+            osc: String::new(),
+            osc_chars: 0,
+        }
+    }
+}
+
+/// The outcome of decoding the buffered bytes, as glibc's `mbrtowc` reports it.
+enum Decoded {
+    Char(u32),
+    Incomplete,
+    Invalid,
+}
+
+/// glibc's UTF-8 `mbrtowc` on `buf` (checked against the real one by `tests/terminal_parser.rs`):
+/// leads C2..FD announce 2..6 bytes, C0/C1/FE/FF and stray continuation bytes are invalid at once,
+/// a non-continuation byte is invalid when it arrives, overlong forms and surrogates are invalid
+/// once complete; values above U+10FFFF decode (mosh replaces them).
+fn decode(buf: &[u8]) -> Decoded {
+    let lead = buf[0];
+    let (need, init) = match lead {
+        0x00..=0x7f => return Decoded::Char(u32::from(lead)),
+        0xc2..=0xdf => (2, u32::from(lead & 0x1f)),
+        0xe0..=0xef => (3, u32::from(lead & 0x0f)),
+        0xf0..=0xf7 => (4, u32::from(lead & 0x07)),
+        0xf8..=0xfb => (5, u32::from(lead & 0x03)),
+        0xfc..=0xfd => (6, u32::from(lead & 0x01)),
+        _ => return Decoded::Invalid,
+    };
+    let mut value = init;
+    for &b in &buf[1..] {
+        if b & 0xc0 != 0x80 {
+            return Decoded::Invalid;
+        }
+        value = (value << 6) | u32::from(b & 0x3f);
+    }
+    if buf.len() < need {
+        return Decoded::Incomplete;
+    }
+    let min = [0, 0, 0x80, 0x800, 0x1_0000, 0x20_0000, 0x400_0000][need];
+    if value < min || (0xd800..=0xdfff).contains(&value) {
+        return Decoded::Invalid;
+    }
+    Decoded::Char(value)
+}
+
+fn is_c0_prime(c: u32) -> bool {
+    c <= 0x17 || c == 0x19 || (0x1c..=0x1f).contains(&c)
+}
+
+impl Parser {
+    pub(crate) fn new() -> Parser {
+        Parser::default()
+    }
+
+    /// Feeds bytes; actions go to `perform` as they complete.
+    pub(crate) fn advance<P: Perform>(&mut self, perform: &mut P, bytes: &[u8]) {
+        for &b in bytes {
+            self.byte(perform, b);
+        }
+    }
+
+    /// mosh's `UTF8Parser::input`: ASCII goes straight through; otherwise bytes gather until
+    /// `mbrtowc` accepts or rejects them. A rejected buffer yields U+FFFD and its last byte is
+    /// tried again as the start of a new character (Unicode "best practice" for U+FFFD).
+    fn byte<P: Perform>(&mut self, perform: &mut P, b: u8) {
+        if self.utf8_len == 0 && b < 0x80 {
+            self.input(perform, char::from(b));
+            return;
+        }
+        self.utf8[self.utf8_len] = b;
+        self.utf8_len += 1;
+        loop {
+            match decode(&self.utf8[..self.utf8_len]) {
+                Decoded::Incomplete => return,
+                Decoded::Char(cp) => {
+                    self.utf8_len = 0;
+                    // Above U+10FFFF (glibc decodes up to 0x7FFFFFFF) mosh substitutes U+FFFD.
+                    let c = char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER);
+                    self.input(perform, c);
+                    return;
+                }
+                Decoded::Invalid => {
+                    let retry = self.utf8_len > 1;
+                    let last = self.utf8[self.utf8_len - 1];
+                    self.utf8_len = 0;
+                    self.input(perform, char::REPLACEMENT_CHARACTER);
+                    if !retry {
+                        return;
+                    }
+                    self.utf8[0] = last;
+                    self.utf8_len = 1;
+                }
+            }
+        }
+    }
+
+    fn exit<P: Perform>(&mut self, perform: &mut P) {
+        if self.state == State::OscString {
+            perform.osc_dispatch(&self.osc);
+        }
+    }
+
+    fn enter(&mut self, state: State) {
+        self.state = state;
+        match state {
+            State::Escape | State::CsiEntry | State::DcsEntry => {
+                self.param_text.clear();
+                self.collected.clear();
+            }
+            State::OscString => {
+                self.osc.clear();
+                self.osc_chars = 0;
+            }
+            _ => {}
+        }
+    }
+
+    fn transition<P: Perform>(&mut self, perform: &mut P, to: State) {
+        self.exit(perform);
+        self.enter(to);
+    }
+
+    fn collect(&mut self, c: char) {
+        if self.collected.chars().count() < MAX_COLLECTED && u32::from(c) <= 0xff {
+            self.collected.push(c);
+        }
+    }
+
+    fn param(&mut self, c: char) {
+        if self.param_text.len() < MAX_PARAM_TEXT {
+            self.param_text.push(c);
+        }
+    }
+
+    /// One Unicode scalar through the state machine (mosh's `Parser::input`).
+    fn input<P: Perform>(&mut self, perform: &mut P, ch: char) {
+        let c = u32::from(ch);
+        // Transitions from anywhere: they leave the current state (dispatching an OSC).
+        match c {
+            0x18 | 0x1a | 0x80..=0x8f | 0x91..=0x97 | 0x99 | 0x9a => {
+                self.exit(perform);
+                perform.execute(ch);
+                self.enter(State::Ground);
+                return;
+            }
+            0x9c => return self.transition(perform, State::Ground),
+            0x1b => return self.transition(perform, State::Escape),
+            0x98 | 0x9e | 0x9f => return self.transition(perform, State::SosPmApcString),
+            0x90 => return self.transition(perform, State::DcsEntry),
+            0x9d => return self.transition(perform, State::OscString),
+            0x9b => return self.transition(perform, State::CsiEntry),
+            _ => {}
+        }
+        // High code points behave like 'A' for the rules; actions still see the real character.
+        let r = if c >= 0xa0 { 0x41 } else { c };
+        match self.state {
+            State::Ground => {
+                if is_c0_prime(r) {
+                    perform.execute(ch);
+                } else if (0x20..=0x7f).contains(&r) {
+                    perform.print(ch);
+                }
+            }
+            State::Escape => {
+                if is_c0_prime(r) {
+                    perform.execute(ch);
+                } else if (0x20..=0x2f).contains(&r) {
+                    self.collect(ch);
+                    self.state = State::EscapeIntermediate;
+                } else if matches!(r, 0x30..=0x4f | 0x51..=0x57 | 0x59 | 0x5a | 0x5c | 0x60..=0x7e)
+                {
+                    let collected = std::mem::take(&mut self.collected);
+                    perform.esc_dispatch(&collected, ch);
+                    self.collected = collected;
+                    self.enter(State::Ground);
+                } else if r == 0x5b {
+                    self.enter(State::CsiEntry);
+                } else if r == 0x5d {
+                    self.enter(State::OscString);
+                } else if r == 0x50 {
+                    self.enter(State::DcsEntry);
+                } else if matches!(r, 0x58 | 0x5e | 0x5f) {
+                    self.enter(State::SosPmApcString);
+                }
+            }
+            State::EscapeIntermediate => {
+                if is_c0_prime(r) {
+                    perform.execute(ch);
+                } else if (0x20..=0x2f).contains(&r) {
+                    self.collect(ch);
+                } else if (0x30..=0x7e).contains(&r) {
+                    let collected = std::mem::take(&mut self.collected);
+                    perform.esc_dispatch(&collected, ch);
+                    self.collected = collected;
+                    self.enter(State::Ground);
+                }
+            }
+            State::CsiEntry | State::CsiParam => {
+                let entry = self.state == State::CsiEntry;
+                if is_c0_prime(r) {
+                    perform.execute(ch);
+                } else if (0x40..=0x7e).contains(&r) {
+                    self.csi_dispatch(perform, ch);
+                } else if (0x30..=0x39).contains(&r) || r == 0x3b {
+                    self.param(ch);
+                    self.state = State::CsiParam;
+                } else if (0x3c..=0x3f).contains(&r) {
+                    if entry {
+                        self.collect(ch);
+                        self.state = State::CsiParam;
+                    } else {
+                        self.state = State::CsiIgnore;
+                    }
+                } else if r == 0x3a {
+                    self.state = State::CsiIgnore;
+                } else if (0x20..=0x2f).contains(&r) {
+                    self.collect(ch);
+                    self.state = State::CsiIntermediate;
+                }
+            }
+            State::CsiIntermediate => {
+                if is_c0_prime(r) {
+                    perform.execute(ch);
+                } else if (0x20..=0x2f).contains(&r) {
+                    self.collect(ch);
+                } else if (0x40..=0x7e).contains(&r) {
+                    self.csi_dispatch(perform, ch);
+                } else if (0x30..=0x3f).contains(&r) {
+                    self.state = State::CsiIgnore;
+                }
+            }
+            State::CsiIgnore => {
+                if is_c0_prime(r) {
+                    perform.execute(ch);
+                } else if (0x40..=0x7e).contains(&r) {
+                    self.enter(State::Ground);
+                }
+            }
+            // DCS strings are consumed and ignored (mosh's emulator does nothing with them).
+            State::DcsEntry | State::DcsParam => {
+                let entry = self.state == State::DcsEntry;
+                if (0x20..=0x2f).contains(&r) {
+                    self.state = State::DcsIntermediate;
+                } else if r == 0x3a || (!entry && (0x3c..=0x3f).contains(&r)) {
+                    self.state = State::DcsIgnore;
+                } else if (0x30..=0x39).contains(&r) || r == 0x3b || (0x3c..=0x3f).contains(&r) {
+                    self.state = State::DcsParam;
+                } else if (0x40..=0x7e).contains(&r) {
+                    self.state = State::DcsPassthrough;
+                }
+            }
+            State::DcsIntermediate => {
+                if (0x40..=0x7e).contains(&r) {
+                    self.state = State::DcsPassthrough;
+                } else if (0x30..=0x3f).contains(&r) {
+                    self.state = State::DcsIgnore;
+                }
+            }
+            State::DcsPassthrough | State::DcsIgnore | State::SosPmApcString => {}
+            State::OscString => {
+                if (0x20..=0x7f).contains(&r) {
+                    if self.osc_chars < MAX_OSC_CHARS {
+                        self.osc.push(ch);
+                        self.osc_chars += 1;
+                    }
+                } else if r == 0x07 {
+                    self.transition(perform, State::Ground);
+                }
+            }
+        }
+    }
+
+    fn csi_dispatch<P: Perform>(&mut self, perform: &mut P, ch: char) {
+        let mut params = Params::default();
+        params.parse(&self.param_text);
+        let collected = std::mem::take(&mut self.collected);
+        perform.csi_dispatch(&params, &collected, ch);
+        self.collected = collected;
+        self.enter(State::Ground);
+    }
+}

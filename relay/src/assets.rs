@@ -1,0 +1,83 @@
+//! The page's static files, embedded at build time from `www/dist/` (see build.rs).
+
+include!(concat!(env!("OUT_DIR"), "/assets.rs"));
+
+/// A file of the page.
+#[derive(Debug, Clone, Copy)]
+pub struct Asset {
+    pub path: &'static str,
+    pub bytes: &'static [u8],
+}
+
+/// Looks up a request path (`/` means `index.html`).
+pub fn find(request_path: &str) -> Option<Asset> {
+    let path = request_path.trim_start_matches('/');
+    let path = if path.is_empty() { "index.html" } else { path };
+    ASSETS.iter().find(|(p, _)| *p == path).map(|&(path, bytes)| Asset { path, bytes })
+}
+
+/// Whether the page was built into this binary at all.
+pub fn page_present() -> bool {
+    !ASSETS.is_empty()
+}
+
+/// MIME type by extension; browsers refuse wasm streaming compilation and module scripts
+/// served with the wrong type.
+pub fn mime(path: &str) -> &'static str {
+    let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    match ext.to_ascii_lowercase().as_str() {
+        "html" | "htm" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "wasm" => "application/wasm",
+        "json" | "map" => "application/json",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "ico" => "image/x-icon",
+        "woff2" => "font/woff2",
+        "txt" => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Cache policy: HTML always revalidates (it names the current hashed assets); a file whose
+/// name carries a content hash (`name-0123abcd.js`, `name.0123abcd.wasm`) never changes.
+pub fn cache_control(path: &str) -> &'static str {
+    if path.ends_with(".html") || !is_hashed(path) {
+        "no-cache"
+    } else {
+        "public, max-age=31536000, immutable"
+    }
+}
+
+fn is_hashed(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let stem = file.rsplit_once('.').map(|(s, _)| s).unwrap_or(file);
+    stem.rsplit(['-', '.', '_']).next().is_some_and(|h| {
+        h.len() >= 8
+            && h.bytes().all(|b| b.is_ascii_alphanumeric())
+            && h.bytes().any(|b| b.is_ascii_digit())
+    }) && stem.contains(['-', '.', '_'])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mime_types() {
+        assert_eq!(mime("tern_bg.wasm"), "application/wasm");
+        assert_eq!(mime("a/b.js"), "text/javascript; charset=utf-8");
+        assert_eq!(mime("x.css"), "text/css; charset=utf-8");
+        assert_eq!(mime("index.html"), "text/html; charset=utf-8");
+    }
+
+    #[test]
+    fn cache_policy() {
+        assert_eq!(cache_control("index.html"), "no-cache");
+        assert_eq!(cache_control("app.js"), "no-cache");
+        assert_eq!(cache_control("assets/app-3f9a1c2d.js"), "public, max-age=31536000, immutable");
+        assert_eq!(cache_control("tern_bg.1a2b3c4d5e.wasm"), "public, max-age=31536000, immutable");
+        assert_eq!(cache_control("tern_bg.wasm"), "no-cache");
+    }
+}

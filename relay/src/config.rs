@@ -1,0 +1,264 @@
+//! Typed relay configuration: command line flags with environment variable fallbacks.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// Default listen address: loopback only, so nothing is exposed without an explicit choice.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7480";
+
+/// Largest WebTransport datagram Chromium carries (`transport.datagrams.maxDatagramSize`).
+pub const CHROMIUM_MAX_DATAGRAM: usize = 1211;
+
+/// tern-relay: serves the Tern page and bridges WebTransport datagrams to mosh-server over UDP.
+///
+/// Spawn mode (default) starts `mosh-server new` for the relay's own user on request.
+/// Bridge mode (`--bridge --allow HOST:PORTS`) forwards to mosh-servers started elsewhere.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "tern-relay", version, about)]
+pub struct Config {
+    /// Address for HTTP (TCP) and WebTransport (UDP), both on the same port number.
+    /// Port 0 picks a free port.
+    #[arg(long, env = "TERN_RELAY_LISTEN", default_value = DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+
+    /// Access token (random if not given). Prefer the environment variable: argv is visible
+    /// to other users in `ps`.
+    #[arg(long, env = "TERN_RELAY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// Directory for the records of spawned mosh-servers (created 0700, files 0600).
+    /// Default: $XDG_STATE_HOME/tern-relay or ~/.local/state/tern-relay.
+    #[arg(long, env = "TERN_RELAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Directory where pasted files land (created 0700). Default: <state-dir>/pastes.
+    #[arg(long, env = "TERN_RELAY_PASTE_DIR")]
+    pub paste_dir: Option<PathBuf>,
+
+    /// Bridge mode: the browser names a mosh-server (host, port, key stays in the browser).
+    #[arg(long, env = "TERN_RELAY_BRIDGE")]
+    pub bridge: bool,
+
+    /// Bridge targets the browser may name, `HOST:PORT` or `HOST:LOW-HIGH` (repeatable).
+    #[arg(long = "allow", env = "TERN_RELAY_ALLOW", value_delimiter = ',')]
+    pub allow: Vec<AllowRule>,
+
+    /// mosh-server program to start in spawn mode.
+    #[arg(long, env = "TERN_RELAY_MOSH_SERVER", default_value = "mosh-server")]
+    pub mosh_server_command: PathBuf,
+
+    /// UDP ports mosh-server may bind, `LOW:HIGH`.
+    #[arg(long, env = "TERN_RELAY_MOSH_PORTS", default_value = "60001:60999")]
+    pub mosh_port_range: PortRange,
+
+    /// Locale assignment passed as `-l` to mosh-server (it needs a UTF-8 locale).
+    #[arg(long, env = "TERN_RELAY_MOSH_LOCALE", default_value = "LANG=C.UTF-8")]
+    pub mosh_locale: String,
+
+    /// Seconds to wait for `MOSH CONNECT` from mosh-server.
+    #[arg(long, env = "TERN_RELAY_SPAWN_TIMEOUT", default_value_t = 10)]
+    pub spawn_timeout_secs: u64,
+
+    /// PEM certificate chain for HTTPS and WebTransport (instead of the self-signed one).
+    #[arg(long, env = "TERN_RELAY_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key for `--tls-cert`.
+    #[arg(long, env = "TERN_RELAY_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Serve the page over HTTPS with the relay's self-signed certificate (browsers will warn).
+    #[arg(long, env = "TERN_RELAY_TLS_SELF_SIGNED")]
+    pub tls_self_signed: bool,
+
+    /// Browser sessions at once.
+    #[arg(long, env = "TERN_RELAY_MAX_SESSIONS", default_value_t = 16)]
+    pub max_sessions: usize,
+
+    /// mosh-servers spawned and alive at once.
+    #[arg(long, env = "TERN_RELAY_MAX_SPAWNED", default_value_t = 32)]
+    pub max_spawned: usize,
+
+    /// Browser→server datagrams per second per session (token bucket rate); excess is dropped.
+    #[arg(long, env = "TERN_RELAY_DATAGRAM_RATE", default_value_t = 1000)]
+    pub datagram_rate: u32,
+
+    /// Token bucket depth for `--datagram-rate`.
+    #[arg(long, env = "TERN_RELAY_DATAGRAM_BURST", default_value_t = 500)]
+    pub datagram_burst: u32,
+
+    /// Close a browser session after this many seconds without a datagram from the browser
+    /// (a mosh client sends at least every 3 s).
+    #[arg(long, env = "TERN_RELAY_IDLE_TIMEOUT", default_value_t = 300)]
+    pub idle_timeout_secs: u64,
+
+    /// Upper bound for relay→browser datagrams, below the connection's own limit.
+    #[arg(long, env = "TERN_RELAY_MAX_DATAGRAM", default_value_t = CHROMIUM_MAX_DATAGRAM)]
+    pub max_datagram_size: usize,
+
+    /// Rotate the self-signed WebTransport certificate after this many seconds (it is valid
+    /// 13 days; Chromium accepts at most 14 for `serverCertificateHashes`).
+    #[arg(long, env = "TERN_RELAY_CERT_ROTATE", default_value_t = 11 * 24 * 3600, hide = true)]
+    pub cert_rotate_secs: u64,
+
+    /// Publish the next certificate's hash this many seconds before switching to it.
+    #[arg(long, env = "TERN_RELAY_CERT_AHEAD", default_value_t = 24 * 3600, hide = true)]
+    pub cert_publish_ahead_secs: u64,
+
+    /// Extra arguments for mosh-server after its own `--`: the command to run instead of the
+    /// login shell.
+    #[arg(last = true)]
+    pub mosh_command: Vec<String>,
+}
+
+impl Config {
+    /// A configuration with every default, listening on `listen` (tests, embedding).
+    pub fn with_listen(listen: SocketAddr) -> Self {
+        let mut c = Config::parse_from(["tern-relay"]);
+        c.listen = listen;
+        c
+    }
+
+    pub fn spawn_timeout(&self) -> Duration {
+        Duration::from_secs(self.spawn_timeout_secs)
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_secs)
+    }
+
+    pub fn mode(&self) -> Mode {
+        if self.bridge { Mode::Bridge } else { Mode::Spawn }
+    }
+
+    /// The state directory: the flag, else the XDG state home.
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        if let Some(d) = &self.state_dir {
+            return Some(d.clone());
+        }
+        if let Some(x) = std::env::var_os("XDG_STATE_HOME").filter(|x| !x.is_empty()) {
+            return Some(PathBuf::from(x).join("tern-relay"));
+        }
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state/tern-relay"))
+    }
+}
+
+/// How the relay finds the mosh-server of a browser session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The relay starts mosh-server itself and hands port and key to the page.
+    Spawn,
+    /// The browser names host and port of a mosh-server; the key stays in the browser.
+    Bridge,
+}
+
+/// An inclusive UDP port range, written `LOW:HIGH` (mosh's `-p` syntax) or `LOW-HIGH`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortRange {
+    pub low: u16,
+    pub high: u16,
+}
+
+impl PortRange {
+    pub fn contains(&self, port: u16) -> bool {
+        (self.low..=self.high).contains(&port)
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.low, self.high)
+    }
+}
+
+impl FromStr for PortRange {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (low, high) = match s.split_once([':', '-']) {
+            Some((l, h)) => (l, h),
+            None => (s, s),
+        };
+        let parse = |p: &str| p.trim().parse::<u16>().map_err(|e| format!("bad port {p:?}: {e}"));
+        let (low, high) = (parse(low)?, parse(high)?);
+        if low == 0 || low > high {
+            return Err(format!("bad port range {s:?}: need 1 <= LOW <= HIGH"));
+        }
+        Ok(PortRange { low, high })
+    }
+}
+
+/// One bridge allowlist entry: a host (IP literal or name, compared case-insensitively) and ports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowRule {
+    pub host: String,
+    pub ports: PortRange,
+}
+
+impl AllowRule {
+    pub fn allows(&self, host: &str, port: u16) -> bool {
+        normalize_host(host).eq_ignore_ascii_case(&self.host) && self.ports.contains(port)
+    }
+}
+
+/// Strips the brackets of an IPv6 literal so `[::1]` and `::1` compare equal.
+pub fn normalize_host(host: &str) -> &str {
+    host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
+}
+
+impl FromStr for AllowRule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        // The port part follows the last ':' so that `[::1]:60001-60010` works.
+        let (host, ports) = s
+            .rsplit_once(':')
+            .ok_or_else(|| format!("bad allow rule {s:?}: want HOST:PORT or HOST:LOW-HIGH"))?;
+        let host = normalize_host(host);
+        if host.is_empty() {
+            return Err(format!("bad allow rule {s:?}: empty host"));
+        }
+        let ports: PortRange = ports.parse()?;
+        Ok(AllowRule { host: host.to_string(), ports })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_rules_parse_and_match() {
+        let r: AllowRule = "127.0.0.1:60001-60010".parse().unwrap();
+        assert!(r.allows("127.0.0.1", 60001));
+        assert!(r.allows("127.0.0.1", 60010));
+        assert!(!r.allows("127.0.0.1", 60011));
+        assert!(!r.allows("127.0.0.2", 60001));
+        let r: AllowRule = "[::1]:5000".parse().unwrap();
+        assert!(r.allows("::1", 5000));
+        assert!(r.allows("[::1]", 5000));
+        let r: AllowRule = "Host.Example:1-2".parse().unwrap();
+        assert!(r.allows("host.example", 2));
+        assert!("nohost".parse::<AllowRule>().is_err());
+        assert!(":5".parse::<AllowRule>().is_err());
+        assert!("h:9-3".parse::<AllowRule>().is_err());
+    }
+
+    #[test]
+    fn defaults_are_safe() {
+        let c = Config::parse_from(["tern-relay"]);
+        assert!(c.listen.ip().is_loopback());
+        assert_eq!(c.mode(), Mode::Spawn);
+        assert_eq!(c.mosh_port_range, PortRange { low: 60001, high: 60999 });
+        assert_eq!(c.max_datagram_size, 1211);
+    }
+
+    #[test]
+    fn trailing_args_go_to_mosh_server() {
+        let c = Config::parse_from(["tern-relay", "--", "/bin/sh", "-i"]);
+        assert_eq!(c.mosh_command, vec!["/bin/sh", "-i"]);
+    }
+}

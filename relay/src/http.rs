@@ -1,0 +1,219 @@
+//! The HTTP side: the page's static files (public) and the small token-protected JSON API.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+
+use crate::auth::AuthOutcome;
+use crate::control::FRAMING_VERSION;
+use crate::{Shared, assets};
+
+type Body = Full<Bytes>;
+
+/// Time a client gets to send its request headers (slowloris guard).
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bound on one connection's TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Accepts TCP connections until shutdown; one task per connection.
+pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
+    let tracker = tokio_util::task::TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            _ = shared.shutdown.cancelled() => break,
+            a = listener.accept() => a,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!("http accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let shared = Arc::clone(&shared);
+        tracker.spawn(async move {
+            let shutdown = shared.shutdown.clone();
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                _ = serve_connection(shared, stream, peer) => {}
+            }
+        });
+    }
+    tracker.close();
+    tracker.wait().await;
+}
+
+async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, peer: SocketAddr) {
+    let svc_shared = Arc::clone(&shared);
+    let service = hyper::service::service_fn(move |req| {
+        let shared = Arc::clone(&svc_shared);
+        async move {
+            let mut resp = handle(&shared, req, peer);
+            // Browsers must take the declared types at their word (wasm, module scripts).
+            resp.headers_mut()
+                .insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+            Ok::<_, Infallible>(resp)
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+    let result = match shared.https_acceptor() {
+        Some(acceptor) => {
+            match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => builder.serve_connection(TokioIo::new(tls), service).await,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, "tls handshake failed: {e}");
+                    return;
+                }
+                Err(_) => return,
+            }
+        }
+        None => builder.serve_connection(TokioIo::new(stream), service).await,
+    };
+    if let Err(e) = result {
+        tracing::debug!(%peer, "http connection ended: {e}");
+    }
+}
+
+fn handle(shared: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+    let path = req.uri().path();
+    if path.starts_with("/api/") || path == "/api" {
+        return api(shared, &req, peer);
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+    }
+    let mut resp = match assets::find(path) {
+        Some(asset) => {
+            let mut r = Response::new(Body::new(Bytes::from_static(asset.bytes)));
+            let h = r.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(assets::mime(asset.path)));
+            h.insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static(assets::cache_control(asset.path)),
+            );
+            r
+        }
+        None if !assets::page_present() => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "tern-relay was built without the page: www/dist/ did not exist at build time.\n\
+             Build the page, then rebuild tern-relay.\n",
+        ),
+        None => text(StatusCode::NOT_FOUND, "not found\n"),
+    };
+    if req.method() == Method::HEAD {
+        *resp.body_mut() = Body::new(Bytes::new());
+    }
+    resp
+}
+
+/// The API: every route needs `Authorization: Bearer TOKEN`, checked before anything else.
+fn api(shared: &Shared, req: &Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match shared.auth.check(&shared.token, presented, peer.ip(), Instant::now()) {
+        AuthOutcome::Ok => {}
+        AuthOutcome::BadToken => {
+            tracing::info!(%peer, "api request with a missing or wrong token");
+            let mut r = json(
+                StatusCode::UNAUTHORIZED,
+                &serde_json::json!({"error": "bad_token", "message": "missing or wrong token"}),
+            );
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        }
+        AuthOutcome::RateLimited(wait) => {
+            let mut r = json(
+                StatusCode::TOO_MANY_REQUESTS,
+                &serde_json::json!({"error": "rate_limited", "message": "too many failed attempts", "retry_after_secs": wait.as_secs() + 1}),
+            );
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait.as_secs() + 1));
+            return r;
+        }
+    }
+    if req.method() != Method::GET {
+        return json(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &serde_json::json!({"error": "bad_request", "message": "only GET"}),
+        );
+    }
+    match req.uri().path() {
+        "/api/info" => json(StatusCode::OK, &info(shared)),
+        "/api/sessions" => json(StatusCode::OK, &sessions(shared)),
+        _ => json(
+            StatusCode::NOT_FOUND,
+            &serde_json::json!({"error": "not_found", "message": "no such API route"}),
+        ),
+    }
+}
+
+/// What the page needs to open WebTransport: where, which certificate hashes, which limits.
+pub(crate) fn info(shared: &Shared) -> serde_json::Value {
+    let c = &shared.config;
+    serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "mode": c.mode(),
+        "port": shared.port,
+        "webtransport_path": crate::WEBTRANSPORT_PATH,
+        "cert_hashes": shared.certs.hashes(),
+        "cert_hash_algorithm": "sha-256",
+        "cert_self_signed": shared.certs.is_self_signed(),
+        "framing": FRAMING_VERSION,
+        "max_datagram_size": c.max_datagram_size,
+        "limits": {
+            "max_sessions": c.max_sessions,
+            "max_spawned": c.max_spawned,
+            "datagram_rate": c.datagram_rate,
+            "datagram_burst": c.datagram_burst,
+            "idle_timeout_secs": c.idle_timeout_secs,
+            "max_control_message": crate::control::MAX_MESSAGE,
+        },
+        "bridge_allow": c.allow.iter().map(|r| format!("{}:{}-{}", r.host, r.ports.low, r.ports.high)).collect::<Vec<_>>(),
+    })
+}
+
+/// Spawned mosh-servers still alive, without their keys.
+fn sessions(shared: &Shared) -> serde_json::Value {
+    let list: Vec<serde_json::Value> = shared
+        .state
+        .as_ref()
+        .map(|s| s.alive())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| serde_json::json!({"id": r.id, "port": r.port, "created": r.created}))
+        .collect();
+    serde_json::json!({ "sessions": list })
+}
+
+fn text(status: StatusCode, body: &'static str) -> Response<Body> {
+    let mut r = Response::new(Body::new(Bytes::from_static(body.as_bytes())));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
+    let mut r = Response::new(Body::new(Bytes::from(value.to_string())));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}

@@ -1,0 +1,382 @@
+//! tern-relay: serves Tern's page and bridges browser WebTransport datagrams to mosh-server's UDP.
+//!
+//! ```text
+//!  browser ──HTTP(S)/TCP :P──▶ http     page assets (public), /api/* (Bearer token)
+//!  browser ──WebTransport/UDP :P──▶ session (one task each)
+//!             control stream: hello(token) ▶ ready(session, port[, key]) | error(code)
+//!             datagrams ◀──▶ one connected UDP socket ◀──▶ mosh-server
+//!                            (server→browser framed by `framing`; browser→server as is)
+//! ```
+//!
+//! Spawn mode starts `mosh-server new` itself (recorded in the state directory so a restarted
+//! relay re-attaches); bridge mode forwards to an allowlisted host:port named by the browser.
+//!
+//! What it does not do: look inside mosh datagrams (they are opaque, and in bridge mode the
+//! relay has no key), stop a user's mosh-server when the relay stops, or serve anything
+//! session-related without the token.
+//!
+//! Use: [`Relay::new`] binds, [`Relay::run`] serves until [`Relay::shutdown`].
+
+#![forbid(unsafe_code)]
+
+pub mod assets;
+pub mod auth;
+pub mod cert;
+pub mod config;
+pub mod control;
+pub mod framing;
+mod http;
+pub mod limits;
+pub mod logging;
+mod session;
+pub mod spawn;
+pub mod state;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use wtransport::endpoint::endpoint_side::Server;
+use wtransport::{Endpoint, Identity, ServerConfig};
+
+pub use auth::Token;
+pub use config::{Config, Mode};
+
+use auth::AuthLimiter;
+use cert::CertManager;
+use state::StateStore;
+
+/// Path of the WebTransport endpoint (`https://HOST:PORT/wt`).
+pub const WEBTRANSPORT_PATH: &str = "/wt";
+
+/// QUIC keep-alive: keeps NAT bindings and the connection up while the tab is idle.
+const KEEP_ALIVE: Duration = Duration::from_secs(5);
+/// A QUIC connection silent this long is gone (the browser also sends keep-alives).
+const QUIC_IDLE: Duration = Duration::from_secs(30);
+
+/// Why the relay could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RelayError {
+    #[error(
+        "refusing to listen on {0} without TLS: a non-loopback address would expose the page and API \
+         in clear text; pass --tls-cert/--tls-key or --tls-self-signed, or listen on 127.0.0.1"
+    )]
+    InsecureListen(SocketAddr),
+    #[error("--bridge needs at least one --allow HOST:PORT-RANGE")]
+    BridgeWithoutAllowlist,
+    #[error("cannot bind {what} on {addr}: {source}")]
+    Bind {
+        what: &'static str,
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no state directory: pass --state-dir (no $HOME or $XDG_STATE_HOME)")]
+    NoStateDir,
+    #[error(transparent)]
+    State(#[from] state::StateError),
+    #[error(transparent)]
+    Cert(#[from] cert::CertError),
+    #[error("cannot make a random token: {0}")]
+    Random(String),
+    #[error("TLS setup: {0}")]
+    Tls(String),
+}
+
+/// State every task of the relay shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: Config,
+    pub token: Token,
+    pub auth: AuthLimiter,
+    pub certs: CertManager,
+    /// Spawn mode only.
+    pub state: Option<StateStore>,
+    pub port: u16,
+    pub sessions: Arc<tokio::sync::Semaphore>,
+    /// Serializes spawns so `max_spawned` holds.
+    pub spawn_lock: tokio::sync::Mutex<()>,
+    pub shutdown: CancellationToken,
+    /// HTTPS for the page, when configured.
+    https: Option<HttpsMode>,
+}
+
+#[derive(Clone)]
+enum HttpsMode {
+    /// The user's certificate: one acceptor for ever.
+    Fixed(tokio_rustls::TlsAcceptor),
+    /// Follow the rotating self-signed WebTransport certificate.
+    SelfSigned,
+}
+
+impl std::fmt::Debug for HttpsMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HttpsMode::Fixed(_) => "Fixed",
+            HttpsMode::SelfSigned => "SelfSigned",
+        })
+    }
+}
+
+impl Shared {
+    fn https_acceptor(&self) -> Option<tokio_rustls::TlsAcceptor> {
+        match self.https.as_ref()? {
+            HttpsMode::Fixed(a) => Some(a.clone()),
+            HttpsMode::SelfSigned => tls_acceptor(&self.certs.current().identity()).ok(),
+        }
+    }
+}
+
+/// A rustls acceptor for the page from a wtransport identity.
+fn tls_acceptor(identity: &Identity) -> Result<tokio_rustls::TlsAcceptor, RelayError> {
+    use tokio_rustls::rustls;
+    let certs = identity
+        .certificate_chain()
+        .as_slice()
+        .iter()
+        .map(|c| rustls::pki_types::CertificateDer::from(c.der().to_vec()))
+        .collect();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(
+        identity.private_key().secret_der().to_vec().into(),
+    );
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| RelayError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| RelayError::Tls(e.to_string()))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// The relay: bound sockets and shared state. Share it behind an `Arc` to call
+/// [`Relay::shutdown`] while [`Relay::run`] runs.
+pub struct Relay {
+    shared: Arc<Shared>,
+    tcp: std::sync::Mutex<Option<TcpListener>>,
+    endpoint: Arc<Endpoint<Server>>,
+    local_addr: SocketAddr,
+}
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay")
+            .field("local_addr", &self.local_addr)
+            .field("mode", &self.mode())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Relay {
+    /// Validates the configuration, binds TCP and UDP on the same port, opens the state directory.
+    pub async fn new(config: Config) -> Result<Relay, RelayError> {
+        if !config.listen.ip().is_loopback() && config.tls_cert.is_none() && !config.tls_self_signed
+        {
+            return Err(RelayError::InsecureListen(config.listen));
+        }
+        if config.bridge && config.allow.is_empty() {
+            return Err(RelayError::BridgeWithoutAllowlist);
+        }
+        let token = match &config.token {
+            Some(t) if !t.is_empty() => Token::new(t.clone()),
+            _ => Token::random().map_err(|e| RelayError::Random(e.to_string()))?,
+        };
+        let certs = match (&config.tls_cert, &config.tls_key) {
+            (Some(c), Some(k)) => CertManager::load(c, k).await?,
+            _ => CertManager::self_signed(
+                subject_alt_names(config.listen),
+                Duration::from_secs(config.cert_rotate_secs),
+                Duration::from_secs(config.cert_publish_ahead_secs),
+            )?,
+        };
+        let https = if config.tls_cert.is_some() {
+            Some(HttpsMode::Fixed(tls_acceptor(&certs.current().identity())?))
+        } else if config.tls_self_signed {
+            Some(HttpsMode::SelfSigned)
+        } else {
+            None
+        };
+        let state = match config.mode() {
+            Mode::Spawn => {
+                let dir = config.state_dir().ok_or(RelayError::NoStateDir)?;
+                let store = StateStore::open(&dir)?;
+                let paste_dir = config.paste_dir.clone().unwrap_or_else(|| dir.join("pastes"));
+                state::ensure_private_dir(&paste_dir)?;
+                Some(store)
+            }
+            Mode::Bridge => None,
+        };
+        let (tcp, udp) = bind_pair(config.listen)?;
+        let local_addr = tcp.local_addr().map_err(|source| RelayError::Bind {
+            what: "TCP",
+            addr: config.listen,
+            source,
+        })?;
+        let server_config = server_config(Some(udp), certs.current().identity())?;
+        let endpoint = Endpoint::server(server_config).map_err(|source| RelayError::Bind {
+            what: "UDP (WebTransport)",
+            addr: local_addr,
+            source,
+        })?;
+        let shared = Arc::new(Shared {
+            sessions: Arc::new(tokio::sync::Semaphore::new(config.max_sessions)),
+            config,
+            token,
+            auth: AuthLimiter::new(),
+            certs,
+            state,
+            port: local_addr.port(),
+            spawn_lock: tokio::sync::Mutex::new(()),
+            shutdown: CancellationToken::new(),
+            https,
+        });
+        Ok(Relay {
+            shared,
+            tcp: std::sync::Mutex::new(Some(tcp)),
+            endpoint: Arc::new(endpoint),
+            local_addr,
+        })
+    }
+
+    /// Where HTTP (TCP) and WebTransport (UDP) listen.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn token(&self) -> &Token {
+        &self.shared.token
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.shared.config.mode()
+    }
+
+    /// The URL to open; the token rides in the fragment, which browsers never send to a server.
+    pub fn page_url(&self) -> String {
+        let scheme = if self.shared.https.is_some() { "https" } else { "http" };
+        let host = match self.local_addr.ip() {
+            ip if ip.is_unspecified() => "127.0.0.1".to_string(),
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            ip => ip.to_string(),
+        };
+        format!(
+            "{scheme}://{host}:{}/#token={}",
+            self.local_addr.port(),
+            self.shared.token.expose()
+        )
+    }
+
+    /// Current WebTransport certificate hashes (base64 SHA-256), as `/api/info` serves them.
+    pub fn cert_hashes(&self) -> Vec<String> {
+        self.shared.certs.hashes()
+    }
+
+    /// Serves until [`Relay::shutdown`]. Call once.
+    pub async fn run(&self) {
+        let Some(tcp) = self.tcp.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            tracing::error!("Relay::run called twice");
+            return;
+        };
+        tracing::info!(addr = %self.local_addr, mode = ?self.mode(), "tern-relay serving");
+        let http = tokio::spawn(http::serve(Arc::clone(&self.shared), tcp));
+        let certs =
+            tokio::spawn(rotate_certs(Arc::clone(&self.shared), Arc::clone(&self.endpoint)));
+        session::accept_loop(Arc::clone(&self.shared), &self.endpoint).await;
+        self.endpoint.close(wtransport::VarInt::from_u32(0), b"relay shutting down");
+        let _ = http.await;
+        certs.abort();
+        tracing::info!("tern-relay stopped");
+    }
+
+    /// Asks [`Relay::run`] to stop: listeners close, sessions end with `shutting_down`.
+    /// mosh-servers keep running.
+    pub fn shutdown(&self) {
+        self.shared.shutdown.cancel();
+    }
+
+    /// A handle that stops the relay from elsewhere (a signal handler).
+    pub fn shutdown_handle(&self) -> CancellationToken {
+        self.shared.shutdown.clone()
+    }
+}
+
+/// Names in the self-signed certificate: loopback names plus the listen address.
+fn subject_alt_names(listen: SocketAddr) -> Vec<String> {
+    let mut sans = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+    if !listen.ip().is_unspecified() && !listen.ip().is_loopback() {
+        sans.push(listen.ip().to_string());
+    }
+    sans
+}
+
+/// wtransport server configuration; `socket` is `None` when only reloading the identity.
+fn server_config(
+    socket: Option<UdpSocket>,
+    identity: Identity,
+) -> Result<ServerConfig, RelayError> {
+    let builder = ServerConfig::builder();
+    let builder = match socket {
+        Some(s) => builder.with_bind_socket(s),
+        // Ignored by `reload_config(.., rebind = false)`.
+        None => builder.with_bind_default(0),
+    };
+    Ok(builder
+        .with_identity(identity)
+        .keep_alive_interval(Some(KEEP_ALIVE))
+        .max_idle_timeout(Some(QUIC_IDLE))
+        .map_err(|e| RelayError::Tls(e.to_string()))?
+        .build())
+}
+
+/// Binds TCP and UDP on one port number. With port 0, retries until a port is free for both.
+fn bind_pair(addr: SocketAddr) -> Result<(TcpListener, UdpSocket), RelayError> {
+    let bind_err = |what, source| RelayError::Bind { what, addr, source };
+    let attempts = if addr.port() == 0 { 20 } else { 1 };
+    let mut last = None;
+    for _ in 0..attempts {
+        let tcp = std::net::TcpListener::bind(addr).map_err(|e| bind_err("TCP", e))?;
+        let port = tcp.local_addr().map_err(|e| bind_err("TCP", e))?.port();
+        match UdpSocket::bind(SocketAddr::new(addr.ip(), port)) {
+            Ok(udp) => {
+                tcp.set_nonblocking(true).map_err(|e| bind_err("TCP", e))?;
+                let tcp = TcpListener::from_std(tcp).map_err(|e| bind_err("TCP", e))?;
+                return Ok((tcp, udp));
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(bind_err("UDP", last.unwrap_or_else(|| std::io::Error::other("no free port"))))
+}
+
+/// Switches the endpoint to each new certificate as the schedule says; live connections stay.
+async fn rotate_certs(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
+    loop {
+        let Some(wait) = shared.certs.next_tick_in(Instant::now()) else {
+            return;
+        };
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            // Re-check at least hourly: a suspended machine's timers may sleep through the due time.
+            _ = tokio::time::sleep(wait.clamp(Duration::from_millis(10), Duration::from_secs(3600))) => {}
+        }
+        match shared.certs.tick(Instant::now()) {
+            Ok(Some(identity)) => {
+                let reloaded = server_config(None, identity).and_then(|c| {
+                    endpoint.reload_config(c, false).map_err(|e| RelayError::Tls(e.to_string()))
+                });
+                if let Err(e) = reloaded {
+                    tracing::error!("cannot switch the WebTransport certificate: {e:#}");
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!("cannot make the next certificate: {e:#}");
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+        }
+    }
+}

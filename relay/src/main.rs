@@ -1,0 +1,49 @@
+//! The tern-relay binary: parse the configuration, bind, print the URL, serve until a signal.
+
+use anyhow::Context;
+use clap::Parser;
+use std::sync::Arc;
+use tern_relay::{Config, Relay, logging};
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    logging::init();
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}`: the whole cause chain on one line, no backtrace noise.
+            eprintln!("tern-relay: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
+    let config = Config::parse();
+    let relay = Arc::new(Relay::new(config).await.context("starting the relay")?);
+    // The URL carries the token: it goes to stdout for the user, never into the log.
+    println!("Open {}", relay.page_url());
+    let stop = relay.shutdown_handle();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("signal received; shutting down (mosh-servers keep running)");
+        stop.cancel();
+    });
+    relay.run().await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+    else {
+        // Without signal handlers, fall back to Ctrl-C only.
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}

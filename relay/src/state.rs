@@ -1,0 +1,260 @@
+//! The state directory: one private file per spawned mosh-server, so a restarted relay finds them.
+//!
+//! Layout: `<dir>/sessions/<id>.json` holding a [`SessionRecord`]. The directory is 0700 and every
+//! file 0600 because records carry mosh keys. Files are written to a temporary name and renamed,
+//! so a relay killed mid-write leaves either the old record or the new one, never half of one.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// One spawned mosh-server.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The relay's session id (random, hex), what a browser names to resume.
+    pub id: String,
+    /// UDP port mosh-server listens on (on loopback).
+    pub port: u16,
+    /// mosh key (22 characters of base64). Secret: never logged.
+    pub key: String,
+    /// pid of the detached mosh-server daemon, when it could be learnt.
+    pub pid: Option<u32>,
+    /// Unix seconds when it was spawned.
+    pub created: u64,
+}
+
+impl std::fmt::Debug for SessionRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionRecord")
+            .field("id", &self.id)
+            .field("port", &self.port)
+            .field("key", &"<redacted>")
+            .field("pid", &self.pid)
+            .field("created", &self.created)
+            .finish()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("state directory {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("state directory {path} is not private (mode {mode:o}); fix with chmod 700")]
+    NotPrivate { path: PathBuf, mode: u32 },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
+    move |source| StateError::Io { path: path.to_path_buf(), source }
+}
+
+/// Creates `dir` (and parents) with mode 0700, or checks an existing one is not group/world
+/// accessible.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), StateError> {
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io_err(dir))?;
+    let mode = fs::metadata(dir).map_err(io_err(dir))?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        // Tighten rather than refuse: we created or own it, and keys are about to go in.
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .map_err(|_| StateError::NotPrivate { path: dir.to_path_buf(), mode })?;
+    }
+    Ok(())
+}
+
+/// The records of spawned mosh-servers, in memory and on disk.
+#[derive(Debug)]
+pub struct StateStore {
+    dir: PathBuf,
+    records: Mutex<HashMap<String, SessionRecord>>,
+}
+
+impl StateStore {
+    /// Opens (creating) the state directory, loads every record and prunes those whose
+    /// mosh-server is gone.
+    pub fn open(dir: &Path) -> Result<StateStore, StateError> {
+        ensure_private_dir(dir)?;
+        let sessions = dir.join("sessions");
+        ensure_private_dir(&sessions)?;
+        let mut records = HashMap::new();
+        for entry in fs::read_dir(&sessions).map_err(io_err(&sessions))? {
+            let entry = entry.map_err(io_err(&sessions))?;
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("json") {
+                // Leftover temporary files from an interrupted write.
+                if path.extension().and_then(|e| e.to_str()) == Some("tmp") {
+                    let _ = fs::remove_file(&path);
+                }
+                continue;
+            }
+            let parsed =
+                fs::read(&path).ok().and_then(|b| serde_json::from_slice::<SessionRecord>(&b).ok());
+            match parsed {
+                Some(r) if valid_id(&r.id) && r.pid.is_none_or(pid_alive) => {
+                    records.insert(r.id.clone(), r);
+                }
+                Some(r) => {
+                    tracing::info!(session = %r.id, pid = ?r.pid, "pruning record of a mosh-server that is gone");
+                    let _ = fs::remove_file(&path);
+                }
+                None => {
+                    tracing::warn!(path = %path.display(), "ignoring unreadable session record");
+                }
+            }
+        }
+        Ok(StateStore { dir: sessions, records: Mutex::new(records) })
+    }
+
+    fn path_of(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    /// Writes a record (0600, atomically) and remembers it.
+    pub fn insert(&self, record: SessionRecord) -> Result<(), StateError> {
+        let path = self.path_of(&record.id);
+        let tmp = self.dir.join(format!("{}.tmp", record.id));
+        let bytes = serde_json::to_vec_pretty(&record).expect("a record always serializes");
+        let write = || -> std::io::Result<()> {
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+            fs::rename(&tmp, &path)
+        };
+        write().map_err(io_err(&path))?;
+        self.lock().insert(record.id.clone(), record);
+        Ok(())
+    }
+
+    pub fn get(&self, id: &str) -> Option<SessionRecord> {
+        self.lock().get(id).cloned()
+    }
+
+    /// Forgets a record, on disk too.
+    pub fn remove(&self, id: &str) {
+        self.lock().remove(id);
+        let _ = fs::remove_file(self.path_of(id));
+    }
+
+    /// All records whose mosh-server still runs; prunes the others.
+    pub fn alive(&self) -> Vec<SessionRecord> {
+        let all: Vec<SessionRecord> = self.lock().values().cloned().collect();
+        let mut alive = Vec::new();
+        for r in all {
+            if r.pid.is_none_or(pid_alive) {
+                alive.push(r);
+            } else {
+                self.remove(&r.id);
+            }
+        }
+        alive.sort_by_key(|r| r.created);
+        alive
+    }
+
+    /// Is the record's mosh-server still running? Prunes it when not.
+    pub fn check_alive(&self, id: &str) -> Option<SessionRecord> {
+        let r = self.get(id)?;
+        if r.pid.is_none_or(pid_alive) {
+            Some(r)
+        } else {
+            self.remove(id);
+            None
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionRecord>> {
+        self.records.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Session ids are relay-made hex; anything else (a hand-edited file) is not trusted as a path.
+pub fn valid_id(id: &str) -> bool {
+    (8..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Is `pid` a running mosh-server? Checks /proc (Linux): the process exists, is not a zombie,
+/// and its command line names mosh-server, so a recycled pid is not mistaken for it.
+pub fn pid_alive(pid: u32) -> bool {
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    if !Path::new("/proc/self").exists() {
+        // No procfs (not Linux): cannot tell, so assume alive and let UDP errors tell later.
+        return true;
+    }
+    let Ok(stat) = fs::read_to_string(proc.join("stat")) else {
+        return false;
+    };
+    // Field 3 (after the parenthesised command) is the state; Z and X are dead.
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+    if matches!(state, Some("Z") | Some("X") | None) {
+        return false;
+    }
+    fs::read(proc.join("cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).contains("mosh-server"))
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, pid: Option<u32>) -> SessionRecord {
+        SessionRecord {
+            id: id.into(),
+            port: 60001,
+            key: "AAAAAAAAAAAAAAAAAAAAAA".into(),
+            pid,
+            created: 1,
+        }
+    }
+
+    #[test]
+    fn records_survive_reopen_with_private_modes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state");
+        let s = StateStore::open(&dir).unwrap();
+        s.insert(record("0123456789abcdef", None)).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join("sessions")), 0o700);
+        assert_eq!(mode(&dir.join("sessions/0123456789abcdef.json")), 0o600);
+        let s2 = StateStore::open(&dir).unwrap();
+        assert_eq!(s2.get("0123456789abcdef"), Some(record("0123456789abcdef", None)));
+    }
+
+    #[test]
+    fn dead_pids_are_pruned_on_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = StateStore::open(tmp.path()).unwrap();
+        // Our own pid is alive but is not mosh-server: treated as gone (pid reuse guard).
+        s.insert(record("00000000aaaaaaaa", Some(std::process::id()))).unwrap();
+        s.insert(record("00000000bbbbbbbb", Some(u32::MAX - 1))).unwrap();
+        let s2 = StateStore::open(tmp.path()).unwrap();
+        assert_eq!(s2.get("00000000aaaaaaaa"), None);
+        assert_eq!(s2.get("00000000bbbbbbbb"), None);
+        assert!(!tmp.path().join("sessions/00000000bbbbbbbb.json").exists());
+    }
+
+    #[test]
+    fn debug_hides_the_key() {
+        let r = record("0123456789abcdef", None);
+        assert!(!format!("{r:?}").contains("AAAAAAAA"));
+    }
+
+    #[test]
+    fn ids_are_checked() {
+        assert!(valid_id("0123456789abcdef"));
+        assert!(!valid_id("../../etc"));
+        assert!(!valid_id("abc"));
+    }
+}

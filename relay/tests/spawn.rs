@@ -1,0 +1,215 @@
+//! Spawn mode with the real mosh-server, driven end to end by tern's own mosh client session.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use support::*;
+
+/// Mosh client datagrams must fit the browser's limit: the relay forwards them unframed.
+const CLIENT_MTU: usize = 1200;
+
+async fn spawned_session(relay: &TestRelay, token: &str) -> (MoshOverRelay, Ready) {
+    let conn = connect(relay, None).await.expect("connects");
+    let (control, reply) = hello(&conn, spawn_hello(Some(token), None)).await;
+    let ready = expect_ready(reply);
+    let key = ready.key.clone().expect("spawn mode hands out the key");
+    (MoshOverRelay::new(conn, control, &key, CLIENT_MTU), ready)
+}
+
+#[tokio::test]
+async fn spawned_mosh_server_answers_typing_through_the_relay() {
+    let token = test_token("spawn");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let (mut mosh, ready) = spawned_session(&relay, &token).await;
+    assert!((60001..=60999).contains(&ready.port));
+    assert!(!ready.resumed);
+
+    // The first server datagram arrives once the client's first packet went through.
+    assert!(
+        mosh.run_until(Duration::from_secs(10), |s| s.has_heard_server()).await,
+        "no datagram from mosh-server through the relay"
+    );
+    // Garbage through the bridge reaches mosh-server, which drops what fails authentication.
+    for n in 0..50usize {
+        let junk: Vec<u8> = (0..(n * 37) % 1100 + 1).map(|i| (i ^ n) as u8).collect();
+        let _ = mosh.conn.send_datagram(&junk);
+    }
+    mosh.type_bytes(b"echo tern-$((6*7))\n");
+    assert!(
+        mosh.run_until(Duration::from_secs(10), |s| s.server_state().contains(b"tern-42")).await,
+        "typed command's output never came back; screen: {:?}",
+        mosh.screen_text()
+    );
+
+    // The record is private and lists what a restarted relay needs.
+    let dir = state.path().join("sessions");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(state.path()), 0o700);
+    let file = dir.join(format!("{}.json", ready.session));
+    assert_eq!(mode(&file), 0o600);
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(record["port"], ready.port);
+    assert_eq!(record["key"], ready.key.clone().unwrap());
+    assert!(record["pid"].as_u64().is_some());
+    assert!(record["created"].as_u64().is_some());
+
+    // The API lists the session without its key.
+    let (status, body) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+    assert_eq!(status, 200);
+    assert!(body.contains(&ready.session));
+    assert!(!body.contains(ready.key.as_deref().unwrap()));
+
+    relay.stop().await;
+    assert_not_logged(&token, "token");
+    assert_not_logged(ready.key.as_deref().unwrap(), "mosh key");
+    assert_not_logged("tern-42", "screen text");
+}
+
+#[tokio::test]
+async fn a_full_repaint_larger_than_the_browser_limit_arrives_whole() {
+    let token = test_token("repaint");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let (mut mosh, ready) = spawned_session(&relay, &token).await;
+    assert!(ready.max_datagram_size <= 1211);
+    assert!(mosh.run_until(Duration::from_secs(10), |s| s.has_heard_server()).await);
+    mosh.resize(200, 60);
+    // Fill the big screen with text that compresses badly, so frames exceed one datagram.
+    mosh.type_bytes(b"i=0; while [ $i -lt 700 ]; do printf '%x%o ' $((i*7919)) $((i*104729)); i=$((i+1)); done; echo; echo done-$((3*5))\n");
+    assert!(
+        mosh.run_until(Duration::from_secs(20), |s| s.server_state().contains(b"done-15")).await,
+        "output never completed"
+    );
+    assert!(mosh.split_datagrams > 0, "no server datagram needed splitting");
+    assert!(mosh.largest > 1211, "largest joined datagram was only {}", mosh.largest);
+    relay.stop().await;
+    assert_not_logged(&token, "token");
+}
+
+#[tokio::test]
+async fn relay_restart_keeps_the_shell_and_keys_typed_meanwhile() {
+    let token = test_token("restart");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let (mut mosh, ready) = spawned_session(&relay, &token).await;
+    mosh.type_bytes(b"echo pid-$$-x\n");
+    assert!(
+        mosh.run_until(Duration::from_secs(10), |s| s.server_state().contains(b"-x")
+            && number_after(&String::from_utf8_lossy(s.server_state().bytes()), "pid-").is_some())
+            .await,
+        "no pid; screen: {:?}",
+        mosh.screen_text()
+    );
+    let pid_before = number_after(&mosh.screen_text(), "pid-").unwrap();
+
+    // The relay goes away mid-session.
+    relay.stop().await;
+    // Typed while it is down: the session keeps these until the server acknowledges them.
+    mosh.type_bytes(b"echo again-$$-y\n");
+    mosh.run_until(Duration::from_millis(500), |_| false).await;
+
+    // A new relay on the same state dir; the client reconnects and resumes by session id.
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let conn = connect(&relay, None).await.expect("reconnects");
+    let (control, reply) = hello(&conn, spawn_hello(Some(&token), Some(&ready.session))).await;
+    let resumed = expect_ready(reply);
+    assert!(resumed.resumed);
+    assert_eq!(resumed.port, ready.port);
+    assert_eq!(resumed.key, ready.key);
+    mosh.reattach(conn, control);
+    assert!(
+        mosh.run_until(Duration::from_secs(15), |s| {
+            number_after(&String::from_utf8_lossy(s.server_state().bytes()), "again-").is_some()
+        })
+        .await,
+        "keys typed while the relay was down never arrived; screen: {:?}",
+        mosh.screen_text()
+    );
+    let pid_after = number_after(&mosh.screen_text(), "again-").unwrap();
+    assert_eq!(pid_before, pid_after, "a different shell answered");
+    relay.stop().await;
+    assert_not_logged(&token, "token");
+}
+
+#[tokio::test]
+async fn resuming_a_session_that_is_gone_says_so() {
+    let token = test_token("gone");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let (mut mosh, ready) = spawned_session(&relay, &token).await;
+    assert!(mosh.run_until(Duration::from_secs(10), |s| s.has_heard_server()).await);
+    // The shell exits: mosh-server shuts down and the relay tells the browser.
+    mosh.type_bytes(b"exit\n");
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Some(m) = mosh.control.try_next(Duration::from_millis(10)).await {
+                return m;
+            }
+            mosh.run_until(Duration::from_millis(200), |_| false).await;
+        }
+    })
+    .await
+    .expect("relay reports the end");
+    match ended {
+        tern_relay::control::ServerMessage::Ended { code, .. } => {
+            assert_eq!(serde_json::to_value(code).unwrap(), "session_ended")
+        }
+        other => panic!("expected ended, got {other:?}"),
+    }
+    let conn = connect(&relay, None).await.unwrap();
+    let (_c, reply) = hello(&conn, spawn_hello(Some(&token), Some(&ready.session))).await;
+    assert_eq!(expect_error(reply), "session_ended");
+    let conn = connect(&relay, None).await.unwrap();
+    let (_c, reply) = hello(&conn, spawn_hello(Some(&token), Some("../../etc/passwd"))).await;
+    assert_eq!(expect_error(reply), "unknown_session");
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn spawn_failures_are_reported_with_their_cause() {
+    let token = test_token("fail");
+    let state = tempfile::tempdir().unwrap();
+    let mut config = spawn_config(state.path(), &token);
+    config.mosh_server_command = "/nonexistent/mosh-server".into();
+    let relay = TestRelay::start(config).await;
+    let conn = connect(&relay, None).await.unwrap();
+    let (_c, reply) = hello(&conn, spawn_hello(Some(&token), None)).await;
+    match reply {
+        tern_relay::control::ServerMessage::Error { code, message } => {
+            assert_eq!(serde_json::to_value(code).unwrap(), "spawn_failed");
+            assert!(message.contains("/nonexistent/mosh-server"), "{message}");
+        }
+        other => panic!("expected error, got {other:?}"),
+    }
+    relay.stop().await;
+
+    // A locale mosh-server cannot use: its own diagnostic reaches the browser.
+    let mut config = spawn_config(state.path(), &token);
+    config.mosh_locale = "LANG=xx_XX.NOPE".into();
+    let relay = TestRelay::start(config).await;
+    let conn = connect(&relay, None).await.unwrap();
+    let (_c, reply) = hello(&conn, spawn_hello(Some(&token), None)).await;
+    // With a UTF-8 locale already in the environment mosh-server may still start; both outcomes
+    // must be clean: a ready with a key, or spawn_failed with mosh-server's stderr.
+    match reply {
+        tern_relay::control::ServerMessage::Error { code, message } => {
+            assert_eq!(serde_json::to_value(code).unwrap(), "spawn_failed");
+            assert!(message.contains("stderr"), "{message}");
+        }
+        tern_relay::control::ServerMessage::Ready { key, .. } => {
+            assert!(key.is_some());
+            for pid in recorded_pids(state.path()) {
+                kill_pid(pid);
+            }
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    relay.stop().await;
+}
