@@ -30,6 +30,9 @@ test('a prompt shows and a command runs', async () => {
   assert.equal(new URL(page.url()).hash, '', 'the token is taken out of the address bar');
   await typeLine(page, 'echo tern-$((6*7))');
   await until(async () => /^tern-42$/m.test(await screen(page)), { what: 'tern-42' });
+  // Something with colour for the screenshot.
+  await typeLine(page, 'ls --color=always -F /usr/bin | head -n 12 | column -c 90; echo shot-ready');
+  await until(async () => /^shot-ready$/m.test(await screen(page)), { what: 'ls output' });
   await page.screenshot({ path: join(ARTIFACTS, 'browser-session.png') });
 });
 
