@@ -80,10 +80,11 @@ const theme = {
   cursor: '#61afef',
   cursorAccent: '#16181d',
   selectionBackground: '#3e4451',
+  // Blue is dark enough for white text: mosh's notification bar is white on blue.
   black: '#1e2127', red: '#e06c75', green: '#98c379', yellow: '#e5c07b',
-  blue: '#61afef', magenta: '#c678dd', cyan: '#56b6c2', white: '#abb2bf',
+  blue: '#3d7fcb', magenta: '#c678dd', cyan: '#56b6c2', white: '#abb2bf',
   brightBlack: '#5c6370', brightRed: '#ef8189', brightGreen: '#a9d48a', brightYellow: '#f0d08e',
-  brightBlue: '#7cc0f5', brightMagenta: '#d495e6', brightCyan: '#6fcbd6', brightWhite: '#e6e9ef',
+  brightBlue: '#6cb6ff', brightMagenta: '#d495e6', brightCyan: '#6fcbd6', brightWhite: '#e6e9ef',
 };
 
 async function main() {

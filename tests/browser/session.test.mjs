@@ -91,6 +91,7 @@ test('the session survives a relay restart and nothing typed meanwhile is lost',
   await until(async () => (await stats(page)).phase === 'reconnecting', { timeout: 15000, what: 'the page to notice' });
   await typeLine(page, 'echo typed-while-down-$$');
   await sleep(500);
+  await page.screenshot({ path: join(ARTIFACTS, 'browser-reconnecting.png') });
   relay = await startRelay({ port, token, stateDir });
   await until(async () => (await screen(page)).includes(`\ntyped-while-down-${pid}`),
     { timeout: 30000, what: 'the line typed while the relay was down' });
@@ -101,4 +102,16 @@ test('the session survives a relay restart and nothing typed meanwhile is lost',
   await typeLine(page, 'echo again-$$');
   await until(async () => (await screen(page)).includes(`\nagain-${pid}`), { what: 'the same shell' });
   assert.equal(s.core.droppedUnknownBase, 0);
+});
+
+test('exiting the shell ends the session: said on the page, no reconnect', async () => {
+  await typeLine(page, 'exit');
+  const notice = page.locator('#notice');
+  await notice.waitFor({ state: 'visible', timeout: 15000 });
+  assert.match(await notice.innerText(), /session ended/i);
+  await page.screenshot({ path: join(ARTIFACTS, 'browser-ended.png') });
+  const s = await stats(page);
+  assert.equal(s.phase, 'ended');
+  await sleep(3000);
+  assert.equal((await stats(page)).connects, s.connects, 'no reconnect after the end');
 });
