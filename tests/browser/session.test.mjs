@@ -46,6 +46,17 @@ test('cursor keys reach the shell (history recall with the up arrow)', async () 
     { what: 'the recalled command to run again' });
 });
 
+test('Unicode input and a bracketed paste', async () => {
+  await typeLine(page, 'clear; echo ünï-世界-$((1+1))');
+  await until(async () => /^ünï-世界-2$/m.test(await screen(page)), { what: 'the Unicode echo' });
+  // bash turns bracketed paste on; the core's renderer passes the mode to xterm.js, which then
+  // wraps the paste (bash would otherwise run each pasted line as typed).
+  assert.equal(await page.evaluate(() => window.tern.term.modes.bracketedPasteMode), true);
+  await page.evaluate(() => window.tern.term.paste('echo pasted-$((1+2))'));
+  await page.keyboard.press('Enter');
+  await until(async () => /^pasted-3$/m.test(await screen(page)), { what: 'the pasted command' });
+});
+
 test('vi opens full screen and quits cleanly', async () => {
   await typeLine(page, 'clear; vi');
   // vi marks the lines past the end of an empty buffer with `~`, down to the last row.
