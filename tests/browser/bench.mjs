@@ -5,6 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import {
   ROOT, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, tempDir, sleep,
+  cleanupState,
 } from './helpers.mjs';
 
 const keystrokes = Number(process.argv[2] || 200);
@@ -13,7 +14,8 @@ const glue = readFileSync(join(ROOT, 'www/dist/pkg/tern.js'));
 console.log(`wasm: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} gzip -9`);
 console.log(`glue (tern.js): ${glue.length} bytes raw, ${gzipSync(glue, { level: 9 }).length} gzip -9`);
 
-const relay = await startRelay({ port: await freePort(), token: 'bench', stateDir: tempDir('tern-bench-') });
+const stateDir = tempDir('tern-bench-');
+const relay = await startRelay({ port: await freePort(), token: 'bench', stateDir });
 const browser = await launchBrowser();
 const page = browser.page;
 try {
@@ -51,4 +53,5 @@ try {
 } finally {
   await browser.close();
   await stopRelay(relay);
+  cleanupState(stateDir);
 }

@@ -1,6 +1,6 @@
 // Shared set-up for the browser tests: the real tern-relay on a free port, headless Chromium.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createSocket } from 'node:dgram';
 import { tmpdir } from 'node:os';
@@ -127,4 +127,19 @@ export async function typeLine(page, text) {
 
 export function tempDir(prefix) {
   return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/// Ends the mosh-servers this test's relay spawned (they outlive the relay by design) and removes
+/// the state dir. Only pids recorded in this state dir are touched.
+export function cleanupState(stateDir) {
+  if (!stateDir) return;
+  let files = [];
+  try { files = readdirSync(join(stateDir, 'sessions')); } catch { /* no sessions */ }
+  for (const f of files) {
+    try {
+      const { pid } = JSON.parse(readFileSync(join(stateDir, 'sessions', f), 'utf8'));
+      if (Number.isInteger(pid) && pid > 1) process.kill(pid, 'SIGTERM');
+    } catch { /* already gone */ }
+  }
+  rmSync(stateDir, { recursive: true, force: true });
 }

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import {
   ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
-  waitForPrompt, typeLine, tempDir, sleep,
+  waitForPrompt, typeLine, tempDir, sleep, cleanupState,
 } from './helpers.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
@@ -21,6 +21,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await stopRelay(relay);
+  cleanupState(stateDir);
   if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
 });
 

@@ -2,18 +2,21 @@
 // the client's address in the relay's rate limiter.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePort, startRelay, stopRelay, launchBrowser, until, stats, tempDir, sleep } from './helpers.mjs';
+import {
+  freePort, startRelay, stopRelay, launchBrowser, stats, tempDir, sleep, cleanupState,
+} from './helpers.mjs';
 
-let relay, browser;
+let relay, browser, stateDir;
 
 before(async () => {
-  relay = await startRelay({ port: await freePort(), token: 'right-token', stateDir: tempDir('tern-relay-state-') });
+  relay = await startRelay({ port: await freePort(), token: 'right-token', stateDir: (stateDir = tempDir('tern-relay-state-')) });
   browser = await launchBrowser();
 });
 
 after(async () => {
   await browser?.close();
   await stopRelay(relay);
+  cleanupState(stateDir);
 });
 
 test('a wrong token gets a clear message and no retries', async () => {

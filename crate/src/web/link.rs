@@ -17,6 +17,9 @@ use web_sys::{
 /// Longest control line accepted from the relay (its own limit is 4096 bytes; `ended` and
 /// `error` lines are far shorter).
 const MAX_CONTROL_LINE: usize = 16 * 1024;
+/// Handshake, control stream and the relay's answer to hello must all come within this; a path
+/// that died mid-handshake would otherwise hang the attempt until QUIC's idle timeout.
+const OPEN_TIMEOUT_MS: u32 = 10_000;
 
 /// Why a connection attempt did not produce a live link.
 #[derive(Debug)]
@@ -194,8 +197,13 @@ impl Link {
         }
         let transport = WebTransport::new_with_options(&url, &options)
             .map_err(|e| ConnectError::retry("WebTransport", e))?;
+        // Closing the transport makes every pending step below fail; dropped (cancelled) on return.
+        let _deadline = {
+            let transport = transport.clone();
+            gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, move || close(&transport))
+        };
         if let Err(e) = transport.ready().await {
-            transport.close();
+            close(&transport);
             return Err(ConnectError::retry("WebTransport handshake", e));
         }
         let datagrams = transport.datagrams();
@@ -207,7 +215,7 @@ impl Link {
         let bidi = match transport.create_bidirectional_stream().await {
             Ok(b) => b,
             Err(e) => {
-                transport.close();
+                close(&transport);
                 return Err(ConnectError::retry("control stream", e));
             }
         };
@@ -296,12 +304,16 @@ impl Link {
 
     /// Closes the WebTransport session; pending reads then end.
     pub fn close(&self) {
-        // Called through Reflect so that a throw (closing a transport that is still
-        // connecting, say) comes back as an Err instead of unwinding through wasm.
-        if let Ok(close) = Reflect::get(&self.transport, &"close".into()) {
-            if let Some(close) = close.dyn_ref::<js_sys::Function>() {
-                let _ = close.call0(&self.transport);
-            }
+        close(&self.transport);
+    }
+}
+
+/// Closes a WebTransport through Reflect, so that a throw (closing one that already failed, say)
+/// comes back as an Err instead of unwinding through wasm.
+fn close(transport: &WebTransport) {
+    if let Ok(close) = Reflect::get(transport, &"close".into()) {
+        if let Some(close) = close.dyn_ref::<js_sys::Function>() {
+            let _ = close.call0(transport);
         }
     }
 }
