@@ -12,6 +12,7 @@
 //! What the core does not do: open sockets, read a clock, draw randomness from the OS, or spawn
 //! anything. Time comes in as [`time::Instant`] arguments, randomness from a seed.
 
+pub mod relay_framing;
 pub mod session;
 pub mod terminal;
 pub mod time;
@@ -21,3 +22,6 @@ pub mod wire;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
+
+#[cfg(target_arch = "wasm32")]
+pub mod web;
