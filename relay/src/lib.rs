@@ -24,7 +24,8 @@ pub mod auth;
 pub mod cert;
 pub mod config;
 pub mod control;
-pub mod framing;
+/// The relay→browser datagram framing; the codec is the core's, shared with the wasm client.
+pub use tern::relay_framing as framing;
 mod http;
 pub mod limits;
 pub mod logging;
