@@ -10,7 +10,8 @@ const $ = (id) => document.getElementById(id);
 // and take it out of the address bar, history and screenshots.
 function takeParams() {
   const frag = new URLSearchParams(location.hash.slice(1));
-  for (const name of ['token', 'host', 'port', 'key']) {
+  // wt_port: test-only, WebTransport through a link emulator in front of the relay (docs/BROWSER.md).
+  for (const name of ['token', 'host', 'port', 'key', 'wt_port']) {
     const v = frag.get(name);
     if (v) sessionStorage.setItem(`tern.${name}`, v);
   }
@@ -19,7 +20,44 @@ function takeParams() {
   const bridge = get('host') && get('port') && get('key')
     ? { host: get('host'), port: Number(get('port')), key: get('key') }
     : undefined;
-  return { token: get('token'), bridge };
+  return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined };
+}
+
+// The paste box over the terminal: the progress line and a cancel button (Escape also cancels).
+function pasteBox(client, text) {
+  const box = $('paste');
+  box.hidden = !text;
+  if (text) $('paste-text').textContent = text.replace(/ \[Esc cancels\]$/, '');
+  $('paste-cancel').hidden = !text || !/^Pasting/.test(text);
+  $('paste-cancel').onclick = () => { client.cancelPaste(); window.tern?.term.focus(); };
+}
+
+// Files pasted (a screenshot) or dropped on the terminal go to the relay's paste directory and
+// their path is typed; text pastes stay xterm.js's. Capture phase: before xterm.js's textarea.
+function wirePaste(client) {
+  document.addEventListener('paste', (e) => {
+    const files = [...(e.clipboardData?.files ?? [])];
+    if (!files.length) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    for (const f of files) client.paste(f);
+  }, true);
+  const hasFiles = (e) => [...(e.dataTransfer?.types ?? [])].includes('Files');
+  const target = $('terminal');
+  target.addEventListener('dragover', (e) => {
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = 'copy';
+    document.body.classList.add('dropping');
+  });
+  target.addEventListener('dragleave', () => document.body.classList.remove('dropping'));
+  target.addEventListener('drop', (e) => {
+    document.body.classList.remove('dropping');
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    for (const f of e.dataTransfer.files) client.paste(f);
+    window.tern?.term.focus();
+  });
 }
 
 function notice(kind, title, text, action) {
@@ -88,7 +126,7 @@ const theme = {
 };
 
 async function main() {
-  const { token, bridge } = takeParams();
+  const { token, bridge, wtPort } = takeParams();
   if (!token) {
     notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
     return;
@@ -128,10 +166,13 @@ async function main() {
   term.focus();
 
   await init();
-  const client = new Client(term, {
+  let client;
+  client = new Client(term, {
     token,
     bridge,
+    wtPort,
     hooks: {
+      paste: (text) => pasteBox(client, text),
       status: onStatus,
       title: (t) => { document.title = t ? `${t} — tern` : 'tern'; },
       bell: () => {
@@ -149,7 +190,11 @@ async function main() {
     screenText: () => client.screenText(),
     stats: () => client.stats(),
     term,
+    // The benchmark measures echo during an upload: keys must not wait for the path there.
+    holdKeysDuringPaste: (hold) => client.setHoldKeysDuringPaste(hold),
+    cancelPaste: () => client.cancelPaste(),
   };
+  wirePaste(client);
 
   let pending = false;
   const refit = () => {

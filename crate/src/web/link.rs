@@ -302,9 +302,57 @@ impl Link {
         }
     }
 
+    /// Opens a bidirectional stream beside the control stream (one per paste upload). Its
+    /// writer is separate from the datagram writer: nothing written here can hold up a datagram.
+    pub async fn open_stream(&self) -> Result<(WritableStreamDefaultWriter, StreamLines), String> {
+        let bidi = self.transport.create_bidirectional_stream().await.map_err(|e| describe(&e))?;
+        let bidi: web_sys::WebTransportBidirectionalStream = bidi.unchecked_into();
+        let writer = bidi.writable().get_writer().map_err(|e| describe(&e))?;
+        let reader: ReadableStreamDefaultReader = bidi.readable().get_reader().unchecked_into();
+        Ok((writer, StreamLines { reader, buf: RefCell::new(Vec::new()) }))
+    }
+
     /// Closes the WebTransport session; pending reads then end.
     pub fn close(&self) {
         close(&self.transport);
+    }
+}
+
+/// Newline-delimited lines from the receiving half of a stream.
+#[derive(Debug)]
+pub struct StreamLines {
+    reader: ReadableStreamDefaultReader,
+    buf: RefCell<Vec<u8>>,
+}
+
+impl StreamLines {
+    /// The next line (without its newline), or `None` once the stream ended, failed or sent a
+    /// line longer than [`MAX_CONTROL_LINE`].
+    pub async fn next_line(&self) -> Option<Vec<u8>> {
+        loop {
+            {
+                let mut buf = self.buf.borrow_mut();
+                if let Some(at) = buf.iter().position(|&b| b == b'\n') {
+                    let mut line: Vec<u8> = buf.drain(..=at).collect();
+                    line.pop();
+                    return Some(line);
+                }
+                if buf.len() > MAX_CONTROL_LINE {
+                    return None;
+                }
+            }
+            let result: ReadableStreamReadResult = self.reader.read().await.ok()?.unchecked_into();
+            if result.get_done().unwrap_or(false) {
+                return None;
+            }
+            let chunk = result.get_value().dyn_into::<Uint8Array>().ok()?;
+            self.buf.borrow_mut().extend_from_slice(&chunk.to_vec());
+        }
+    }
+
+    /// Ends a pending [`next_line`](Self::next_line) (it returns `None`).
+    pub fn cancel(&self) {
+        let _ = self.reader.cancel();
     }
 }
 

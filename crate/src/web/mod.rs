@@ -13,6 +13,7 @@
 
 mod input;
 mod link;
+mod paste;
 mod storage;
 mod xterm;
 
@@ -118,6 +119,8 @@ struct State {
     first_ready_ms: Option<f64>,
     last_control_ms: f64,
     last_error: Option<String>,
+    /// Pasted and dropped files (paste.rs).
+    paste: paste::Pastes,
 }
 
 /// The page's handle: one terminal session through tern-relay.
@@ -135,6 +138,8 @@ struct Shell {
     hooks: JsValue,
     /// Bridge mode: `{ host, port, key }` of a mosh-server started elsewhere.
     bridge: Option<(String, u16, String)>,
+    /// Test-only WebTransport port override (`#wt_port=` in the page's address).
+    wt_port: Option<u16>,
     st: RefCell<State>,
 }
 
@@ -147,6 +152,13 @@ impl Client {
             .as_string()
             .ok_or_else(|| JsValue::from_str("options.token missing"))?;
         let hooks = Reflect::get(&options, &"hooks".into())?;
+        // Test-only: send WebTransport to this port instead of the relay's (a link emulator in
+        // front of the relay, docs/BROWSER.md). HTTP still goes to the page's origin.
+        let wt_port = Reflect::get(&options, &"wtPort".into())
+            .ok()
+            .and_then(|p| p.as_f64())
+            .and_then(|p| u16::try_from(p as u64).ok())
+            .filter(|&p| p != 0);
         let bridge =
             Reflect::get(&options, &"bridge".into()).ok().filter(|b| b.is_object()).and_then(|b| {
                 let s = |f: &str| Reflect::get(&b, &f.into()).ok()?.as_string();
@@ -174,8 +186,11 @@ impl Client {
             first_ready_ms: None,
             last_control_ms: 0.0,
             last_error: None,
+            paste: paste::Pastes::new(),
         };
-        Ok(Client { shell: Rc::new(Shell { term, token, hooks, bridge, st: RefCell::new(st) }) })
+        Ok(Client {
+            shell: Rc::new(Shell { term, token, hooks, bridge, wt_port, st: RefCell::new(st) }),
+        })
     }
 
     /// Wires the terminal's events and starts connecting (and reconnecting) in the background.
@@ -242,6 +257,25 @@ impl Client {
     /// Counters, SRTT and echo latency; see docs/BROWSER.md for each field.
     pub fn stats(&self) -> JsValue {
         self.shell.stats()
+    }
+
+    /// A pasted or dropped file (a `File` is a `Blob`): uploaded to the relay's paste directory,
+    /// then its path is typed. Keys typed meanwhile follow the path.
+    pub fn paste(&self, file: web_sys::Blob) {
+        self.shell.paste(file);
+    }
+
+    /// Cancels the pastes under way (as Escape does); held keys go out.
+    #[wasm_bindgen(js_name = cancelPaste)]
+    pub fn cancel_paste(&self) {
+        self.shell.cancel_pastes();
+    }
+
+    /// Whether keys typed during a paste wait for its path (default true). The benchmark turns
+    /// it off to measure keystroke echo while an upload shares the link.
+    #[wasm_bindgen(js_name = setHoldKeysDuringPaste)]
+    pub fn set_hold_keys_during_paste(&self, hold: bool) {
+        self.shell.st.borrow_mut().paste.hold_keys = hold;
     }
 
     /// The page is going away: start mosh's quit handshake (best effort; a reload starts a new
@@ -376,7 +410,10 @@ impl Shell {
     /// One attempt: info, WebTransport, hello/ready, and the session if this is the first.
     async fn connect_once(self: &Rc<Self>) -> Result<Rc<Link>, ConnectError> {
         self.st.borrow_mut().counters.info_requests += 1;
-        let info = link::fetch_info(&self.token).await?;
+        let mut info = link::fetch_info(&self.token).await?;
+        if let Some(p) = self.wt_port {
+            info.port = p;
+        }
         if info.mode == "bridge" && self.bridge.is_none() {
             return Err(ConnectError::Fatal {
                 code: "bridge_needs_target".into(),
@@ -443,7 +480,7 @@ impl Shell {
             }
             self.flush(false);
         } else {
-            self.input(&early);
+            self.send_input(&early);
         }
         self.render(false);
         Ok(link)
@@ -522,7 +559,28 @@ impl Shell {
         self.flush(true);
     }
 
+    /// Typed input: held behind an unfinished paste (Escape cancels it instead), else sent.
     fn input(self: &Rc<Self>, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let (busy, holding) = {
+            let st = self.st.borrow();
+            (st.paste.busy(), st.paste.holding() && st.paste.hold_keys)
+        };
+        if busy && bytes == b"\x1b" {
+            self.cancel_pastes();
+            return;
+        }
+        if holding {
+            self.st.borrow_mut().paste.hold(bytes);
+            return;
+        }
+        self.send_input(bytes);
+    }
+
+    /// Hands bytes to the core now (or keeps them until the first session exists).
+    fn send_input(self: &Rc<Self>, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
         }
@@ -626,16 +684,28 @@ impl Shell {
     /// Draws the core's newest screen with the notification bar into xterm.js (only the
     /// difference to what it shows), then reports title, bell and clipboard changes.
     fn render(&self, new_state: bool) {
-        let (bytes, title, bell, clipboard) = {
+        let (bytes, title, bell, clipboard, paste_line) = {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
-            let Some(session) = st.session.as_ref() else { return };
+            let line = st.paste.line();
+            let paste_line = (line != st.paste.reported).then(|| {
+                st.paste.reported.clone_from(&line);
+                line.clone()
+            });
+            let Some(session) = st.session.as_ref() else {
+                return self.report_paste(paste_line);
+            };
             let t = now();
             let fb = session.server_state().framebuffer();
+            // The paste's progress shares mosh's notification bar with the link's state.
+            let message = match (st.message.as_deref(), line.as_deref()) {
+                (Some(m), Some(l)) => Some(format!("{m} | {l}")),
+                (m, l) => m.or(l).map(str::to_string),
+            };
             let note = Notification {
                 since_server_state: session.since_last_contact(t),
                 since_reply: session.since_last_reply(t),
-                message: st.message.as_deref(),
+                message: message.as_deref(),
             };
             let wanted = overlay_notification(fb, &note);
             let bytes = Renderer::new().render(st.shown.as_ref(), &wanted);
@@ -666,8 +736,9 @@ impl Shell {
             if let Some(c) = &clipboard {
                 st.seen_clipboard.clone_from(c);
             }
-            (bytes, title, bell, clipboard)
+            (bytes, title, bell, clipboard, paste_line)
         };
+        self.report_paste(paste_line);
         if !bytes.is_empty() {
             self.term.write(&Uint8Array::from(&bytes[..]));
         }
@@ -686,6 +757,13 @@ impl Shell {
             {
                 self.hook("clipboard", &[text.into()]);
             }
+        }
+    }
+
+    /// Tells the page's `paste` hook the new progress line (`null`: none), when it changed.
+    fn report_paste(&self, line: Option<Option<String>>) {
+        if let Some(l) = line {
+            self.hook("paste", &[l.map_or(JsValue::NULL, JsValue::from)]);
         }
     }
 
@@ -758,6 +836,7 @@ impl Shell {
             ("lastError", st.last_error.as_deref().map_or(JsValue::NULL, JsValue::from)),
             ("core", core),
             ("echo", echo),
+            ("paste", st.paste.stats()),
         ])
     }
 }
