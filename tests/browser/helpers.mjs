@@ -44,9 +44,9 @@ export async function freePort() {
 }
 
 /// Starts tern-relay; resolves once it printed its URL.
-export async function startRelay({ port, token, stateDir }) {
+export async function startRelay({ port, token, stateDir, args = [] }) {
   const child = spawn(relayBinary(), [
-    '--listen', `127.0.0.1:${port}`, '--state-dir', stateDir,
+    '--listen', `127.0.0.1:${port}`, '--state-dir', stateDir, ...args,
   ], {
     env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: process.env.RUST_LOG || 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
