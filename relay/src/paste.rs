@@ -107,6 +107,14 @@ pub fn magic_extension(head: &[u8]) -> &'static str {
     }
 }
 
+/// Keeps the first 16 bytes seen (enough for every magic number we know).
+fn take_head(head: &mut Vec<u8>, bytes: &[u8]) {
+    if head.len() < 16 {
+        let take = (16 - head.len()).min(bytes.len());
+        head.extend_from_slice(&bytes[..take]);
+    }
+}
+
 /// A SHA-256 in lowercase hex: the only thing that names a file here.
 pub fn valid_hash(hash: &str) -> bool {
     hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
@@ -238,9 +246,16 @@ impl PasteStore {
     /// name and returns that (absolute) path. A mismatch removes the part: resuming it could
     /// only reproduce the same wrong bytes. Blocking (reads the whole file).
     pub fn publish(&self, hash: &str, size: u64) -> Result<PathBuf, PasteError> {
-        let part = self.part_path(hash);
-        let mut f =
-            fs::File::open(&part).map_err(|e| PasteError::io("cannot read the paste", e))?;
+        let (hasher, len, head) = self.hash_part(hash, u64::MAX)?;
+        self.publish_hashed(hash, size, hasher, len, &head)
+    }
+
+    /// SHA-256 state, length and first 16 bytes of the first `limit` bytes of `<hash>.part`.
+    /// Blocking.
+    pub fn hash_part(&self, hash: &str, limit: u64) -> Result<(Sha256, u64, Vec<u8>), PasteError> {
+        let f = fs::File::open(self.part_path(hash))
+            .map_err(|e| PasteError::io("cannot read the paste", e))?;
+        let mut f = f.take(limit);
         let mut hasher = Sha256::new();
         let mut head = Vec::with_capacity(16);
         let mut buf = vec![0u8; 256 * 1024];
@@ -250,13 +265,24 @@ impl PasteStore {
             if n == 0 {
                 break;
             }
-            if head.len() < 16 {
-                let take = (16 - head.len()).min(n);
-                head.extend_from_slice(&buf[..take]);
-            }
+            take_head(&mut head, &buf[..n]);
             hasher.update(&buf[..n]);
             len += n as u64;
         }
+        Ok((hasher, len, head))
+    }
+
+    /// Publishes `<hash>.part` whose `len` bytes hashed to `hasher` (hashed as they arrived, so
+    /// the end of an upload costs no second read), or removes it on a mismatch.
+    pub fn publish_hashed(
+        &self,
+        hash: &str,
+        size: u64,
+        hasher: Sha256,
+        len: u64,
+        head: &[u8],
+    ) -> Result<PathBuf, PasteError> {
+        let part = self.part_path(hash);
         let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
         if len != size || digest != hash {
             let _ = fs::remove_file(&part);
@@ -265,7 +291,7 @@ impl PasteStore {
                 format!("the relay received {len} bytes whose SHA-256 is not the announced one"),
             ));
         }
-        let path = self.dir.join(format!("{hash}.{}", magic_extension(&head)));
+        let path = self.dir.join(format!("{hash}.{}", magic_extension(head)));
         fs::set_permissions(&part, fs::Permissions::from_mode(0o600))
             .map_err(|e| PasteError::io("cannot set the paste's mode", e))?;
         fs::rename(&part, &path).map_err(|e| PasteError::io("cannot publish the paste", e))?;
@@ -460,6 +486,19 @@ async fn receive(
     }
     store.admit(size, held)?;
     let file = store.open_part(hash, held)?;
+    // Hash as the bytes arrive; a resumed upload first hashes what is already here.
+    let (mut hasher, mut head) = if held > 0 {
+        let (s2, h) = (Arc::clone(store), hash.to_string());
+        let (hasher, len, head) = tokio::task::spawn_blocking(move || s2.hash_part(&h, held))
+            .await
+            .map_err(|e| PasteError::new("internal", format!("hashing task failed: {e}")))??;
+        if len != held {
+            return Err(PasteError::new("io", "the partial paste changed while reading it"));
+        }
+        (hasher, head)
+    } else {
+        (Sha256::new(), Vec::new())
+    };
     let mut file = tokio::fs::File::from_std(file);
     if send.write_all(&Reply::Have { have: held, path: None }.line()).await.is_err() {
         return Ok(None);
@@ -515,6 +554,8 @@ async fn receive(
             ));
         }
         file.write_all(&buf[..n]).await.map_err(|e| PasteError::io("cannot write the paste", e))?;
+        hasher.update(&buf[..n]);
+        take_head(&mut head, &buf[..n]);
         count += n as u64;
         if last_ack_at.elapsed() >= ACK_COALESCE && count < size {
             if send
@@ -528,16 +569,13 @@ async fn receive(
             last_ack_at = Instant::now();
         }
     }
+    // No fsync: the bytes were verified as they arrived, and a relay killed now still leaves
+    // them in the page cache; only a power cut could lose them (then the hash check catches it).
     file.flush().await.map_err(|e| PasteError::io("cannot write the paste", e))?;
-    file.sync_all().await.map_err(|e| PasteError::io("cannot write the paste", e))?;
     drop(file);
     // The last ack: the sender's pacer finishes on it; verification follows.
     let _ = send.write_all(&Reply::Ack { acked: count, relay_time_us: last_read_us }.line()).await;
-    let store2 = Arc::clone(store);
-    let h = hash.to_string();
-    let path = tokio::task::spawn_blocking(move || store2.publish(&h, size))
-        .await
-        .map_err(|e| PasteError::new("internal", format!("verification task failed: {e}")))??;
+    let path = store.publish_hashed(hash, size, hasher, count, &head)?;
     tracing::info!(hash = &hash[..12], size, "paste published");
     Ok(Some(path_string(&path)))
 }

@@ -195,18 +195,22 @@ impl Pastes {
 
     pub fn stats(&self) -> JsValue {
         let c = &self.counters;
-        let progress = self.active.as_ref().and_then(|a| a.upload.as_ref()).map_or(JsValue::NULL, |u| {
-            let p = u.progress(now());
-            object(&[
-                ("percent", p.percent.into()),
-                ("acked", (p.acked as f64).into()),
-                ("total", (p.total as f64).into()),
-                ("inFlight", (p.in_flight as f64).into()),
-                ("window", (p.window as f64).into()),
-                ("rate", p.rate.map_or(JsValue::NULL, |r| (r as f64).into())),
-                ("minRttMs", p.min_rtt.map_or(JsValue::NULL, |d| (d.as_secs_f64() * 1000.0).into())),
-            ])
-        });
+        let progress =
+            self.active.as_ref().and_then(|a| a.upload.as_ref()).map_or(JsValue::NULL, |u| {
+                let p = u.progress(now());
+                object(&[
+                    ("percent", p.percent.into()),
+                    ("acked", (p.acked as f64).into()),
+                    ("total", (p.total as f64).into()),
+                    ("inFlight", (p.in_flight as f64).into()),
+                    ("window", (p.window as f64).into()),
+                    ("rate", p.rate.map_or(JsValue::NULL, |r| (r as f64).into())),
+                    (
+                        "minRttMs",
+                        p.min_rtt.map_or(JsValue::NULL, |d| (d.as_secs_f64() * 1000.0).into()),
+                    ),
+                ])
+            });
         let opt = |s: &Option<String>| s.as_deref().map_or(JsValue::NULL, JsValue::from);
         object(&[
             ("pastes", c.pastes.into()),
@@ -304,8 +308,7 @@ enum Attempt {
 async fn sha256(data: &Uint8Array) -> Result<ContentHash, String> {
     let describe = |e: JsValue| format!("{e:?}");
     let subtle = web_sys::window().ok_or("no window")?.crypto().map_err(describe)?.subtle();
-    let promise =
-        subtle.digest_with_str_and_buffer_source("SHA-256", data).map_err(describe)?;
+    let promise = subtle.digest_with_str_and_buffer_source("SHA-256", data).map_err(describe)?;
     let digest = wasm_bindgen_futures::JsFuture::from(promise).await.map_err(describe)?;
     let bytes = Uint8Array::new(&digest).to_vec();
     bytes.try_into().map_err(|_| "SHA-256 is not 32 bytes".to_string())
@@ -609,9 +612,8 @@ impl Shell {
         line.push('\n');
         {
             let mut st = self.st.borrow_mut();
-            let _ = writer
-                .write_with_chunk(&Uint8Array::from(line.as_bytes()))
-                .catch(&st.paste.ignore);
+            let _ =
+                writer.write_with_chunk(&Uint8Array::from(line.as_bytes())).catch(&st.paste.ignore);
             st.paste.counters.streams += 1;
             match st.paste.active.as_mut() {
                 Some(a) if !a.cancelled => {
@@ -645,7 +647,11 @@ impl Shell {
     async fn serve_stream(self: &Rc<Self>, lines: &Rc<StreamLines>, total: u64) -> Attempt {
         loop {
             let Some(line) = lines.next_line().await else {
-                return if self.paste_cancelled() { Attempt::Cancelled } else { Attempt::Interrupted };
+                return if self.paste_cancelled() {
+                    Attempt::Cancelled
+                } else {
+                    Attempt::Interrupted
+                };
             };
             match parse_reply(&line) {
                 Reply::Have { path: Some(path), have } => {
@@ -659,7 +665,8 @@ impl Shell {
                         p.counters.bytes_skipped += have.min(total);
                         let Some(a) = p.active.as_mut() else { return Attempt::Cancelled };
                         a.phase = "";
-                        Upload::new(UploadConfig::new(total, have), now()).map(|u| a.upload = Some(u))
+                        Upload::new(UploadConfig::new(total, have), now())
+                            .map(|u| a.upload = Some(u))
                     };
                     if let Err(e) = created {
                         return Attempt::Fatal(format!("the relay's answer makes no sense: {e}"));
@@ -676,7 +683,9 @@ impl Shell {
                         u.handle_ack(now(), ack).err()
                     };
                     if let Some(e) = bad {
-                        return Attempt::Fatal(format!("the relay sent a bad acknowledgement: {e}"));
+                        return Attempt::Fatal(format!(
+                            "the relay sent a bad acknowledgement: {e}"
+                        ));
                     }
                     self.pump();
                 }
