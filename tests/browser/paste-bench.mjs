@@ -5,9 +5,10 @@
 //
 // Prints (and with --json, one JSON object on the last line):
 //   upload time (first byte to the relay's path) / link limit (size x 8 / rate),
-//   keystroke echo latency while idle and during the upload (keys typed into `cat >/dev/null`,
-//   one every 150 ms; the page's hold-keys-behind-the-paste is turned off so the keys go out
-//   at once and measure the link), the bytes a repeated paste sends, and the pacer's view.
+//   keystroke echo latency while idle and during the upload (a key handed to xterm.js until its
+//   echo is on the core's screen; keys into `cat >/dev/null`, one every 150 ms; the page's
+//   hold-keys-behind-the-paste is turned off so the keys go out at once and measure the link),
+//   the bytes a repeated paste sends, the pacer's view and mosh's SRTT.
 // The link: linkemu between the page's WebTransport and the relay, delay RTT/2 each way, the
 // rate and bottleneck queue (queue-delay) in both directions. Needs scripts/build-wasm.sh first.
 import { join } from 'node:path';
@@ -60,21 +61,40 @@ try {
   await typeLine(page, 'cat >/dev/null');
   await sleep(1000);
 
-  // Types `n` echoing keys 150 ms apart (or while `whileFn` holds); returns their echo samples.
+  // Echo, measured on the screen: inside the page, a key goes to xterm.js's input (as typing
+  // does) and the page polls the core's screen until the tty's echo of it shows, 150 ms apart.
+  // (The shell's own echo statistic attributes a key to the last state sent when it was typed,
+  // which reads early when the core batches keys; the screen cannot.) `cat >/dev/null` echoes
+  // every key; a line is ended after 30 keys.
+  let typed = 0;
   const typeKeys = async (n, whileFn) => {
-    const before = (await stats(page)).echo.count;
-    let typed = 0;
-    while (whileFn ? await whileFn() : typed < n) {
-      await page.keyboard.type(String.fromCharCode(97 + (typed % 26)));
+    const samples = [];
+    while (whileFn ? await whileFn() : samples.length < n) {
+      const ms = await page.evaluate(async (i) => {
+        const ch = String.fromCharCode(97 + (i % 26));
+        const want = Array.from({ length: (i % 30) + 1 }, (_, k) => String.fromCharCode(97 + ((i - (i % 30) + k) % 26))).join('');
+        const lastLine = () => window.tern.screenText().trimEnd().split('\n').at(-1);
+        const t0 = performance.now();
+        window.tern.term.input(ch, true);
+        for (;;) {
+          if (lastLine().endsWith(want)) return performance.now() - t0;
+          if (performance.now() - t0 > 5000) return null;
+          await new Promise((r) => setTimeout(r, 1));
+        }
+      }, typed);
       typed++;
+      if (ms != null) samples.push(ms);
+      if (typed % 30 === 0) {
+        await page.evaluate(() => window.tern.term.input('\r', true));
+        await sleep(300);
+      }
       await sleep(150);
     }
-    await until(async () => (await stats(page)).echo.pending === 0, { timeout: 10000, what: 'echoes' }).catch(() => {});
-    const e = (await stats(page)).echo;
-    return e.samplesMs.slice(e.samplesMs.length - (e.count - before));
+    return samples;
   };
 
   const idle = await typeKeys(KEYS);
+  const idleSrtt = (await stats(page)).core.srttMs;
   await page.evaluate(() => window.tern.holdKeysDuringPaste(false));
   const png = makePng(SIZE, 42);
   await loadFile(page, png);
@@ -84,7 +104,7 @@ try {
   const trace = [];
   const during = await typeKeys(0, async () => {
     const p = (await stats(page)).paste;
-    if (p.progress) trace.push(p.progress);
+    if (p.progress) trace.push({ ...p.progress, srttMs: (await stats(page)).core.srttMs });
     return p.active;
   });
   await until(async () => (await stats(page)).paste.completed >= 1, { timeout: 300000, what: 'the upload' });
@@ -106,7 +126,7 @@ try {
     echoMedianDeltaMs: pct(during, 0.5) - pct(idle, 0.5),
     repeatBytesSent: s2.uploadBytesSent - s1.uploadBytesSent,
     streams: s1.streams, uploadBytesSent: s1.uploadBytesSent,
-    srttMs: (await stats(page)).core.srttMs,
+    srttIdleMs: idleSrtt,
     // The pacer's view over the middle of the upload (first and last fifth left out).
     pacer: (() => {
       const mid = trace.slice(Math.floor(trace.length / 5), Math.ceil(trace.length * 4 / 5));
@@ -114,6 +134,7 @@ try {
       return {
         rateMedianBps: pct(rates, 0.5) * 8, windowMedianBytes: pct(mid.map((t) => t.window), 0.5),
         inFlightMedianBytes: pct(mid.map((t) => t.inFlight), 0.5), minRttMs: trace.at(-1)?.minRttMs ?? null,
+        moshSrttMedianMs: pct(mid.map((t) => t.srttMs), 0.5),
       };
     })(),
   };
@@ -125,6 +146,7 @@ try {
   console.log(`  repeated paste sent ${result.repeatBytesSent} bytes`);
   const pc = result.pacer;
   console.log(`  pacer (middle of the upload): rate estimate ${(pc.rateMedianBps / 1e6).toFixed(2)} Mbit/s, window ${(pc.windowMedianBytes / 1024).toFixed(0)} KiB, in flight ${(pc.inFlightMedianBytes / 1024).toFixed(0)} KiB, min RTT ${fmt(pc.minRttMs)} ms`);
+  console.log(`  mosh SRTT: idle ${fmt(result.srttIdleMs)} ms, during the upload (median) ${fmt(pc.moshSrttMedianMs)} ms`);
   if (JSON_OUT) console.log(JSON.stringify(result));
 } finally {
   await browser?.close();
