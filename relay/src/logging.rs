@@ -26,8 +26,8 @@ where
 
 /// Installs the global subscriber for the binary: human-readable lines on stderr.
 pub fn init() {
-    use tracing_subscriber::prelude::*;
     use std::io::IsTerminal;
+    use tracing_subscriber::prelude::*;
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colour codes only for a person at a terminal, not in log files or journald.
