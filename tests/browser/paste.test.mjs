@@ -35,7 +35,13 @@ after(async () => {
 
 const pasteStats = async (p = page) => (await stats(p)).paste;
 /// The command line: the screen's last non-empty row(s) joined (a long path wraps).
-const screenFlat = async (p = page) => (await screen(p)).replace(/\n/g, '');
+// Rows come trimmed of trailing blanks, so a space at a soft wrap is lost: compare without any
+// white space at all.
+const squash = (text) => text.replace(/\s+/g, '');
+const screenFlat = async (p = page) => squash(await screen(p));
+// After `clear`, wait for the fresh prompt before typing on: keys typed while clear runs are echoed
+// by the tty at the top of the screen and confuse readline's redisplay.
+const cleared = (p) => until(async () => /^\S+[#$]$/.test((await screen(p)).split('\n')[0] ?? ''), { what: 'a clean prompt' });
 
 async function waitPathsTyped(n, p = page) {
   return until(async () => (await pasteStats(p)).pathsTyped >= n, { timeout: 60000, what: `${n} paths typed` });
@@ -53,6 +59,7 @@ function checkStored(path, bytes) {
 test('a pasted PNG lands on the host with identical bytes and its path is typed', async () => {
   const png = makePng(300_000, 1);
   await typeLine(page, 'clear');
+  await cleared(page);
   await page.keyboard.type('ls -l ', { delay: 5 });
   const before = await pasteStats();
   await pasteFile(page, png);
@@ -61,15 +68,16 @@ test('a pasted PNG lands on the host with identical bytes and its path is typed'
   checkStored(s.lastPath, png);
   assert.equal(s.uploadsStarted - before.uploadsStarted, 1);
   assert.equal(s.uploadBytesSent - before.uploadBytesSent, png.length);
-  await until(async () => (await screenFlat()).includes(`ls -l ${s.lastPath}`), { what: 'the path on the command line' });
+  await until(async () => (await screenFlat()).includes(squash(`ls -l ${s.lastPath}`)), { what: 'the path on the command line' });
   await page.keyboard.press('Enter');
-  await until(async () => (await screenFlat()).includes(`${png.length}`), { what: 'ls to list the file' });
+  await until(async () => (await screenFlat()).includes(squash(`${png.length}`)), { what: 'ls to list the file' });
   await page.screenshot({ path: join(ARTIFACTS, 'browser-paste.png') });
 });
 
 test('pasting the same picture again sends 0 bytes and types the same path', async () => {
   const png = makePng(300_000, 1);
   await typeLine(page, 'clear');
+  await cleared(page);
   const before = await pasteStats();
   await pasteFile(page, png);
   await waitPathsTyped(before.pathsTyped + 1);
@@ -77,13 +85,14 @@ test('pasting the same picture again sends 0 bytes and types the same path', asy
   assert.equal(s.uploadBytesSent - before.uploadBytesSent, 0, 'a repeat paste sends nothing');
   assert.equal(s.uploadsStarted - before.uploadsStarted, 0, 'nor asks the relay');
   assert.equal(s.lastPath, before.lastPath);
-  await until(async () => (await screenFlat()).includes(s.lastPath), { what: 'the path again' });
+  await until(async () => (await screenFlat()).includes(squash(s.lastPath)), { what: 'the path again' });
   await page.keyboard.press('Control+U');
 });
 
 test('ten pastes in a row make one upload', async () => {
   const png = makePng(1_000_000, 2);
   await typeLine(page, 'clear');
+  await cleared(page);
   const before = await pasteStats();
   await loadFile(page, png);
   await pasteLoaded(page, 10);
@@ -130,6 +139,7 @@ test('keys typed during an upload reach the remote after the path, in order', as
   slow = await slowPage('16mbit');
   const png = makePng(3_000_000, 3);
   await typeLine(slow, 'clear');
+  await cleared(slow);
   await slow.keyboard.type('echo ', { delay: 5 });
   await loadFile(slow, png);
   await pasteLoaded(slow);
@@ -145,14 +155,18 @@ test('keys typed during an upload reach the remote after the path, in order', as
   const path = (await pasteStats(slow)).lastPath;
   checkStored(path, png);
   await until(async () => /^held-42$/m.test(await screen(slow)), { timeout: 30000, what: 'the held command to run' });
-  const text = await screenFlat(slow);
-  assert.ok(text.includes(`echo ${path} ; echo held-$((6*7))`), `in order on the command line:\n${text}`);
-  assert.ok(text.includes(path + 'held-42') || (await screen(slow)).split('\n').includes(path), 'echo printed the path');
+  // Held keys after the path: `echo PATH ; echo held-42` prints the path, then held-42. Keys sent
+  // before the path would have made `echo ; echo held-42PATH`.
+  const rows = (await screen(slow)).split('\n');
+  const at = rows.lastIndexOf('held-42');
+  assert.ok(squash(rows.slice(0, at).join('')).endsWith(squash(path)), `the path printed just before held-42:\n${rows.join('\n')}`);
+  assert.ok((await screenFlat(slow)).includes(squash(`echo ${path} ; echo held-$((6*7))`)), 'in order on the command line');
 });
 
 test('Escape cancels an upload and releases the held keys', async () => {
   const png = makePng(3_000_000, 4);
   await typeLine(slow, 'clear');
+  await cleared(slow);
   const before = await pasteStats(slow);
   await loadFile(slow, png);
   await pasteLoaded(slow);
@@ -174,6 +188,7 @@ test('an upload interrupted by a relay restart resumes and completes with identi
   slow = await slowPage('8mbit');
   const png = makePng(6_000_000, 5);
   await typeLine(slow, 'clear');
+  await cleared(slow);
   await loadFile(slow, png);
   await pasteLoaded(slow);
   await until(async () => ((await pasteStats(slow)).progress?.acked ?? 0) > png.length * 0.3,
@@ -189,5 +204,5 @@ test('an upload interrupted by a relay restart resumes and completes with identi
   assert.ok(s.streams >= 2, `resumed on a new stream (${s.streams})`);
   assert.ok(s.bytesSkipped >= held * 0.9, `resumed from the relay's ${held} bytes (skipped ${s.bytesSkipped})`);
   assert.ok(s.uploadBytesSent < png.length * 1.5, `sent ${s.uploadBytesSent} of ${png.length}`);
-  await until(async () => (await screenFlat(slow)).includes(s.lastPath), { what: 'the path' });
+  await until(async () => (await screenFlat(slow)).includes(squash(s.lastPath)), { what: 'the path' });
 });
