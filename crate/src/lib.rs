@@ -12,11 +12,16 @@
 //! What the core does not do: open sockets, read a clock, draw randomness from the OS, or spawn
 //! anything. Time comes in as [`time::Instant`] arguments, randomness from a seed.
 
+pub mod relay_framing;
 pub mod session;
 pub mod terminal;
 pub mod time;
 pub mod transport;
+pub mod upload;
 pub mod wire;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
+
+#[cfg(target_arch = "wasm32")]
+pub mod web;

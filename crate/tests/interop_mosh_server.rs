@@ -26,21 +26,31 @@ fn connect(server: &MoshServer) -> NativeClient<HostLog> {
     NativeClient::connect(addr, config).expect("udp socket")
 }
 
-#[test]
-fn types_a_command_sees_its_output_then_exit_completes_the_shutdown_handshake() {
+/// Runs the client until `needle` shows in the host bytes; false after `TIMEOUT`.
+fn wait_for(client: &mut NativeClient<HostLog>, needle: &[u8]) -> bool {
+    client.run_until(TIMEOUT, |s| s.server_state().contains(needle)).expect("udp")
+}
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A fresh server and a client that has seen its prompt.
+fn session_at_prompt() -> (MoshServer, NativeClient<HostLog>) {
     let server = start_server();
     let mut client = connect(&server);
-    let prompt = client
-        .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
-        .expect("io");
-    assert!(prompt, "no prompt from mosh-server; last error: {:?}", client.session().last_error());
-
-    client.type_bytes(b"echo tern-$((6*7))\r").expect("io");
-    let output = client
-        .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"tern-42"))
-        .expect("io");
     assert!(
-        output,
+        wait_for(&mut client, b"$ "),
+        "no prompt; last error: {:?}",
+        client.session().last_error()
+    );
+    (server, client)
+}
+
+#[test]
+fn types_a_command_sees_its_output_then_exit_completes_the_shutdown_handshake() {
+    let (server, mut client) = session_at_prompt();
+    client.type_bytes(b"echo tern-$((6*7))\r").expect("io");
+    assert!(
+        wait_for(&mut client, b"tern-42"),
         "no tern-42 in the host bytes: {:?}",
         String::from_utf8_lossy(client.session().server_state().bytes())
     );
@@ -65,13 +75,7 @@ fn types_a_command_sees_its_output_then_exit_completes_the_shutdown_handshake() 
 
 #[test]
 fn client_initiated_shutdown_ends_the_server() {
-    let server = start_server();
-    let mut client = connect(&server);
-    assert!(
-        client
-            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
-            .expect("io")
-    );
+    let (server, mut client) = session_at_prompt();
     client.shutdown().expect("io");
     client.run_until(Duration::from_secs(15), |_| false).expect("io");
     assert_eq!(client.closed(), Some(CloseReason::ClientShutdown));
@@ -80,31 +84,19 @@ fn client_initiated_shutdown_ends_the_server() {
 
 #[test]
 fn roaming_to_a_new_port_keeps_the_session() {
-    let server = start_server();
-    let mut client = connect(&server);
-    assert!(
-        client
-            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
-            .expect("io")
-    );
+    let (server, mut client) = session_at_prompt();
     client.rebind().expect("new socket");
     client.type_bytes(b"echo roamed-$((2+3))\r").expect("io");
-    let seen = client
-        .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"roamed-5"))
-        .expect("io");
-    assert!(seen, "the server did not follow the client to its new port");
+    assert!(
+        wait_for(&mut client, b"roamed-5"),
+        "the server did not follow the client to its new port"
+    );
     server.kill();
 }
 
 #[test]
 fn garbage_datagrams_from_the_network_are_counted_not_fatal() {
-    let server = start_server();
-    let mut client = connect(&server);
-    assert!(
-        client
-            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"$ "))
-            .expect("io")
-    );
+    let (server, mut client) = session_at_prompt();
     // Another process sprays the client's port with junk while the session goes on.
     let target = client.local_addr().expect("bound");
     let sprayer = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
@@ -113,11 +105,7 @@ fn garbage_datagrams_from_the_network_are_counted_not_fatal() {
         sprayer.send_to(&junk, target).expect("send");
     }
     client.type_bytes(b"echo still-$((1+1))\r").expect("io");
-    assert!(
-        client
-            .run_until(Duration::from_secs(10), |s| s.server_state().contains(b"still-2"))
-            .expect("io")
-    );
+    assert!(wait_for(&mut client, b"still-2"));
     assert!(client.session().counters().auth_failures >= 1);
     server.kill();
 }

@@ -35,9 +35,23 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
 
-    /// Directory where pasted files land (created 0700). Default: <state-dir>/pastes.
+    /// Directory where pasted files land (created 0700, files 0600). Default in spawn mode:
+    /// $XDG_CACHE_HOME/tern/pastes or ~/.cache/tern/pastes; bridge mode has no paste directory
+    /// unless this is given (the shell may be on another machine).
     #[arg(long, env = "TERN_RELAY_PASTE_DIR")]
     pub paste_dir: Option<PathBuf>,
+
+    /// Largest single paste (bytes; suffixes k, M, G or KiB, MiB, GiB).
+    #[arg(long, env = "TERN_RELAY_PASTE_MAX_SIZE", default_value = "64MiB")]
+    pub paste_max_size: ByteSize,
+
+    /// Largest total of the paste directory.
+    #[arg(long, env = "TERN_RELAY_PASTE_QUOTA", default_value = "1GiB")]
+    pub paste_quota: ByteSize,
+
+    /// Pastes older than this many hours are removed (checked at start and before each upload).
+    #[arg(long, env = "TERN_RELAY_PASTE_MAX_AGE_HOURS", default_value_t = 168)]
+    pub paste_max_age_hours: u64,
 
     /// Bridge mode: the browser names a mosh-server (host, port, key stays in the browser).
     #[arg(long, env = "TERN_RELAY_BRIDGE")]
@@ -131,6 +145,28 @@ impl Config {
         Duration::from_secs(self.idle_timeout_secs)
     }
 
+    /// Where pastes land: the flag, else (spawn mode only) the user's cache directory.
+    pub fn paste_dir(&self) -> Option<PathBuf> {
+        if let Some(d) = &self.paste_dir {
+            return Some(d.clone());
+        }
+        if self.bridge {
+            return None;
+        }
+        if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
+            return Some(PathBuf::from(x).join("tern/pastes"));
+        }
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/tern/pastes"))
+    }
+
+    pub fn paste_limits(&self) -> crate::paste::PasteLimits {
+        crate::paste::PasteLimits {
+            max_size: self.paste_max_size.0,
+            quota: self.paste_quota.0,
+            max_age: Duration::from_secs(self.paste_max_age_hours.saturating_mul(3600)),
+        }
+    }
+
     pub fn mode(&self) -> Mode {
         if self.bridge { Mode::Bridge } else { Mode::Spawn }
     }
@@ -155,6 +191,31 @@ pub enum Mode {
     Spawn,
     /// The browser names host and port of a mosh-server; the key stays in the browser.
     Bridge,
+}
+
+/// A byte count: a plain number, or with a suffix k/M/G (powers of 1000) or KiB/MiB/GiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl FromStr for ByteSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let n: u64 = num.parse().map_err(|_| format!("bad size {s:?}: want e.g. 64MiB"))?;
+        let mult: u64 = match unit.trim() {
+            "" | "B" => 1,
+            "k" | "K" | "kB" | "KB" => 1000,
+            "M" | "MB" => 1000 * 1000,
+            "G" | "GB" => 1000 * 1000 * 1000,
+            "KiB" | "Ki" => 1 << 10,
+            "MiB" | "Mi" => 1 << 20,
+            "GiB" | "Gi" => 1 << 30,
+            u => return Err(format!("bad size unit {u:?} in {s:?}")),
+        };
+        n.checked_mul(mult).map(ByteSize).ok_or_else(|| format!("size {s:?} too large"))
+    }
 }
 
 /// An inclusive UDP port range, written `LOW:HIGH` (mosh's `-p` syntax) or `LOW-HIGH`.
@@ -254,6 +315,20 @@ mod tests {
         assert_eq!(c.mode(), Mode::Spawn);
         assert_eq!(c.mosh_port_range, PortRange { low: 60001, high: 60999 });
         assert_eq!(c.max_datagram_size, 1211);
+        assert_eq!(c.paste_max_size, ByteSize(64 << 20));
+        assert!(c.paste_dir().is_some(), "spawn mode has a default paste directory");
+        let b = Config::parse_from(["tern-relay", "--bridge"]);
+        assert_eq!(b.paste_dir(), None, "bridge mode pastes only with --paste-dir");
+    }
+
+    #[test]
+    fn byte_sizes_parse() {
+        assert_eq!("123".parse::<ByteSize>(), Ok(ByteSize(123)));
+        assert_eq!("64MiB".parse::<ByteSize>(), Ok(ByteSize(64 << 20)));
+        assert_eq!("2k".parse::<ByteSize>(), Ok(ByteSize(2000)));
+        assert_eq!("1GiB".parse::<ByteSize>(), Ok(ByteSize(1 << 30)));
+        assert!("MiB".parse::<ByteSize>().is_err());
+        assert!("5 parsecs".parse::<ByteSize>().is_err());
     }
 
     #[test]

@@ -183,6 +183,10 @@ pub(crate) fn info(shared: &Shared) -> serde_json::Value {
             "idle_timeout_secs": c.idle_timeout_secs,
             "max_control_message": crate::control::MAX_MESSAGE,
         },
+        "paste": match &shared.pastes {
+            Some(p) => serde_json::json!({"available": true, "max_size": p.limits().max_size}),
+            None => serde_json::json!({"available": false, "reason": "this relay runs in bridge mode without --paste-dir"}),
+        },
         "bridge_allow": c.allow.iter().map(|r| format!("{}:{}-{}", r.host, r.ports.low, r.ports.high)).collect::<Vec<_>>(),
     })
 }

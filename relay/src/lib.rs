@@ -24,10 +24,12 @@ pub mod auth;
 pub mod cert;
 pub mod config;
 pub mod control;
-pub mod framing;
+/// The relay→browser datagram framing; the codec is the core's, shared with the wasm client.
+pub use tern::relay_framing as framing;
 mod http;
 pub mod limits;
 pub mod logging;
+pub mod paste;
 mod session;
 pub mod spawn;
 pub mod state;
@@ -95,6 +97,8 @@ pub(crate) struct Shared {
     pub certs: CertManager,
     /// Spawn mode only.
     pub state: Option<StateStore>,
+    /// The paste directory; `None` in bridge mode without `--paste-dir`.
+    pub pastes: Option<Arc<paste::PasteStore>>,
     pub port: u16,
     pub sessions: Arc<tokio::sync::Semaphore>,
     /// Serializes spawns so `max_spawned` holds.
@@ -203,12 +207,13 @@ impl Relay {
         let state = match config.mode() {
             Mode::Spawn => {
                 let dir = config.state_dir().ok_or(RelayError::NoStateDir)?;
-                let store = StateStore::open(&dir)?;
-                let paste_dir = config.paste_dir.clone().unwrap_or_else(|| dir.join("pastes"));
-                state::ensure_private_dir(&paste_dir)?;
-                Some(store)
+                Some(StateStore::open(&dir)?)
             }
             Mode::Bridge => None,
+        };
+        let pastes = match config.paste_dir() {
+            Some(dir) => Some(Arc::new(paste::PasteStore::open(&dir, config.paste_limits())?)),
+            None => None,
         };
         let (tcp, udp) = bind_pair(config.listen)?;
         let local_addr = tcp.local_addr().map_err(|source| RelayError::Bind {
@@ -229,6 +234,7 @@ impl Relay {
             auth: AuthLimiter::new(),
             certs,
             state,
+            pastes,
             port: local_addr.port(),
             spawn_lock: tokio::sync::Mutex::new(()),
             shutdown: CancellationToken::new(),

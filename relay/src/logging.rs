@@ -26,9 +26,12 @@ where
 
 /// Installs the global subscriber for the binary: human-readable lines on stderr.
 pub fn init() {
+    use std::io::IsTerminal;
     use tracing_subscriber::prelude::*;
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, not in log files or journald.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_filter(filter("info,quinn=warn"));
     let _ = tracing_subscriber::registry().with(layer).try_init();
 }

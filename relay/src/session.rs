@@ -533,6 +533,13 @@ async fn bridge(
                     Err(e @ ReadError::Malformed(_)) => return (ErrorCode::BadRequest, e.to_string()),
                 }
             }
+            s = conn.accept_bi() => {
+                // Every bidirectional stream after the control stream is one paste upload.
+                let Ok((up_send, up_recv)) = s else {
+                    return (ErrorCode::Internal, "browser connection closed".into());
+                };
+                tokio::spawn(crate::paste::serve_upload(shared.pastes.clone(), up_send, up_recv));
+            }
             _ = tokio::time::sleep_until(last_heard + idle) => {
                 return (ErrorCode::IdleTimeout, format!("no datagram from the browser for {} s", idle.as_secs()));
             }

@@ -1,5 +1,8 @@
 //! Relay framing of server→browser datagrams: split what exceeds the browser's datagram limit, join it again.
 //!
+//! Shared by tern-relay (the [`Splitter`]) and the browser shell (the [`Joiner`]); it lives in the
+//! core because both depend on the core and the two halves must agree byte for byte.
+//!
 //! Why: stock mosh-server sends UDP datagrams of up to 1252 bytes (MOSH-PROTOCOL.md 2.7), Chromium
 //! carries WebTransport datagrams of at most 1211 bytes and silently drops larger ones. OCB
 //! ciphertext cannot be re-fragmented the mosh way without the key (which the relay does not have
@@ -19,8 +22,7 @@
 //! [`Joiner::MAX_PENDING`] incomplete datagrams, so a stale one is gone long before its id returns.
 //! Browser→relay datagrams carry no header: the client sizes its own datagrams to the limit.
 //!
-//! This module does no I/O and depends only on `std` so that the wasm client can reuse the
-//! [`Joiner`] unchanged.
+//! This module does no I/O and depends only on `std`.
 
 /// Header byte of a datagram sent whole.
 pub const WHOLE: u8 = 0x00;

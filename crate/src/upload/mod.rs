@@ -1,0 +1,515 @@
+//! Pacing of a pasted picture's upload to the relay: what to send when, and how far along it is.
+//!
+//! ```text
+//!  page: paste -> SHA-256 -> RecentUploads::begin -> ask relay what it has -> Upload::new(resume_from)
+//!    Upload::poll_chunk(now) -> Range -> write those bytes on the stream           (repeat)
+//!    relay ack {acked, relay_time} -> Upload::handle_ack(now, ..)
+//!    timer at Upload::poll_timeout() -> Upload::handle_timeout(now)
+//!    Upload::progress(now) -> the progress line in the terminal
+//! ```
+//!
+//! What this module does not do: read bytes, hash, open streams, read a clock, or keep any timer
+//! of its own. See `docs/UPLOAD.md` for the design and the numbers behind it.
+
+mod estimator;
+mod recent;
+
+use std::ops::Range;
+use std::time::Duration;
+
+use crate::time::Instant;
+use estimator::{DeliveryRate, PathDelay};
+
+pub use recent::{ContentHash, Recall, RecentUploads};
+
+/// The largest chunk: one write on the stream, one unit of acknowledgement.
+pub const MAX_CHUNK: u64 = 32 * 1024;
+/// The smallest chunk the pacer shrinks to on slow links (see [`Upload::chunk_len`]).
+pub const MIN_CHUNK: u64 = 4 * 1024;
+/// Chunks are shrunk to about this much time on the link, so the chunk a keystroke lands behind
+/// (and the two-chunk floor of the window) stays short on slow links: 32 KiB is 262 ms at 1 Mbit/s.
+pub const CHUNK_LINK_TIME: Duration = Duration::from_millis(20);
+/// Never more than this much data in flight at the estimated rate (the old tool kept this much
+/// queued, and every keystroke waited behind it).
+pub const MAX_IN_FLIGHT_TIME: Duration = Duration::from_millis(500);
+/// Without a rate estimate the window starts at this many `chunk_size` chunks' worth of bytes
+/// (sent as [`START_CHUNK`]s) and grows by what is acked.
+pub const INITIAL_WINDOW_CHUNKS: u64 = 2;
+/// Without a rate estimate (a relay whose clock never moves) the window grows no further.
+pub const MAX_UNESTIMATED_WINDOW_CHUNKS: u64 = 8;
+/// Data in flight and no ack advancing for this long fails the upload as stalled.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Until the rate is known, chunks are this small, so that the first RTT samples (whose minimum
+/// is kept for the whole upload) carry little serialization even on a slow link.
+pub const START_CHUNK: u64 = MIN_CHUNK;
+/// A delivery-rate sample spans about one minimum RTT of relay time, but at least this much (so a
+/// few milliseconds of relay scheduling jitter cannot inflate it by more than a few percent)...
+pub const MIN_RATE_SPAN: Duration = Duration::from_millis(20);
+/// ...and at most this much, so that on long paths a sample fits inside one paced burst and reads
+/// the bottleneck's rate even when the in-flight cap keeps the sender from filling the link.
+pub const MAX_RATE_SPAN: Duration = Duration::from_millis(100);
+/// The max filters (rate, ack delay) remember this many minimum RTTs...
+const FILTER_RTTS: u32 = 8;
+/// ...but at least this long, to cover a few ack clumps even on short paths...
+const FILTER_MIN: Duration = Duration::from_millis(500);
+/// ...and at most this long, so a link that got slower is believed within a couple of seconds.
+const FILTER_MAX: Duration = Duration::from_secs(2);
+/// Pacing gain while probing: twice the estimate, so the delivery rate can double per round trip.
+const PROBE_GAIN: (u64, u64) = (2, 1);
+/// Pacing gains once settled, one per phase of about a minimum RTT, in a cycle (in quarters):
+/// one phase a quarter above the estimate (finds a faster link: the window has room for it),
+/// one a quarter below (drains what that phase queued), then at the estimate. Pacing at the
+/// estimate rather than above it keeps a clump of acks from turning into a burst in the queue.
+const SEND_GAINS_QUARTERS: [u64; 8] = [5, 3, 4, 4, 4, 4, 4, 4];
+/// Pacing gain after probing until the queue probing built is gone (in quarters).
+const DRAIN_GAIN_QUARTERS: u64 = 2;
+/// Bounds on the length of one gain phase.
+const PHASE_MIN: Duration = Duration::from_millis(20);
+const PHASE_MAX: Duration = Duration::from_millis(250);
+/// Probing ends after this many round trips without the estimate growing by a quarter.
+const FLAT_ROUNDS: u32 = 3;
+
+/// What to upload: `total` bytes, of which the relay already holds `resume_from`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct UploadConfig {
+    /// Size of the content in bytes.
+    pub total: u64,
+    /// Bytes the relay already has (its answer to "what do you have of this hash"); sending starts
+    /// here. Equal to `total` for a repeat paste: nothing is sent.
+    pub resume_from: u64,
+    /// Largest chunk in bytes, 1..=[`MAX_CHUNK`]. The pacer may send smaller ones on slow links.
+    pub chunk_size: u64,
+}
+
+impl UploadConfig {
+    /// The usual configuration: 32 KiB chunks.
+    pub fn new(total: u64, resume_from: u64) -> Self {
+        UploadConfig { total, resume_from, chunk_size: MAX_CHUNK }
+    }
+}
+
+/// An acknowledgement from the relay.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct AckInfo {
+    /// Bytes of the content the relay holds, counted from offset 0 (so including a resumed prefix).
+    pub acked_bytes: u64,
+    /// The relay's clock when it had received them (any origin; only differences are used).
+    pub relay_time: Duration,
+}
+
+/// Where an upload stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UploadState {
+    /// Learning the link: no settled rate estimate yet.
+    Probing,
+    /// Sending at the estimated rate.
+    Sending,
+    /// Everything is sent; waiting for the last acks.
+    Finishing,
+    /// The relay has every byte.
+    Done,
+    /// Given up; a new [`Upload`] resuming from the relay's count can continue.
+    Failed { reason: FailReason },
+    /// Cancelled by the user.
+    Cancelled,
+}
+
+impl UploadState {
+    /// Done, failed or cancelled: nothing more will be sent.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, UploadState::Done | UploadState::Failed { .. } | UploadState::Cancelled)
+    }
+}
+
+/// Why an upload failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FailReason {
+    /// Data was in flight and no ack advanced for [`STALL_TIMEOUT`] (relay gone, network changed).
+    Stalled { since: Duration },
+    /// The relay sent something impossible.
+    Peer(UploadError),
+}
+
+/// A configuration the upload cannot start from, or an impossible message from the relay.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UploadError {
+    /// The relay acknowledged bytes that were never sent.
+    #[error("relay acknowledged {acked} bytes but only {sent} were sent")]
+    AckBeyondSent { acked: u64, sent: u64 },
+    /// The relay claims to hold more than the content's size.
+    #[error("resume offset {resume_from} lies beyond the content's {total} bytes")]
+    ResumeBeyondEnd { resume_from: u64, total: u64 },
+    /// The chunk size is zero or above [`MAX_CHUNK`].
+    #[error("chunk size {chunk_size} is outside 1..={max}")]
+    ChunkSize { chunk_size: u64, max: u64 },
+}
+
+/// What the progress line shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    pub state: UploadState,
+    /// Content size.
+    pub total: u64,
+    /// Bytes the relay holds (including a resumed prefix).
+    pub acked: u64,
+    /// Bytes handed to the stream (from offset 0, including a resumed prefix).
+    pub sent: u64,
+    /// Sent and not yet acknowledged.
+    pub in_flight: u64,
+    /// The cap on `in_flight` right now.
+    pub window: u64,
+    /// `acked` of `total`, 0..=100.
+    pub percent: f64,
+    /// Estimated delivery rate in bytes per second, once measured.
+    pub rate: Option<u64>,
+    /// `(total - acked) / rate`, once the rate is measured.
+    pub time_left: Option<Duration>,
+    /// The least round trip seen (send of a chunk to the ack covering it).
+    pub min_rtt: Option<Duration>,
+    /// Since [`Upload::new`].
+    pub elapsed: Duration,
+}
+
+/// The sending half of one upload, sans-IO.
+///
+/// # Calling contract
+/// - Create with [`Upload::new`] once the relay has said how much of the content it holds
+///   (`resume_from`). If it holds all of it the upload starts [`UploadState::Done`] and sends
+///   nothing. After an interruption, make a new `Upload` from the relay's new count; the rate
+///   estimate is deliberately not carried over (the path may have changed).
+/// - Whenever anything happened (creation, an ack, a timer), drain [`poll_chunk`](Self::poll_chunk):
+///   each `Some(range)` is a range of content bytes to write on the stream now, in order; the
+///   ranges are contiguous and each is at most `chunk_size` long. `None` means wait.
+/// - Feed every relay ack to [`handle_ack`](Self::handle_ack). Old and duplicate acks are
+///   ignored; an ack beyond what was sent is an error and fails the upload.
+/// - Arm one timer at [`poll_timeout`](Self::poll_timeout) (pacing and stall detection) and call
+///   [`handle_timeout`](Self::handle_timeout) when it fires, then drain `poll_chunk` again. A
+///   spurious or late call is harmless.
+/// - `now` is the driver's monotonic clock and never goes backwards across calls; the relay's
+///   timestamps are only compared with each other (never with `now`, except for their variation).
+/// - Nothing here panics on anything the relay sends.
+#[derive(Clone, Debug)]
+pub struct Upload {
+    total: u64,
+    chunk_size: u64,
+    start_offset: u64,
+    started_at: Instant,
+    /// Next byte to send; everything below has been handed to the driver.
+    next_send: u64,
+    /// Bytes the relay holds.
+    acked: u64,
+    /// Sent chunks not yet fully acknowledged, oldest first: (range, send time), for RTT samples.
+    sent: std::collections::VecDeque<(Range<u64>, Instant)>,
+    rate: DeliveryRate,
+    path: PathDelay,
+    /// Pacing: the earliest time the next chunk may leave.
+    release_at: Instant,
+    /// Probing bookkeeping: a round ends when an ack covers `round_end` (what was sent when the
+    /// round began); `full_rate` is the best estimate at a round's end, `flat_rounds` how many
+    /// rounds in a row failed to beat it by a quarter.
+    round_end: u64,
+    full_rate: u64,
+    flat_rounds: u32,
+    /// When probing ended (the gain cycle counts phases from here).
+    settled: Option<Instant>,
+    /// After probing: pacing below the estimate until in flight is down to what the path holds.
+    draining: bool,
+    /// Last time an ack advanced (or sending resumed from nothing in flight): the stall clock.
+    last_progress: Instant,
+    terminal: Option<UploadState>,
+}
+
+impl Upload {
+    /// Starts an upload at `now`. Fails on an impossible configuration.
+    pub fn new(config: UploadConfig, now: Instant) -> Result<Self, UploadError> {
+        let UploadConfig { total, resume_from, chunk_size } = config;
+        if chunk_size == 0 || chunk_size > MAX_CHUNK {
+            return Err(UploadError::ChunkSize { chunk_size, max: MAX_CHUNK });
+        }
+        if resume_from > total {
+            return Err(UploadError::ResumeBeyondEnd { resume_from, total });
+        }
+        Ok(Upload {
+            total,
+            chunk_size,
+            start_offset: resume_from,
+            started_at: now,
+            next_send: resume_from,
+            acked: resume_from,
+            sent: Default::default(),
+            rate: DeliveryRate::default(),
+            path: PathDelay::default(),
+            release_at: Instant::ZERO,
+            round_end: resume_from,
+            full_rate: 0,
+            flat_rounds: 0,
+            settled: None,
+            draining: false,
+            last_progress: now,
+            terminal: (resume_from == total).then_some(UploadState::Done),
+        })
+    }
+
+    /// The next range to write on the stream now, if the window and the pacer allow one.
+    pub fn poll_chunk(&mut self, now: Instant) -> Option<Range<u64>> {
+        if self.terminal.is_some() || self.next_send >= self.total {
+            return None;
+        }
+        let len = self.chunk_len().min(self.total - self.next_send);
+        let in_flight = self.in_flight();
+        if in_flight + len > self.window() || now < self.release_at {
+            return None;
+        }
+        if in_flight == 0 {
+            // Nothing was outstanding, so nothing could have stalled until now.
+            self.last_progress = now;
+        }
+        let range = self.next_send..self.next_send + len;
+        self.next_send = range.end;
+        self.sent.push_back((range.clone(), now));
+        if let Some(rate) = self.pacing_rate(now) {
+            // Earliest-departure-time pacing with a burst of two chunks: after an idle spell the
+            // credit is capped, so a clump of acks releases at most two chunks at once.
+            let burst = duration_for(2 * self.chunk_len(), rate);
+            let base = self.release_at.max(now - burst);
+            self.release_at = base + duration_for(len, rate);
+        }
+        Some(range)
+    }
+
+    /// Processes an ack from the relay. Stale and duplicate acks change nothing.
+    pub fn handle_ack(&mut self, now: Instant, ack: AckInfo) -> Result<(), UploadError> {
+        if self.terminal.is_some() {
+            return Ok(());
+        }
+        let AckInfo { acked_bytes, relay_time } = ack;
+        if acked_bytes > self.next_send {
+            let error = UploadError::AckBeyondSent { acked: acked_bytes, sent: self.next_send };
+            self.terminal = Some(UploadState::Failed { reason: FailReason::Peer(error.clone()) });
+            return Err(error);
+        }
+        if acked_bytes <= self.acked {
+            return Ok(());
+        }
+        self.acked = acked_bytes;
+        self.last_progress = now;
+
+        // The chunk holding the last acked byte: its send time times the forward trip.
+        let mut sent_at = None;
+        while let Some((range, at)) = self.sent.front() {
+            if range.start >= acked_bytes {
+                break;
+            }
+            sent_at = Some(*at);
+            if range.end > acked_bytes {
+                break;
+            }
+            self.sent.pop_front();
+        }
+
+        let relay_us = u64::try_from(relay_time.as_micros()).unwrap_or(u64::MAX);
+        let window = self.filter_window();
+        self.path.on_ack(now, relay_us, sent_at, window);
+        let span = self.min_rtt().unwrap_or_default().clamp(MIN_RATE_SPAN, MAX_RATE_SPAN);
+        self.rate.on_ack(now, relay_us, acked_bytes, span, window);
+
+        if acked_bytes >= self.round_end {
+            self.end_round(now);
+        }
+        if self.draining && self.in_flight() <= self.path_holds() {
+            // The probing queue is gone: start the gain cycle from here.
+            self.draining = false;
+            self.settled = Some(now);
+        }
+        if acked_bytes == self.total {
+            self.terminal = Some(UploadState::Done);
+        }
+        Ok(())
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) should be called, if ever.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.terminal.is_some() {
+            return None;
+        }
+        let stall = (self.in_flight() > 0).then(|| self.last_progress + STALL_TIMEOUT);
+        let len = self.chunk_len().min(self.total - self.next_send);
+        // Only the pacer can be holding back a chunk the window has room for; if the driver
+        // drained poll_chunk, this instant is in the future.
+        let pacing = (self.next_send < self.total && self.in_flight() + len <= self.window())
+            .then_some(self.release_at);
+        match (stall, pacing) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Timer expiry: fails a stalled upload. The driver then drains [`poll_chunk`](Self::poll_chunk).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.terminal.is_none()
+            && self.in_flight() > 0
+            && now >= self.last_progress + STALL_TIMEOUT
+        {
+            let since = now - self.last_progress;
+            self.terminal = Some(UploadState::Failed { reason: FailReason::Stalled { since } });
+        }
+    }
+
+    /// Stops the upload: no more chunks. Has no effect once it is done or failed.
+    pub fn cancel(&mut self) {
+        if self.terminal.is_none() {
+            self.terminal = Some(UploadState::Cancelled);
+        }
+    }
+
+    pub fn state(&self) -> UploadState {
+        if let Some(state) = &self.terminal {
+            state.clone()
+        } else if self.next_send == self.total {
+            UploadState::Finishing
+        } else if self.settled.is_some() {
+            UploadState::Sending
+        } else {
+            UploadState::Probing
+        }
+    }
+
+    /// The figures for the progress line.
+    pub fn progress(&self, now: Instant) -> Progress {
+        let rate = self.rate.estimate();
+        let remaining = self.total - self.acked;
+        Progress {
+            state: self.state(),
+            total: self.total,
+            acked: self.acked,
+            sent: self.next_send,
+            in_flight: self.in_flight(),
+            window: self.window(),
+            percent: if self.total == 0 {
+                100.0
+            } else {
+                self.acked as f64 * 100.0 / self.total as f64
+            },
+            rate,
+            time_left: rate.map(|r| duration_for(remaining, r)),
+            min_rtt: self.min_rtt(),
+            elapsed: now - self.started_at,
+        }
+    }
+
+    /// Bytes sent and not yet acknowledged.
+    pub fn in_flight(&self) -> u64 {
+        self.next_send - self.acked
+    }
+
+    /// The offset this upload started from (the relay's count when it was created).
+    pub fn resumed_from(&self) -> u64 {
+        self.start_offset
+    }
+
+    /// The cap on data in flight now, in bytes.
+    ///
+    /// With an estimate: `rate * (2 * min_rtt + chunk_time + ack_delay)`, at most
+    /// [`MAX_IN_FLIGHT_TIME`] of the rate, at least two chunks (the floor wins below ~1 Mbit/s).
+    /// Two minimum round trips keep the link busy with about one round trip's worth queued (so a
+    /// keystroke waits about one RTT behind the picture), and tolerate an estimate down to half
+    /// the true rate without idling, which lets a low estimate recover. `chunk_time` is there
+    /// because a chunk is acked only once all of it arrived. `ack_delay` (the recent worst ack
+    /// lateness, from the relay's timestamps) covers bytes already at the relay whose acks are
+    /// still in a clump on the way back; without it the link idles between clumps. While acks
+    /// are late those bytes sit at the relay, not in the queue; when acks come early they can.
+    /// Without an estimate: [`INITIAL_WINDOW_CHUNKS`] chunks of `chunk_size` plus what was acked
+    /// so far (doubling per round trip), up to [`MAX_UNESTIMATED_WINDOW_CHUNKS`] of them.
+    pub fn window(&self) -> u64 {
+        let floor = 2 * self.chunk_len();
+        match (self.rate.estimate(), self.min_rtt()) {
+            (Some(rate), Some(min_rtt)) => {
+                let chunk_time = duration_for(self.chunk_len(), rate);
+                let horizon =
+                    (2 * min_rtt + chunk_time + self.path.max_ack_delay()).min(MAX_IN_FLIGHT_TIME);
+                bytes_in(rate, horizon).max(floor)
+            }
+            _ => (INITIAL_WINDOW_CHUNKS * self.chunk_size + (self.acked - self.start_offset))
+                .min(MAX_UNESTIMATED_WINDOW_CHUNKS * self.chunk_size)
+                .max(floor),
+        }
+    }
+
+    /// What the path holds without a queue: the estimate times (min RTT + a chunk's time + the
+    /// recent ack delay). Drain ends when in flight is down to this.
+    fn path_holds(&self) -> u64 {
+        match (self.rate.estimate(), self.min_rtt()) {
+            (Some(rate), Some(min_rtt)) => {
+                let chunk_time = duration_for(self.chunk_len(), rate);
+                bytes_in(rate, min_rtt + chunk_time + self.path.max_ack_delay())
+            }
+            _ => 0,
+        }
+    }
+
+    /// The size of the next full chunk: `chunk_size`, shrunk on slow links to about
+    /// [`CHUNK_LINK_TIME`] of the estimated rate, but not below [`MIN_CHUNK`].
+    pub fn chunk_len(&self) -> u64 {
+        match self.rate.estimate() {
+            Some(rate) => bytes_in(rate, CHUNK_LINK_TIME)
+                .clamp(MIN_CHUNK.min(self.chunk_size), self.chunk_size),
+            None => START_CHUNK.min(self.chunk_size),
+        }
+    }
+
+    /// The path's least round trip, without ack clumping (see [`PathDelay`]).
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.path.min_rtt()
+    }
+
+    /// Bytes per second the pacer releases; none before the first estimate (the small window
+    /// alone limits the start).
+    fn pacing_rate(&self, now: Instant) -> Option<u64> {
+        let rate = self.rate.estimate()?;
+        let Some(settled) = self.settled else {
+            return Some(rate.saturating_mul(PROBE_GAIN.0) / PROBE_GAIN.1);
+        };
+        if self.draining {
+            return Some(rate.saturating_mul(DRAIN_GAIN_QUARTERS) / 4);
+        }
+        let phase = self.min_rtt().unwrap_or_default().clamp(PHASE_MIN, PHASE_MAX);
+        let n = (now - settled).as_micros() / phase.as_micros().max(1);
+        let quarters = SEND_GAINS_QUARTERS[(n % SEND_GAINS_QUARTERS.len() as u128) as usize];
+        Some(rate.saturating_mul(quarters) / 4)
+    }
+
+    fn filter_window(&self) -> Duration {
+        (self.min_rtt().unwrap_or_default() * FILTER_RTTS).clamp(FILTER_MIN, FILTER_MAX)
+    }
+
+    /// A round trip of acks is complete: decide whether probing has found the link's rate.
+    fn end_round(&mut self, now: Instant) {
+        self.round_end = self.next_send;
+        let Some(rate) = self.rate.estimate() else { return };
+        if self.settled.is_some() {
+            return;
+        }
+        if rate >= self.full_rate.saturating_add(self.full_rate / 4) {
+            self.full_rate = rate;
+            self.flat_rounds = 0;
+        } else {
+            self.flat_rounds += 1;
+            if self.flat_rounds >= FLAT_ROUNDS {
+                self.settled = Some(now);
+                self.draining = true;
+            }
+        }
+    }
+}
+
+/// Bytes delivered in `d` at `rate` bytes per second.
+fn bytes_in(rate: u64, d: Duration) -> u64 {
+    u64::try_from(u128::from(rate) * d.as_micros() / 1_000_000).unwrap_or(u64::MAX)
+}
+
+/// Time to deliver `bytes` at `rate` bytes per second (rounded up to a microsecond).
+fn duration_for(bytes: u64, rate: u64) -> Duration {
+    let micros = (u128::from(bytes) * 1_000_000).div_ceil(u128::from(rate.max(1)));
+    Duration::from_micros(u64::try_from(micros).unwrap_or(u64::MAX))
+}

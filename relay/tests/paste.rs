@@ -1,0 +1,156 @@
+//! The paste upload stream against the real relay (bridge mode, a UDP echo server as the
+//! target): have/resume/acks/path, a repeat, a wrong hash, and no paste without a paste dir.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use support::*;
+use tern_relay::config::ByteSize;
+use tokio::net::UdpSocket;
+
+async fn sink() -> SocketAddr {
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = sock.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 2048];
+        while sock.recv_from(&mut buf).await.is_ok() {}
+    });
+    addr
+}
+
+fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads relay lines until the stream ends (or `stop` says so); returns them parsed.
+async fn lines_until(
+    recv: &mut wtransport::RecvStream,
+    stop: impl Fn(&serde_json::Value) -> bool,
+) -> Vec<serde_json::Value> {
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(at) = buf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=at).collect();
+            let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            let done = stop(&v);
+            out.push(v);
+            if done {
+                return out;
+            }
+        }
+        match tokio::time::timeout(Duration::from_secs(10), recv.read(&mut chunk)).await {
+            Ok(Ok(Some(n))) => buf.extend_from_slice(&chunk[..n]),
+            _ => return out,
+        }
+    }
+}
+
+async fn open(
+    conn: &wtransport::Connection,
+    hash: &str,
+    size: usize,
+) -> (wtransport::SendStream, wtransport::RecvStream) {
+    let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
+    let header = serde_json::json!({"hash": hash, "size": size, "mime": "image/png"});
+    send.write_all(format!("{header}\n").as_bytes()).await.unwrap();
+    (send, recv)
+}
+
+async fn bridged_relay(paste_dir: Option<&std::path::Path>) -> (TestRelay, wtransport::Connection) {
+    let token = test_token("paste");
+    let target = sink().await;
+    let mut config = bridge_config(&token, &[&format!("127.0.0.1:{}", target.port())]);
+    config.paste_dir = paste_dir.map(|p| p.to_path_buf());
+    config.paste_max_size = ByteSize(4 << 20);
+    let relay = TestRelay::start(config).await;
+    let conn = connect(&relay, None).await.expect("connects");
+    let (control, reply) = hello(&conn, bridge_hello(&token, "127.0.0.1", target.port())).await;
+    expect_ready(reply);
+    std::mem::forget(control); // the control stream must stay open for the session to live
+    (relay, conn)
+}
+
+#[tokio::test]
+async fn upload_acks_resumes_and_publishes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pastes");
+    let (relay, conn) = bridged_relay(Some(&dir)).await;
+    let mut content = b"\x89PNG\r\n\x1a\n".to_vec();
+    content.extend((0..300_000u32).map(|i| (i * 7 % 251) as u8));
+    let hash = hex(&content);
+
+    // First attempt: half, then the stream is dropped (an interruption).
+    let (mut send, mut recv) = open(&conn, &hash, content.len()).await;
+    let first = lines_until(&mut recv, |_| true).await;
+    assert_eq!(first[0], serde_json::json!({"have": 0}));
+    let half = content.len() / 2;
+    send.write_all(&content[..half]).await.unwrap();
+    let acks = lines_until(&mut recv, |v| v["acked"].as_u64() == Some(half as u64)).await;
+    let last = acks.last().unwrap();
+    assert_eq!(last["acked"].as_u64(), Some(half as u64), "{acks:?}");
+    assert!(last["relay_time_us"].as_u64().is_some());
+    drop(send);
+    drop(recv);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Resume: the relay says how much it has; the rest completes it.
+    let (mut send, mut recv) = open(&conn, &hash, content.len()).await;
+    let have = lines_until(&mut recv, |_| true).await;
+    let held = have[0]["have"].as_u64().unwrap() as usize;
+    assert_eq!(held, half, "resume from what was acked");
+    send.write_all(&content[held..]).await.unwrap();
+    let rest =
+        lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
+    let path = rest.last().unwrap()["path"].as_str().expect("a path").to_string();
+    assert_eq!(path, dir.canonicalize().unwrap().join(format!("{hash}.png")).to_str().unwrap());
+    assert_eq!(std::fs::read(&path).unwrap(), content);
+    let times: Vec<u64> = rest.iter().filter_map(|v| v["relay_time_us"].as_u64()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "relay times never go back");
+
+    // A repeat: the relay has it all and names the path at once.
+    let (_send, mut recv) = open(&conn, &hash, content.len()).await;
+    let again = lines_until(&mut recv, |_| true).await;
+    assert_eq!(again[0], serde_json::json!({"have": content.len(), "path": path}));
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn wrong_hash_too_large_and_bad_header_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (relay, conn) = bridged_relay(Some(&tmp.path().join("p"))).await;
+    let content = b"GIF89a pretend".to_vec();
+    let wrong = hex(b"other");
+    let (mut send, mut recv) = open(&conn, &wrong, content.len()).await;
+    send.write_all(&content).await.unwrap();
+    let lines = lines_until(&mut recv, |v| v.get("error").is_some()).await;
+    assert_eq!(lines.last().unwrap()["error"], "hash_mismatch", "{lines:?}");
+
+    let (_send, mut recv) = open(&conn, &hex(b"big"), 5 << 20).await;
+    let lines = lines_until(&mut recv, |v| v.get("error").is_some()).await;
+    assert_eq!(lines.last().unwrap()["error"], "too_large", "{lines:?}");
+    assert!(lines.last().unwrap()["message"].as_str().unwrap().contains("4.0 MiB"));
+
+    let (_send, mut recv) = open(&conn, "../../etc/passwd", 10).await;
+    let lines = lines_until(&mut recv, |v| v.get("error").is_some()).await;
+    assert_eq!(lines.last().unwrap()["error"], "bad_request", "{lines:?}");
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn bridge_mode_without_a_paste_dir_says_paste_is_unavailable() {
+    let (relay, conn) = bridged_relay(None).await;
+    let (_send, mut recv) = open(&conn, &hex(b"x"), 1).await;
+    let lines = lines_until(&mut recv, |v| v.get("error").is_some()).await;
+    let last = lines.last().unwrap();
+    assert_eq!(last["error"], "paste_unavailable");
+    assert!(last["message"].as_str().unwrap().contains("--paste-dir"));
+    let (status, info) = http_get(relay.addr(), "/api/info", Some(&relay.token())).await;
+    assert_eq!(status, 200);
+    assert!(info.contains(r#""available":false"#), "{info}");
+    relay.stop().await;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Builds the page into www/dist/: the core as wasm (+ wasm-bindgen glue), xterm.js, the page files.
+# tern-relay embeds www/dist/ at compile time, so run this BEFORE building tern-relay
+# (scripts/start.sh and the `wasm` stage of scripts/test.sh do).
+#   TERN_WASM_OPT=0   skip wasm-opt (faster; about 25% larger module)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [[ -d "$HOME/.cargo/bin" && ":$PATH:" != *":$HOME/.cargo/bin:"* ]]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+log() { printf '[build-wasm] %s\n' "$*"; }
+
+TARGET=wasm32-unknown-unknown
+target_dir=${CARGO_TARGET_DIR:-target}
+dist=www/dist
+# Outside www/dist: tern-relay embeds every file in there.
+stamp=$target_dir/tern-www.inputs
+
+# Skip everything when no input changed since the last build (cheap: hashes of file listings).
+inputs_hash() {
+  {
+    find crate/src crate/Cargo.toml Cargo.toml Cargo.lock .cargo www -path www/dist -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
+    cat package-lock.json 2>/dev/null
+    echo "opt=${TERN_WASM_OPT:-1}"
+  } | sort | sha256sum | cut -d' ' -f1
+}
+hash=$(inputs_hash)
+if [[ -f $stamp && $(cat "$stamp") == "$hash" && -f $dist/pkg/tern_bg.wasm ]]; then
+  log "inputs unchanged, $dist is up to date"
+  exit 0
+fi
+
+want=$(grep -A3 'wasm-bindgen = ' crate/Cargo.toml | grep -o '=[0-9.]*' | head -1 | tr -d =)
+have=$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2 || true)
+if [[ -n $want && $have != "$want" ]]; then
+  echo "[build-wasm] ERROR: wasm-bindgen CLI ${have:-missing}, crate wants $want (run scripts/setup.sh)" >&2
+  exit 1
+fi
+
+log "cargo build --release --target $TARGET -p tern --lib"
+# RUSTFLAGS from the environment would replace .cargo/config.toml's web_sys_unstable_apis.
+env -u RUSTFLAGS cargo build --release --target "$TARGET" -p tern --lib
+
+rm -rf "$dist.tmp" && mkdir -p "$dist.tmp/pkg" "$dist.tmp/xterm"
+log "wasm-bindgen --target web"
+wasm-bindgen --target web --no-typescript --out-dir "$dist.tmp/pkg" "$target_dir/$TARGET/release/tern.wasm"
+
+# Debian's /usr/bin/wasm-opt (binaryen 108) corrupts wasm-bindgen 0.2.130 output: only npm's.
+if [[ ${TERN_WASM_OPT:-1} != 0 && -x node_modules/.bin/wasm-opt ]]; then
+  log "wasm-opt -Oz (npm binaryen)"
+  node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+    --enable-sign-ext --enable-reference-types --enable-mutable-globals \
+    "$dist.tmp/pkg/tern_bg.wasm" -o "$dist.tmp/pkg/tern_bg.opt.wasm"
+  mv "$dist.tmp/pkg/tern_bg.opt.wasm" "$dist.tmp/pkg/tern_bg.wasm"
+fi
+
+x=node_modules/@xterm
+[[ -f $x/xterm/lib/xterm.mjs ]] || { echo "[build-wasm] ERROR: node_modules missing (npm ci)" >&2; exit 1; }
+cp $x/xterm/lib/xterm.mjs $x/xterm/css/xterm.css $x/addon-fit/lib/addon-fit.mjs "$dist.tmp/xterm/"
+[[ -f $x/addon-webgl/lib/addon-webgl.mjs ]] && cp $x/addon-webgl/lib/addon-webgl.mjs "$dist.tmp/xterm/"
+cp www/index.html www/app.js www/style.css "$dist.tmp/"
+
+rm -rf "$dist" && mv "$dist.tmp" "$dist"
+echo "$hash" >"$stamp"
+raw=$(stat -c %s "$dist/pkg/tern_bg.wasm")
+gz=$(gzip -9 -c "$dist/pkg/tern_bg.wasm" | wc -c)
+log "done: $dist (tern_bg.wasm $raw bytes, $gz gzipped)"

@@ -1,0 +1,145 @@
+// Shared set-up for the browser tests: the real tern-relay on a free port, headless Chromium.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { createSocket } from 'node:dgram';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const ARTIFACTS = join(ROOT, 'test-artifacts');
+mkdirSync(ARTIFACTS, { recursive: true });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export { sleep };
+
+/// Builds tern-relay (debug) unless TERN_RELAY_BIN names one. Cargo rebuilds it when www/dist
+/// changed (its build.rs embeds the page), so scripts/build-wasm.sh must have run first.
+let relayBin;
+export function relayBinary() {
+  if (relayBin) return relayBin;
+  if (process.env.TERN_RELAY_BIN) return (relayBin = process.env.TERN_RELAY_BIN);
+  execFileSync('cargo', ['build', '-q', '-p', 'tern-relay'], { cwd: ROOT, stdio: 'inherit' });
+  const target = process.env.CARGO_TARGET_DIR || join(ROOT, 'target');
+  return (relayBin = join(target, 'debug', 'tern-relay'));
+}
+
+/// A port free for both TCP (HTTP) and UDP (WebTransport).
+export async function freePort() {
+  for (;;) {
+    const port = await new Promise((res, rej) => {
+      const s = createServer();
+      s.once('error', rej);
+      s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
+    });
+    const udpFree = await new Promise((res) => {
+      const u = createSocket('udp4');
+      u.once('error', () => res(false));
+      u.bind(port, '127.0.0.1', () => u.close(() => res(true)));
+    });
+    if (udpFree) return port;
+  }
+}
+
+/// Starts tern-relay; resolves once it printed its URL.
+export async function startRelay({ port, token, stateDir, args = [] }) {
+  const child = spawn(relayBinary(), [
+    '--listen', `127.0.0.1:${port}`, '--state-dir', stateDir, ...args,
+  ], {
+    env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: process.env.RUST_LOG || 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; });
+  const url = await new Promise((res, rej) => {
+    let out = '';
+    const timer = setTimeout(() => rej(new Error(`tern-relay printed no URL:\n${out}\n${log}`)), 20000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/Open (\S+)/);
+      if (m) { clearTimeout(timer); res(m[1]); }
+    });
+    child.once('exit', (code) => rej(new Error(`tern-relay exited ${code}:\n${log}`)));
+  });
+  return { child, url, log: () => log };
+}
+
+export async function stopRelay(relay, signal = 'SIGTERM') {
+  if (!relay || relay.child.exitCode !== null) return;
+  const exited = new Promise((r) => relay.child.once('exit', r));
+  relay.child.kill(signal);
+  await Promise.race([exited, sleep(5000)]);
+  if (relay.child.exitCode === null && relay.child.signalCode === null) {
+    relay.child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/// Headless Debian Chromium with a fresh profile (flags from docs TOOLCHAIN.md).
+export async function launchBrowser(viewport = { width: 1100, height: 700 }) {
+  const profile = mkdtempSync(join(tmpdir(), 'tern-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    viewport,
+    args: [
+      '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync',
+    ],
+  });
+  const page = context.pages()[0] ?? await context.newPage();
+  const consoleLog = [];
+  page.on('console', (m) => consoleLog.push(`${m.type()}: ${m.text()}`));
+  page.on('pageerror', (e) => consoleLog.push(`pageerror: ${e.message}`));
+  return {
+    context, page, consoleLog,
+    async close() { await context.close(); rmSync(profile, { recursive: true, force: true }); },
+  };
+}
+
+/// Polls `fn` until it returns something truthy.
+export async function until(fn, { timeout = 15000, interval = 50, what = 'condition' } = {}) {
+  const end = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try { last = await fn(); } catch (e) { last = e; }
+    if (last && !(last instanceof Error)) return last;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (last: ${last})`);
+    await sleep(interval);
+  }
+}
+
+export const screen = (page) => page.evaluate(() => window.tern ? window.tern.screenText() : '');
+export const stats = (page) => page.evaluate(() => window.tern ? window.tern.stats() : null);
+
+/// Waits for a shell prompt (a line ending in `$ ` or `# `) on the core's screen.
+export async function waitForPrompt(page, timeout = 20000) {
+  return until(async () => /[$#] ?$/m.test(await screen(page)), { timeout, what: 'a shell prompt' });
+}
+
+/// Types a line into the terminal (xterm.js's hidden textarea has focus).
+export async function typeLine(page, text) {
+  await page.keyboard.type(text, { delay: 5 });
+  await page.keyboard.press('Enter');
+}
+
+export function tempDir(prefix) {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/// Ends the mosh-servers this test's relay spawned (they outlive the relay by design) and removes
+/// the state dir. Only pids recorded in this state dir are touched.
+export function cleanupState(stateDir) {
+  if (!stateDir) return;
+  let files = [];
+  try { files = readdirSync(join(stateDir, 'sessions')); } catch { /* no sessions */ }
+  for (const f of files) {
+    try {
+      const { pid } = JSON.parse(readFileSync(join(stateDir, 'sessions', f), 'utf8'));
+      if (Number.isInteger(pid) && pid > 1) process.kill(pid, 'SIGTERM');
+    } catch { /* already gone */ }
+  }
+  rmSync(stateDir, { recursive: true, force: true });
+}

@@ -1,0 +1,213 @@
+// Tern's page: owns the DOM (terminal element, status pill, notice card) and hands the rest to
+// the wasm client (crate/src/web/), which owns the connection, the session and what is drawn.
+import { Terminal } from './xterm/xterm.mjs';
+import { FitAddon } from './xterm/addon-fit.mjs';
+import init, { Client } from './pkg/tern.js';
+
+const $ = (id) => document.getElementById(id);
+
+// The token rides in the URL fragment (never sent to a server). Keep it for this tab only
+// and take it out of the address bar, history and screenshots.
+function takeParams() {
+  const frag = new URLSearchParams(location.hash.slice(1));
+  // wt_port: test-only, WebTransport through a link emulator in front of the relay (docs/BROWSER.md).
+  for (const name of ['token', 'host', 'port', 'key', 'wt_port']) {
+    const v = frag.get(name);
+    if (v) sessionStorage.setItem(`tern.${name}`, v);
+  }
+  if (location.hash) history.replaceState(null, '', location.pathname + location.search);
+  const get = (name) => sessionStorage.getItem(`tern.${name}`);
+  const bridge = get('host') && get('port') && get('key')
+    ? { host: get('host'), port: Number(get('port')), key: get('key') }
+    : undefined;
+  return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined };
+}
+
+// The paste box over the terminal: the progress line and a cancel button (Escape also cancels).
+function pasteBox(client, text) {
+  const box = $('paste');
+  box.hidden = !text;
+  if (text) $('paste-text').textContent = text.replace(/ \[Esc cancels\]$/, '');
+  $('paste-cancel').hidden = !text || !/^Pasting/.test(text);
+  $('paste-cancel').onclick = () => { client.cancelPaste(); window.tern?.term.focus(); };
+}
+
+// Files pasted (a screenshot) or dropped on the terminal go to the relay's paste directory and
+// their path is typed; text pastes stay xterm.js's. Capture phase: before xterm.js's textarea.
+function wirePaste(client) {
+  document.addEventListener('paste', (e) => {
+    const files = [...(e.clipboardData?.files ?? [])];
+    if (!files.length) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    for (const f of files) client.paste(f);
+  }, true);
+  const hasFiles = (e) => [...(e.dataTransfer?.types ?? [])].includes('Files');
+  const target = $('terminal');
+  target.addEventListener('dragover', (e) => {
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = 'copy';
+    document.body.classList.add('dropping');
+  });
+  target.addEventListener('dragleave', () => document.body.classList.remove('dropping'));
+  target.addEventListener('drop', (e) => {
+    document.body.classList.remove('dropping');
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    for (const f of e.dataTransfer.files) client.paste(f);
+    window.tern?.term.focus();
+  });
+}
+
+function notice(kind, title, text, action) {
+  const box = $('notice');
+  box.className = kind;
+  $('notice-title').textContent = title;
+  $('notice-text').textContent = text;
+  const button = $('notice-action');
+  button.hidden = !action;
+  if (action) {
+    button.textContent = action.label;
+    button.onclick = action.run;
+  }
+  box.hidden = false;
+  $('pill').hidden = true;
+}
+
+function pill(text, kind = '') {
+  const p = $('pill');
+  p.textContent = text;
+  p.className = kind;
+  p.hidden = !text;
+}
+
+const newSession = { label: 'Start a new session', run: () => location.reload() };
+
+// One place for every status the client reports (crate/src/web/mod.rs `status`).
+function onStatus(kind, message) {
+  switch (kind) {
+    case 'connected':
+    case 'resumed':
+      pill('');
+      $('notice').hidden = true;
+      break;
+    case 'reconnecting':
+      pill('Reconnecting…');
+      break;
+    case 'ended':
+      notice('ended', 'Session ended', message, newSession);
+      break;
+    case 'bad_token':
+      notice('error', 'Wrong or missing token', message);
+      break;
+    case 'rate_limited':
+      notice('error', 'Too many attempts', message);
+      break;
+    case 'no_webtransport':
+      notice('error', 'This browser cannot connect', message);
+      break;
+    default:
+      notice('error', 'Cannot connect', message || kind, { label: 'Try again', run: () => location.reload() });
+  }
+}
+
+const theme = {
+  background: '#16181d',
+  foreground: '#d7dae0',
+  cursor: '#61afef',
+  cursorAccent: '#16181d',
+  selectionBackground: '#3e4451',
+  // Blue is dark enough for white text: mosh's notification bar is white on blue.
+  black: '#1e2127', red: '#e06c75', green: '#98c379', yellow: '#e5c07b',
+  blue: '#3d7fcb', magenta: '#c678dd', cyan: '#56b6c2', white: '#abb2bf',
+  brightBlack: '#5c6370', brightRed: '#ef8189', brightGreen: '#a9d48a', brightYellow: '#f0d08e',
+  brightBlue: '#6cb6ff', brightMagenta: '#d495e6', brightCyan: '#6fcbd6', brightWhite: '#e6e9ef',
+};
+
+async function main() {
+  const { token, bridge, wtPort } = takeParams();
+  if (!token) {
+    notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
+    return;
+  }
+  if (!('WebTransport' in window)) {
+    const why = window.isSecureContext
+      ? 'This browser has no WebTransport. Use Chrome or Edge 97 or later, or Firefox 114 or later.'
+      : 'WebTransport needs a secure page: open http://127.0.0.1:… or http://localhost:… (as printed), or https.';
+    notice('error', 'This browser cannot connect', why);
+    return;
+  }
+  pill('Connecting…', 'info');
+
+  const term = new Terminal({
+    fontFamily: '"JetBrains Mono", "Cascadia Mono", "Fira Code", "SF Mono", Menlo, Consolas, "DejaVu Sans Mono", "Liberation Mono", monospace',
+    fontSize: 15,
+    lineHeight: 1.1,
+    cursorBlink: true,
+    cursorStyle: 'block',
+    scrollback: 2000,
+    allowProposedApi: false,
+    theme,
+  });
+  const fit = new FitAddon();
+  term.loadAddon(fit);
+  term.open($('terminal'));
+  try {
+    // The GPU renderer where there is WebGL2; the DOM renderer otherwise.
+    const { WebglAddon } = await import('./xterm/addon-webgl.mjs');
+    const webgl = new WebglAddon();
+    webgl.onContextLoss(() => webgl.dispose());
+    term.loadAddon(webgl);
+  } catch {
+    // No WebGL (or no addon): xterm.js keeps its DOM renderer.
+  }
+  fit.fit();
+  term.focus();
+
+  await init();
+  let client;
+  client = new Client(term, {
+    token,
+    bridge,
+    wtPort,
+    hooks: {
+      paste: (text) => pasteBox(client, text),
+      status: onStatus,
+      title: (t) => { document.title = t ? `${t} — tern` : 'tern'; },
+      bell: () => {
+        document.body.classList.remove('bell');
+        void document.body.offsetWidth; // restart the animation
+        document.body.classList.add('bell');
+      },
+      // OSC 52 from the remote: copy where the browser lets us (it needs focus).
+      clipboard: (text) => navigator.clipboard?.writeText(text).catch(() => {}),
+    },
+  });
+
+  // Test and benchmark hooks (docs/BROWSER.md).
+  window.tern = {
+    screenText: () => client.screenText(),
+    stats: () => client.stats(),
+    term,
+    // The benchmark measures echo during an upload: keys must not wait for the path there.
+    holdKeysDuringPaste: (hold) => client.setHoldKeysDuringPaste(hold),
+    cancelPaste: () => client.cancelPaste(),
+  };
+  wirePaste(client);
+
+  let pending = false;
+  const refit = () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; fit.fit(); });
+  };
+  window.addEventListener('resize', refit);
+  new ResizeObserver(refit).observe($('terminal'));
+  // Leaving the page ends the session (mosh cannot re-attach a fresh client to old state).
+  window.addEventListener('pagehide', () => client.quit());
+
+  client.start();
+}
+
+main().catch((e) => notice('error', 'Tern failed to start', String(e && e.message || e)));
