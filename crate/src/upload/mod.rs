@@ -18,7 +18,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use crate::time::Instant;
-use estimator::{DeliveryRate, PathDelay};
+use estimator::{DeliveryRate, PathDelay, WindowedMin};
 
 pub use recent::{ContentHash, Recall, RecentUploads};
 
@@ -56,11 +56,20 @@ const FILTER_MIN: Duration = Duration::from_millis(500);
 const FILTER_MAX: Duration = Duration::from_secs(2);
 /// Pacing gain while probing: twice the estimate, so the delivery rate can double per round trip.
 const PROBE_GAIN: (u64, u64) = (2, 1);
-/// Pacing gains once settled, one per phase of about a minimum RTT, in a cycle (in quarters):
-/// one phase a quarter above the estimate (finds a faster link: the window has room for it),
-/// one a quarter below (drains what that phase queued), then at the estimate. Pacing at the
-/// estimate rather than above it keeps a clump of acks from turning into a burst in the queue.
-const SEND_GAINS_QUARTERS: [u64; 8] = [5, 3, 4, 4, 4, 4, 4, 4];
+/// Once settled, the pacing rate follows a cycle of phases of about a minimum RTT each: one
+/// probing phase above the estimate (finds a faster link: the window has room for it), one as far
+/// below it (drains what the probe queued), then six cruising at the estimate. `+1`, `-1`, `0`.
+const SEND_CYCLE: [i8; 8] = [1, -1, 0, 0, 0, 0, 0, 0];
+/// The probe adds at most a quarter of the estimate (BBR's 1.25)...
+const PROBE_GAIN_MAX_QUARTERS: u64 = 1;
+/// ...and at most this much queue over its phase (1.125 at 80 ms): every keystroke sent during a
+/// probe waits behind what it queued.
+pub const PROBE_QUEUE: Duration = Duration::from_millis(10);
+/// While cruising, the pacer slows down whenever the standing queue at the bottleneck (the least
+/// forward-trip excess over the last phase, from the relay's timestamps) exceeds this: a little
+/// queue keeps the link busy (and the estimate reading the bottleneck) through the jitter of the
+/// page and the relay; more only delays keystrokes.
+pub const QUEUE_TARGET: Duration = Duration::from_millis(5);
 /// Pacing gain after probing until the queue probing built is gone (in quarters).
 const DRAIN_GAIN_QUARTERS: u64 = 2;
 /// Bounds on the length of one gain phase.
@@ -215,6 +224,9 @@ pub struct Upload {
     settled: Option<Instant>,
     /// After probing: pacing below the estimate until in flight is down to what the path holds.
     draining: bool,
+    /// The standing queue at the bottleneck: the least queueing delay (in microseconds) a chunk
+    /// met over the last phase, from forward trips on the relay's clock.
+    queue: WindowedMin,
     /// Last time an ack advanced (or sending resumed from nothing in flight): the stall clock.
     last_progress: Instant,
     terminal: Option<UploadState>,
@@ -246,6 +258,7 @@ impl Upload {
             flat_rounds: 0,
             settled: None,
             draining: false,
+            queue: WindowedMin::default(),
             last_progress: now,
             terminal: (resume_from == total).then_some(UploadState::Done),
         })
@@ -295,13 +308,14 @@ impl Upload {
         self.acked = acked_bytes;
         self.last_progress = now;
 
-        // The chunk holding the last acked byte: its send time times the forward trip.
+        // The chunk holding the last acked byte: its send time times the forward trip, and how far
+        // into it that byte lies (its serialization is part of the trip).
         let mut sent_at = None;
         while let Some((range, at)) = self.sent.front() {
             if range.start >= acked_bytes {
                 break;
             }
-            sent_at = Some(*at);
+            sent_at = Some((*at, acked_bytes.min(range.end) - range.start));
             if range.end > acked_bytes {
                 break;
             }
@@ -310,9 +324,17 @@ impl Upload {
 
         let relay_us = u64::try_from(relay_time.as_micros()).unwrap_or(u64::MAX);
         let window = self.filter_window();
-        self.path.on_ack(now, relay_us, sent_at, window);
+        let forward = self.path.on_ack(now, relay_us, sent_at, window);
         let span = self.min_rtt().unwrap_or_default().clamp(MIN_RATE_SPAN, MAX_RATE_SPAN);
         self.rate.on_ack(now, relay_us, acked_bytes, span, window);
+        if let (Some(f), Some(rate)) = (forward, self.rate.estimate()) {
+            // Queueing = excess forward trip - this byte's serialization in its chunk + the
+            // serialization the minimum included.
+            let queued = (f.excess + duration_for(f.min_offset, rate))
+                .saturating_sub(duration_for(f.offset, rate));
+            let micros = u64::try_from(queued.as_micros()).unwrap_or(u64::MAX);
+            self.queue.push(now, micros, self.phase());
+        }
 
         if acked_bytes >= self.round_end {
             self.end_round(now);
@@ -473,10 +495,42 @@ impl Upload {
         if self.draining {
             return Some(rate.saturating_mul(DRAIN_GAIN_QUARTERS) / 4);
         }
-        let phase = self.min_rtt().unwrap_or_default().clamp(PHASE_MIN, PHASE_MAX);
+        let phase = self.phase();
         let n = (now - settled).as_micros() / phase.as_micros().max(1);
-        let quarters = SEND_GAINS_QUARTERS[(n % SEND_GAINS_QUARTERS.len() as u128) as usize];
-        Some(rate.saturating_mul(quarters) / 4)
+        let step = SEND_CYCLE[(n % SEND_CYCLE.len() as u128) as usize];
+        let phase_us = u128::from(u64::try_from(phase.as_micros()).unwrap_or(u64::MAX).max(1));
+        // `rate × d / phase`, at most a quarter of the rate: the change of pacing rate that adds
+        // (or removes) `d` of queue over one phase.
+        let over_phase = |d: Duration| {
+            let part = u128::from(rate) * d.as_micros() / phase_us;
+            u64::try_from(part)
+                .unwrap_or(u64::MAX)
+                .min(rate.saturating_mul(PROBE_GAIN_MAX_QUARTERS) / 4)
+        };
+        Some(match step {
+            1 => rate + over_phase(PROBE_QUEUE),
+            -1 => rate - over_phase(PROBE_QUEUE),
+            // Cruise: at the estimate, less what drains the standing queue down to the target
+            // within about a phase. An estimate a few percent high (relay read jitter over-reads
+            // a sample, and the max filter keeps the highest) would otherwise fill the queue until
+            // the window stops the sender, two round trips in: every keystroke behind it.
+            _ => {
+                rate - over_phase(
+                    self.standing_queue().unwrap_or_default().saturating_sub(QUEUE_TARGET),
+                )
+            }
+        })
+    }
+
+    /// The least queueing delay a chunk met at the bottleneck over about the last minimum RTT,
+    /// measured on the relay's clock: forward trips above the least one, less serialization.
+    pub fn standing_queue(&self) -> Option<Duration> {
+        self.queue.get().map(Duration::from_micros)
+    }
+
+    /// The length of one phase of the gain cycle, and of the standing queue's window.
+    fn phase(&self) -> Duration {
+        self.min_rtt().unwrap_or_default().clamp(PHASE_MIN, PHASE_MAX)
     }
 
     fn filter_window(&self) -> Duration {
