@@ -61,7 +61,7 @@ const PROBE_GAIN: (u64, u64) = (2, 1);
 /// below it (drains what the probe queued), then six cruising at the estimate. `+1`, `-1`, `0`.
 const SEND_CYCLE: [i8; 8] = [1, -1, 0, 0, 0, 0, 0, 0];
 /// The probe adds at most a quarter of the estimate (BBR's 1.25)...
-const PROBE_GAIN_MAX_QUARTERS: u64 = 1;
+const PROBE_GAIN_MAX_EIGHTHS: u64 = 2;
 /// ...and at most this much queue over its phase (1.125 at 80 ms): every keystroke sent during a
 /// probe waits behind what it queued.
 pub const PROBE_QUEUE: Duration = Duration::from_millis(10);
@@ -70,6 +70,13 @@ pub const PROBE_QUEUE: Duration = Duration::from_millis(10);
 /// queue keeps the link busy (and the estimate reading the bottleneck) through the jitter of the
 /// page and the relay; more only delays keystrokes.
 pub const QUEUE_TARGET: Duration = Duration::from_millis(5);
+/// The standing queue is the least queueing delay over this many phases: a stall of the relay's
+/// reads (or of the page) shorter than that lengthens some forward trips, not all of them, and
+/// is no queue a keystroke waits behind.
+const QUEUE_WINDOW_PHASES: u32 = 2;
+/// Cruising paces at the estimate plus `rate × (target - standing queue) / phase`, at most an
+/// eighth of the rate either way.
+const CRUISE_CORRECTION_MAX_EIGHTHS: u64 = 1;
 /// Pacing gain after probing until the queue probing built is gone (in quarters).
 const DRAIN_GAIN_QUARTERS: u64 = 2;
 /// Bounds on the length of one gain phase.
@@ -176,6 +183,11 @@ pub struct Progress {
     pub time_left: Option<Duration>,
     /// The least round trip seen (send of a chunk to the ack covering it).
     pub min_rtt: Option<Duration>,
+    /// The least queueing delay chunks met at the bottleneck over about the last minimum RTT
+    /// (see [`Upload::standing_queue`]).
+    pub standing_queue: Option<Duration>,
+    /// Bytes per second the pacer releases at right now; none before the first estimate.
+    pub pacing_rate: Option<u64>,
     /// Since [`Upload::new`].
     pub elapsed: Duration,
 }
@@ -333,7 +345,7 @@ impl Upload {
             let queued = (f.excess + duration_for(f.min_offset, rate))
                 .saturating_sub(duration_for(f.offset, rate));
             let micros = u64::try_from(queued.as_micros()).unwrap_or(u64::MAX);
-            self.queue.push(now, micros, self.phase());
+            self.queue.push(now, micros, QUEUE_WINDOW_PHASES * self.phase());
         }
 
         if acked_bytes >= self.round_end {
@@ -416,6 +428,8 @@ impl Upload {
             rate,
             time_left: rate.map(|r| duration_for(remaining, r)),
             min_rtt: self.min_rtt(),
+            standing_queue: self.standing_queue(),
+            pacing_rate: self.pacing_rate(now),
             elapsed: now - self.started_at,
         }
     }
@@ -501,24 +515,25 @@ impl Upload {
         let phase_us = u128::from(u64::try_from(phase.as_micros()).unwrap_or(u64::MAX).max(1));
         // `rate × d / phase`, at most a quarter of the rate: the change of pacing rate that adds
         // (or removes) `d` of queue over one phase.
-        let over_phase = |d: Duration| {
+        let over_phase = |d: Duration, max_eighths: u64| {
             let part = u128::from(rate) * d.as_micros() / phase_us;
-            u64::try_from(part)
-                .unwrap_or(u64::MAX)
-                .min(rate.saturating_mul(PROBE_GAIN_MAX_QUARTERS) / 4)
+            u64::try_from(part).unwrap_or(u64::MAX).min(rate.saturating_mul(max_eighths) / 8)
         };
         Some(match step {
-            1 => rate + over_phase(PROBE_QUEUE),
-            -1 => rate - over_phase(PROBE_QUEUE),
-            // Cruise: at the estimate, less what drains the standing queue down to the target
-            // within about a phase. An estimate a few percent high (relay read jitter over-reads
-            // a sample, and the max filter keeps the highest) would otherwise fill the queue until
-            // the window stops the sender, two round trips in: every keystroke behind it.
-            _ => {
-                rate - over_phase(
-                    self.standing_queue().unwrap_or_default().saturating_sub(QUEUE_TARGET),
-                )
-            }
+            1 => rate + over_phase(PROBE_QUEUE, PROBE_GAIN_MAX_EIGHTHS),
+            -1 => rate - over_phase(PROBE_QUEUE, PROBE_GAIN_MAX_EIGHTHS),
+            // Cruise: at the estimate, corrected towards the target queue within about a phase.
+            // Above it: an estimate a few percent high (relay read jitter over-reads a sample and
+            // the max filter keeps the highest) would otherwise fill the queue until the window
+            // stops the sender, two round trips in, with every keystroke behind it. Below it: an
+            // estimate a little low would idle the link, and idle samples read it lower still.
+            _ => match self.standing_queue() {
+                Some(q) if q > QUEUE_TARGET => {
+                    rate - over_phase(q - QUEUE_TARGET, CRUISE_CORRECTION_MAX_EIGHTHS)
+                }
+                Some(q) => rate + over_phase(QUEUE_TARGET - q, CRUISE_CORRECTION_MAX_EIGHTHS),
+                None => rate,
+            },
         })
     }
 
