@@ -28,7 +28,7 @@ pub const MAX_CHUNK: u64 = 32 * 1024;
 pub const MIN_CHUNK: u64 = 4 * 1024;
 /// Chunks are shrunk to about this much time on the link, so the chunk a keystroke lands behind
 /// (and the two-chunk floor of the window) stays short on slow links: 32 KiB is 262 ms at 1 Mbit/s.
-pub const CHUNK_LINK_TIME: Duration = Duration::from_millis(20);
+pub const CHUNK_LINK_TIME: Duration = Duration::from_millis(10);
 /// Never more than this much data in flight at the estimated rate (the old tool kept this much
 /// queued, and every keystroke waited behind it).
 pub const MAX_IN_FLIGHT_TIME: Duration = Duration::from_millis(500);
@@ -62,9 +62,9 @@ const PROBE_GAIN: (u64, u64) = (2, 1);
 const SEND_CYCLE: [i8; 8] = [1, -1, 0, 0, 0, 0, 0, 0];
 /// The probe adds at most a quarter of the estimate (BBR's 1.25)...
 const PROBE_GAIN_MAX_EIGHTHS: u64 = 2;
-/// ...and at most this much queue over its phase (1.125 at 80 ms): every keystroke sent during a
+/// ...and at most this much queue over its phase (1.0625 at 80 ms): every keystroke sent during a
 /// probe waits behind what it queued.
-pub const PROBE_QUEUE: Duration = Duration::from_millis(10);
+pub const PROBE_QUEUE: Duration = Duration::from_millis(5);
 /// While cruising, the pacer slows down whenever the standing queue at the bottleneck (the least
 /// forward-trip excess over the last phase, from the relay's timestamps) exceeds this: a little
 /// queue keeps the link busy (and the estimate reading the bottleneck) through the jitter of the
@@ -73,10 +73,13 @@ pub const QUEUE_TARGET: Duration = Duration::from_millis(5);
 /// The standing queue is the least queueing delay over this many phases: a stall of the relay's
 /// reads (or of the page) shorter than that lengthens some forward trips, not all of them, and
 /// is no queue a keystroke waits behind.
-const QUEUE_WINDOW_PHASES: u32 = 2;
-/// Cruising paces at the estimate plus `rate × (target - standing queue) / phase`, at most an
-/// eighth of the rate either way.
-const CRUISE_CORRECTION_MAX_EIGHTHS: u64 = 1;
+const QUEUE_WINDOW_PHASES: u32 = 1;
+/// The proportional part of the cruise correction is at most this fraction (1/16) of the rate.
+const CRUISE_PROPORTIONAL_MAX_DIV: u64 = 16;
+/// The integral part of the cruise correction (see `Upload::update_bias`): its time constant in
+/// phases, and its bounds in millionths of the estimate.
+const BIAS_TIME_PHASES: u32 = 16;
+const BIAS_MAX_PPM: i128 = 125_000;
 /// Pacing gain after probing until the queue probing built is gone (in quarters).
 const DRAIN_GAIN_QUARTERS: u64 = 2;
 /// Bounds on the length of one gain phase.
@@ -239,6 +242,12 @@ pub struct Upload {
     /// The standing queue at the bottleneck: the least queueing delay (in microseconds) a chunk
     /// met over the last phase, from forward trips on the relay's clock.
     queue: WindowedMin,
+    /// The slow (integral) part of the cruise correction, in millionths of the estimate: learns
+    /// how far the estimate sits from the rate that holds the queue at [`QUEUE_TARGET`] (the max
+    /// filter reads a few percent high on a jittery relay). Updated on acks once settled.
+    bias_ppm: i64,
+    /// When `bias_ppm` was last updated.
+    bias_at: Option<Instant>,
     /// Last time an ack advanced (or sending resumed from nothing in flight): the stall clock.
     last_progress: Instant,
     terminal: Option<UploadState>,
@@ -271,6 +280,8 @@ impl Upload {
             settled: None,
             draining: false,
             queue: WindowedMin::default(),
+            bias_ppm: 0,
+            bias_at: None,
             last_progress: now,
             terminal: (resume_from == total).then_some(UploadState::Done),
         })
@@ -347,6 +358,7 @@ impl Upload {
             let micros = u64::try_from(queued.as_micros()).unwrap_or(u64::MAX);
             self.queue.push(now, micros, QUEUE_WINDOW_PHASES * self.phase());
         }
+        self.update_bias(now);
 
         if acked_bytes >= self.round_end {
             self.end_round(now);
@@ -513,28 +525,59 @@ impl Upload {
         let n = (now - settled).as_micros() / phase.as_micros().max(1);
         let step = SEND_CYCLE[(n % SEND_CYCLE.len() as u128) as usize];
         let phase_us = u128::from(u64::try_from(phase.as_micros()).unwrap_or(u64::MAX).max(1));
-        // `rate × d / phase`, at most a quarter of the rate: the change of pacing rate that adds
-        // (or removes) `d` of queue over one phase.
-        let over_phase = |d: Duration, max_eighths: u64| {
+        // `rate × d / phase`, capped: the change of pacing rate that adds (or removes) `d` of
+        // queue over one phase.
+        let over_phase = |d: Duration, cap: u64| {
             let part = u128::from(rate) * d.as_micros() / phase_us;
-            u64::try_from(part).unwrap_or(u64::MAX).min(rate.saturating_mul(max_eighths) / 8)
+            u64::try_from(part).unwrap_or(u64::MAX).min(cap)
         };
+        // The estimate corrected by what the queue taught (see `update_bias`).
+        let base = u64::try_from(
+            (i128::from(rate) * (1_000_000 + i128::from(self.bias_ppm)) / 1_000_000).max(1),
+        )
+        .unwrap_or(u64::MAX);
+        let probe_cap = rate.saturating_mul(PROBE_GAIN_MAX_EIGHTHS) / 8;
+        let cruise_cap = rate / CRUISE_PROPORTIONAL_MAX_DIV;
         Some(match step {
-            1 => rate + over_phase(PROBE_QUEUE, PROBE_GAIN_MAX_EIGHTHS),
-            -1 => rate - over_phase(PROBE_QUEUE, PROBE_GAIN_MAX_EIGHTHS),
-            // Cruise: at the estimate, corrected towards the target queue within about a phase.
-            // Above it: an estimate a few percent high (relay read jitter over-reads a sample and
-            // the max filter keeps the highest) would otherwise fill the queue until the window
-            // stops the sender, two round trips in, with every keystroke behind it. Below it: an
-            // estimate a little low would idle the link, and idle samples read it lower still.
+            1 => base + over_phase(PROBE_QUEUE, probe_cap),
+            -1 => base.saturating_sub(over_phase(PROBE_QUEUE, probe_cap)).max(1),
+            // Cruise: the corrected estimate, plus a proportional step towards the target queue
+            // (a quarter of the way per phase: the queue is seen a round trip late, and a
+            // faster correction only oscillates between an idle link and a long queue).
             _ => match self.standing_queue() {
                 Some(q) if q > QUEUE_TARGET => {
-                    rate - over_phase(q - QUEUE_TARGET, CRUISE_CORRECTION_MAX_EIGHTHS)
+                    base.saturating_sub(over_phase((q - QUEUE_TARGET) / 4, cruise_cap)).max(1)
                 }
-                Some(q) => rate + over_phase(QUEUE_TARGET - q, CRUISE_CORRECTION_MAX_EIGHTHS),
-                None => rate,
+                Some(q) => base + over_phase((QUEUE_TARGET - q) / 4, cruise_cap),
+                None => base,
             },
         })
+    }
+
+    /// The integral part of the cruise correction: the bias moves by
+    /// `(target - standing queue) / phase` per [`BIAS_TIME_PHASES`] phases of time, within
+    /// ±[`BIAS_MAX_PPM`]. An estimate that reads 5 % high would otherwise leave the proportional
+    /// step 16 ms of queue to hold the sender back (at 80 ms); with the bias it converges to the
+    /// target within a second or two.
+    fn update_bias(&mut self, now: Instant) {
+        let cruising = self.settled.is_some() && !self.draining && self.next_send < self.total;
+        let Some(q) = self.standing_queue().filter(|_| cruising) else {
+            self.bias_at = None;
+            return;
+        };
+        let Some(at) = self.bias_at.replace(now) else { return };
+        let phase_us = i128::try_from(self.phase().as_micros()).unwrap_or(i128::MAX).max(1);
+        let dt_us = i128::try_from((now - at).as_micros()).unwrap_or(0).min(phase_us);
+        // The error counts at most the target either way: a queue far above it (left over from
+        // the start, a stall of the relay) must not drive the bias down much faster than an empty
+        // queue can bring it back up.
+        let target_us = i128::try_from(QUEUE_TARGET.as_micros()).unwrap_or(0);
+        let err_us = (target_us - i128::try_from(q.as_micros()).unwrap_or(i128::MAX / 4))
+            .clamp(-target_us, target_us);
+        let step =
+            1_000_000 * err_us * dt_us / (phase_us * phase_us * i128::from(BIAS_TIME_PHASES));
+        let bias = (i128::from(self.bias_ppm) + step).clamp(-BIAS_MAX_PPM / 2, BIAS_MAX_PPM);
+        self.bias_ppm = i64::try_from(bias).unwrap_or(0);
     }
 
     /// The least queueing delay a chunk met at the bottleneck over about the last minimum RTT,
