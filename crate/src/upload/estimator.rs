@@ -77,6 +77,8 @@ pub(crate) struct DeliveryRate {
     /// Acks in relay-time order; the front is the base of the next sample.
     history: VecDeque<Delivered>,
     filter: WindowedMax,
+    /// Once set to `n`, no sample counts for more than the estimate plus `1/n` of it.
+    max_step: Option<u64>,
 }
 
 impl DeliveryRate {
@@ -123,8 +125,22 @@ impl DeliveryRate {
         }
         let rate =
             u64::try_from(u128::from(bytes) * 1_000_000 / u128::from(micros)).unwrap_or(u64::MAX);
+        let rate = rate.min(self.max_step.map_or(u64::MAX, |step| {
+            self.estimate().map_or(u64::MAX, |e| e.saturating_add(e / step))
+        }));
         self.filter.push(now, rate, window);
         Some(rate)
+    }
+
+    /// From now on a sample counts for at most the estimate plus `1/n` of it.
+    ///
+    /// After a stall the relay reads its backlog in several reads, each stamped with the time of
+    /// the read, so an ack can under-count what had arrived, and a sample based on it over-reads
+    /// (20 % above the link here and there in the browser); the max filter would keep that for
+    /// eight round trips and the pacer queue a keystroke-delaying burst. Once the rate is known,
+    /// a faster link still lifts the estimate by `1/n` per sample (many per round trip).
+    pub(crate) fn limit_steps(&mut self, n: u64) {
+        self.max_step = Some(n.max(1));
     }
 
     /// The estimate in bytes per second (the filtered maximum), once there was a sample.

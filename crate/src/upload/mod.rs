@@ -85,6 +85,9 @@ const DRAIN_GAIN_QUARTERS: u64 = 2;
 /// Bounds on the length of one gain phase.
 const PHASE_MIN: Duration = Duration::from_millis(20);
 const PHASE_MAX: Duration = Duration::from_millis(250);
+/// Once settled, a rate sample counts for at most the estimate plus 1/this of it (see
+/// `DeliveryRate::limit_steps`).
+const SETTLED_SAMPLE_STEP: u64 = 32;
 /// Probing ends after this many round trips without the estimate growing by a quarter.
 const FLAT_ROUNDS: u32 = 3;
 
@@ -610,6 +613,7 @@ impl Upload {
             if self.flat_rounds >= FLAT_ROUNDS {
                 self.settled = Some(now);
                 self.draining = true;
+                self.rate.limit_steps(SETTLED_SAMPLE_STEP);
             }
         }
     }
