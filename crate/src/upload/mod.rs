@@ -79,7 +79,12 @@ const CRUISE_PROPORTIONAL_MAX_DIV: u64 = 16;
 /// The integral part of the cruise correction (see `Upload::update_bias`): its time constant in
 /// phases, and its bounds in millionths of the estimate.
 const BIAS_TIME_PHASES: u32 = 16;
+/// Up to an eighth above the estimate (an estimate that under-reads idles the link)...
 const BIAS_MAX_PPM: i128 = 125_000;
+/// ...but at most 1/32 below it: once settled no sample reads more than 1/32 above the estimate
+/// (`SETTLED_SAMPLE_STEP`), and a pacer below the link's rate idles it, and the samples read
+/// that, and the estimate follows them down.
+const BIAS_MIN_PPM: i128 = 31_250;
 /// Pacing gain after probing until the queue probing built is gone (in quarters).
 const DRAIN_GAIN_QUARTERS: u64 = 2;
 /// Bounds on the length of one gain phase.
@@ -251,6 +256,8 @@ pub struct Upload {
     bias_ppm: i64,
     /// When `bias_ppm` was last updated.
     bias_at: Option<Instant>,
+    /// Set once the standing queue was at the target after settling; the bias learns from then.
+    bias_armed: bool,
     /// Last time an ack advanced (or sending resumed from nothing in flight): the stall clock.
     last_progress: Instant,
     terminal: Option<UploadState>,
@@ -285,6 +292,7 @@ impl Upload {
             queue: WindowedMin::default(),
             bias_ppm: 0,
             bias_at: None,
+            bias_armed: false,
             last_progress: now,
             terminal: (resume_from == total).then_some(UploadState::Done),
         })
@@ -568,6 +576,12 @@ impl Upload {
             self.bias_at = None;
             return;
         };
+        // Not before the queue the start left behind has drained to the target once: that
+        // queue says nothing about the estimate.
+        self.bias_armed |= q <= QUEUE_TARGET;
+        if !self.bias_armed {
+            return;
+        }
         let Some(at) = self.bias_at.replace(now) else { return };
         let phase_us = i128::try_from(self.phase().as_micros()).unwrap_or(i128::MAX).max(1);
         let dt_us = i128::try_from((now - at).as_micros()).unwrap_or(0).min(phase_us);
@@ -579,7 +593,7 @@ impl Upload {
             .clamp(-target_us, target_us);
         let step =
             1_000_000 * err_us * dt_us / (phase_us * phase_us * i128::from(BIAS_TIME_PHASES));
-        let bias = (i128::from(self.bias_ppm) + step).clamp(-BIAS_MAX_PPM / 2, BIAS_MAX_PPM);
+        let bias = (i128::from(self.bias_ppm) + step).clamp(-BIAS_MIN_PPM, BIAS_MAX_PPM);
         self.bias_ppm = i64::try_from(bias).unwrap_or(0);
     }
 
