@@ -65,8 +65,8 @@ const PROBE_GAIN_MAX_EIGHTHS: u64 = 2;
 /// ...and at most this much queue over its phase (1.0625 at 80 ms): every keystroke sent during a
 /// probe waits behind what it queued.
 pub const PROBE_QUEUE: Duration = Duration::from_millis(5);
-/// While cruising, the pacer slows down whenever the standing queue at the bottleneck (the least
-/// forward-trip excess over the last phase, from the relay's timestamps) exceeds this: a little
+/// While cruising, the pacer steers the standing queue at the bottleneck (the least queueing
+/// delay over the last phase, from forward trips on the relay's clock) towards this: a little
 /// queue keeps the link busy (and the estimate reading the bottleneck) through the jitter of the
 /// page and the relay; more only delays keystrokes.
 pub const QUEUE_TARGET: Duration = Duration::from_millis(5);
@@ -566,10 +566,10 @@ impl Upload {
     }
 
     /// The integral part of the cruise correction: the bias moves by
-    /// `(target - standing queue) / phase` per [`BIAS_TIME_PHASES`] phases of time, within
-    /// ±[`BIAS_MAX_PPM`]. An estimate that reads 5 % high would otherwise leave the proportional
-    /// step 16 ms of queue to hold the sender back (at 80 ms); with the bias it converges to the
-    /// target within a second or two.
+    /// `(target - standing queue) / phase` (the error clamped to ±target) per [`BIAS_TIME_PHASES`]
+    /// phases of time, within -[`BIAS_MIN_PPM`]..=[`BIAS_MAX_PPM`]. An estimate that reads 3 %
+    /// high would otherwise need 10 ms of extra queue (at 80 ms) to hold the proportional step
+    /// down; with the bias the queue returns to the target within a couple of seconds.
     fn update_bias(&mut self, now: Instant) {
         let cruising = self.settled.is_some() && !self.draining && self.next_send < self.total;
         let Some(q) = self.standing_queue().filter(|_| cruising) else {
