@@ -8,6 +8,7 @@ mod upload_support;
 use std::time::Duration;
 
 use tern::upload::MAX_CHUNK;
+use tern::upload::UploadState;
 use upload_support::{Clump, Link, Run, mean, run, upload};
 
 const SIZE: u64 = 13_400_000;
@@ -133,6 +134,39 @@ fn benchmark_13_4_mb_over_9_mbit_80_ms() {
         assert!(r.max_queue < Duration::from_millis(500), "{:?}", r.max_queue);
         assert_eq!(r.bytes_sent, SIZE, "every byte sent exactly once");
     }
+}
+
+/// Steady state on the benchmark's link without ack clumping: paced at the estimate, the sender
+/// keeps the bottleneck queue short (about the 5 ms target, plus the chunk just sent and the
+/// brief probes), not the round trip or so the in-flight cap alone would allow; the cap is rarely
+/// what holds the sender back.
+#[test]
+fn steady_state_queue_stays_short_at_9_mbit_80_ms() {
+    let link = Link { queue: Duration::from_secs(1), ..Link::mbit(9.0, 80, Clump::None) };
+    let warm = warmup(&link);
+    let (mut fill_sum, mut fills) = (0.0, 0u32);
+    let r = run(link, upload(SIZE, 0), warm, Duration::from_secs(3600), |now, u| {
+        let p = u.progress(now);
+        if now.as_micros() >= warm.as_micros() as u64 && p.state == UploadState::Sending {
+            fill_sum += p.in_flight as f64 / p.window as f64;
+            fills += 1;
+        }
+    });
+    let ideal = link.serialization(SIZE);
+    let ratio = r.finished.expect("finishes").as_secs_f64() / ideal.as_secs_f64();
+    // The chunk a keystroke lands behind: ~10 ms of the link (`CHUNK_LINK_TIME`).
+    let chunk = link.serialization((link.rate / 100).clamp(4096, MAX_CHUNK));
+    let bound = Duration::from_millis(20) + chunk;
+    let mean_fill = fill_sum / f64::from(fills.max(1));
+    println!(
+        "steady state: keystroke wait max {:.1} ms (bound {:.1} ms), time {ratio:.3}x, \
+         mean in flight / window {mean_fill:.2}",
+        r.max_queue_warm.as_secs_f64() * 1e3,
+        bound.as_secs_f64() * 1e3
+    );
+    assert!(r.max_queue_warm <= bound, "{:?} > {bound:?}", r.max_queue_warm);
+    assert!(ratio < 1.02, "{ratio}");
+    assert!(mean_fill < 0.75, "the in-flight cap binds: mean fill {mean_fill:.2}");
 }
 
 #[test]

@@ -135,6 +135,9 @@ try {
         rateMedianBps: pct(rates, 0.5) * 8, windowMedianBytes: pct(mid.map((t) => t.window), 0.5),
         inFlightMedianBytes: pct(mid.map((t) => t.inFlight), 0.5), minRttMs: trace.at(-1)?.minRttMs ?? null,
         moshSrttMedianMs: pct(mid.map((t) => t.srttMs), 0.5),
+        pacingRateMedianBps: pct(mid.map((t) => t.pacingRate).filter((r) => r != null), 0.5) * 8,
+        queueMedianMs: pct(mid.map((t) => t.queueMs).filter((q) => q != null), 0.5),
+        queueP90Ms: pct(mid.map((t) => t.queueMs).filter((q) => q != null), 0.9),
       };
     })(),
   };
@@ -146,6 +149,8 @@ try {
   console.log(`  repeated paste sent ${result.repeatBytesSent} bytes`);
   const pc = result.pacer;
   console.log(`  pacer (middle of the upload): rate estimate ${(pc.rateMedianBps / 1e6).toFixed(2)} Mbit/s, window ${(pc.windowMedianBytes / 1024).toFixed(0)} KiB, in flight ${(pc.inFlightMedianBytes / 1024).toFixed(0)} KiB, min RTT ${fmt(pc.minRttMs)} ms`);
+  console.log(`  pacer: pacing rate (median) ${(pc.pacingRateMedianBps / 1e6).toFixed(2)} Mbit/s, standing queue median ${fmt(pc.queueMedianMs)} ms, p90 ${fmt(pc.queueP90Ms)} ms`);
+  if (process.env.PASTE_TRACE) console.log(JSON.stringify(trace.map((t) => [t.acked, t.inFlight, t.rate, t.pacingRate, t.queueMs && +t.queueMs.toFixed(1)])));
   console.log(`  mosh SRTT: idle ${fmt(result.srttIdleMs)} ms, during the upload (median) ${fmt(pc.moshSrttMedianMs)} ms`);
   if (JSON_OUT) console.log(JSON.stringify(result));
 } finally {

@@ -36,6 +36,20 @@ impl WindowedMax {
     }
 }
 
+/// The smallest value pushed within the last `window` of sender time.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WindowedMin(WindowedMax);
+
+impl WindowedMin {
+    pub(crate) fn push(&mut self, now: Instant, value: u64, window: Duration) {
+        self.0.push(now, u64::MAX - value, window);
+    }
+
+    pub(crate) fn get(&self) -> Option<u64> {
+        self.0.get().map(|v| u64::MAX - v)
+    }
+}
+
 /// One acknowledgement as the relay saw it: how many bytes it held at which relay time.
 #[derive(Copy, Clone, Debug)]
 struct Delivered {
@@ -63,6 +77,8 @@ pub(crate) struct DeliveryRate {
     /// Acks in relay-time order; the front is the base of the next sample.
     history: VecDeque<Delivered>,
     filter: WindowedMax,
+    /// Once set to `n`, no sample counts for more than the estimate plus `1/n` of it.
+    max_step: Option<u64>,
 }
 
 impl DeliveryRate {
@@ -109,14 +125,41 @@ impl DeliveryRate {
         }
         let rate =
             u64::try_from(u128::from(bytes) * 1_000_000 / u128::from(micros)).unwrap_or(u64::MAX);
+        let rate = rate.min(self.max_step.map_or(u64::MAX, |step| {
+            self.estimate().map_or(u64::MAX, |e| e.saturating_add(e / step))
+        }));
         self.filter.push(now, rate, window);
         Some(rate)
+    }
+
+    /// From now on a sample counts for at most the estimate plus `1/n` of it.
+    ///
+    /// After a stall the relay reads its backlog in several reads, each stamped with the time of
+    /// the read, so an ack can under-count what had arrived, and a sample based on it over-reads
+    /// (20 % above the link here and there in the browser); the max filter would keep that for
+    /// eight round trips and the pacer queue a keystroke-delaying burst. Once the rate is known,
+    /// a faster link still lifts the estimate by `1/n` per sample (many per round trip).
+    pub(crate) fn limit_steps(&mut self, n: u64) {
+        self.max_step = Some(n.max(1));
     }
 
     /// The estimate in bytes per second (the filtered maximum), once there was a sample.
     pub(crate) fn estimate(&self) -> Option<u64> {
         self.filter.get().filter(|&r| r > 0)
     }
+}
+
+/// One ack's forward trip (send of its last byte's chunk to the relay's stamp) above the least one.
+///
+/// It is queueing plus serialization: the ack's last byte lies `offset` bytes into its chunk, so
+/// it reached the relay `offset / rate` after the chunk's first byte even through an empty queue,
+/// and the minimum was set by an ack `min_offset` bytes into its chunk. The queue the chunk met is
+/// `excess - offset / rate + min_offset / rate` (the caller knows the rate).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ForwardExcess {
+    pub excess: Duration,
+    pub offset: u64,
+    pub min_offset: u64,
 }
 
 /// Round-trip time and ack delay, split at the relay's timestamp.
@@ -133,35 +176,50 @@ impl DeliveryRate {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PathDelay {
     min_forward: Option<i128>,
+    /// Bytes of its chunk the ack that set `min_forward` covered (their serialization is part of
+    /// that minimum).
+    min_forward_offset: u64,
     min_back: Option<i128>,
     last_relay_us: u64,
     excess: WindowedMax,
 }
 
 impl PathDelay {
-    /// Records an ack that arrived at `now`, stamped `relay_us`, covering a byte sent at `sent_at`.
+    /// Records an ack that arrived at `now`, stamped `relay_us`, whose last byte lies `offset`
+    /// bytes into a chunk sent at `sent_at`. Returns that byte's forward trip in excess of the
+    /// minimum, with the offsets of this ack and of the minimum's (see [`ForwardExcess`]).
     pub(crate) fn on_ack(
         &mut self,
         now: Instant,
         relay_us: u64,
-        sent_at: Option<Instant>,
+        sent: Option<(Instant, u64)>,
         window: Duration,
-    ) {
+    ) -> Option<ForwardExcess> {
         if relay_us < self.last_relay_us {
             // A relay clock step changes the offset; start over rather than read it as delay.
             *self = PathDelay::default();
         }
         self.last_relay_us = relay_us;
         let relay = i128::from(relay_us);
-        if let Some(sent_at) = sent_at {
+        let mut excess_forward = None;
+        if let Some((sent_at, offset)) = sent {
             let forward = relay - i128::from(sent_at.as_micros());
-            self.min_forward = Some(self.min_forward.map_or(forward, |m| m.min(forward)));
+            if self.min_forward.is_none_or(|m| forward < m) {
+                self.min_forward = Some(forward);
+                self.min_forward_offset = offset;
+            }
+            excess_forward = self.min_forward.map(|m| ForwardExcess {
+                excess: Duration::from_micros(u64::try_from(forward - m).unwrap_or(0)),
+                offset,
+                min_offset: self.min_forward_offset,
+            });
         }
         let back = i128::from(now.as_micros()) - relay;
         let min_back = self.min_back.map_or(back, |m| m.min(back));
         self.min_back = Some(min_back);
         let excess = u64::try_from(back - min_back).unwrap_or(u64::MAX);
         self.excess.push(now, excess, window);
+        excess_forward
     }
 
     /// The least round trip of the path: minimum forward trip plus minimum way back.
@@ -217,14 +275,14 @@ mod tests {
         // Relay clock = sender clock + 500 s. Path: 10 ms forward, 10 ms back.
         let relay = |ms: u64| 500_000_000 + ms * 1000;
         // Sent at 0, at the relay at 10, the ack held in a clump until 100.
-        p.on_ack(Instant::from_millis(100), relay(10), Some(Instant::from_millis(0)), W);
+        p.on_ack(Instant::from_millis(100), relay(10), Some((Instant::from_millis(0), 1000)), W);
         // Sent at 60, at the relay at 70, the ack released with the same clump at 100... its way
         // back (30 ms) is the least so far, so the first ack was 60 ms late.
-        p.on_ack(Instant::from_millis(100), relay(70), Some(Instant::from_millis(60)), W);
+        p.on_ack(Instant::from_millis(100), relay(70), Some((Instant::from_millis(60), 1000)), W);
         assert_eq!(p.min_rtt(), Some(Duration::from_millis(40)));
         assert_eq!(p.max_ack_delay(), Duration::ZERO, "measured against the minimum at the time");
         // An ack sent at 95 with no clump delay reveals the real way back: 10 ms.
-        p.on_ack(Instant::from_millis(115), relay(105), Some(Instant::from_millis(95)), W);
+        p.on_ack(Instant::from_millis(115), relay(105), Some((Instant::from_millis(95), 1000)), W);
         assert_eq!(p.min_rtt(), Some(Duration::from_millis(20)), "not the 100 ms raw sample");
         // A later ack held 90 ms is seen as 90 ms late.
         p.on_ack(Instant::from_millis(300), relay(200), None, W);

@@ -18,7 +18,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use crate::time::Instant;
-use estimator::{DeliveryRate, PathDelay};
+use estimator::{DeliveryRate, PathDelay, WindowedMin};
 
 pub use recent::{ContentHash, Recall, RecentUploads};
 
@@ -28,7 +28,7 @@ pub const MAX_CHUNK: u64 = 32 * 1024;
 pub const MIN_CHUNK: u64 = 4 * 1024;
 /// Chunks are shrunk to about this much time on the link, so the chunk a keystroke lands behind
 /// (and the two-chunk floor of the window) stays short on slow links: 32 KiB is 262 ms at 1 Mbit/s.
-pub const CHUNK_LINK_TIME: Duration = Duration::from_millis(20);
+pub const CHUNK_LINK_TIME: Duration = Duration::from_millis(10);
 /// Never more than this much data in flight at the estimated rate (the old tool kept this much
 /// queued, and every keystroke waited behind it).
 pub const MAX_IN_FLIGHT_TIME: Duration = Duration::from_millis(500);
@@ -56,16 +56,43 @@ const FILTER_MIN: Duration = Duration::from_millis(500);
 const FILTER_MAX: Duration = Duration::from_secs(2);
 /// Pacing gain while probing: twice the estimate, so the delivery rate can double per round trip.
 const PROBE_GAIN: (u64, u64) = (2, 1);
-/// Pacing gains once settled, one per phase of about a minimum RTT, in a cycle (in quarters):
-/// one phase a quarter above the estimate (finds a faster link: the window has room for it),
-/// one a quarter below (drains what that phase queued), then at the estimate. Pacing at the
-/// estimate rather than above it keeps a clump of acks from turning into a burst in the queue.
-const SEND_GAINS_QUARTERS: [u64; 8] = [5, 3, 4, 4, 4, 4, 4, 4];
+/// Once settled, the pacing rate follows a cycle of phases of about a minimum RTT each: one
+/// probing phase above the estimate (finds a faster link: the window has room for it), one as far
+/// below it (drains what the probe queued), then six cruising at the estimate. `+1`, `-1`, `0`.
+const SEND_CYCLE: [i8; 8] = [1, -1, 0, 0, 0, 0, 0, 0];
+/// The probe adds at most a quarter of the estimate (BBR's 1.25)...
+const PROBE_GAIN_MAX_EIGHTHS: u64 = 2;
+/// ...and at most this much queue over its phase (1.0625 at 80 ms): every keystroke sent during a
+/// probe waits behind what it queued.
+pub const PROBE_QUEUE: Duration = Duration::from_millis(5);
+/// While cruising, the pacer steers the standing queue at the bottleneck (the least queueing
+/// delay over the last phase, from forward trips on the relay's clock) towards this: a little
+/// queue keeps the link busy (and the estimate reading the bottleneck) through the jitter of the
+/// page and the relay; more only delays keystrokes.
+pub const QUEUE_TARGET: Duration = Duration::from_millis(5);
+/// The standing queue is the least queueing delay over this many phases: a stall of the relay's
+/// reads (or of the page) shorter than that lengthens some forward trips, not all of them, and
+/// is no queue a keystroke waits behind.
+const QUEUE_WINDOW_PHASES: u32 = 1;
+/// The proportional part of the cruise correction is at most this fraction (1/16) of the rate.
+const CRUISE_PROPORTIONAL_MAX_DIV: u64 = 16;
+/// The integral part of the cruise correction (see `Upload::update_bias`): its time constant in
+/// phases, and its bounds in millionths of the estimate.
+const BIAS_TIME_PHASES: u32 = 16;
+/// Up to an eighth above the estimate (an estimate that under-reads idles the link)...
+const BIAS_MAX_PPM: i128 = 125_000;
+/// ...but at most 1/32 below it: once settled no sample reads more than 1/32 above the estimate
+/// (`SETTLED_SAMPLE_STEP`), and a pacer below the link's rate idles it, and the samples read
+/// that, and the estimate follows them down.
+const BIAS_MIN_PPM: i128 = 31_250;
 /// Pacing gain after probing until the queue probing built is gone (in quarters).
 const DRAIN_GAIN_QUARTERS: u64 = 2;
 /// Bounds on the length of one gain phase.
 const PHASE_MIN: Duration = Duration::from_millis(20);
 const PHASE_MAX: Duration = Duration::from_millis(250);
+/// Once settled, a rate sample counts for at most the estimate plus 1/this of it (see
+/// `DeliveryRate::limit_steps`).
+const SETTLED_SAMPLE_STEP: u64 = 32;
 /// Probing ends after this many round trips without the estimate growing by a quarter.
 const FLAT_ROUNDS: u32 = 3;
 
@@ -167,6 +194,11 @@ pub struct Progress {
     pub time_left: Option<Duration>,
     /// The least round trip seen (send of a chunk to the ack covering it).
     pub min_rtt: Option<Duration>,
+    /// The least queueing delay chunks met at the bottleneck over about the last minimum RTT
+    /// (see [`Upload::standing_queue`]).
+    pub standing_queue: Option<Duration>,
+    /// Bytes per second the pacer releases at right now; none before the first estimate.
+    pub pacing_rate: Option<u64>,
     /// Since [`Upload::new`].
     pub elapsed: Duration,
 }
@@ -215,6 +247,17 @@ pub struct Upload {
     settled: Option<Instant>,
     /// After probing: pacing below the estimate until in flight is down to what the path holds.
     draining: bool,
+    /// The standing queue at the bottleneck: the least queueing delay (in microseconds) a chunk
+    /// met over the last phase, from forward trips on the relay's clock.
+    queue: WindowedMin,
+    /// The slow (integral) part of the cruise correction, in millionths of the estimate: learns
+    /// how far the estimate sits from the rate that holds the queue at [`QUEUE_TARGET`] (the max
+    /// filter reads a few percent high on a jittery relay). Updated on acks once settled.
+    bias_ppm: i64,
+    /// When `bias_ppm` was last updated.
+    bias_at: Option<Instant>,
+    /// Set once the standing queue was at the target after settling; the bias learns from then.
+    bias_armed: bool,
     /// Last time an ack advanced (or sending resumed from nothing in flight): the stall clock.
     last_progress: Instant,
     terminal: Option<UploadState>,
@@ -246,6 +289,10 @@ impl Upload {
             flat_rounds: 0,
             settled: None,
             draining: false,
+            queue: WindowedMin::default(),
+            bias_ppm: 0,
+            bias_at: None,
+            bias_armed: false,
             last_progress: now,
             terminal: (resume_from == total).then_some(UploadState::Done),
         })
@@ -295,13 +342,14 @@ impl Upload {
         self.acked = acked_bytes;
         self.last_progress = now;
 
-        // The chunk holding the last acked byte: its send time times the forward trip.
+        // The chunk holding the last acked byte: its send time times the forward trip, and how far
+        // into it that byte lies (its serialization is part of the trip).
         let mut sent_at = None;
         while let Some((range, at)) = self.sent.front() {
             if range.start >= acked_bytes {
                 break;
             }
-            sent_at = Some(*at);
+            sent_at = Some((*at, acked_bytes.min(range.end) - range.start));
             if range.end > acked_bytes {
                 break;
             }
@@ -310,9 +358,18 @@ impl Upload {
 
         let relay_us = u64::try_from(relay_time.as_micros()).unwrap_or(u64::MAX);
         let window = self.filter_window();
-        self.path.on_ack(now, relay_us, sent_at, window);
+        let forward = self.path.on_ack(now, relay_us, sent_at, window);
         let span = self.min_rtt().unwrap_or_default().clamp(MIN_RATE_SPAN, MAX_RATE_SPAN);
         self.rate.on_ack(now, relay_us, acked_bytes, span, window);
+        if let (Some(f), Some(rate)) = (forward, self.rate.estimate()) {
+            // Queueing = excess forward trip - this byte's serialization in its chunk + the
+            // serialization the minimum included.
+            let queued = (f.excess + duration_for(f.min_offset, rate))
+                .saturating_sub(duration_for(f.offset, rate));
+            let micros = u64::try_from(queued.as_micros()).unwrap_or(u64::MAX);
+            self.queue.push(now, micros, QUEUE_WINDOW_PHASES * self.phase());
+        }
+        self.update_bias(now);
 
         if acked_bytes >= self.round_end {
             self.end_round(now);
@@ -394,6 +451,8 @@ impl Upload {
             rate,
             time_left: rate.map(|r| duration_for(remaining, r)),
             min_rtt: self.min_rtt(),
+            standing_queue: self.standing_queue(),
+            pacing_rate: self.pacing_rate(now),
             elapsed: now - self.started_at,
         }
     }
@@ -473,10 +532,80 @@ impl Upload {
         if self.draining {
             return Some(rate.saturating_mul(DRAIN_GAIN_QUARTERS) / 4);
         }
-        let phase = self.min_rtt().unwrap_or_default().clamp(PHASE_MIN, PHASE_MAX);
+        let phase = self.phase();
         let n = (now - settled).as_micros() / phase.as_micros().max(1);
-        let quarters = SEND_GAINS_QUARTERS[(n % SEND_GAINS_QUARTERS.len() as u128) as usize];
-        Some(rate.saturating_mul(quarters) / 4)
+        let step = SEND_CYCLE[(n % SEND_CYCLE.len() as u128) as usize];
+        let phase_us = u128::from(u64::try_from(phase.as_micros()).unwrap_or(u64::MAX).max(1));
+        // `rate × d / phase`, capped: the change of pacing rate that adds (or removes) `d` of
+        // queue over one phase.
+        let over_phase = |d: Duration, cap: u64| {
+            let part = u128::from(rate) * d.as_micros() / phase_us;
+            u64::try_from(part).unwrap_or(u64::MAX).min(cap)
+        };
+        // The estimate corrected by what the queue taught (see `update_bias`).
+        let base = u64::try_from(
+            (i128::from(rate) * (1_000_000 + i128::from(self.bias_ppm)) / 1_000_000).max(1),
+        )
+        .unwrap_or(u64::MAX);
+        let probe_cap = rate.saturating_mul(PROBE_GAIN_MAX_EIGHTHS) / 8;
+        let cruise_cap = rate / CRUISE_PROPORTIONAL_MAX_DIV;
+        Some(match step {
+            1 => base + over_phase(PROBE_QUEUE, probe_cap),
+            -1 => base.saturating_sub(over_phase(PROBE_QUEUE, probe_cap)).max(1),
+            // Cruise: the corrected estimate, plus a proportional step towards the target queue
+            // (a quarter of the way per phase: the queue is seen a round trip late, and a
+            // faster correction only oscillates between an idle link and a long queue).
+            _ => match self.standing_queue() {
+                Some(q) if q > QUEUE_TARGET => {
+                    base.saturating_sub(over_phase((q - QUEUE_TARGET) / 4, cruise_cap)).max(1)
+                }
+                Some(q) => base + over_phase((QUEUE_TARGET - q) / 4, cruise_cap),
+                None => base,
+            },
+        })
+    }
+
+    /// The integral part of the cruise correction: the bias moves by
+    /// `(target - standing queue) / phase` (the error clamped to ±target) per [`BIAS_TIME_PHASES`]
+    /// phases of time, within -[`BIAS_MIN_PPM`]..=[`BIAS_MAX_PPM`]. An estimate that reads 3 %
+    /// high would otherwise need 10 ms of extra queue (at 80 ms) to hold the proportional step
+    /// down; with the bias the queue returns to the target within a couple of seconds.
+    fn update_bias(&mut self, now: Instant) {
+        let cruising = self.settled.is_some() && !self.draining && self.next_send < self.total;
+        let Some(q) = self.standing_queue().filter(|_| cruising) else {
+            self.bias_at = None;
+            return;
+        };
+        // Not before the queue the start left behind has drained to the target once: that
+        // queue says nothing about the estimate.
+        self.bias_armed |= q <= QUEUE_TARGET;
+        if !self.bias_armed {
+            return;
+        }
+        let Some(at) = self.bias_at.replace(now) else { return };
+        let phase_us = i128::try_from(self.phase().as_micros()).unwrap_or(i128::MAX).max(1);
+        let dt_us = i128::try_from((now - at).as_micros()).unwrap_or(0).min(phase_us);
+        // The error counts at most the target either way: a queue far above it (left over from
+        // the start, a stall of the relay) must not drive the bias down much faster than an empty
+        // queue can bring it back up.
+        let target_us = i128::try_from(QUEUE_TARGET.as_micros()).unwrap_or(0);
+        let err_us = (target_us - i128::try_from(q.as_micros()).unwrap_or(i128::MAX / 4))
+            .clamp(-target_us, target_us);
+        let step =
+            1_000_000 * err_us * dt_us / (phase_us * phase_us * i128::from(BIAS_TIME_PHASES));
+        let bias = (i128::from(self.bias_ppm) + step).clamp(-BIAS_MIN_PPM, BIAS_MAX_PPM);
+        self.bias_ppm = i64::try_from(bias).unwrap_or(0);
+    }
+
+    /// The least queueing delay a chunk met at the bottleneck over about the last minimum RTT,
+    /// measured on the relay's clock: forward trips above the least one, less serialization.
+    pub fn standing_queue(&self) -> Option<Duration> {
+        self.queue.get().map(Duration::from_micros)
+    }
+
+    /// The length of one phase of the gain cycle, and of the standing queue's window.
+    fn phase(&self) -> Duration {
+        self.min_rtt().unwrap_or_default().clamp(PHASE_MIN, PHASE_MAX)
     }
 
     fn filter_window(&self) -> Duration {
@@ -498,6 +627,7 @@ impl Upload {
             if self.flat_rounds >= FLAT_ROUNDS {
                 self.settled = Some(now);
                 self.draining = true;
+                self.rate.limit_steps(SETTLED_SAMPLE_STEP);
             }
         }
     }

@@ -205,6 +205,12 @@ impl Pastes {
                     ("inFlight", (p.in_flight as f64).into()),
                     ("window", (p.window as f64).into()),
                     ("rate", p.rate.map_or(JsValue::NULL, |r| (r as f64).into())),
+                    ("pacingRate", p.pacing_rate.map_or(JsValue::NULL, |r| (r as f64).into())),
+                    (
+                        "queueMs",
+                        p.standing_queue
+                            .map_or(JsValue::NULL, |d| (d.as_secs_f64() * 1000.0).into()),
+                    ),
                     (
                         "minRttMs",
                         p.min_rtt.map_or(JsValue::NULL, |d| (d.as_secs_f64() * 1000.0).into()),
