@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tern::time::Instant;
 use tern::upload::{
-    AckInfo, FailReason, MAX_CHUNK, Recall, RecentUploads, STALL_TIMEOUT, Upload, UploadConfig,
-    UploadError, UploadState,
+    AckInfo, FailReason, MAX_CHUNK, MIN_CHUNK, Recall, RecentUploads, STALL_TIMEOUT, Upload,
+    UploadConfig, UploadError, UploadState,
 };
 use upload_support::{Clump, Link, RelayClock, run, upload};
 
@@ -170,9 +170,13 @@ fn impossible_configurations_are_errors() {
         new(10, 11, MAX_CHUNK),
         Err(UploadError::ResumeBeyondEnd { resume_from: 11, total: 10 })
     );
-    assert_eq!(new(10, 0, 0), Err(UploadError::ChunkSize { chunk_size: 0, max: MAX_CHUNK }));
+    assert_eq!(
+        new(10, 0, 0),
+        Err(UploadError::ChunkSize { chunk_size: 0, min: MIN_CHUNK, max: MAX_CHUNK })
+    );
+    assert!(new(10, 0, MIN_CHUNK - 1).is_err());
     assert!(new(10, 0, MAX_CHUNK + 1).is_err());
-    assert!(new(10, 0, 1).is_ok());
+    assert!(new(10, 0, MIN_CHUNK).is_ok());
 }
 
 #[test]

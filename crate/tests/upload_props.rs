@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use tern::time::Instant;
-use tern::upload::{AckInfo, MAX_CHUNK, Upload, UploadConfig, UploadError, UploadState};
+use tern::upload::{AckInfo, MAX_CHUNK, MIN_CHUNK, Upload, UploadConfig, UploadError, UploadState};
 use upload_support::{Clump, Link, RelayClock, run};
 
 fn clump() -> impl Strategy<Value = Clump> {
@@ -47,7 +47,7 @@ proptest! {
         link in link(),
         total in 0u64..3_000_000,
         resume_permille in 0u64..=1000,
-        chunk_size in 1u64..=MAX_CHUNK,
+        chunk_size in MIN_CHUNK..=MAX_CHUNK,
     ) {
         let resume_from = total * resume_permille / 1000;
         let upload = Upload::new(UploadConfig { total, resume_from, chunk_size }, Instant::ZERO)

@@ -104,7 +104,9 @@ pub struct UploadConfig {
     /// Bytes the relay already has (its answer to "what do you have of this hash"); sending starts
     /// here. Equal to `total` for a repeat paste: nothing is sent.
     pub resume_from: u64,
-    /// Largest chunk in bytes, 1..=[`MAX_CHUNK`]. The pacer may send smaller ones on slow links.
+    /// Largest chunk in bytes, [`MIN_CHUNK`]..=[`MAX_CHUNK`]. The pacer may send smaller ones on
+    /// slow links. Tiny chunks are refused: the window's floor is counted in chunks, and a floor of
+    /// a few bytes starves an upload whose acks come back in clumps.
     pub chunk_size: u64,
 }
 
@@ -167,9 +169,9 @@ pub enum UploadError {
     /// The relay claims to hold more than the content's size.
     #[error("resume offset {resume_from} lies beyond the content's {total} bytes")]
     ResumeBeyondEnd { resume_from: u64, total: u64 },
-    /// The chunk size is zero or above [`MAX_CHUNK`].
-    #[error("chunk size {chunk_size} is outside 1..={max}")]
-    ChunkSize { chunk_size: u64, max: u64 },
+    /// The chunk size is below [`MIN_CHUNK`] or above [`MAX_CHUNK`].
+    #[error("chunk size {chunk_size} is outside {min}..={max}")]
+    ChunkSize { chunk_size: u64, min: u64, max: u64 },
 }
 
 /// What the progress line shows.
@@ -267,8 +269,8 @@ impl Upload {
     /// Starts an upload at `now`. Fails on an impossible configuration.
     pub fn new(config: UploadConfig, now: Instant) -> Result<Self, UploadError> {
         let UploadConfig { total, resume_from, chunk_size } = config;
-        if chunk_size == 0 || chunk_size > MAX_CHUNK {
-            return Err(UploadError::ChunkSize { chunk_size, max: MAX_CHUNK });
+        if !(MIN_CHUNK..=MAX_CHUNK).contains(&chunk_size) {
+            return Err(UploadError::ChunkSize { chunk_size, min: MIN_CHUNK, max: MAX_CHUNK });
         }
         if resume_from > total {
             return Err(UploadError::ResumeBeyondEnd { resume_from, total });
