@@ -50,7 +50,8 @@ fn node_json<T: for<'de> Deserialize<'de>>(script: &str, args: &[String]) -> any
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EchoRun {
-    /// Key handed to xterm.js → the letter on the core's screen.
+    /// Key handed to xterm.js → the frame showing the letter handed to xterm.js (its paint, a
+    /// local frame at most, is not included).
     pub screen_ms: Vec<Option<f64>>,
     /// Key handed to xterm.js → the next datagram handed to WebTransport (the page's key-to-wire).
     pub send_ms: Vec<Option<f64>>,

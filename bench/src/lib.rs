@@ -270,7 +270,7 @@ fn browser_echo_rows(
             report.detail("echo, browser", format!("{label}: {what} p95"), p, "ms");
         }
     };
-    both("key-to-screen (key to xterm.js → letter on the core's screen)", &screen);
+    both("key-to-screen (key to xterm.js → frame with the letter written to xterm.js)", &screen);
     both("key-to-wire (key → datagram handed to WebTransport)", &send);
     both("the page's echo statistic (docs/BROWSER.md)", &run.core_echo_ms);
     // The tap cannot open the page's QUIC packets, so the rest is not split further: server turn,

@@ -62,7 +62,7 @@ fn quick_run_produces_every_row_with_the_right_schema() {
         ("frames", "mosh-client, one-way 25 ms: frame interval median"),
         (
             "echo, browser",
-            "browser, RTT 50 ms: key-to-screen (key to xterm.js → letter on the core's screen) median",
+            "browser, RTT 50 ms: key-to-screen (key to xterm.js → frame with the letter written to xterm.js) median",
         ),
         ("paste", "echo during the upload, keys timed"),
     ] {
