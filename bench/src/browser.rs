@@ -11,6 +11,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
@@ -21,8 +22,30 @@ fn root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
+/// Builds the page (`scripts/build-wasm.sh`, a no-op when its inputs are unchanged) once per
+/// run: tern-relay embeds `www/dist` when it is built, and neither `npm run bench` nor the `test`
+/// stage of `npm test` (which comes before its `wasm` stage) has built it in a fresh clone.
+fn build_page() -> anyhow::Result<()> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let result = BUILT.get_or_init(|| {
+        let status = Command::new("bash")
+            .arg("scripts/build-wasm.sh")
+            .current_dir(root())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| format!("running scripts/build-wasm.sh: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("scripts/build-wasm.sh failed ({status})"))
+        }
+    });
+    result.clone().map_err(anyhow::Error::msg)
+}
+
 /// Runs `node tests/browser/<script> <args> --json` and parses its last line.
 fn node_json<T: for<'de> Deserialize<'de>>(script: &str, args: &[String]) -> anyhow::Result<T> {
+    build_page()?;
     let out = Command::new("node")
         .arg(format!("tests/browser/{script}"))
         .args(args)
