@@ -1,7 +1,9 @@
 //! The suite in `--quick` mode, as `npm test` runs it: every scenario for a few seconds against
-//! the real mosh-server, mosh-client (tmux) and an in-process relay. Asserts that the harness
-//! works (every row produced, finite, the JSON schema the issue specifies) and never a timing:
-//! this build is unoptimized and the machine is shared.
+//! the real mosh-server, mosh-client (tmux), an in-process relay, and headless Chromium with the
+//! real tern-relay (browser echo, paste). Asserts that the harness works (every row produced,
+//! finite, the JSON schema the issue specifies) and never a timing: this build is unoptimized and
+//! the machine is shared. A missing Chromium, node or mosh-server is a problem, so it fails here
+//! rather than skipping.
 
 use serde_json::Value;
 use tern_bench::{Options, report};
@@ -11,20 +13,30 @@ fn quick_run_produces_every_row_with_the_right_schema() {
     let report = tern_bench::run(&Options::quick());
     assert!(report.problems.is_empty(), "problems: {:#?}", report.problems);
 
-    // Quick mode: one RTT and one delay. Echo: key-to-wire p95 and the ratio; frames: applied on
-    // arrival and the ratio; relay: added latency and two rates.
+    // Quick mode: one RTT and one delay. Echo: key-to-wire p95 and the ratio, for tern-probe and
+    // the browser; frames: applied on arrival and the ratio; relay: added latency and two rates;
+    // paste: the three rows of "Paste a picture".
     let names: Vec<&str> = report.rows.iter().map(|r| r.name.as_str()).collect();
     for expected in [
         "key-to-wire p95, tern-probe, RTT 50 ms",
         "key-to-echo median, tern-probe / mosh-client, RTT 50 ms",
+        "key-to-wire p95, browser (key → datagram written), RTT 50 ms",
+        "key-to-echo median, browser / mosh-client, RTT 50 ms",
         "server instructions applied on arrival, tern-probe, one-way 25 ms",
         "frame interval median, tern-probe / mosh-client, one-way 25 ms",
         "relay added round-trip latency, median, 100 B",
         "relay forwarding rate, relay → browser, 1000 B",
         "relay forwarding rate, browser → relay → UDP, 1 B",
+        "echo during a paste upload minus idle echo, median",
+        "bytes sent for a repeated paste",
     ] {
         assert!(names.contains(&expected), "no row {expected:?} in {names:#?}");
     }
+    // Its name carries the link's settings.
+    assert!(
+        names.iter().any(|n| n.starts_with("paste upload time / the link's limit (")),
+        "no upload row in {names:#?}"
+    );
 
     let rows: Value = serde_json::from_str(&report.results_json()).expect("results.json parses");
     let rows = rows.as_array().expect("results.json is a list");
@@ -48,6 +60,11 @@ fn quick_run_produces_every_row_with_the_right_schema() {
         ("echo", "tern-probe, RTT 50 ms: key-to-screen (in-process) median"),
         ("frames", "tern-probe --stop-and-wait, one-way 25 ms: frame interval median"),
         ("frames", "mosh-client, one-way 25 ms: frame interval median"),
+        (
+            "echo, browser",
+            "browser, RTT 50 ms: key-to-screen (key to xterm.js → frame with the letter written to xterm.js) median",
+        ),
+        ("paste", "echo during the upload, keys timed"),
     ] {
         assert!(
             report.details.iter().any(|d| d.group == group_needs.0 && d.name == group_needs.1),

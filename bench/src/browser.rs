@@ -1,0 +1,188 @@
+//! Tern in the browser: the scenarios that need headless Chromium run as Node scripts under
+//! `tests/browser/` (they reuse its helpers: the real tern-relay, linkemu, Chromium through
+//! playwright-core) and print one JSON object on their last line, which is parsed here.
+//!
+//! - [`echo`]: `echo-bench.mjs`, keystroke echo through linkemu at one RTT (issue row 1).
+//! - [`paste`]: `paste-bench.mjs`, a picture pasted over a rate-limited link (issue row 3).
+//!
+//! A missing `node`, Chromium or mosh-server makes the script fail, and that failure is returned
+//! as an error (the suite lists it as a problem, and the quick test fails on problems): a
+//! benchmark that silently skipped would hide a broken harness.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+/// The repository root: the scripts import `tests/browser/helpers.mjs`, which builds the relay
+/// there (with `CARGO_TARGET_DIR` from the environment, inherited).
+fn root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+/// Builds the page (`scripts/build-wasm.sh`, a no-op when its inputs are unchanged) once per
+/// run: tern-relay embeds `www/dist` when it is built, and neither `npm run bench` nor the `test`
+/// stage of `npm test` (which comes before its `wasm` stage) has built it in a fresh clone.
+fn build_page() -> anyhow::Result<()> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let result = BUILT.get_or_init(|| {
+        let status = Command::new("bash")
+            .arg("scripts/build-wasm.sh")
+            .current_dir(root())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| format!("running scripts/build-wasm.sh: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("scripts/build-wasm.sh failed ({status})"))
+        }
+    });
+    result.clone().map_err(anyhow::Error::msg)
+}
+
+/// Runs `node tests/browser/<script> <args> --json` and parses its last line.
+fn node_json<T: for<'de> Deserialize<'de>>(script: &str, args: &[String]) -> anyhow::Result<T> {
+    build_page()?;
+    let out = Command::new("node")
+        .arg(format!("tests/browser/{script}"))
+        .args(args)
+        .arg("--json")
+        .current_dir(root())
+        .output()
+        .with_context(|| format!("running node tests/browser/{script} (is node installed?)"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        bail!("node tests/browser/{script} failed ({}):\n{}", out.status, tail.join("\n"));
+    }
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .with_context(|| format!("no JSON line from {script}:\n{stdout}"))?;
+    serde_json::from_str(line).with_context(|| format!("parsing {script}'s JSON: {line}"))
+}
+
+/// One RTT of `echo-bench.mjs`, all times in ms on the page's clock, one entry per counted key
+/// (`None`: no echo seen, or no datagram written before the next key).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EchoRun {
+    /// Key handed to xterm.js → the frame showing the letter handed to xterm.js (its paint, a
+    /// local frame at most, is not included).
+    pub screen_ms: Vec<Option<f64>>,
+    /// Key handed to xterm.js → the next datagram handed to WebTransport (the page's key-to-wire).
+    pub send_ms: Vec<Option<f64>>,
+    pub missing: usize,
+    /// The page's own echo statistic (docs/BROWSER.md), last samples.
+    pub core_echo_ms: Vec<f64>,
+    pub srtt_ms: f64,
+    pub dropped_unknown_base: f64,
+}
+
+impl EchoRun {
+    pub fn screen(&self) -> Vec<f64> {
+        self.screen_ms.iter().flatten().copied().collect()
+    }
+
+    pub fn send(&self) -> Vec<f64> {
+        self.send_ms.iter().flatten().copied().collect()
+    }
+}
+
+/// Types `keys` letters (after `warmup`) at the prompt of a browser session behind an emulated
+/// link of `rtt_ms`.
+pub fn echo(rtt_ms: u64, warmup: usize, keys: usize, seed: u64) -> anyhow::Result<EchoRun> {
+    let args = [
+        "--rtt".to_string(),
+        rtt_ms.to_string(),
+        "--warmup".into(),
+        warmup.to_string(),
+        "--keys".into(),
+        keys.to_string(),
+        "--seed".into(),
+        seed.to_string(),
+    ];
+    node_json("echo-bench.mjs", &args)
+}
+
+/// Median, p90 and count of a set of echo samples, as `paste-bench.mjs` reports them (`null`
+/// when no key was timed).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Summary {
+    pub n: usize,
+    pub median: Option<f64>,
+    pub p90: Option<f64>,
+}
+
+/// The pacer's view over the middle of the upload.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pacer {
+    pub rate_median_bps: Option<f64>,
+    pub window_median_bytes: Option<f64>,
+    pub in_flight_median_bytes: Option<f64>,
+    pub min_rtt_ms: Option<f64>,
+    pub mosh_srtt_median_ms: Option<f64>,
+}
+
+/// What `paste-bench.mjs --json` prints (the fields the suite uses).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PasteRun {
+    pub size: u64,
+    pub rate: String,
+    pub rtt_ms: f64,
+    pub queue: String,
+    /// First content byte written → the relay's path arrives.
+    pub upload_ms: f64,
+    /// `size` x 8 / the link's rate.
+    pub limit_ms: f64,
+    pub ratio: f64,
+    pub echo_idle_ms: Summary,
+    pub echo_during_ms: Summary,
+    pub repeat_bytes_sent: f64,
+    pub srtt_idle_ms: Option<f64>,
+    pub pacer: Pacer,
+}
+
+/// The paste scenario's link and sizes.
+#[derive(Debug, Clone)]
+pub struct PasteSetup {
+    pub size: u64,
+    pub rate: &'static str,
+    pub rtt_ms: u64,
+    pub queue: &'static str,
+    /// Keys timed while idle (those during the upload last as long as it does).
+    pub keys: usize,
+}
+
+pub fn paste(setup: &PasteSetup) -> anyhow::Result<PasteRun> {
+    let args = [
+        "--size".to_string(),
+        setup.size.to_string(),
+        "--rate".into(),
+        setup.rate.into(),
+        "--rtt".into(),
+        setup.rtt_ms.to_string(),
+        "--queue".into(),
+        setup.queue.into(),
+        "--keys".into(),
+        setup.keys.to_string(),
+    ];
+    let run: PasteRun = node_json("paste-bench.mjs", &args)?;
+    // paste-bench.mjs subtracts medians even when a side has none; such a run measured nothing.
+    if run.echo_idle_ms.n == 0 || run.echo_during_ms.n == 0 {
+        bail!(
+            "paste: no keys timed ({} idle, {} during the upload); the upload was too short",
+            run.echo_idle_ms.n,
+            run.echo_during_ms.n
+        );
+    }
+    Ok(run)
+}
