@@ -285,3 +285,22 @@ fn an_idle_client_sends_a_heartbeat_with_a_fresh_state_number_every_three_second
     }
     assert!(pair.now - last.0 <= Duration::from_millis(3001));
 }
+
+/// A driver whose input already comes in bursts (the browser) sets no gathering delay: the key's
+/// datagram is ready as soon as `handle_input` returns, without any timer.
+#[test]
+fn with_no_gathering_delay_a_key_leaves_inside_handle_input() {
+    use tern::session::{ClientSession, HostLog, SessionConfig};
+    use tern::time::Instant;
+    let mut config = SessionConfig::new(support::test_key(), 80, 24);
+    config.min_delay = Duration::ZERO;
+    let start = Instant::from_millis(5);
+    let mut client: ClientSession<HostLog> = ClientSession::new(config, start);
+    assert!(client.poll_transmit().is_some(), "the first Resize leaves at once");
+    while client.poll_transmit().is_some() {}
+    let later = start + Duration::from_millis(300);
+    client.handle_timeout(later);
+    while client.poll_transmit().is_some() {}
+    client.handle_input(later, b"k");
+    assert!(client.poll_transmit().is_some(), "the key left within handle_input");
+}

@@ -41,6 +41,9 @@ pub struct SessionConfig {
     pub first_fragment_id: u64,
     /// Apply only instructions based on the newest state (exists to measure what that costs).
     pub stop_and_wait: bool,
+    /// Wait after the first new key before sending, to gather a burst into one datagram
+    /// (mosh-client's 1 ms). A driver whose input already arrives in bursts may use zero.
+    pub min_delay: Duration,
 }
 
 impl SessionConfig {
@@ -54,6 +57,7 @@ impl SessionConfig {
             first_seq: 0,
             first_fragment_id: 1,
             stop_and_wait: false,
+            min_delay: crate::transport::CLIENT_MIN_DELAY,
         }
     }
 }
@@ -118,6 +122,7 @@ impl<S: ServerState> ClientSession<S> {
             },
             first_seq: config.first_seq,
             first_fragment_id: config.first_fragment_id,
+            min_delay: config.min_delay,
             ..TransportConfig::client(config.mtu, config.seed)
         };
         let blank = S::blank(config.cols, config.rows);

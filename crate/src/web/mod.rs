@@ -465,6 +465,10 @@ impl Shell {
                 config.first_seq = first_seq;
                 config.first_fragment_id = first_fragment_id;
                 config.seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
+                // Send keys from inside the input handler: a 1 ms gathering timer becomes >= 4 ms
+                // in a browser (nested timers are clamped), and xterm.js already hands a burst or a
+                // paste over in one call, so there is nothing to gather.
+                config.min_delay = std::time::Duration::ZERO;
                 st.session = Some(ClientSession::new(config, now()));
                 st.nonces = Some(store);
                 st.shown = None;
