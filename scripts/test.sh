@@ -45,14 +45,10 @@ stage_clippy() {
 
 stage_test() { cargo test --workspace; }
 
-# Builds the web client (wasm + bindings) once scripts/build-wasm.sh exists.
-stage_wasm() {
-  if [[ -f scripts/build-wasm.sh ]]; then
-    bash scripts/build-wasm.sh
-  else
-    echo "skipped: no scripts/build-wasm.sh yet"
-  fi
-}
+# Builds the page (wasm + bindings + xterm.js) into www/dist. It runs before `test`: tern-relay
+# embeds www/dist when it is compiled, and a relay rebuilt in the middle of `cargo test` (by a test
+# that builds it) would leave crates compiled against the old one unable to link it.
+stage_wasm() { bash scripts/build-wasm.sh; }
 
 # End-to-end tests in headless Chromium with node's test runner, once there are any.
 stage_browser() {
@@ -65,7 +61,7 @@ stage_browser() {
   fi
 }
 
-STAGES=(setup tools fmt clippy test wasm browser)
+STAGES=(setup tools fmt clippy wasm test browser)
 selected=("$@")
 ((${#selected[@]})) || selected=("${STAGES[@]}")
 for s in "${selected[@]}"; do
