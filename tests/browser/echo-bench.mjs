@@ -18,14 +18,10 @@
 // suite computes medians and p95s itself, as for the other clients).
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
-  tempDir, sleep, cleanupState,
+  tempDir, sleep, cleanupState, startLinkemu, cliArg,
 } from './helpers.mjs';
-import { startLinkemu } from './paste-lib.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-};
+const arg = cliArg;
 const RTT = Number(arg('rtt', 200));
 const WARMUP = Number(arg('warmup', 3));
 const KEYS = Number(arg('keys', 25));

@@ -143,3 +143,39 @@ export function cleanupState(stateDir) {
   }
   rmSync(stateDir, { recursive: true, force: true });
 }
+
+/// Builds (debug) and starts tern-tests' linkemu between the page and the relay's UDP port.
+let linkemuBin;
+export async function startLinkemu({ listenPort, targetPort, link = '', up = '', down = '' }) {
+  if (!linkemuBin) {
+    execFileSync('cargo', ['build', '-q', '-p', 'tern-tests', '--bin', 'linkemu'], { cwd: ROOT, stdio: 'inherit' });
+    const target = process.env.CARGO_TARGET_DIR || join(ROOT, 'target');
+    linkemuBin = join(target, 'debug', 'linkemu');
+  }
+  const args = ['--listen', `127.0.0.1:${listenPort}`, '--target', `127.0.0.1:${targetPort}`];
+  if (link) args.push('--link', link);
+  if (up) args.push('--up', up);
+  if (down) args.push('--down', down);
+  const child = spawn(linkemuBin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  child.stdout.on('data', (d) => { log += d; });
+  child.stderr.on('data', (d) => { log += d; });
+  await sleep(300);
+  if (child.exitCode !== null) throw new Error(`linkemu exited: ${log}`);
+  return {
+    child,
+    log: () => log,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await Promise.race([exited, sleep(3000)]);
+    },
+  };
+}
+
+/// `--name VALUE` from the command line of a benchmark script, or `dflt`.
+export function cliArg(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : dflt;
+}

@@ -14,14 +14,11 @@
 import { join } from 'node:path';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
-  tempDir, sleep, cleanupState,
+  tempDir, sleep, cleanupState, startLinkemu, cliArg,
 } from './helpers.mjs';
-import { makePng, loadFile, pasteLoaded, startLinkemu } from './paste-lib.mjs';
+import { makePng, loadFile, pasteLoaded } from './paste-lib.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-};
+const arg = cliArg;
 const SIZE = Number(arg('size', 13_400_000));
 const RATE = arg('rate', '9mbit');
 const RTT = Number(arg('rtt', 80));

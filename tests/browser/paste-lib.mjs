@@ -1,10 +1,7 @@
-// Paste helpers shared by paste.test.mjs and paste-bench.mjs: synthesized PNGs, a synthesized
-// ClipboardEvent carrying a File, and the UDP link emulator in front of the relay's WebTransport.
-import { spawn, execFileSync } from 'node:child_process';
+// Paste helpers shared by paste.test.mjs and paste-bench.mjs: synthesized PNGs and a synthesized
+// ClipboardEvent carrying a File.
 import { createHash } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
-import { join } from 'node:path';
-import { ROOT, sleep } from './helpers.mjs';
 
 const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
   let c = n;
@@ -75,34 +72,4 @@ export async function pasteLoaded(page, times = 1) {
 export async function pasteFile(page, bytes, opts = {}) {
   await loadFile(page, bytes, opts.name, opts.type);
   await pasteLoaded(page, opts.times ?? 1);
-}
-
-/// Builds (debug) and starts tern-tests' linkemu between the page and the relay's UDP port.
-let linkemuBin;
-export async function startLinkemu({ listenPort, targetPort, link = '', up = '', down = '' }) {
-  if (!linkemuBin) {
-    execFileSync('cargo', ['build', '-q', '-p', 'tern-tests', '--bin', 'linkemu'], { cwd: ROOT, stdio: 'inherit' });
-    const target = process.env.CARGO_TARGET_DIR || join(ROOT, 'target');
-    linkemuBin = join(target, 'debug', 'linkemu');
-  }
-  const args = ['--listen', `127.0.0.1:${listenPort}`, '--target', `127.0.0.1:${targetPort}`];
-  if (link) args.push('--link', link);
-  if (up) args.push('--up', up);
-  if (down) args.push('--down', down);
-  const child = spawn(linkemuBin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  child.stdout.on('data', (d) => { log += d; });
-  child.stderr.on('data', (d) => { log += d; });
-  await sleep(300);
-  if (child.exitCode !== null) throw new Error(`linkemu exited: ${log}`);
-  return {
-    child,
-    log: () => log,
-    async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await Promise.race([exited, sleep(3000)]);
-    },
-  };
 }

@@ -6,9 +6,9 @@ import { readFileSync, statSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
-  waitForPrompt, typeLine, tempDir, sleep, cleanupState,
+  waitForPrompt, typeLine, tempDir, sleep, cleanupState, startLinkemu,
 } from './helpers.mjs';
-import { makePng, sha256, loadFile, pasteLoaded, pasteFile, startLinkemu } from './paste-lib.mjs';
+import { makePng, sha256, loadFile, pasteLoaded, pasteFile } from './paste-lib.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
 let port, stateDir, pasteDir, relay, browser, page, emu;
