@@ -25,7 +25,7 @@ pub mod cert;
 pub mod config;
 pub mod control;
 /// The relay→browser datagram framing; the codec is the core's, shared with the wasm client.
-pub use tern::relay_framing as framing;
+pub use tern::relay_proto::framing;
 mod http;
 pub mod limits;
 pub mod logging;

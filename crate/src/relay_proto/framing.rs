@@ -1,7 +1,7 @@
 //! Relay framing of server→browser datagrams: split what exceeds the browser's datagram limit, join it again.
 //!
-//! Shared by tern-relay (the [`Splitter`]) and the browser shell (the [`Joiner`]); it lives in the
-//! core because both depend on the core and the two halves must agree byte for byte.
+//! tern-relay uses the [`Splitter`], the browser client the [`Joiner`]; the two halves must agree
+//! byte for byte, so they live together here.
 //!
 //! Why: stock mosh-server sends UDP datagrams of up to 1252 bytes (MOSH-PROTOCOL.md 2.7), Chromium
 //! carries WebTransport datagrams of at most 1211 bytes and silently drops larger ones. OCB
@@ -23,6 +23,9 @@
 //! Browser→relay datagrams carry no header: the client sizes its own datagrams to the limit.
 //!
 //! This module does no I/O and depends only on `std`.
+
+/// Version of this framing, announced in `/api/info` and `ready`; a page refuses any other.
+pub const FRAMING_VERSION: u8 = 1;
 
 /// Header byte of a datagram sent whole.
 pub const WHOLE: u8 = 0x00;

@@ -1,0 +1,37 @@
+//! The page-relay protocol, typed once: tern-relay and the browser client both use these types.
+//!
+//! ```text
+//!  page ──GET /api/info (Bearer token)──▶ relay        info::RelayInfo | api::ApiError
+//!  page ══WebTransport /wt════════════════▶ relay
+//!    control stream (first bidi):  hello ▶ ready | error;  ping ▶ pong;  ◀ ended     control
+//!    datagrams: page→relay raw mosh datagrams; relay→page framed                      framing
+//!    every further bidi stream: one paste upload                                      upload
+//! ```
+//!
+//! Every message is one line of JSON ([`line`]); a renamed field is a compile error on both sides,
+//! because both sides use the same struct. [`PROTOCOL_VERSION`] changes whenever a message
+//! changes incompatibly: `/api/info` and `ready` carry it, the page compares and tells the person
+//! to reload instead of running a broken session (a page cached from an older relay).
+//!
+//! No I/O here: the relay wraps these in tokio streams, the page in WHATWG streams.
+
+pub mod control;
+pub mod framing;
+pub mod info;
+pub mod line;
+pub mod upload;
+
+pub use control::{ClientMessage, ErrorCode, Hello, Mode, ServerMessage};
+pub use info::{ApiError, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary};
+pub use line::{DecodeError, LineBuffer, LineError, decode, encode_line};
+pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
+
+/// Version of the whole page-relay protocol (control messages, info, upload stream, framing).
+/// Both ends are built from this crate; a mismatch means a page from another relay build.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// Path of the WebTransport endpoint (`https://HOST:PORT/wt`).
+pub const WEBTRANSPORT_PATH: &str = "/wt";
+
+/// Path of the relay's info route.
+pub const INFO_PATH: &str = "/api/info";

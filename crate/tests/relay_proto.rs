@@ -1,0 +1,249 @@
+//! Every page-relay protocol message: its exact line on the wire (as docs/RELAY.md shows it) and
+//! the round trip through the one codec both ends use.
+
+use tern::relay_proto::control::{MAX_MESSAGE, Ready};
+use tern::relay_proto::framing::FRAMING_VERSION;
+use tern::relay_proto::upload::MAX_HEADER;
+use tern::relay_proto::*;
+
+/// Encodes, checks the exact line, decodes, checks equality.
+fn round_trip<T>(message: &T, wire: &str)
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let line = encode_line(message);
+    assert_eq!(String::from_utf8(line.clone()).unwrap(), format!("{wire}\n"));
+    let mut buffer = LineBuffer::new(MAX_MESSAGE);
+    buffer.push(&line);
+    let back: T = decode(&buffer.next_line().unwrap().unwrap()).unwrap();
+    assert_eq!(&back, message);
+}
+
+#[test]
+fn client_messages() {
+    let hello = Hello {
+        protocol: Some(PROTOCOL_VERSION),
+        token: Some("t0k".into()),
+        mode: Some(Mode::Spawn),
+        resume: Some("00ff00ff00ff00ff00ff00ff00ff00ff".into()),
+        max_datagram_size: Some(1211),
+        ..Hello::default()
+    };
+    round_trip(
+        &ClientMessage::Hello(hello.clone()),
+        &format!(
+            r#"{{"type":"hello","protocol":{PROTOCOL_VERSION},"token":"t0k","mode":"spawn","resume":"00ff00ff00ff00ff00ff00ff00ff00ff","max_datagram_size":1211}}"#
+        ),
+    );
+    let bridge = Hello {
+        mode: Some(Mode::Bridge),
+        host: Some("::1".into()),
+        port: Some(60001),
+        ..Hello::default()
+    };
+    round_trip(
+        &ClientMessage::Hello(bridge),
+        r#"{"type":"hello","mode":"bridge","host":"::1","port":60001}"#,
+    );
+    round_trip(&ClientMessage::Ping, r#"{"type":"ping"}"#);
+    assert!(!format!("{hello:?}").contains("t0k"), "Debug hides the token");
+}
+
+#[test]
+fn client_messages_refuse_unknown_fields() {
+    assert!(decode::<ClientMessage>(br#"{"type":"hello","mode":"spawn","tokne":"x"}"#).is_err());
+    assert!(decode::<ClientMessage>(br#"{"type":"shout"}"#).is_err());
+}
+
+#[test]
+fn server_messages() {
+    let ready = Ready {
+        session: "ab".into(),
+        mode: Mode::Bridge,
+        port: 60001,
+        key: None,
+        max_datagram_size: 1211,
+        framing: FRAMING_VERSION,
+        resumed: false,
+    };
+    round_trip(
+        &ServerMessage::Ready(ready.clone()),
+        r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"max_datagram_size":1211,"framing":1,"resumed":false}"#,
+    );
+    let spawned = Ready { key: Some("PWSoCIVurTVBGXAj873xNg".into()), resumed: true, ..ready };
+    round_trip(
+        &ServerMessage::Ready(spawned.clone()),
+        r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"key":"PWSoCIVurTVBGXAj873xNg","max_datagram_size":1211,"framing":1,"resumed":true}"#,
+    );
+    assert!(!format!("{spawned:?}").contains("PWSo"), "Debug hides the key");
+    round_trip(
+        &ServerMessage::error(ErrorCode::TargetNotAllowed, "no"),
+        r#"{"type":"error","code":"target_not_allowed","message":"no"}"#,
+    );
+    round_trip(
+        &ServerMessage::Ended { code: ErrorCode::SessionEnded, message: "bye".into() },
+        r#"{"type":"ended","code":"session_ended","message":"bye"}"#,
+    );
+    round_trip(&ServerMessage::Pong, r#"{"type":"pong"}"#);
+}
+
+#[test]
+fn every_error_code_has_its_wire_name() {
+    use ErrorCode::*;
+    for code in [
+        BadToken,
+        RateLimited,
+        TooManySessions,
+        TargetNotAllowed,
+        SpawnFailed,
+        SessionEnded,
+        UnknownSession,
+        WrongMode,
+        BadRequest,
+        MessageTooLarge,
+        HelloTimeout,
+        IdleTimeout,
+        ShuttingDown,
+        VersionMismatch,
+        Internal,
+        Unknown,
+    ] {
+        round_trip(&code, &format!("\"{}\"", code.as_str()));
+    }
+    // A newer relay's code is not a broken message, just one this page cannot act on.
+    let m: ServerMessage =
+        decode(br#"{"type":"error","code":"solar_flare","message":"m"}"#).unwrap();
+    assert_eq!(m, ServerMessage::error(ErrorCode::Unknown, "m"));
+    assert!(!ErrorCode::Unknown.is_retryable());
+    assert!(ErrorCode::ShuttingDown.is_retryable());
+    assert!(ErrorCode::SessionEnded.session_is_over());
+}
+
+#[test]
+fn info_and_api_bodies() {
+    let info = RelayInfo {
+        version: "0.1.0".into(),
+        protocol: PROTOCOL_VERSION,
+        mode: Mode::Spawn,
+        port: 7480,
+        webtransport_path: WEBTRANSPORT_PATH.into(),
+        cert_hashes: vec!["AAEC".into(), "not base64!".into()],
+        cert_hash_algorithm: "sha-256".into(),
+        cert_self_signed: true,
+        framing: FRAMING_VERSION,
+        max_datagram_size: 1211,
+        limits: RelayLimits {
+            max_sessions: 64,
+            max_spawned: 16,
+            datagram_rate: 2000,
+            datagram_burst: 400,
+            idle_timeout_secs: 3600,
+            max_control_message: MAX_MESSAGE,
+        },
+        paste: PasteInfo { available: true, max_size: Some(1 << 26), reason: None },
+        bridge_allow: vec!["127.0.0.1:60001-60999".into()],
+    };
+    round_trip(
+        &info,
+        &format!(
+            concat!(
+                r#"{{"version":"0.1.0","protocol":{},"mode":"spawn","port":7480,"webtransport_path":"/wt","#,
+                r#""cert_hashes":["AAEC","not base64!"],"cert_hash_algorithm":"sha-256","cert_self_signed":true,"#,
+                r#""framing":1,"max_datagram_size":1211,"limits":{{"max_sessions":64,"max_spawned":16,"#,
+                r#""datagram_rate":2000,"datagram_burst":400,"idle_timeout_secs":3600,"max_control_message":4096}},"#,
+                r#""paste":{{"available":true,"max_size":67108864}},"bridge_allow":["127.0.0.1:60001-60999"]}}"#
+            ),
+            PROTOCOL_VERSION
+        ),
+    );
+    assert_eq!(info.cert_hash_bytes(), vec![vec![0u8, 1, 2]]);
+    round_trip(
+        &PasteInfo { available: false, max_size: None, reason: Some("bridge".into()) },
+        r#"{"available":false,"reason":"bridge"}"#,
+    );
+    round_trip(
+        &SessionList {
+            sessions: vec![SessionSummary { id: "ab".into(), port: 60001, created: 7 }],
+        },
+        r#"{"sessions":[{"id":"ab","port":60001,"created":7}]}"#,
+    );
+    round_trip(
+        &ApiError {
+            error: "rate_limited".into(),
+            message: "too many failed attempts".into(),
+            retry_after_secs: Some(3),
+        },
+        r#"{"error":"rate_limited","message":"too many failed attempts","retry_after_secs":3}"#,
+    );
+}
+
+#[test]
+fn upload_stream_messages() {
+    let hash = "a".repeat(64);
+    round_trip(
+        &UploadHeader { hash: hash.clone(), size: 70, mime: Some("image/png".into()) },
+        &format!(r#"{{"hash":"{hash}","size":70,"mime":"image/png"}}"#),
+    );
+    round_trip(
+        &UploadHeader { hash, size: 70, mime: None },
+        &format!(r#"{{"hash":"{}","size":70}}"#, "a".repeat(64)),
+    );
+    round_trip(&UploadReply::Have { have: 12, path: None }, r#"{"have":12}"#);
+    round_trip(
+        &UploadReply::Have { have: 70, path: Some("/p/x.png".into()) },
+        r#"{"have":70,"path":"/p/x.png"}"#,
+    );
+    round_trip(
+        &UploadReply::Ack { acked: 40, relay_time_us: 123456 },
+        r#"{"acked":40,"relay_time_us":123456}"#,
+    );
+    round_trip(&UploadReply::Path { path: "/p/x.png".into() }, r#"{"path":"/p/x.png"}"#);
+    use UploadErrorCode::*;
+    for code in [
+        BadRequest,
+        TooLarge,
+        QuotaExceeded,
+        HashMismatch,
+        SizeMismatch,
+        PasteUnavailable,
+        Io,
+        Internal,
+        Unknown,
+    ] {
+        round_trip(
+            &UploadReply::Error { error: code, message: "m".into() },
+            &format!(r#"{{"error":"{}","message":"m"}}"#, code.as_str()),
+        );
+    }
+    assert!(
+        encode_line(&UploadHeader {
+            hash: "a".repeat(64),
+            size: u64::MAX,
+            mime: Some("x".repeat(100))
+        })
+        .len()
+            < MAX_HEADER
+    );
+}
+
+#[test]
+fn hostile_lines_are_errors_not_panics() {
+    let inputs: [&[u8]; 8] = [
+        b"",
+        b"{",
+        b"null",
+        b"[1,2,3]",
+        b"{\"type\":\"ready\"}",
+        b"{\"have\":-1}",
+        b"{\"acked\":1e400,\"relay_time_us\":1}",
+        b"\xff\xfe",
+    ];
+    for line in inputs {
+        let _ = decode::<ServerMessage>(line);
+        let _ = decode::<ClientMessage>(line);
+        let _ = decode::<UploadReply>(line);
+        let _ = decode::<UploadHeader>(line);
+        let _ = decode::<RelayInfo>(line);
+    }
+    assert!(decode::<UploadReply>(b"{\"have\":-1}").is_err());
+}
