@@ -19,7 +19,7 @@ stamp=$target_dir/tern-www.inputs
 # Skip everything when no input changed since the last build (cheap: hashes of file listings).
 inputs_hash() {
   {
-    find crate/src crate/Cargo.toml Cargo.toml Cargo.lock .cargo www -path www/dist -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
+    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www -path www/dist -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
     cat package-lock.json 2>/dev/null
     echo "opt=${TERN_WASM_OPT:-1}"
   } | sort | sha256sum | cut -d' ' -f1
@@ -30,20 +30,21 @@ if [[ -f $stamp && $(cat "$stamp") == "$hash" && -f $dist/pkg/tern_bg.wasm ]]; t
   exit 0
 fi
 
-want=$(grep -A3 'wasm-bindgen = ' crate/Cargo.toml | grep -o '=[0-9.]*' | head -1 | tr -d =)
+want=$(grep -A3 'wasm-bindgen = ' web/Cargo.toml | grep -o '=[0-9.]*' | head -1 | tr -d =)
 have=$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2 || true)
 if [[ -n $want && $have != "$want" ]]; then
   echo "[build-wasm] ERROR: wasm-bindgen CLI ${have:-missing}, crate wants $want (run scripts/setup.sh)" >&2
   exit 1
 fi
 
-log "cargo build --release --target $TARGET -p tern --lib"
+log "cargo build --release --target $TARGET -p tern-web --lib"
 # RUSTFLAGS from the environment would replace .cargo/config.toml's web_sys_unstable_apis.
-env -u RUSTFLAGS cargo build --release --target "$TARGET" -p tern --lib
+env -u RUSTFLAGS cargo build --release --target "$TARGET" -p tern-web --lib
 
 rm -rf "$dist.tmp" && mkdir -p "$dist.tmp/pkg" "$dist.tmp/xterm"
 log "wasm-bindgen --target web"
-wasm-bindgen --target web --no-typescript --out-dir "$dist.tmp/pkg" "$target_dir/$TARGET/release/tern.wasm"
+# --out-name keeps the page's file names (pkg/tern.js, pkg/tern_bg.wasm) independent of the package name.
+wasm-bindgen --target web --no-typescript --out-name tern --out-dir "$dist.tmp/pkg" "$target_dir/$TARGET/release/tern_web.wasm"
 
 # Debian's /usr/bin/wasm-opt (binaryen 108) corrupts wasm-bindgen 0.2.130 output: only npm's.
 if [[ ${TERN_WASM_OPT:-1} != 0 && -x node_modules/.bin/wasm-opt ]]; then

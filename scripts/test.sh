@@ -38,9 +38,9 @@ stage_fmt() { cargo fmt --all --check; }
 
 stage_clippy() {
   cargo clippy --workspace --all-targets -- -D warnings
-  # The web shell compiles only for wasm32; RUSTFLAGS from the environment would replace
-  # .cargo/config.toml's web_sys_unstable_apis.
-  env -u RUSTFLAGS cargo clippy -p tern --lib --target wasm32-unknown-unknown -- -D warnings
+  # The browser client compiles only for wasm32 (and the core with it); RUSTFLAGS from the
+  # environment would replace .cargo/config.toml's web_sys_unstable_apis.
+  env -u RUSTFLAGS cargo clippy -p tern-web --lib --target wasm32-unknown-unknown -- -D warnings
 }
 
 stage_test() { cargo test --workspace; }

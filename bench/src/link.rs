@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use tern::native::{MoshServer, NativeClient};
 use tern::session::{ClientSession, SessionConfig};
 use tern::terminal::{Complete, screen_text};
+use tern_native::{MoshServer, NativeClient};
 use tern_tests::linkemu::{DirectionConfig, LinkConfig, LinkEmulator, TapLog};
 use tern_tests::mosh_client::{TempDir, TmuxMoshClient, start_reference_server};
 

@@ -19,9 +19,3 @@ pub mod time;
 pub mod transport;
 pub mod upload;
 pub mod wire;
-
-#[cfg(not(target_arch = "wasm32"))]
-pub mod native;
-
-#[cfg(target_arch = "wasm32")]
-pub mod web;

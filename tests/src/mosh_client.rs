@@ -9,8 +9,8 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tern::native::script::Action;
-use tern::native::{MoshServer, MoshServerOptions};
+use tern_native::script::Action;
+use tern_native::{MoshServer, MoshServerOptions};
 
 use crate::tools::require_program;
 

@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tern::native::{MoshServer, MoshServerOptions, NativeClient};
 use tern::session::{CloseReason, HostLog, SessionConfig};
+use tern_native::{MoshServer, MoshServerOptions, NativeClient};
 use tern_tests::linkemu::{DirectionConfig, LinkConfig, LinkEmulator};
 use tern_tests::tools::require_program;
 

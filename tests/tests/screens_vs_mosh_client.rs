@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tern::native::probe::{ProbeOptions, ProbeResult, run_probe};
-use tern::native::script::{Action, parse_script};
+use tern_native::probe::{ProbeOptions, ProbeResult, run_probe};
+use tern_native::script::{Action, parse_script};
 use tern_tests::linkemu::{DirectionConfig, LinkConfig, LinkEmulator};
 use tern_tests::mosh_client::{Capture, TempDir, TmuxMoshClient, start_reference_server};
 

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use super::NativeClient;
 use super::script::Action;
-use crate::session::{ClientSession, SessionConfig};
-use crate::terminal::{Complete, ScreenText, screen_text};
-use crate::transport::Counters;
-use crate::wire::Key;
+use tern::session::{ClientSession, SessionConfig};
+use tern::terminal::{Complete, ScreenText, screen_text};
+use tern::transport::Counters;
+use tern::wire::Key;
 
 /// After the script: wait this long at most for every typed key to be acknowledged, then let the
 /// screen settle for [`SETTLE`] so the final frame is the server's answer to all of it.

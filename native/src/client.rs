@@ -4,8 +4,8 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use crate::session::{ClientSession, CloseReason, Event, ServerState, SessionConfig};
-use crate::time::Instant;
+use tern::session::{ClientSession, CloseReason, Event, ServerState, SessionConfig};
+use tern::time::Instant;
 
 /// Largest datagram mosh accepts (`Session::RECEIVE_MTU`).
 const RECEIVE_BUFFER: usize = 2048;

@@ -2,7 +2,7 @@
 
 use std::process::{Command, Output};
 
-use tern::native::{MoshServer, MoshServerOptions};
+use tern_native::{MoshServer, MoshServerOptions};
 
 fn probe(args: &[&str], key: Option<&str>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tern-probe"));

@@ -25,9 +25,9 @@ use js_sys::{Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use web_sys::WritableStreamDefaultWriter;
 
-use super::link::{StreamLines, object};
-use super::{Shell, ms, now, now_ms};
-use crate::upload::{
+use crate::link::{StreamLines, object};
+use crate::{Shell, ms, now, now_ms};
+use tern::upload::{
     AckInfo, ContentHash, FailReason, Recall, RecentUploads, Upload, UploadConfig, UploadState,
 };
 
@@ -602,7 +602,7 @@ impl Shell {
     }
 
     /// One stream: header, the relay's `have`, paced chunks, acks, the final path.
-    async fn attempt(self: &Rc<Self>, link: &Rc<super::Link>, job: &Job) -> Attempt {
+    async fn attempt(self: &Rc<Self>, link: &Rc<crate::Link>, job: &Job) -> Attempt {
         let (writer, lines) = match link.open_stream().await {
             Ok(s) => s,
             Err(_) => return Attempt::Interrupted,

@@ -11,6 +11,9 @@
 //! The page (`www/app.js`) owns the DOM: it creates the xterm.js `Terminal`, fits it to the
 //! window, and shows what the hooks report. Exported surface: [`Client`].
 
+// The browser client exists only in the browser; elsewhere this crate is empty.
+#![cfg(target_arch = "wasm32")]
+
 mod input;
 mod link;
 mod paste;
@@ -27,15 +30,15 @@ use gloo_timers::future::TimeoutFuture;
 use js_sys::{Function, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
-use crate::relay_framing::Joiner;
-use crate::session::{ClientSession, CloseReason, Event, SessionConfig};
-use crate::terminal::{
-    Complete, Framebuffer, Notification, Renderer, overlay_notification, screen_text,
-};
-use crate::time::Instant;
-use crate::wire::{Key, StateNum};
 use link::{ConnectError, Control, Link, RelayInfo, object};
 use storage::NonceStore;
+use tern::relay_proto::framing::Joiner;
+use tern::session::{ClientSession, CloseReason, Event, SessionConfig};
+use tern::terminal::{
+    Complete, Framebuffer, Notification, Renderer, overlay_notification, screen_text,
+};
+use tern::time::Instant;
+use tern::wire::{Key, StateNum};
 pub use xterm::Terminal;
 
 /// First pause before reconnecting; doubles per failed attempt up to [`BACKOFF_MAX`].

@@ -19,8 +19,8 @@ mod probe {
     use std::net::{SocketAddr, ToSocketAddrs};
     use std::process::ExitCode;
 
-    use tern::native::probe::{ProbeOptions, ProbeResult, run_probe};
-    use tern::native::script::{parse_script, parse_size};
+    use tern_native::probe::{ProbeOptions, ProbeResult, run_probe};
+    use tern_native::script::{parse_script, parse_size};
 
     const USAGE: &str = "usage: MOSH_KEY=KEY tern-probe HOST PORT [--size 80x24] [--script FILE] [--json] [--stop-and-wait]";
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::wire::{Key, KeyError};
+use tern::wire::{Key, KeyError};
 
 /// How to start a mosh-server.
 #[derive(Clone, Debug)]

@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tern::native::{MoshServer, MoshServerOptions, NativeClient};
 use tern::session::{CloseReason, HostLog, SessionConfig};
+use tern_native::{MoshServer, MoshServerOptions, NativeClient};
 
 /// A fresh mosh-server running `/bin/sh` with a fixed prompt.
 pub fn start_server() -> MoshServer {
