@@ -1,10 +1,12 @@
 //! The mosh client session: the one type drivers touch.
 
+mod echo_meter;
 mod host_log;
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
+pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
 
 use crate::time::Instant;

@@ -12,6 +12,7 @@
 //! has neither), or reflow text on resize.
 
 mod cell;
+mod changes;
 mod complete;
 mod display;
 mod emulator;
@@ -22,9 +23,10 @@ mod text;
 pub mod width;
 
 pub use cell::{Attrs, Cell, Color, Grapheme, MAX_GRAPHEME_BYTES, Renditions};
+pub use changes::{Changes, SideEffects, decode_clipboard};
 pub use complete::{Complete, MAX_CELLS};
 pub use display::Renderer;
 pub use emulator::Emulator;
 pub use framebuffer::{Framebuffer, Modes, MouseEncoding, MouseReporting, Pos, Row, Size};
-pub use notify::{Notification, overlay_notification};
+pub use notify::{Notification, join_messages, overlay_notification};
 pub use text::{ScreenText, screen_text};

@@ -65,6 +65,12 @@ impl Notification<'_> {
     }
 }
 
+/// One message from several sources (the link's state, a paste's progress), joined with ` | `.
+pub fn join_messages<'a>(parts: impl IntoIterator<Item = Option<&'a str>>) -> Option<String> {
+    let parts: Vec<&str> = parts.into_iter().flatten().filter(|m| !m.is_empty()).collect();
+    (!parts.is_empty()).then(|| parts.join(" | "))
+}
+
 /// `fb` with the notification bar over row 0 (white on blue, message bold, cursor hidden when on
 /// row 0), or an unchanged copy when there is nothing to report. Cheap: only row 0 is new.
 pub fn overlay_notification(fb: &Framebuffer, note: &Notification<'_>) -> Framebuffer {
@@ -109,4 +115,19 @@ pub fn overlay_notification(fb: &Framebuffer, note: &Notification<'_>) -> Frameb
     }
     out.rows[0] = Rc::new(row);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_join_in_order_and_empty_ones_vanish() {
+        assert_eq!(join_messages([None, None]), None);
+        assert_eq!(join_messages([Some("a"), Some("")]).as_deref(), Some("a"));
+        assert_eq!(
+            join_messages([Some("lost"), Some("Pasting")]).as_deref(),
+            Some("lost | Pasting")
+        );
+    }
 }

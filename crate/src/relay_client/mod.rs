@@ -1,0 +1,21 @@
+//! The page's side of talking to tern-relay, sans-IO: what to say, how to read the answers, when to
+//! retry, and what to tell the person. The browser package performs the requests; the relay's
+//! tests run this same code against a real relay, so page and relay cannot drift apart.
+//!
+//! ```text
+//!  GET /api/info ─▶ info_response(status, body) ─▶ RelayInfo | ConnectError
+//!  check_info(info, target) ─▶ the relay is one this page can use (version, mode)
+//!  Target::hello(..) ─▶ Hello ─▶ [control stream] ─▶ ServerMessage ─▶ answer() ─▶ Ready | ConnectError
+//!  Target::session_key(ready) ─▶ the mosh key (the relay's in spawn mode, the page's in bridge mode)
+//!  Backoff: pauses between attempts; Status: what the page shows
+//! ```
+
+mod backoff;
+mod connect;
+mod status;
+
+pub use backoff::{BACKOFF_FIRST, BACKOFF_MAX, Backoff, STABLE_LINK};
+pub use connect::{
+    ConnectError, ControlEvent, Target, answer, check_info, control_after_ready, info_response,
+};
+pub use status::{FailCode, Status};
