@@ -1,5 +1,6 @@
 // Tern's page: owns the DOM (terminal element, status pill, notice card) and hands the rest to
-// the wasm client (crate/src/web/), which owns the connection, the session and what is drawn.
+// the wasm client (web/src/), which owns the connection and what is drawn; the decisions are the
+// core's (crate/src/).
 import { Terminal } from './xterm/xterm.mjs';
 import { FitAddon } from './xterm/addon-fit.mjs';
 import init, { Client } from './pkg/tern.js';
@@ -23,12 +24,44 @@ function takeParams() {
   return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined };
 }
 
-// The paste box over the terminal: the progress line and a cancel button (Escape also cancels).
-function pasteBox(client, text) {
+// Bytes for people (decimal units, as network rates are).
+function size(n) {
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} MB`;
+  if (n >= 1e3) return `${Math.round(n / 1e3)} kB`;
+  return `${n} B`;
+}
+
+function duration(s) {
+  const t = Math.ceil(s);
+  return t < 60 ? `${t} s` : `${Math.floor(t / 60)}:${String(t % 60).padStart(2, '0')}`;
+}
+
+// The text of the paste box from the client's structured progress (crate/src/paste/progress.rs).
+function pasteText(p) {
+  const queued = p.queued ? ` (+${p.queued} queued)` : '';
+  switch (p.state) {
+    case 'reading': return 'Reading the file…';
+    case 'asking': return `Pasting ${size(p.total)}: asking the relay…${queued}`;
+    case 'waiting_for_relay': return `Pasting ${size(p.total)}: interrupted; waiting for the relay…${queued}`;
+    case 'resuming': return `Pasting ${size(p.total)}: interrupted; resuming…${queued}`;
+    case 'sending': {
+      const rate = p.rate ? `${size(p.rate)}/s` : 'measuring';
+      const left = p.secondsLeft != null ? `, ${duration(p.secondsLeft)} left` : '';
+      return `Pasting: ${Math.floor(p.percent)}% of ${size(p.total)}, ${rate}${left}${queued}`;
+    }
+    case 'done': return 'Pasted.';
+    case 'cancelled': return 'Paste cancelled.';
+    case 'failed': return `Paste failed: ${p.error ?? 'unknown error'}`;
+    default: return p.line;
+  }
+}
+
+// The paste box over the terminal: the progress and a cancel button (Escape also cancels).
+function pasteBox(client, progress) {
   const box = $('paste');
-  box.hidden = !text;
-  if (text) $('paste-text').textContent = text.replace(/ \[Esc cancels\]$/, '');
-  $('paste-cancel').hidden = !text || !/^Pasting/.test(text);
+  box.hidden = !progress;
+  if (progress) $('paste-text').textContent = pasteText(progress);
+  $('paste-cancel').hidden = !progress?.active;
   $('paste-cancel').onclick = () => { client.cancelPaste(); window.tern?.term.focus(); };
 }
 
@@ -84,9 +117,13 @@ function pill(text, kind = '') {
 
 const newSession = { label: 'Start a new session', run: () => location.reload() };
 
-// One place for every status the client reports (crate/src/web/mod.rs `status`).
-function onStatus(kind, message) {
+// One place for every status the client reports: `kind` is the client's StatusKind
+// (web/src/hooks.rs), `code` says which failure when kind is 'failed'.
+function onStatus(kind, message, code) {
   switch (kind) {
+    case 'connecting':
+      pill('Connecting…', 'info');
+      break;
     case 'connected':
     case 'resumed':
       pill('');
@@ -107,8 +144,11 @@ function onStatus(kind, message) {
     case 'no_webtransport':
       notice('error', 'This browser cannot connect', message);
       break;
+    case 'version_mismatch':
+      notice('error', 'Tern was updated', message, { label: 'Reload', run: () => location.reload() });
+      break;
     default:
-      notice('error', 'Cannot connect', message || kind, { label: 'Try again', run: () => location.reload() });
+      notice('error', 'Cannot connect', message || code || kind, { label: 'Try again', run: () => location.reload() });
   }
 }
 
@@ -172,7 +212,7 @@ async function main() {
     bridge,
     wtPort,
     hooks: {
-      paste: (text) => pasteBox(client, text),
+      paste: (progress) => pasteBox(client, progress),
       status: onStatus,
       title: (t) => { document.title = t ? `${t} — tern` : 'tern'; },
       bell: () => {

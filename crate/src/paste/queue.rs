@@ -247,6 +247,11 @@ impl PasteQueue {
         self.active.as_mut()
     }
 
+    /// The upload on the wire, read-only.
+    pub fn active_job(&self) -> Option<&UploadJob> {
+        self.active.as_ref()
+    }
+
     /// Makes the next waiting upload active when none is; returns its hash (the driver looks up
     /// the bytes it read for it).
     pub fn start_next(&mut self, now: Instant) -> Option<ContentHash> {
@@ -292,6 +297,13 @@ impl PasteQueue {
             job.abandon(now);
         }
         self.finish_active(now);
+    }
+
+    /// Whether the content `hash` is still to be uploaded (waiting or on the wire): the driver
+    /// keeps its bytes until then.
+    pub fn needs_bytes(&self, hash: &ContentHash) -> bool {
+        self.active.as_ref().is_some_and(|j| j.hash() == *hash)
+            || self.waiting.iter().any(|w| w.hash == *hash)
     }
 
     /// Typed input goes into the queue instead of out while this is true.

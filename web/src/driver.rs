@@ -1,0 +1,768 @@
+//! The driver: moves bytes between xterm.js, the relay link and the core, with `now` from the
+//! page's clock. Every decision is the core's: the session (`tern::session`), the connection policy
+//! (`tern::relay_client`), the paste queue and uploads (`tern::paste`), the echo meter.
+//!
+//! ```text
+//!  xterm.js onData ─▶ input ─▶ PasteQueue::key ─▶ send_input ─▶ ClientSession::handle_input ─┐
+//!  RelayLink datagram ─▶ Joiner ─▶ ClientSession::handle_datagram ────────────────────────────┤
+//!  timer at poll_timeout ─▶ ClientSession::handle_timeout ─────────────────────────────────────┤
+//!      flush: poll_transmit ─▶ RelayLink::send_datagram;  poll_event ─▶ render ─▶ xterm.write ◀┘
+//! ```
+//!
+//! Single-threaded (the page's event loop): state lives in one `RefCell`, never borrowed across
+//! an `await` or a call into JavaScript.
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+use std::time::Duration;
+
+use gloo_timers::callback::{Interval, Timeout};
+use gloo_timers::future::TimeoutFuture;
+use js_sys::Uint8Array;
+use tern::paste::{KeyAction, PasteProgress, PasteQueue};
+use tern::relay_client::{self, Backoff, ConnectError, ControlEvent, FailCode, Status, Target};
+use tern::relay_proto::framing::Joiner;
+use tern::relay_proto::{ClientMessage, UploadReply, decode};
+use tern::session::{ClientSession, CloseReason, EchoMeter, Event, SessionConfig};
+use tern::terminal::{Complete, Notification, join_messages, screen_text};
+use wasm_bindgen::JsValue;
+
+use crate::clock::{ms, now, now_ms};
+use crate::hooks::{Hooks, object};
+use crate::paste::{PasteFiles, UploadStream, read_file};
+use crate::relay_link::{self, RelayLink};
+use crate::screen::Screen;
+use crate::stats;
+use crate::storage::NonceStore;
+use crate::xterm::Terminal;
+
+/// Control-stream pings: a relay killed without a goodbye (or a dead network path) shows up
+/// as missing pongs long before QUIC's own idle timeout.
+const PING_INTERVAL: Duration = Duration::from_secs(2);
+const PING_DEADLINE: Duration = Duration::from_secs(7);
+/// The notification bar counts seconds; redraw it this often.
+const OVERLAY_TICK: Duration = Duration::from_secs(1);
+/// Upload progress redraws at most this often (acks come every few milliseconds).
+const PASTE_REDRAW: Duration = Duration::from_millis(100);
+
+/// Link-level counters (the core keeps its own).
+#[derive(Debug, Default)]
+struct LinkCounters {
+    info_requests: u32,
+    connects: u32,
+    readies: u32,
+    datagrams_in: u64,
+    datagrams_out: u64,
+    dropped_offline: u64,
+    framing_errors: u64,
+}
+
+#[derive(Debug)]
+struct State {
+    status: Status,
+    session: Option<ClientSession<Complete>>,
+    session_id: Option<String>,
+    nonces: Option<NonceStore>,
+    link: Option<Rc<RelayLink>>,
+    joiner: Joiner,
+    screen: Screen,
+    timer: Option<Timeout>,
+    /// The link's line in the notification bar (`None`: the bar shows only lateness).
+    link_message: Option<String>,
+    /// Keys typed before the first session existed.
+    early_input: Vec<u8>,
+    echo: EchoMeter,
+    counters: LinkCounters,
+    /// `performance.now()` when the first frame with server content was written.
+    first_frame_ms: Option<f64>,
+    /// `performance.now()` when the relay first answered `ready`.
+    first_ready_ms: Option<f64>,
+    last_control_ms: f64,
+    last_error: Option<String>,
+    pastes: PasteQueue,
+    files: PasteFiles,
+    /// The active upload's stream, once open; `opening` while it is being opened.
+    upload: Option<UploadStream>,
+    opening: bool,
+    paste_timer: Option<Timeout>,
+    /// What the page's `paste` hook was last told.
+    reported_paste: Option<PasteProgress>,
+    last_paste_redraw_ms: f64,
+}
+
+/// One terminal session through tern-relay, as the page drives it.
+#[derive(Debug)]
+pub struct Driver {
+    term: Terminal,
+    target: Target,
+    hooks: Hooks,
+    /// Test-only WebTransport port override (`#wt_port=` in the page's address).
+    wt_port: Option<u16>,
+    st: RefCell<State>,
+}
+
+impl Driver {
+    pub fn new(term: Terminal, target: Target, hooks: Hooks, wt_port: Option<u16>) -> Rc<Self> {
+        let st = State {
+            status: Status::Connecting,
+            session: None,
+            session_id: None,
+            nonces: None,
+            link: None,
+            joiner: Joiner::new(),
+            screen: Screen::default(),
+            timer: None,
+            link_message: None,
+            early_input: Vec::new(),
+            echo: EchoMeter::new(),
+            counters: LinkCounters::default(),
+            first_frame_ms: None,
+            first_ready_ms: None,
+            last_control_ms: 0.0,
+            last_error: None,
+            pastes: PasteQueue::new(),
+            files: PasteFiles::default(),
+            upload: None,
+            opening: false,
+            paste_timer: None,
+            reported_paste: None,
+            last_paste_redraw_ms: 0.0,
+        };
+        Rc::new(Driver { term, target, hooks, wt_port, st: RefCell::new(st) })
+    }
+
+    pub fn term(&self) -> &Terminal {
+        &self.term
+    }
+
+    /// Starts the overlay clock and the connection loop.
+    pub fn start(self: &Rc<Self>) {
+        let weak = Rc::downgrade(self);
+        Interval::new(ms(OVERLAY_TICK), move || {
+            if let Some(d) = weak.upgrade() {
+                d.render(false);
+            }
+        })
+        .forget();
+        wasm_bindgen_futures::spawn_local(Driver::connection_loop(Rc::clone(self)));
+    }
+
+    fn set_status(&self, status: Status, message: &str) {
+        self.st.borrow_mut().status = status;
+        self.hooks.status(status, message);
+    }
+
+    /// Retrying cannot help: stop and say why.
+    pub fn fail(&self, code: FailCode, message: &str) {
+        let link = {
+            let mut st = self.st.borrow_mut();
+            st.timer = None;
+            st.link.take()
+        };
+        if let Some(l) = link {
+            l.close();
+        }
+        self.set_status(Status::Failed(code), message);
+    }
+
+    /// The session is over for good (shell exited, or the relay says the session is gone).
+    fn end(&self, message: &str) {
+        let link = {
+            let mut st = self.st.borrow_mut();
+            if st.status.is_final() {
+                return;
+            }
+            st.timer = None;
+            st.pastes.abandon(now());
+            st.link.take()
+        };
+        if let Some(l) = link {
+            l.close();
+        }
+        self.set_status(Status::Ended, message);
+    }
+
+    fn is_over(&self) -> bool {
+        self.st.borrow().status.is_final()
+    }
+
+    // --- Connection ------------------------------------------------------------------------
+
+    /// Connects, serves the link until it dies, pauses, reconnects; until the session is over.
+    async fn connection_loop(self: Rc<Self>) {
+        let mut backoff = Backoff::new();
+        while !self.is_over() {
+            let started = now();
+            match self.connect_once().await {
+                Ok(link) => {
+                    self.serve_link(link).await;
+                    backoff.link_ended(started, now());
+                }
+                Err(ConnectError::Fatal { code, message }) => return self.fail(code, &message),
+                Err(ConnectError::Ended(message)) => return self.end(&message),
+                Err(ConnectError::Retry(why)) => self.st.borrow_mut().last_error = Some(why),
+            }
+            if self.is_over() {
+                return;
+            }
+            let delay = backoff.next_pause(js_sys::Math::random());
+            let had_session = {
+                let mut st = self.st.borrow_mut();
+                st.link_message = Some("Connection to the relay lost; reconnecting...".into());
+                st.session.is_some()
+            };
+            if had_session {
+                self.render(false);
+            }
+            let why = self.st.borrow().last_error.clone().unwrap_or_default();
+            self.set_status(Status::Reconnecting, &why);
+            TimeoutFuture::new(ms(delay)).await;
+        }
+    }
+
+    /// One attempt: info, WebTransport, hello/ready, and the session if this is the first.
+    async fn connect_once(self: &Rc<Self>) -> Result<Rc<RelayLink>, ConnectError> {
+        self.st.borrow_mut().counters.info_requests += 1;
+        let info = relay_link::fetch_info(&self.target.token).await?;
+        relay_client::check_info(&info, &self.target)?;
+        self.st.borrow_mut().counters.connects += 1;
+        let resume = self.st.borrow().session_id.clone();
+        let port = self.wt_port.unwrap_or(info.port);
+        let (link, ready) = RelayLink::open(&info, port, |max| {
+            self.target.hello(info.mode, resume.as_deref(), max)
+        })
+        .await?;
+        let link = Rc::new(link);
+        let (key, key_text) = match self.target.session_key(&ready) {
+            Ok(k) => k,
+            Err(e) => {
+                link.close();
+                return Err(e);
+            }
+        };
+        let early = {
+            let mut st = self.st.borrow_mut();
+            if st.status.is_final() {
+                link.close();
+                return Err(ConnectError::Retry("closed meanwhile".into()));
+            }
+            st.counters.readies += 1;
+            st.first_ready_ms.get_or_insert(now_ms());
+            st.last_control_ms = now_ms();
+            st.link_message = None;
+            st.joiner = Joiner::new();
+            st.link = Some(Rc::clone(&link));
+            if st.session.is_none() {
+                let (store, first_seq, first_fragment_id) = NonceStore::load(&key_text);
+                let mut config =
+                    SessionConfig::new(key, self.term.cols().max(1), self.term.rows().max(1));
+                // The browser silently drops datagrams above its limit.
+                config.mtu = link.max_datagram_size.min(config.mtu);
+                config.first_seq = first_seq;
+                config.first_fragment_id = first_fragment_id;
+                config.seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
+                // Send keys from inside the input handler: a 1 ms gathering timer becomes >= 4 ms
+                // in a browser (nested timers are clamped), and xterm.js already hands a burst or a
+                // paste over in one call, so there is nothing to gather.
+                config.min_delay = Duration::ZERO;
+                st.session = Some(ClientSession::new(config, now()));
+                st.nonces = Some(store);
+                st.screen.forget();
+                st.session_id = Some(ready.session.clone());
+            }
+            std::mem::take(&mut st.early_input)
+        };
+        self.set_status(if ready.resumed { Status::Resumed } else { Status::Connected }, "");
+        if early.is_empty() {
+            // Lets the core send at once, so mosh-server roams to the relay's new socket.
+            if let Some(s) = self.st.borrow_mut().session.as_mut() {
+                s.handle_timeout(now());
+            }
+            self.flush(false);
+        } else {
+            self.send_input(&early);
+        }
+        self.render(false);
+        // An upload interrupted by the lost link resumes on this one.
+        self.drive_pastes();
+        Ok(link)
+    }
+
+    /// Runs one live link: datagrams here, control messages and pings beside; returns when the
+    /// link is gone.
+    async fn serve_link(self: &Rc<Self>, link: Rc<RelayLink>) {
+        let weak = Rc::downgrade(self);
+        let ping_link = Rc::downgrade(&link);
+        let _ping = Interval::new(ms(PING_INTERVAL), move || {
+            let (Some(d), Some(link)) = (weak.upgrade(), ping_link.upgrade()) else { return };
+            let last = d.st.borrow().last_control_ms;
+            if now_ms() - last > PING_DEADLINE.as_secs_f64() * 1000.0 {
+                link.close();
+            } else {
+                link.send_control(&ClientMessage::Ping);
+            }
+        });
+        wasm_bindgen_futures::spawn_local(Driver::control_loop(
+            Rc::downgrade(self),
+            Rc::clone(&link),
+        ));
+        while let Some(d) = link.next_datagram().await {
+            self.datagram(&d);
+        }
+        link.close();
+        let mut st = self.st.borrow_mut();
+        if st.link.as_ref().is_some_and(|l| Rc::ptr_eq(l, &link)) {
+            st.link = None;
+            if let Some(job) = st.pastes.active() {
+                job.link_lost(now());
+            }
+        }
+    }
+
+    async fn control_loop(driver: Weak<Driver>, link: Rc<RelayLink>) {
+        loop {
+            let line = link.next_control().await;
+            let Some(d) = driver.upgrade() else { return };
+            match line.as_deref().map(relay_client::control_after_ready) {
+                Some(ControlEvent::Alive) => d.st.borrow_mut().last_control_ms = now_ms(),
+                Some(ControlEvent::SessionOver(message)) => return d.end(&message),
+                Some(ControlEvent::LinkOver) | None => return link.close(),
+            }
+        }
+    }
+
+    fn datagram(self: &Rc<Self>, framed: &[u8]) {
+        {
+            let mut st = self.st.borrow_mut();
+            st.counters.datagrams_in += 1;
+            match st.joiner.push(framed) {
+                Ok(Some(d)) => {
+                    if let Some(s) = st.session.as_mut() {
+                        s.handle_datagram(now(), &d);
+                    }
+                }
+                Ok(None) => return,
+                Err(_) => {
+                    st.counters.framing_errors += 1;
+                    return;
+                }
+            }
+        }
+        self.flush(true);
+    }
+
+    // --- Session ---------------------------------------------------------------------------
+
+    /// Typed input: held behind an unfinished paste (Escape cancels it instead), else sent.
+    pub fn input(self: &Rc<Self>, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let action = self.st.borrow_mut().pastes.key(now(), bytes);
+        match action {
+            KeyAction::Send => self.send_input(bytes),
+            KeyAction::Held => self.render(false),
+            KeyAction::CancelledPastes => self.pastes_cancelled(),
+        }
+    }
+
+    /// Hands bytes to the core now (or keeps them until the first session exists).
+    fn send_input(self: &Rc<Self>, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let t_in = now();
+        {
+            let mut st = self.st.borrow_mut();
+            if st.status.is_final() {
+                return;
+            }
+            let Some(s) = st.session.as_mut() else {
+                st.early_input.extend_from_slice(bytes);
+                return;
+            };
+            s.handle_input(t_in, bytes);
+        }
+        self.flush(false);
+        let mut st = self.st.borrow_mut();
+        if let Some(num) = st.session.as_ref().map(|s| s.sent_state_num()) {
+            st.echo.key_sent(t_in, num);
+        }
+    }
+
+    pub fn resized(self: &Rc<Self>) {
+        {
+            let mut st = self.st.borrow_mut();
+            let (cols, rows) = (self.term.cols().max(1), self.term.rows().max(1));
+            // xterm.js reflowed its buffer: what it shows is no longer what we drew.
+            st.screen.forget();
+            let Some(s) = st.session.as_mut() else { return };
+            s.handle_resize(now(), cols, rows);
+        }
+        self.flush(false);
+        self.render(false);
+    }
+
+    /// Drains the core after a `handle_*`: datagrams out, events, timer; redraws on a new state.
+    fn flush(self: &Rc<Self>, from_server: bool) {
+        let mut changed = false;
+        let mut closed = None;
+        {
+            let mut st = self.st.borrow_mut();
+            let st = &mut *st;
+            let Some(session) = st.session.as_mut() else { return };
+            let mut out = Vec::new();
+            while let Some(d) = session.poll_transmit() {
+                out.push(d);
+            }
+            // Persist the nonce bound before any of these numbers leaves.
+            if let Some(n) = st.nonces.as_mut() {
+                n.cover(session.next_seq(), session.next_fragment_id());
+            }
+            for d in &out {
+                match &st.link {
+                    Some(l) => {
+                        l.send_datagram(d);
+                        st.counters.datagrams_out += 1;
+                    }
+                    // Offline: the core keeps the state and retransmits after reconnecting.
+                    None => st.counters.dropped_offline += 1,
+                }
+            }
+            while let Some(e) = session.poll_event() {
+                match e {
+                    Event::ServerStateChanged { .. } => changed = true,
+                    Event::Closed(reason) => closed = Some(reason),
+                }
+            }
+            st.timer = session.poll_timeout().map(|at| {
+                let weak = Rc::downgrade(self);
+                Timeout::new(ms(at.saturating_duration_since(now())), move || {
+                    if let Some(d) = weak.upgrade() {
+                        d.timeout();
+                    }
+                })
+            });
+        }
+        if changed {
+            self.render(from_server);
+        }
+        if let Some(reason) = closed {
+            self.end(match reason {
+                CloseReason::ServerShutdown => "The shell exited; the session is over.",
+                CloseReason::ClientShutdown => "The session was closed.",
+                CloseReason::ShutdownTimedOut => {
+                    "The session was closed (the server did not answer)."
+                }
+            });
+        }
+    }
+
+    fn timeout(self: &Rc<Self>) {
+        {
+            let mut st = self.st.borrow_mut();
+            let Some(s) = st.session.as_mut() else { return };
+            s.handle_timeout(now());
+        }
+        self.flush(false);
+    }
+
+    /// Draws the core's newest screen with the notification bar into xterm.js (only the
+    /// difference to what it shows), then reports paste progress, title, bell and clipboard.
+    pub fn render(&self, new_state: bool) {
+        let t = now();
+        let (drawn, paste_report) = {
+            let mut st = self.st.borrow_mut();
+            let st = &mut *st;
+            let progress = st.pastes.progress(t);
+            let paste_report = (progress != st.reported_paste).then(|| {
+                st.reported_paste.clone_from(&progress);
+                progress.clone()
+            });
+            let drawn = st.session.as_ref().map(|session| {
+                // The paste's progress shares mosh's notification bar with the link's state.
+                let line = progress.as_ref().map(PasteProgress::line);
+                let message = join_messages([st.link_message.as_deref(), line.as_deref()]);
+                let note = Notification {
+                    since_server_state: session.since_last_contact(t),
+                    since_reply: session.since_last_reply(t),
+                    message: message.as_deref(),
+                };
+                let (bytes, changes) = st.screen.draw(session.server_state().framebuffer(), &note);
+                if !bytes.is_empty() && new_state && session.has_heard_server() {
+                    // Every keystroke whose client state the server has acknowledged is echoed
+                    // by the first frame with visible change written after that ack.
+                    st.echo.frame_drawn(now(), session.acked_state_num());
+                    st.first_frame_ms.get_or_insert(now_ms());
+                }
+                (bytes, changes)
+            });
+            (drawn, paste_report)
+        };
+        if let Some(p) = paste_report {
+            self.hooks.paste(p.as_ref());
+        }
+        let Some((bytes, changes)) = drawn else { return };
+        if !bytes.is_empty() {
+            // A copy: xterm.js keeps the buffer until it parses it later.
+            self.term.write(&Uint8Array::from(&bytes[..]));
+        }
+        if let Some(title) = &changes.title {
+            self.hooks.title(title);
+        }
+        if changes.bell {
+            self.hooks.bell();
+        }
+        if let Some(text) = &changes.clipboard {
+            self.hooks.clipboard(text);
+        }
+    }
+
+    /// The page is going away: start mosh's quit handshake (best effort).
+    pub fn quit(self: &Rc<Self>) {
+        {
+            let mut st = self.st.borrow_mut();
+            st.status = Status::Ended;
+            if let Some(s) = st.session.as_mut() {
+                s.shutdown(now());
+            }
+        }
+        self.flush(false);
+    }
+
+    // --- Pastes ----------------------------------------------------------------------------
+
+    /// A file was pasted or dropped: it takes its place in the input order now; read, hashed
+    /// and queued for upload when ready.
+    pub fn paste(self: &Rc<Self>, blob: web_sys::Blob) {
+        let id = self.st.borrow_mut().pastes.begin();
+        self.render(false);
+        let driver = Rc::clone(self);
+        wasm_bindgen_futures::spawn_local(async move {
+            let read = read_file(blob).await;
+            {
+                let mut st = driver.st.borrow_mut();
+                let st = &mut *st;
+                match read {
+                    Ok(f) => {
+                        st.pastes.hashed(id, f.hash, f.bytes.len() as u64, &f.mime);
+                        if st.pastes.needs_bytes(&f.hash) {
+                            st.files.keep(f.hash, f.bytes);
+                        }
+                    }
+                    Err(why) => st.pastes.read_failed(now(), id, &why),
+                }
+            }
+            driver.drive_pastes();
+        });
+    }
+
+    /// Escape or the page's button: stop every paste under way, release the held keys.
+    pub fn cancel_pastes(self: &Rc<Self>) {
+        if self.st.borrow_mut().pastes.cancel(now()) {
+            self.pastes_cancelled();
+        }
+    }
+
+    pub fn set_hold_keys(&self, hold: bool) {
+        self.st.borrow_mut().pastes.hold_keys = hold;
+    }
+
+    fn pastes_cancelled(self: &Rc<Self>) {
+        let stream = self.st.borrow_mut().upload.take();
+        if let Some(s) = stream {
+            s.abort();
+        }
+        self.drive_pastes();
+    }
+
+    /// After anything that may move the pastes on: finish the active job, start the next, open
+    /// its stream when a link is up, type what is ready, re-arm the paste timer.
+    fn drive_pastes(self: &Rc<Self>) {
+        let t = now();
+        let open = {
+            let mut st = self.st.borrow_mut();
+            let st = &mut *st;
+            while let Some(outcome) = st.pastes.finish_active(t) {
+                if let Some(s) = st.upload.take() {
+                    match outcome {
+                        tern::paste::JobOutcome::Done(_) => s.writer.close(),
+                        _ => s.abort(),
+                    }
+                }
+            }
+            st.pastes.start_next(t);
+            let pastes = &st.pastes;
+            st.files.retain(|h| pastes.needs_bytes(h));
+            let link = st.link.clone().filter(|_| !st.status.is_final());
+            match (st.pastes.active(), link) {
+                (Some(job), Some(link))
+                    if !st.opening && st.upload.is_none() && job.wants_stream(t, true) =>
+                {
+                    st.opening = true;
+                    Some((job.serial, link))
+                }
+                _ => None,
+            }
+        };
+        if let Some((serial, link)) = open {
+            wasm_bindgen_futures::spawn_local(Driver::run_stream(Rc::clone(self), link, serial));
+        }
+        self.release();
+        self.arm_paste_timer();
+    }
+
+    /// Types every ready path from the front of the queue and the keys behind it.
+    fn release(self: &Rc<Self>) {
+        let bytes = {
+            let mut st = self.st.borrow_mut();
+            let st = &mut *st;
+            let bracketed = st
+                .session
+                .as_ref()
+                .is_some_and(|s| s.server_state().framebuffer().bracketed_paste());
+            st.pastes.release(bracketed)
+        };
+        self.send_input(&bytes);
+        self.render(false);
+    }
+
+    /// One upload stream for the active job `serial`: header, replies, paced chunks.
+    async fn run_stream(self: Rc<Self>, link: Rc<RelayLink>, serial: u32) {
+        let opened = link.open_stream().await;
+        let lines = {
+            let mut st = self.st.borrow_mut();
+            let st = &mut *st;
+            st.opening = false;
+            match (st.pastes.active().filter(|j| j.serial == serial), opened) {
+                (None, Ok((writer, lines))) => {
+                    // Cancelled meanwhile.
+                    writer.abort();
+                    lines.cancel();
+                    None
+                }
+                (None, Err(_)) => None,
+                (Some(job), Err(_)) => {
+                    job.stream_ended(now());
+                    None
+                }
+                (Some(job), Ok((writer, lines))) => {
+                    let header = job.stream_opened().to_line();
+                    let stream = UploadStream::new(serial, writer, lines);
+                    stream.write(&header);
+                    let lines = Rc::clone(&stream.lines);
+                    st.upload = Some(stream);
+                    Some(lines)
+                }
+            }
+        };
+        if let Some(lines) = lines {
+            while let Some(line) = lines.next_line().await {
+                // A line this page cannot read is skipped (a newer relay's addition).
+                let Ok(reply) = decode::<UploadReply>(&line) else { continue };
+                let over = {
+                    let mut st = self.st.borrow_mut();
+                    let Some(job) = st.pastes.active().filter(|j| j.serial == serial) else {
+                        break;
+                    };
+                    job.handle_reply(now(), reply);
+                    job.outcome().is_some()
+                };
+                if over {
+                    break;
+                }
+                self.pump();
+            }
+            let mut st = self.st.borrow_mut();
+            if let Some(job) = st.pastes.active().filter(|j| j.serial == serial) {
+                job.stream_ended(now());
+            }
+        }
+        self.drive_pastes();
+    }
+
+    /// Writes what the pacer releases, re-arms the paste timer, redraws the progress now and then.
+    fn pump(self: &Rc<Self>) {
+        let redraw = {
+            let mut st = self.st.borrow_mut();
+            let st = &mut *st;
+            let (Some(job), Some(stream)) = (st.pastes.active(), st.upload.as_ref()) else {
+                return;
+            };
+            if job.serial != stream.serial {
+                return;
+            }
+            if let Some(content) = st.files.get(&job.hash()) {
+                stream.pump(job, &content, now());
+            }
+            let due = now_ms() - st.last_paste_redraw_ms > PASTE_REDRAW.as_secs_f64() * 1000.0;
+            if due {
+                st.last_paste_redraw_ms = now_ms();
+            }
+            due
+        };
+        self.arm_paste_timer();
+        if redraw {
+            self.render(false);
+        }
+    }
+
+    /// One timer for the pastes: pacing, stall, retry, give-up, the result line's expiry.
+    fn arm_paste_timer(self: &Rc<Self>) {
+        let mut st = self.st.borrow_mut();
+        st.paste_timer = st.pastes.poll_timeout().map(|at| {
+            let weak = Rc::downgrade(self);
+            Timeout::new(ms(at.saturating_duration_since(now())).max(1), move || {
+                let Some(d) = weak.upgrade() else { return };
+                if let Some(job) = d.st.borrow_mut().pastes.active() {
+                    job.handle_timeout(now());
+                }
+                d.pump();
+                d.drive_pastes();
+            })
+        });
+    }
+
+    // --- Reports ---------------------------------------------------------------------------
+
+    /// The core's screen (not xterm.js's) as text: rows joined by `\n`, trailing blanks trimmed.
+    pub fn screen_text(&self) -> String {
+        let st = self.st.borrow();
+        st.session
+            .as_ref()
+            .map(|s| screen_text(s.server_state().framebuffer()).rows.join("\n"))
+            .unwrap_or_default()
+    }
+
+    /// Counters, SRTT and echo latency; see docs/BROWSER.md for each field.
+    pub fn stats(&self) -> JsValue {
+        let st = self.st.borrow();
+        let c = &st.counters;
+        let phase = match st.status {
+            Status::Connecting => "connecting",
+            Status::Connected | Status::Resumed => "live",
+            Status::Reconnecting => "reconnecting",
+            Status::Ended => "ended",
+            Status::Failed(_) => "failed",
+        };
+        let opt_ms = |v: Option<f64>| v.map_or(JsValue::NULL, JsValue::from);
+        object(&[
+            ("phase", phase.into()),
+            ("session", st.session_id.as_deref().map_or(JsValue::NULL, JsValue::from)),
+            ("infoRequests", c.info_requests.into()),
+            ("connects", c.connects.into()),
+            ("readies", c.readies.into()),
+            ("linkDatagramsIn", (c.datagrams_in as f64).into()),
+            ("linkDatagramsOut", (c.datagrams_out as f64).into()),
+            ("droppedOffline", (c.dropped_offline as f64).into()),
+            ("framingErrors", (c.framing_errors as f64).into()),
+            ("joinerEvicted", (st.joiner.evicted as f64).into()),
+            ("firstReadyMs", opt_ms(st.first_ready_ms)),
+            ("firstFrameMs", opt_ms(st.first_frame_ms)),
+            ("lastError", st.last_error.as_deref().map_or(JsValue::NULL, JsValue::from)),
+            ("core", st.session.as_ref().map_or(JsValue::NULL, stats::core)),
+            ("echo", stats::echo(&st.echo.summary())),
+            ("paste", stats::paste(&st.pastes, now())),
+        ])
+    }
+}

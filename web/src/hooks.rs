@@ -1,0 +1,113 @@
+//! The page's callbacks, typed: the page formats what these hand over (`www/app.js`).
+
+use js_sys::{Function, Object, Reflect};
+use tern::paste::PasteProgress;
+use tern::relay_client::{FailCode, Status};
+use wasm_bindgen::prelude::*;
+
+/// Where the connection stands, as the page's `status` hook receives it.
+#[wasm_bindgen]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StatusKind {
+    Connecting = "connecting",
+    Connected = "connected",
+    Resumed = "resumed",
+    Reconnecting = "reconnecting",
+    Ended = "ended",
+    BadToken = "bad_token",
+    RateLimited = "rate_limited",
+    NoWebTransport = "no_webtransport",
+    VersionMismatch = "version_mismatch",
+    /// Any other reason retrying cannot help; the hook's `code` says which.
+    Failed = "failed",
+}
+
+impl From<Status> for StatusKind {
+    fn from(s: Status) -> Self {
+        match s {
+            Status::Connecting => StatusKind::Connecting,
+            Status::Connected => StatusKind::Connected,
+            Status::Resumed => StatusKind::Resumed,
+            Status::Reconnecting => StatusKind::Reconnecting,
+            Status::Ended => StatusKind::Ended,
+            Status::Failed(FailCode::BadToken) => StatusKind::BadToken,
+            Status::Failed(FailCode::RateLimited) => StatusKind::RateLimited,
+            Status::Failed(FailCode::NoWebTransport) => StatusKind::NoWebTransport,
+            Status::Failed(FailCode::VersionMismatch) => StatusKind::VersionMismatch,
+            Status::Failed(_) => StatusKind::Failed,
+        }
+    }
+}
+
+/// `{ status(kind, message, code), paste(progress|null), title(text), bell(), clipboard(text) }`,
+/// each optional.
+#[derive(Debug)]
+pub struct Hooks {
+    hooks: JsValue,
+}
+
+impl Hooks {
+    pub fn new(hooks: JsValue) -> Self {
+        Hooks { hooks }
+    }
+
+    fn call(&self, name: &str, args: &[JsValue]) {
+        let Ok(f) = Reflect::get(&self.hooks, &name.into()) else { return };
+        let Some(f) = f.dyn_ref::<Function>() else { return };
+        let arr: js_sys::Array = args.iter().collect();
+        // A throwing hook is the page's bug; it must not break the session.
+        let _ = f.apply(&self.hooks, &arr);
+    }
+
+    /// `status(kind: StatusKind, message: string, code: string)`.
+    pub fn status(&self, status: Status, message: &str) {
+        let code = match status {
+            Status::Failed(c) => c.as_str(),
+            _ => "",
+        };
+        self.call("status", &[StatusKind::from(status).into(), message.into(), code.into()]);
+    }
+
+    /// `paste(progress)`: `null` once nothing is to be shown.
+    pub fn paste(&self, progress: Option<&PasteProgress>) {
+        self.call("paste", &[progress.map_or(JsValue::NULL, progress_object)]);
+    }
+
+    pub fn title(&self, title: &str) {
+        self.call("title", &[title.into()]);
+    }
+
+    pub fn bell(&self) {
+        self.call("bell", &[]);
+    }
+
+    pub fn clipboard(&self, text: &str) {
+        self.call("clipboard", &[text.into()]);
+    }
+}
+
+/// `{ state, bytesDone, total, percent, rate, secondsLeft, queued, error, line }`.
+fn progress_object(p: &PasteProgress) -> JsValue {
+    let opt_f64 = |v: Option<f64>| v.map_or(JsValue::NULL, JsValue::from);
+    object(&[
+        ("state", p.state.as_str().into()),
+        ("active", p.state.is_active().into()),
+        ("bytesDone", (p.bytes_done as f64).into()),
+        ("total", (p.total as f64).into()),
+        ("percent", p.percent().into()),
+        ("rate", opt_f64(p.rate.map(|r| r as f64))),
+        ("secondsLeft", opt_f64(p.time_left.map(|t| t.as_secs_f64()))),
+        ("queued", (p.queued as f64).into()),
+        ("error", p.error.as_deref().map_or(JsValue::NULL, JsValue::from)),
+        ("line", p.line().into()),
+    ])
+}
+
+/// A JS object from field/value pairs.
+pub fn object(fields: &[(&str, JsValue)]) -> JsValue {
+    let obj = Object::new();
+    for (k, v) in fields {
+        let _ = Reflect::set(&obj, &(*k).into(), v);
+    }
+    obj.into()
+}

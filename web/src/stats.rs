@@ -1,0 +1,105 @@
+//! `stats()`: the core's figures as the JS object tests and benchmarks read (docs/BROWSER.md).
+
+use std::time::Duration;
+
+use tern::paste::PasteQueue;
+use tern::session::{ClientSession, EchoSummary};
+use tern::terminal::Complete;
+use tern::time::Instant;
+use wasm_bindgen::JsValue;
+
+use crate::hooks::object;
+
+fn num(v: impl Into<f64>) -> JsValue {
+    JsValue::from(v.into())
+}
+
+fn big(v: u64) -> JsValue {
+    JsValue::from(v as f64)
+}
+
+fn opt_ms(d: Option<Duration>) -> JsValue {
+    d.map_or(JsValue::NULL, |d| JsValue::from(d.as_secs_f64() * 1000.0))
+}
+
+fn opt_str(s: Option<&str>) -> JsValue {
+    s.map_or(JsValue::NULL, JsValue::from)
+}
+
+/// `stats().echo`.
+pub fn echo(s: &EchoSummary) -> JsValue {
+    let samples: js_sys::Array =
+        s.samples.iter().map(|d| JsValue::from(d.as_secs_f64() * 1000.0)).collect();
+    object(&[
+        ("count", big(s.count as u64)),
+        ("pending", big(s.pending as u64)),
+        ("minMs", opt_ms(s.min)),
+        ("medianMs", opt_ms(s.median)),
+        ("p90Ms", opt_ms(s.p90)),
+        ("maxMs", opt_ms(s.max)),
+        ("meanMs", opt_ms(s.mean)),
+        ("samplesMs", samples.into()),
+    ])
+}
+
+/// `stats().core`: the session's transport counters.
+pub fn core(s: &ClientSession<Complete>) -> JsValue {
+    let k = s.counters();
+    object(&[
+        ("datagramsIn", big(k.datagrams_in)),
+        ("datagramsOut", big(k.datagrams_out)),
+        ("bytesIn", big(k.bytes_in)),
+        ("bytesOut", big(k.bytes_out)),
+        ("authFailures", big(k.auth_failures)),
+        ("malformed", big(k.malformed)),
+        ("retransmits", big(k.retransmits)),
+        ("applied", big(k.applied)),
+        ("droppedUnknownBase", big(k.dropped_unknown_base)),
+        ("applyFailures", big(k.apply_failures)),
+        ("srttMs", num(s.srtt().as_secs_f64() * 1000.0)),
+        ("unackedInput", big(s.unacked_input() as u64)),
+        ("serverState", big(s.server_state_num().0)),
+    ])
+}
+
+/// `stats().paste`.
+pub fn paste(q: &PasteQueue, now: Instant) -> JsValue {
+    let c = q.counters();
+    let progress = upload_progress(q, now);
+    object(&[
+        ("pastes", num(c.pastes)),
+        ("uploadsStarted", num(c.uploads)),
+        ("streams", num(c.streams)),
+        ("uploadBytesSent", big(c.bytes_sent)),
+        ("bytesSkipped", big(c.bytes_skipped)),
+        ("completed", num(c.completed)),
+        ("failed", num(c.failed)),
+        ("cancelled", num(c.cancelled)),
+        ("pathsTyped", num(c.paths_typed)),
+        ("heldKeys", big(c.held_keys)),
+        ("active", q.busy().into()),
+        ("line", opt_str(q.line(now).as_deref())),
+        ("lastPath", opt_str(q.last_path.as_deref())),
+        ("lastError", opt_str(q.last_error.as_deref())),
+        ("lastUploadMs", opt_ms(q.last_upload_time)),
+        ("progress", progress),
+        ("holdKeys", q.hold_keys.into()),
+    ])
+}
+
+/// The pacer's figures of the upload on the wire.
+fn upload_progress(q: &PasteQueue, now: Instant) -> JsValue {
+    let Some(u) = q.active_job().and_then(|j| j.upload()) else { return JsValue::NULL };
+    let p = u.progress(now);
+    object(&[
+        ("percent", p.percent.into()),
+        ("acked", big(p.acked)),
+        ("total", big(p.total)),
+        ("inFlight", big(p.in_flight)),
+        ("window", big(p.window)),
+        ("rate", p.rate.map_or(JsValue::NULL, big)),
+        ("pacingRate", p.pacing_rate.map_or(JsValue::NULL, big)),
+        ("queueMs", opt_ms(p.standing_queue)),
+        ("minRttMs", opt_ms(p.min_rtt)),
+    ])
+}
