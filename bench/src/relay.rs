@@ -166,7 +166,7 @@ async fn measure_with(
     send.write_all(&line).await?;
     let reply = LineReader::new(recv).next_line().await?;
     let reply: ServerMessage = serde_json::from_slice(&reply)?;
-    if !matches!(reply, ServerMessage::Ready { .. }) {
+    if !matches!(reply, ServerMessage::Ready(_)) {
         return Err(anyhow!("relay refused the bridge: {reply:?}"));
     }
 

@@ -14,6 +14,8 @@ use tern::session::{CloseReason, Event};
 use tern::transport::{ACK_DELAY, Counters};
 use tern::wire::{StateNum, UserEvent};
 
+// Tests are drivers, not core: the seed to replay comes from the environment.
+#[allow(clippy::disallowed_methods)]
 fn seeds(default_count: u64) -> Vec<u64> {
     match std::env::var("TERN_SIM_SEED") {
         Ok(seed) => vec![seed.parse().expect("TERN_SIM_SEED is a number")],

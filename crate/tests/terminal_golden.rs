@@ -9,6 +9,8 @@ use tern::wire::{HostEvent, StateNum};
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/terminal");
 
 /// Server-to-client instructions of a captured session: (old_num, new_num, events).
+// Tests are drivers, not core: reading the captured fixtures is the test's I/O.
+#[allow(clippy::disallowed_methods)]
 fn server_instructions(name: &str) -> Vec<(u64, u64, Vec<HostEvent>)> {
     let text = std::fs::read_to_string(format!("{FIXTURES}/{name}")).expect("fixture");
     let mut out = Vec::new();
@@ -58,6 +60,8 @@ fn replay(name: &str, cols: u16, rows: u16) -> HashMap<u64, Complete> {
 }
 
 #[test]
+// Tests are drivers, not core: reading the captured fixture is the test's I/O.
+#[allow(clippy::disallowed_methods)]
 fn real_session_matches_what_mosh_client_drew() {
     let states = replay("real-session.jsonl", 80, 24);
     let last = &states[&u64::MAX];

@@ -28,6 +28,8 @@ const ALL_FILES: &[&str] = &[
     "roam.jsonl",
 ];
 
+// Tests are drivers, not core: reading the captured fixtures is the test's I/O.
+#[allow(clippy::disallowed_methods)]
 fn records(file: &str) -> Vec<Value> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden").join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

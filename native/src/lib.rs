@@ -1,7 +1,8 @@
 //! Native drivers (not in the browser build): the real mosh-server and a UDP loop for the core.
 //!
-//! Used by tests, benchmarks and `tern-probe`. These are the only parts of the crate that touch
-//! processes, sockets and the clock.
+//! Used by tests, benchmarks, `tern-probe` and tern-relay (which starts mosh-server through
+//! [`MoshServer::start`]). These are the only parts of Tern's client side that touch processes,
+//! sockets and the clock.
 
 mod client;
 mod mosh_server;
@@ -9,4 +10,7 @@ pub mod probe;
 pub mod script;
 
 pub use client::NativeClient;
-pub use mosh_server::{MoshServer, MoshServerOptions, StartError};
+pub use mosh_server::{
+    ConnectLineError, DEFAULT_START_TIMEOUT, MoshServer, MoshServerOptions, ServerPort, StartError,
+    parse_connect_line,
+};

@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use clap::Parser;
 
+/// How the relay finds the mosh-server of a browser session (spawn or bridge); the page sees it
+/// in `/api/info` and names it in its hello, so it is the protocol's type.
+pub use tern::relay_proto::Mode;
+
 /// Default listen address: loopback only, so nothing is exposed without an explicit choice.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7480";
 
@@ -181,16 +185,6 @@ impl Config {
         }
         std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state/tern-relay"))
     }
-}
-
-/// How the relay finds the mosh-server of a browser session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// The relay starts mosh-server itself and hands port and key to the page.
-    Spawn,
-    /// The browser names host and port of a mosh-server; the key stays in the browser.
-    Bridge,
 }
 
 /// A byte count: a plain number, or with a suffix k/M/G (powers of 1000) or KiB/MiB/GiB.

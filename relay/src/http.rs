@@ -13,9 +13,17 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
+use serde::Serialize;
+use tern::relay_proto::control::MAX_MESSAGE;
+use tern::relay_proto::framing::FRAMING_VERSION;
+use tern::relay_proto::{
+    ApiError, PROTOCOL_VERSION, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary,
+    WEBTRANSPORT_PATH,
+};
+
+use crate::assets;
 use crate::auth::AuthOutcome;
-use crate::control::FRAMING_VERSION;
-use crate::{Shared, assets};
+use crate::shared::Shared;
 
 type Body = Full<Bytes>;
 
@@ -130,78 +138,81 @@ fn api(shared: &Shared, req: &Request<Incoming>, peer: SocketAddr) -> Response<B
         AuthOutcome::Ok => {}
         AuthOutcome::BadToken => {
             tracing::info!(%peer, "api request with a missing or wrong token");
-            let mut r = json(
-                StatusCode::UNAUTHORIZED,
-                &serde_json::json!({"error": "bad_token", "message": "missing or wrong token"}),
-            );
+            let mut r = error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return r;
         }
         AuthOutcome::RateLimited(wait) => {
-            let mut r = json(
-                StatusCode::TOO_MANY_REQUESTS,
-                &serde_json::json!({"error": "rate_limited", "message": "too many failed attempts", "retry_after_secs": wait.as_secs() + 1}),
-            );
-            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait.as_secs() + 1));
+            let retry = wait.as_secs() + 1;
+            let body = ApiError {
+                error: "rate_limited".into(),
+                message: "too many failed attempts".into(),
+                retry_after_secs: Some(retry),
+            };
+            let mut r = json(StatusCode::TOO_MANY_REQUESTS, &body);
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry));
             return r;
         }
     }
     if req.method() != Method::GET {
-        return json(
-            StatusCode::METHOD_NOT_ALLOWED,
-            &serde_json::json!({"error": "bad_request", "message": "only GET"}),
-        );
+        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only GET");
     }
     match req.uri().path() {
         "/api/info" => json(StatusCode::OK, &info(shared)),
         "/api/sessions" => json(StatusCode::OK, &sessions(shared)),
-        _ => json(
-            StatusCode::NOT_FOUND,
-            &serde_json::json!({"error": "not_found", "message": "no such API route"}),
-        ),
+        _ => error(StatusCode::NOT_FOUND, "not_found", "no such API route"),
     }
 }
 
 /// What the page needs to open WebTransport: where, which certificate hashes, which limits.
-pub(crate) fn info(shared: &Shared) -> serde_json::Value {
+pub(crate) fn info(shared: &Shared) -> RelayInfo {
     let c = &shared.config;
-    serde_json::json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "mode": c.mode(),
-        "port": shared.port,
-        "webtransport_path": crate::WEBTRANSPORT_PATH,
-        "cert_hashes": shared.certs.hashes(),
-        "cert_hash_algorithm": "sha-256",
-        "cert_self_signed": shared.certs.is_self_signed(),
-        "framing": FRAMING_VERSION,
-        "max_datagram_size": c.max_datagram_size,
-        "limits": {
-            "max_sessions": c.max_sessions,
-            "max_spawned": c.max_spawned,
-            "datagram_rate": c.datagram_rate,
-            "datagram_burst": c.datagram_burst,
-            "idle_timeout_secs": c.idle_timeout_secs,
-            "max_control_message": crate::control::MAX_MESSAGE,
+    RelayInfo {
+        version: env!("CARGO_PKG_VERSION").into(),
+        protocol: PROTOCOL_VERSION,
+        mode: c.mode(),
+        port: shared.port,
+        webtransport_path: WEBTRANSPORT_PATH.into(),
+        cert_hashes: shared.certs.hashes(),
+        cert_hash_algorithm: "sha-256".into(),
+        cert_self_signed: shared.certs.is_self_signed(),
+        framing: FRAMING_VERSION,
+        max_datagram_size: c.max_datagram_size,
+        limits: RelayLimits {
+            max_sessions: c.max_sessions,
+            max_spawned: c.max_spawned,
+            datagram_rate: c.datagram_rate,
+            datagram_burst: c.datagram_burst,
+            idle_timeout_secs: c.idle_timeout_secs,
+            max_control_message: MAX_MESSAGE,
         },
-        "paste": match &shared.pastes {
-            Some(p) => serde_json::json!({"available": true, "max_size": p.limits().max_size}),
-            None => serde_json::json!({"available": false, "reason": "this relay runs in bridge mode without --paste-dir"}),
+        paste: match &shared.pastes {
+            Some(p) => {
+                PasteInfo { available: true, max_size: Some(p.limits().max_size), reason: None }
+            }
+            None => PasteInfo {
+                available: false,
+                max_size: None,
+                reason: Some("this relay runs in bridge mode without --paste-dir".into()),
+            },
         },
-        "bridge_allow": c.allow.iter().map(|r| format!("{}:{}-{}", r.host, r.ports.low, r.ports.high)).collect::<Vec<_>>(),
-    })
+        bridge_allow: c
+            .allow
+            .iter()
+            .map(|r| format!("{}:{}-{}", r.host, r.ports.low, r.ports.high))
+            .collect(),
+    }
 }
 
 /// Spawned mosh-servers still alive, without their keys.
-fn sessions(shared: &Shared) -> serde_json::Value {
-    let list: Vec<serde_json::Value> = shared
-        .state
-        .as_ref()
-        .map(|s| s.alive())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|r| serde_json::json!({"id": r.id, "port": r.port, "created": r.created}))
-        .collect();
-    serde_json::json!({ "sessions": list })
+fn sessions(shared: &Shared) -> SessionList {
+    let alive = shared.state.as_ref().map(|s| s.alive()).unwrap_or_default();
+    SessionList {
+        sessions: alive
+            .into_iter()
+            .map(|r| SessionSummary { id: r.id, port: r.port, created: r.created })
+            .collect(),
+    }
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<Body> {
@@ -213,8 +224,15 @@ fn text(status: StatusCode, body: &'static str) -> Response<Body> {
     r
 }
 
-fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
-    let mut r = Response::new(Body::new(Bytes::from(value.to_string())));
+fn error(status: StatusCode, code: &str, message: &str) -> Response<Body> {
+    let body = ApiError { error: code.into(), message: message.into(), retry_after_secs: None };
+    json(status, &body)
+}
+
+fn json(status: StatusCode, body: &impl Serialize) -> Response<Body> {
+    // Protocol bodies are plain structs with string keys: serializing cannot fail.
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut r = Response::new(Body::new(Bytes::from(bytes)));
     *r.status_mut() = status;
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

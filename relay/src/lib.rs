@@ -31,6 +31,7 @@ pub mod limits;
 pub mod logging;
 pub mod paste;
 mod session;
+mod shared;
 pub mod spawn;
 pub mod state;
 
@@ -45,13 +46,14 @@ use wtransport::{Endpoint, Identity, ServerConfig};
 
 pub use auth::Token;
 pub use config::{Config, Mode};
+/// The protocol's version and the WebTransport endpoint's path (`/wt`), as `tern::relay_proto`
+/// defines them.
+pub use tern::relay_proto::{PROTOCOL_VERSION, WEBTRANSPORT_PATH};
 
 use auth::AuthLimiter;
 use cert::CertManager;
+use shared::{HttpsMode, Shared, tls_acceptor};
 use state::StateStore;
-
-/// Path of the WebTransport endpoint (`https://HOST:PORT/wt`).
-pub const WEBTRANSPORT_PATH: &str = "/wt";
 
 /// QUIC keep-alive: keeps NAT bindings and the connection up while the tab is idle.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
@@ -88,75 +90,6 @@ pub enum RelayError {
     Tls(String),
 }
 
-/// State every task of the relay shares.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub config: Config,
-    pub token: Token,
-    pub auth: AuthLimiter,
-    pub certs: CertManager,
-    /// Spawn mode only.
-    pub state: Option<StateStore>,
-    /// The paste directory; `None` in bridge mode without `--paste-dir`.
-    pub pastes: Option<Arc<paste::PasteStore>>,
-    pub port: u16,
-    pub sessions: Arc<tokio::sync::Semaphore>,
-    /// Serializes spawns so `max_spawned` holds.
-    pub spawn_lock: tokio::sync::Mutex<()>,
-    pub shutdown: CancellationToken,
-    /// HTTPS for the page, when configured.
-    https: Option<HttpsMode>,
-}
-
-#[derive(Clone)]
-enum HttpsMode {
-    /// The user's certificate: one acceptor for ever.
-    Fixed(tokio_rustls::TlsAcceptor),
-    /// Follow the rotating self-signed WebTransport certificate.
-    SelfSigned,
-}
-
-impl std::fmt::Debug for HttpsMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            HttpsMode::Fixed(_) => "Fixed",
-            HttpsMode::SelfSigned => "SelfSigned",
-        })
-    }
-}
-
-impl Shared {
-    fn https_acceptor(&self) -> Option<tokio_rustls::TlsAcceptor> {
-        match self.https.as_ref()? {
-            HttpsMode::Fixed(a) => Some(a.clone()),
-            HttpsMode::SelfSigned => tls_acceptor(&self.certs.current().identity()).ok(),
-        }
-    }
-}
-
-/// A rustls acceptor for the page from a wtransport identity.
-fn tls_acceptor(identity: &Identity) -> Result<tokio_rustls::TlsAcceptor, RelayError> {
-    use tokio_rustls::rustls;
-    let certs = identity
-        .certificate_chain()
-        .as_slice()
-        .iter()
-        .map(|c| rustls::pki_types::CertificateDer::from(c.der().to_vec()))
-        .collect();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(
-        identity.private_key().secret_der().to_vec().into(),
-    );
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| RelayError::Tls(e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| RelayError::Tls(e.to_string()))?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
-}
-
 /// The relay: bound sockets and shared state. Share it behind an `Arc` to call
 /// [`Relay::shutdown`] while [`Relay::run`] runs.
 pub struct Relay {
@@ -189,21 +122,8 @@ impl Relay {
             Some(t) if !t.is_empty() => Token::new(t.clone()),
             _ => Token::random().map_err(|e| RelayError::Random(e.to_string()))?,
         };
-        let certs = match (&config.tls_cert, &config.tls_key) {
-            (Some(c), Some(k)) => CertManager::load(c, k).await?,
-            _ => CertManager::self_signed(
-                subject_alt_names(config.listen),
-                Duration::from_secs(config.cert_rotate_secs),
-                Duration::from_secs(config.cert_publish_ahead_secs),
-            )?,
-        };
-        let https = if config.tls_cert.is_some() {
-            Some(HttpsMode::Fixed(tls_acceptor(&certs.current().identity())?))
-        } else if config.tls_self_signed {
-            Some(HttpsMode::SelfSigned)
-        } else {
-            None
-        };
+        let certs = certificates(&config).await?;
+        let https = https_mode(&config, &certs)?;
         let state = match config.mode() {
             Mode::Spawn => {
                 let dir = config.state_dir().ok_or(RelayError::NoStateDir)?;
@@ -308,6 +228,31 @@ impl Relay {
     pub fn shutdown_handle(&self) -> CancellationToken {
         self.shared.shutdown.clone()
     }
+}
+
+/// The user's certificate, or the relay's own rotating self-signed one.
+async fn certificates(config: &Config) -> Result<CertManager, RelayError> {
+    Ok(match (&config.tls_cert, &config.tls_key) {
+        (Some(c), Some(k)) => CertManager::load(c, k).await?,
+        _ => CertManager::self_signed(
+            subject_alt_names(config.listen),
+            Duration::from_secs(config.cert_rotate_secs),
+            Duration::from_secs(config.cert_publish_ahead_secs),
+        )?,
+    })
+}
+
+/// Whether and how the page is served over HTTPS.
+fn https_mode(config: &Config, certs: &CertManager) -> Result<Option<HttpsMode>, RelayError> {
+    Ok(if config.tls_cert.is_some() {
+        let acceptor = tls_acceptor(&certs.current().identity())
+            .map_err(|e| RelayError::Tls(e.to_string()))?;
+        Some(HttpsMode::Fixed(acceptor))
+    } else if config.tls_self_signed {
+        Some(HttpsMode::SelfSigned)
+    } else {
+        None
+    })
 }
 
 /// Names in the self-signed certificate: loopback names plus the listen address.

@@ -6,9 +6,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use support::*;
-use tern_relay::control::{ClientMessage, LineReader, MAX_MESSAGE};
+use tern::relay_proto::RelayInfo;
+use tern_relay::control::{ClientMessage, ErrorCode, LineReader, MAX_MESSAGE, ServerMessage};
 use tern_relay::framing::Joiner;
-use tern_relay::{Relay, RelayError};
+use tern_relay::{PROTOCOL_VERSION, Relay, RelayError};
 use tokio::net::UdpSocket;
 
 /// A UDP echo server. `big:N` is answered with N bytes (a pattern), anything else is echoed.
@@ -106,6 +107,53 @@ async fn bridge_refuses_targets_outside_the_allowlist() {
     let conn = connect(&relay, None).await.unwrap();
     let (_c, reply) = hello(&conn, spawn_hello(Some(&token), None)).await;
     assert_eq!(expect_error(reply), "wrong_mode");
+    relay.stop().await;
+    assert_not_logged(&token, "token");
+}
+
+#[tokio::test]
+async fn a_page_of_another_protocol_version_is_told_to_reload() {
+    let token = test_token("version");
+    let echo = echo_server().await;
+    let relay =
+        TestRelay::start(bridge_config(&token, &[&format!("127.0.0.1:{}", echo.port())])).await;
+    let refused = |reply: ServerMessage| match reply {
+        ServerMessage::Error { code, message } => (code, message),
+        other => panic!("expected error, got {other:?}"),
+    };
+
+    // A well-formed hello naming another version.
+    let conn = connect(&relay, None).await.unwrap();
+    let mut h = bridge_hello(&token, "127.0.0.1", echo.port());
+    h.protocol = Some(PROTOCOL_VERSION + 1);
+    let (code, message) = refused(hello(&conn, h).await.1);
+    assert_eq!(code, ErrorCode::VersionMismatch);
+    assert_eq!(message, "this page is from another tern-relay version; reload the page");
+
+    // A newer page's hello this relay cannot even parse (a field it does not know) still gets
+    // the version answer rather than bad_request, and it costs no authentication attempt.
+    for _ in 0..6 {
+        let conn = connect(&relay, None).await.unwrap();
+        let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
+        let line = format!(
+            "{{\"type\":\"hello\",\"protocol\":{},\"mode\":\"bridge\",\"shiny\":true}}\n",
+            PROTOCOL_VERSION + 1
+        );
+        send.write_all(line.as_bytes()).await.unwrap();
+        let mut c = Control { send, reader: LineReader::new(recv) };
+        assert_eq!(refused(c.next().await).0, ErrorCode::VersionMismatch);
+    }
+
+    // This version, or none named, is served; /api/info says which version the relay speaks.
+    let conn = connect(&relay, None).await.unwrap();
+    let mut h = bridge_hello(&token, "127.0.0.1", echo.port());
+    h.protocol = Some(PROTOCOL_VERSION);
+    let (_c, reply) = hello(&conn, h).await;
+    expect_ready(reply);
+    let (status, body) = http_get(relay.addr(), "/api/info", Some(&token)).await;
+    assert_eq!(status, 200);
+    let info: RelayInfo = serde_json::from_str(&body).expect("/api/info is a RelayInfo");
+    assert_eq!(info.protocol, PROTOCOL_VERSION);
     relay.stop().await;
     assert_not_logged(&token, "token");
 }

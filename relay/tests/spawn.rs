@@ -203,8 +203,8 @@ async fn spawn_failures_are_reported_with_their_cause() {
             assert_eq!(serde_json::to_value(code).unwrap(), "spawn_failed");
             assert!(message.contains("stderr"), "{message}");
         }
-        tern_relay::control::ServerMessage::Ready { key, .. } => {
-            assert!(key.is_some());
+        tern_relay::control::ServerMessage::Ready(ready) => {
+            assert!(ready.key.is_some());
             for pid in recorded_pids(state.path()) {
                 kill_pid(pid);
             }

@@ -233,21 +233,12 @@ pub fn bridge_hello(token: &str, host: &str, port: u16) -> Hello {
     }
 }
 
-/// Fields of a `ready` reply.
-#[derive(Debug, Clone)]
-pub struct Ready {
-    pub session: String,
-    pub port: u16,
-    pub key: Option<String>,
-    pub max_datagram_size: usize,
-    pub resumed: bool,
-}
+/// The `ready` reply's fields, as the protocol defines them.
+pub use tern_relay::control::Ready;
 
 pub fn expect_ready(m: ServerMessage) -> Ready {
     match m {
-        ServerMessage::Ready { session, port, key, max_datagram_size, resumed, .. } => {
-            Ready { session, port, key, max_datagram_size, resumed }
-        }
+        ServerMessage::Ready(ready) => ready,
         other => panic!("expected ready, got {other:?}"),
     }
 }

@@ -1,51 +1,23 @@
-//! Pasted files: the paste directory (store) and the upload stream protocol (one bidirectional
-//! WebTransport stream per upload).
-//!
-//! ```text
-//!  page ─ {"hash","size","mime"}\n ─▶ relay        (header line, at most 1024 bytes)
-//!  page ◀─ {"have":N} ─ relay                        (what it holds: resume from N)
-//!     or ◀─ {"have":size,"path":P}                   (already complete: nothing is sent)
-//!  page ─ raw bytes N..size ─▶ relay
-//!  page ◀─ {"acked":M,"relay_time_us":T} …           (at most one per 5 ms, within 20 ms of data)
-//!  page ◀─ {"path":P} | {"error":CODE,"message":…}   (last line; the relay finishes the stream)
-//! ```
-//!
-//! On disk: `<dir>/<sha256>.part` while incomplete (its length is the resume offset), then,
-//! once the SHA-256 of the whole file matches, `<dir>/<sha256>.<ext>` with the extension from
-//! the content's magic bytes (never from anything the client says). Directory 0700, files 0600.
-//! Files older than the maximum age are removed; the directory's total is capped by a quota.
+//! The paste directory: what is held of each hash, admission (size limit, quota), the part file
+//! of an upload under way, publication under the content's hash, age cleanup, and the hand-over
+//! between two uploads of the same content.
 
 use std::collections::HashMap;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncWriteExt;
+use tern::relay_proto::UploadErrorCode;
 use tokio_util::sync::CancellationToken;
-use wtransport::{RecvStream, SendStream};
 
-/// Longest header line, newline included.
-pub const MAX_HEADER: usize = 1024;
-/// Acks are coalesced to at most one per this interval...
-pub const ACK_COALESCE: Duration = Duration::from_millis(5);
-/// ...and data never waits longer than this for its ack (the sender's window may be only two
-/// chunks: it must not wait for a third before hearing about the first).
-pub const ACK_DEADLINE: Duration = Duration::from_millis(20);
-/// How much is read from the stream at once.
-const READ_BUF: usize = 64 * 1024;
 /// Extensions of published pastes (from [`magic_extension`]).
 const EXTENSIONS: [&str; 6] = ["png", "jpg", "gif", "webp", "pdf", "bin"];
-
-/// The relay's monotonic clock for ack timestamps: microseconds since the first use.
-fn relay_time_us() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_micros() as u64
-}
+/// How many leading bytes are kept to name the extension (enough for every magic number here).
+pub(super) const HEAD_LEN: usize = 16;
 
 /// Limits of the paste directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,20 +30,21 @@ pub struct PasteLimits {
     pub max_age: Duration,
 }
 
-/// Why a paste was refused or failed; `code` goes to the page as is.
+/// Why a paste was refused or failed; `code` and `message` go to the page as they are.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct PasteError {
-    pub code: &'static str,
+    pub code: UploadErrorCode,
     pub message: String,
 }
 
 impl PasteError {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: UploadErrorCode, message: impl Into<String>) -> Self {
         PasteError { code, message: message.into() }
     }
-    fn io(what: &str, e: std::io::Error) -> Self {
-        PasteError::new("io", format!("{what}: {e}"))
+
+    pub(super) fn io(what: &str, e: std::io::Error) -> Self {
+        PasteError::new(UploadErrorCode::Io, format!("{what}: {e}"))
     }
 }
 
@@ -107,10 +80,10 @@ pub fn magic_extension(head: &[u8]) -> &'static str {
     }
 }
 
-/// Keeps the first 16 bytes seen (enough for every magic number we know).
-fn take_head(head: &mut Vec<u8>, bytes: &[u8]) {
-    if head.len() < 16 {
-        let take = (16 - head.len()).min(bytes.len());
+/// Keeps the first [`HEAD_LEN`] bytes seen.
+pub(super) fn take_head(head: &mut Vec<u8>, bytes: &[u8]) {
+    if head.len() < HEAD_LEN {
+        let take = (HEAD_LEN - head.len()).min(bytes.len());
         head.extend_from_slice(&bytes[..take]);
     }
 }
@@ -151,6 +124,11 @@ impl PasteStore {
 
     fn part_path(&self, hash: &str) -> PathBuf {
         self.dir.join(format!("{hash}.part"))
+    }
+
+    /// Deletes `<hash>.part` (its bytes cannot be the announced content).
+    pub fn remove_part(&self, hash: &str) {
+        let _ = fs::remove_file(self.part_path(hash));
     }
 
     /// What is held of `hash` (which must be [`valid_hash`]).
@@ -203,11 +181,11 @@ impl PasteStore {
     pub fn admit(&self, size: u64, held: u64) -> Result<(), PasteError> {
         let l = self.limits;
         if size == 0 {
-            return Err(PasteError::new("bad_request", "an empty paste"));
+            return Err(PasteError::new(UploadErrorCode::BadRequest, "an empty paste"));
         }
         if size > l.max_size {
             return Err(PasteError::new(
-                "too_large",
+                UploadErrorCode::TooLarge,
                 format!("{} is over this relay's paste limit of {}", mib(size), mib(l.max_size)),
             ));
         }
@@ -215,7 +193,7 @@ impl PasteStore {
         let need = usage.saturating_sub(held).saturating_add(size);
         if need > l.quota {
             return Err(PasteError::new(
-                "quota_exceeded",
+                UploadErrorCode::QuotaExceeded,
                 format!(
                     "the paste directory holds {} of its {} quota; {} more does not fit \
                      (old pastes are removed after {} h)",
@@ -257,7 +235,7 @@ impl PasteStore {
             .map_err(|e| PasteError::io("cannot read the paste", e))?;
         let mut f = f.take(limit);
         let mut hasher = Sha256::new();
-        let mut head = Vec::with_capacity(16);
+        let mut head = Vec::with_capacity(HEAD_LEN);
         let mut buf = vec![0u8; 256 * 1024];
         let mut len = 0u64;
         loop {
@@ -287,7 +265,7 @@ impl PasteStore {
         if len != size || digest != hash {
             let _ = fs::remove_file(&part);
             return Err(PasteError::new(
-                "hash_mismatch",
+                UploadErrorCode::HashMismatch,
                 format!("the relay received {len} bytes whose SHA-256 is not the announced one"),
             ));
         }
@@ -298,13 +276,10 @@ impl PasteStore {
         Ok(path)
     }
 
-    /// Registers an upload of `hash`, superseding an older one (which is cancelled); the guard
-    /// must be held while writing the part file. Returns the generation to [`release`] with.
-    async fn take_over(
-        self: &Arc<Self>,
-        hash: &str,
-    ) -> (u64, CancellationToken, tokio::sync::OwnedMutexGuard<()>) {
-        let (generation, token, lock) = {
+    /// Registers an upload of `hash`, superseding an older one (which is cancelled), and waits
+    /// until the older one has stopped writing the part file. The claim is released on drop.
+    pub async fn claim(self: &Arc<Self>, hash: &str) -> Claim {
+        let (generation, cancel, lock) = {
             let mut active = self.active.lock().unwrap_or_else(|e| e.into_inner());
             let entry = active.entry(hash.to_string()).or_insert_with(|| Active {
                 generation: 0,
@@ -316,7 +291,8 @@ impl PasteStore {
             entry.generation += 1;
             (entry.generation, entry.cancel.clone(), Arc::clone(&entry.lock))
         };
-        (generation, token, lock.lock_owned().await)
+        let guard = lock.lock_owned().await;
+        Claim { store: Arc::clone(self), hash: hash.to_string(), generation, cancel, _guard: guard }
     }
 
     fn release(&self, hash: &str, generation: u64) {
@@ -328,6 +304,30 @@ impl PasteStore {
     }
 }
 
+/// The right to write `<hash>.part`, held by one upload at a time; a newer upload of the same
+/// hash cancels [`Claim::cancelled`] and then waits for this to drop.
+#[derive(Debug)]
+pub struct Claim {
+    store: Arc<PasteStore>,
+    hash: String,
+    generation: u64,
+    cancel: CancellationToken,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl Claim {
+    /// Completes when a newer upload of the same hash takes over.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.store.release(&self.hash, self.generation);
+    }
+}
+
 /// One upload under way.
 #[derive(Debug)]
 struct Active {
@@ -335,249 +335,6 @@ struct Active {
     cancel: CancellationToken,
     /// Held while the part file is written: a successor waits for its predecessor to stop.
     lock: Arc<tokio::sync::Mutex<()>>,
-}
-
-/// The header line that opens an upload stream.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct UploadHeader {
-    /// SHA-256 of the whole content, lowercase hex.
-    pub hash: String,
-    /// Size of the whole content in bytes.
-    pub size: u64,
-    /// The browser's idea of the type; logged only (the extension comes from magic bytes).
-    #[serde(default)]
-    pub mime: Option<String>,
-}
-
-/// Relay → page lines on an upload stream.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-enum Reply {
-    Have {
-        have: u64,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        path: Option<String>,
-    },
-    Ack {
-        acked: u64,
-        relay_time_us: u64,
-    },
-    Path {
-        path: String,
-    },
-    Error {
-        error: &'static str,
-        message: String,
-    },
-}
-
-impl Reply {
-    fn line(&self) -> Vec<u8> {
-        let mut v = serde_json::to_vec(self).expect("replies always serialize");
-        v.push(b'\n');
-        v
-    }
-}
-
-/// Reads the header line; bytes after the newline are returned as the start of the content.
-async fn read_header(recv: &mut RecvStream) -> Result<(UploadHeader, Vec<u8>), PasteError> {
-    let mut buf = Vec::with_capacity(256);
-    let mut chunk = [0u8; 1024];
-    loop {
-        if let Some(at) = buf.iter().position(|&b| b == b'\n') {
-            let rest = buf.split_off(at + 1);
-            let header: UploadHeader = serde_json::from_slice(&buf[..at])
-                .map_err(|e| PasteError::new("bad_request", format!("bad upload header: {e}")))?;
-            return Ok((header, rest));
-        }
-        if buf.len() >= MAX_HEADER {
-            return Err(PasteError::new("bad_request", "upload header over 1024 bytes"));
-        }
-        match recv.read(&mut chunk).await {
-            Ok(Some(n)) => buf.extend_from_slice(&chunk[..n]),
-            Ok(None) | Err(_) => {
-                return Err(PasteError::new("bad_request", "stream ended before the header"));
-            }
-        }
-    }
-}
-
-/// Serves one upload stream. `store` is `None` when pasting is not available (bridge mode
-/// without `--paste-dir`): the page is told so.
-pub(crate) async fn serve_upload(
-    store: Option<Arc<PasteStore>>,
-    mut send: SendStream,
-    mut recv: RecvStream,
-) {
-    let result = match store {
-        None => Err(PasteError::new(
-            "paste_unavailable",
-            "pasting files is not available: this relay runs in bridge mode without --paste-dir",
-        )),
-        Some(store) => upload(&store, &mut send, &mut recv).await,
-    };
-    let last = match result {
-        Ok(Some(path)) => Reply::Path { path },
-        Ok(None) => return, // the page went away or a newer upload took over
-        Err(e) => {
-            tracing::info!(code = e.code, "paste refused: {}", e.message);
-            Reply::Error { error: e.code, message: e.message }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(2), async {
-        send.write_all(&last.line()).await?;
-        send.finish().await
-    })
-    .await;
-}
-
-fn path_string(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
-}
-
-/// `Ok(Some(path))`: published. `Ok(None)`: stream gone or superseded (the part stays).
-async fn upload(
-    store: &Arc<PasteStore>,
-    send: &mut SendStream,
-    recv: &mut RecvStream,
-) -> Result<Option<String>, PasteError> {
-    let (header, mut pending) = read_header(recv).await?;
-    if !valid_hash(&header.hash) {
-        return Err(PasteError::new("bad_request", "hash must be 64 lowercase hex digits"));
-    }
-    let hash = header.hash.clone();
-    let size = header.size;
-    store.cleanup(SystemTime::now());
-    if let Have::Complete(path) = store.have(&hash) {
-        // A repeat paste: nothing to send. Touch it so age cleanup counts from the last use.
-        let _ = fs::File::options()
-            .append(true)
-            .open(&path)
-            .and_then(|f| f.set_modified(SystemTime::now()));
-        let reply = Reply::Have { have: size, path: Some(path_string(&path)) };
-        let _ = send.write_all(&reply.line()).await;
-        let _ = send.finish().await;
-        return Ok(None);
-    }
-    let (generation, cancel, _guard) = store.take_over(&hash).await;
-    let result = receive(store, send, recv, &hash, size, &mut pending, &cancel).await;
-    store.release(&hash, generation);
-    result
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn receive(
-    store: &Arc<PasteStore>,
-    send: &mut SendStream,
-    recv: &mut RecvStream,
-    hash: &str,
-    size: u64,
-    pending: &mut Vec<u8>,
-    cancel: &CancellationToken,
-) -> Result<Option<String>, PasteError> {
-    let mut held = match store.have(hash) {
-        Have::Partial(n) => n,
-        Have::Complete(path) => return Ok(Some(path_string(&path))),
-    };
-    if held > size {
-        // Not a prefix of this content (or a wrong size announced before): start over.
-        held = 0;
-    }
-    store.admit(size, held)?;
-    let file = store.open_part(hash, held)?;
-    // Hash as the bytes arrive; a resumed upload first hashes what is already here.
-    let (mut hasher, mut head) = if held > 0 {
-        let (s2, h) = (Arc::clone(store), hash.to_string());
-        let (hasher, len, head) = tokio::task::spawn_blocking(move || s2.hash_part(&h, held))
-            .await
-            .map_err(|e| PasteError::new("internal", format!("hashing task failed: {e}")))??;
-        if len != held {
-            return Err(PasteError::new("io", "the partial paste changed while reading it"));
-        }
-        (hasher, head)
-    } else {
-        (Sha256::new(), Vec::new())
-    };
-    let mut file = tokio::fs::File::from_std(file);
-    if send.write_all(&Reply::Have { have: held, path: None }.line()).await.is_err() {
-        return Ok(None);
-    }
-    tracing::info!(hash = &hash[..12], size, resume_from = held, "paste upload");
-    let mut count = held;
-    let mut acked = held;
-    let mut last_read_us = relay_time_us();
-    let mut last_ack_at = Instant::now() - ACK_COALESCE;
-    let mut buf = vec![0u8; READ_BUF];
-    // Bytes that came with the header.
-    let mut first = std::mem::take(pending);
-    loop {
-        if count >= size {
-            break;
-        }
-        // Coalesce: ack now if the last ack is ACK_COALESCE old, else when it will be.
-        let ack_due = (acked < count).then(|| last_ack_at + ACK_COALESCE);
-        let n = if !first.is_empty() {
-            let n = first.len();
-            buf[..n].copy_from_slice(&first);
-            first.clear();
-            Some(n)
-        } else {
-            tokio::select! {
-                _ = cancel.cancelled() => return Ok(None),
-                _ = tokio::time::sleep_until(ack_due.unwrap_or_else(Instant::now).into()), if ack_due.is_some() => {
-                    if send.write_all(&Reply::Ack { acked: count, relay_time_us: last_read_us }.line()).await.is_err() {
-                        return Ok(None);
-                    }
-                    acked = count;
-                    last_ack_at = Instant::now();
-                    continue;
-                }
-                r = recv.read(&mut buf) => match r {
-                    Ok(Some(n)) => Some(n),
-                    // Interrupted: what was written stays as the resume point.
-                    Ok(None) | Err(_) => None,
-                }
-            }
-        };
-        let Some(n) = n else {
-            let _ = file.flush().await;
-            return Ok(None);
-        };
-        last_read_us = relay_time_us();
-        if count + n as u64 > size {
-            drop(file);
-            let _ = fs::remove_file(store.part_path(hash));
-            return Err(PasteError::new(
-                "size_mismatch",
-                format!("more than the announced {size} bytes arrived"),
-            ));
-        }
-        file.write_all(&buf[..n]).await.map_err(|e| PasteError::io("cannot write the paste", e))?;
-        hasher.update(&buf[..n]);
-        take_head(&mut head, &buf[..n]);
-        count += n as u64;
-        if last_ack_at.elapsed() >= ACK_COALESCE && count < size {
-            if send
-                .write_all(&Reply::Ack { acked: count, relay_time_us: last_read_us }.line())
-                .await
-                .is_err()
-            {
-                return Ok(None);
-            }
-            acked = count;
-            last_ack_at = Instant::now();
-        }
-    }
-    // No fsync: the bytes were verified as they arrived, and a relay killed now still leaves
-    // them in the page cache; only a power cut could lose them (then the hash check catches it).
-    file.flush().await.map_err(|e| PasteError::io("cannot write the paste", e))?;
-    drop(file);
-    // The last ack: the sender's pacer finishes on it; verification follows.
-    let _ = send.write_all(&Reply::Ack { acked: count, relay_time_us: last_read_us }.line()).await;
-    let path = store.publish_hashed(hash, size, hasher, count, &head)?;
-    tracing::info!(hash = &hash[..12], size, "paste published");
-    Ok(Some(path_string(&path)))
 }
 
 #[cfg(test)]
@@ -645,7 +402,7 @@ mod tests {
         f.write_all(PNG).unwrap();
         drop(f);
         let e = s.publish(&claimed, PNG.len() as u64).unwrap_err();
-        assert_eq!(e.code, "hash_mismatch");
+        assert_eq!(e.code, UploadErrorCode::HashMismatch);
         assert_eq!(s.have(&claimed), Have::Partial(0));
         assert!(fs::read_dir(s.dir()).unwrap().next().is_none(), "nothing published");
     }
@@ -678,13 +435,13 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let s = store(tmp.path());
         let e = s.admit(1001, 0).unwrap_err();
-        assert_eq!(e.code, "too_large");
+        assert_eq!(e.code, UploadErrorCode::TooLarge);
         assert!(e.message.contains("paste limit"), "{}", e.message);
-        assert_eq!(s.admit(0, 0).unwrap_err().code, "bad_request");
+        assert_eq!(s.admit(0, 0).unwrap_err().code, UploadErrorCode::BadRequest);
         put(&s, &[1u8; 1000]).unwrap();
         put(&s, &[2u8; 1000]).unwrap();
         let e = s.admit(600, 0).unwrap_err();
-        assert_eq!(e.code, "quota_exceeded");
+        assert_eq!(e.code, UploadErrorCode::QuotaExceeded);
         assert!(e.message.contains("quota"), "{}", e.message);
         // What is already held of this paste does not count twice.
         s.admit(600, 200).unwrap();
@@ -711,6 +468,29 @@ mod tests {
         assert!(!old.exists());
         assert!(young.exists());
         assert!(stranger.exists(), "files the relay did not write are left alone");
+    }
+
+    #[tokio::test]
+    async fn a_newer_upload_of_the_same_hash_takes_over_once_the_older_stops() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = Arc::new(store(tmp.path()));
+        let hash = sha(PNG);
+        let older = s.claim(&hash).await;
+        let newer = tokio::spawn({
+            let (s, hash) = (Arc::clone(&s), hash.clone());
+            async move { s.claim(&hash).await }
+        });
+        tokio::time::timeout(Duration::from_secs(5), older.cancelled())
+            .await
+            .expect("the older upload is told to stop");
+        tokio::task::yield_now().await;
+        assert!(!newer.is_finished(), "the newer one waits while the older holds the part");
+        drop(older);
+        let newer = tokio::time::timeout(Duration::from_secs(5), newer).await.unwrap().unwrap();
+        let active = |s: &PasteStore| s.active.lock().unwrap().contains_key(&hash);
+        assert!(active(&s), "the superseded claim's release left the newer one registered");
+        drop(newer);
+        assert!(!active(&s));
     }
 
     #[test]

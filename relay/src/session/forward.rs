@@ -1,0 +1,223 @@
+//! The bridge of a ready session: browser datagrams to the mosh-server's UDP socket (rate
+//! limited, passed on as they are), server datagrams framed to the browser, pings answered,
+//! paste streams handed off, until something ends the session.
+
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use wtransport::datagram::Datagram;
+use wtransport::error::{ConnectionError, SendDatagramError};
+use wtransport::{Connection, RecvStream, SendStream};
+
+use super::Attached;
+use super::handshake::Control;
+use crate::control::{ClientMessage, ErrorCode, ReadError, ServerMessage};
+use crate::framing::{MAX_PARTS, Splitter};
+use crate::limits::TokenBucket;
+use crate::shared::Shared;
+use crate::state::pid_alive;
+
+/// How often a spawned mosh-server's pid is checked while bridged.
+const LIVENESS_INTERVAL: Duration = Duration::from_secs(5);
+/// Datagrams from mosh-server are at most 2048 bytes (its receive MTU); read with room to spare
+/// so an oversized one is seen as such instead of truncated.
+const UDP_BUF: usize = 4096;
+/// At most one rate-limit warning per this interval per session.
+const WARN_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Why a bridged session is over.
+#[derive(Debug)]
+pub(super) enum End {
+    /// The relay ends it and tells the browser why (the `ended` line).
+    Ended { code: ErrorCode, message: String },
+    /// The browser closed the connection or the control stream: nobody to tell.
+    BrowserGone(&'static str),
+}
+
+impl End {
+    fn ended(code: ErrorCode, message: impl Into<String>) -> Self {
+        End::Ended { code, message: message.into() }
+    }
+}
+
+type Step = ControlFlow<End>;
+
+/// The largest framed datagram to send: the relay's cap, the browser's word, the connection's
+/// current limit, whichever is smallest.
+pub(super) fn datagram_limit(shared: &Shared, conn: &Connection, browser: Option<usize>) -> usize {
+    let mut limit = shared.config.max_datagram_size;
+    if let Some(b) = browser {
+        limit = limit.min(b);
+    }
+    if let Some(c) = conn.max_datagram_size() {
+        limit = limit.min(c);
+    }
+    limit
+}
+
+/// Forwards both ways until something ends the session; returns why.
+pub(super) async fn run(
+    shared: &Shared,
+    conn: &Connection,
+    control: &mut Control,
+    session: &Attached,
+) -> End {
+    let mut bridge = Bridge::new(shared, conn, session);
+    let mut buf = vec![0u8; UDP_BUF];
+    let mut liveness = tokio::time::interval(LIVENESS_INTERVAL);
+    let idle = shared.config.idle_timeout();
+    let watch_pid = session.target.pid.is_some();
+    loop {
+        let step = tokio::select! {
+            d = conn.receive_datagram() => bridge.on_browser_datagram(d).await,
+            r = session.udp.recv(&mut buf) => bridge.on_server_datagram(r.map(|n| &buf[..n])),
+            m = control.reader.next_message() => bridge.on_control_message(m, &mut control.send).await,
+            s = conn.accept_bi() => bridge.paste_stream(s),
+            _ = tokio::time::sleep_until(bridge.last_heard + idle) => ControlFlow::Break(End::ended(
+                ErrorCode::IdleTimeout,
+                format!("no datagram from the browser for {} s", idle.as_secs()),
+            )),
+            _ = liveness.tick(), if watch_pid => bridge.check_alive(),
+        };
+        if let ControlFlow::Break(end) = step {
+            return end;
+        }
+    }
+}
+
+/// The state of one session's forwarding.
+struct Bridge<'a> {
+    shared: &'a Shared,
+    conn: &'a Connection,
+    session: &'a Attached,
+    splitter: Splitter,
+    /// Reused for each server datagram's framed parts.
+    frames: Vec<Vec<u8>>,
+    /// Browser → server datagrams per second.
+    bucket: TokenBucket,
+    last_heard: Instant,
+    dropped_rate: u64,
+    dropped_size: u64,
+    last_warn: Option<Instant>,
+}
+
+impl<'a> Bridge<'a> {
+    fn new(shared: &'a Shared, conn: &'a Connection, session: &'a Attached) -> Self {
+        let cfg = &shared.config;
+        Bridge {
+            shared,
+            conn,
+            session,
+            splitter: Splitter::new(),
+            frames: Vec::with_capacity(MAX_PARTS),
+            bucket: TokenBucket::new(
+                cfg.datagram_rate,
+                cfg.datagram_burst,
+                std::time::Instant::now(),
+            ),
+            last_heard: Instant::now(),
+            dropped_rate: 0,
+            dropped_size: 0,
+            last_warn: None,
+        }
+    }
+
+    fn id(&self) -> &str {
+        &self.session.target.session
+    }
+
+    /// A browser datagram: to mosh-server as it is, unless over the rate.
+    async fn on_browser_datagram(&mut self, d: Result<Datagram, ConnectionError>) -> Step {
+        let Ok(d) = d else {
+            return ControlFlow::Break(End::BrowserGone("browser connection closed"));
+        };
+        self.last_heard = Instant::now();
+        if !self.bucket.take(std::time::Instant::now()) {
+            self.dropped_rate += 1;
+            if self.last_warn.is_none_or(|t| t.elapsed() > WARN_INTERVAL) {
+                self.last_warn = Some(Instant::now());
+                tracing::warn!(session = %self.id(), dropped = self.dropped_rate, "browser over its datagram rate; dropping");
+            }
+            return ControlFlow::Continue(());
+        }
+        // Errors (e.g. ECONNREFUSED from an earlier ICMP) are transient for UDP.
+        let _ = self.session.udp.send(&d).await;
+        ControlFlow::Continue(())
+    }
+
+    /// A server datagram: framed to fit the browser's limit.
+    fn on_server_datagram(&mut self, received: std::io::Result<&[u8]>) -> Step {
+        let payload = match received {
+            Ok(p) => p,
+            Err(e) => {
+                // ICMP port unreachable: mosh-server is not (or no longer) there.
+                tracing::debug!(session = %self.id(), "udp recv: {e}");
+                return self.check_alive();
+            }
+        };
+        self.frames.clear();
+        let limit = datagram_limit(self.shared, self.conn, self.session.hello.max_datagram_size);
+        if self.splitter.split(payload, limit, &mut self.frames).is_err() {
+            self.dropped_size += 1;
+            tracing::warn!(session = %self.id(), len = payload.len(), limit, dropped = self.dropped_size, "server datagram too large to frame; dropped");
+            return ControlFlow::Continue(());
+        }
+        for f in &self.frames {
+            match self.conn.send_datagram(f) {
+                Ok(()) => {}
+                Err(SendDatagramError::NotConnected) => {
+                    return ControlFlow::Break(End::BrowserGone("browser connection closed"));
+                }
+                Err(e) => tracing::debug!(session = %self.id(), "send_datagram: {e}"),
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// A control message after `ready`: only pings are expected.
+    async fn on_control_message(
+        &mut self,
+        m: Result<ClientMessage, ReadError>,
+        send: &mut SendStream,
+    ) -> Step {
+        let end = match m {
+            Ok(ClientMessage::Ping) => {
+                if send.write_all(&ServerMessage::Pong.to_line()).await.is_ok() {
+                    return ControlFlow::Continue(());
+                }
+                End::BrowserGone("control stream closed")
+            }
+            Ok(ClientMessage::Hello(_)) => End::ended(ErrorCode::BadRequest, "hello sent twice"),
+            Err(ReadError::Closed) | Err(ReadError::Io(_)) => {
+                End::BrowserGone("browser closed the control stream")
+            }
+            Err(e @ ReadError::TooLarge) => End::ended(ErrorCode::MessageTooLarge, e.to_string()),
+            Err(e @ ReadError::Malformed(_)) => End::ended(ErrorCode::BadRequest, e.to_string()),
+        };
+        ControlFlow::Break(end)
+    }
+
+    /// Every bidirectional stream after the control stream is one paste upload.
+    fn paste_stream(&self, s: Result<(SendStream, RecvStream), ConnectionError>) -> Step {
+        let Ok((send, recv)) = s else {
+            return ControlFlow::Break(End::BrowserGone("browser connection closed"));
+        };
+        tokio::spawn(crate::paste::serve_upload(self.shared.pastes.clone(), send, recv));
+        ControlFlow::Continue(())
+    }
+
+    /// Ends the session when its spawned mosh-server is gone (and forgets its record).
+    fn check_alive(&self) -> Step {
+        if self.session.target.pid.is_none_or(pid_alive) {
+            return ControlFlow::Continue(());
+        }
+        if let Some(state) = &self.shared.state {
+            state.remove(self.id());
+        }
+        ControlFlow::Break(End::ended(
+            ErrorCode::SessionEnded,
+            "mosh-server exited (the shell ended)",
+        ))
+    }
+}

@@ -1,0 +1,250 @@
+//! The control stream's opening: accept it, read the hello, check version, token, mode and
+//! datagram size, take a session slot, or refuse.
+//!
+//! Every check is a small function returning `Result<_, Refusal>`; [`refuse`] is the one place
+//! a refusal is sent.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::OwnedSemaphorePermit;
+use wtransport::{Connection, RecvStream, SendStream, VarInt};
+
+use crate::auth::AuthOutcome;
+use crate::control::{ClientMessage, ErrorCode, Hello, LineReader, ReadError, ServerMessage};
+use crate::shared::Shared;
+use tern::relay_proto::PROTOCOL_VERSION;
+use tern::relay_proto::line::decode;
+
+/// Time for the browser to finish the handshake, open the control stream and say hello.
+pub(super) const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a last line (error or ended) may take to reach the browser before the connection
+/// is closed.
+pub(super) const LINGER: Duration = Duration::from_secs(2);
+/// Smallest datagram limit a browser may announce: 16 parts of it must hold mosh's 2048 bytes,
+/// and anything this small is a broken client anyway.
+const MIN_DATAGRAM: usize = 512;
+
+/// The control stream: the relay's half to write, the browser's half to read lines from.
+#[derive(Debug)]
+pub(super) struct Control {
+    pub send: SendStream,
+    pub reader: LineReader<RecvStream>,
+}
+
+/// Why a hello is refused: the `error` line the browser gets before the connection closes.
+#[derive(Debug)]
+pub(super) struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Refusal { code, message: message.into() }
+    }
+}
+
+/// Why a handshake stopped.
+#[derive(Debug)]
+pub(super) enum Stop {
+    /// Tell the browser, then close.
+    Refused(Refusal),
+    /// The browser left before saying anything: nobody to tell.
+    Gone,
+}
+
+impl From<Refusal> for Stop {
+    fn from(r: Refusal) -> Self {
+        Stop::Refused(r)
+    }
+}
+
+/// A hello that passed every check, and the session slot it holds until the session ends.
+#[derive(Debug)]
+pub(super) struct Admitted {
+    pub hello: Hello,
+    pub slot: OwnedSemaphorePermit,
+}
+
+/// The control stream, the first bidirectional stream the browser opens. `None`: it did not
+/// come (the connection is closed).
+pub(super) async fn accept_control(conn: &Connection) -> Option<Control> {
+    match tokio::time::timeout(HELLO_TIMEOUT, conn.accept_bi()).await {
+        Ok(Ok((send, recv))) => Some(Control { send, reader: LineReader::new(recv) }),
+        Ok(Err(_)) => None,
+        Err(_) => {
+            conn.close(VarInt::from_u32(1), b"no control stream");
+            None
+        }
+    }
+}
+
+/// Reads the hello and runs every check on it, in this order: version, token, mode, datagram
+/// size, session slot. Nothing is done for a browser before its token is checked.
+pub(super) async fn admit(
+    shared: &Arc<Shared>,
+    control: &mut Control,
+    pre_authed: bool,
+    peer: SocketAddr,
+) -> Result<Admitted, Stop> {
+    let hello = read_hello(shared, &mut control.reader, pre_authed, peer).await?;
+    check_version(hello.protocol)?;
+    authenticate(shared, &hello, pre_authed, peer)?;
+    check_mode(shared, &hello)?;
+    check_datagram_size(&hello)?;
+    let slot = session_slot(shared)?;
+    Ok(Admitted { hello, slot })
+}
+
+/// Sends the error line, waits briefly for it to be delivered, closes the connection.
+pub(super) async fn refuse(conn: &Connection, send: &mut SendStream, refusal: Refusal) {
+    let Refusal { code, message } = refusal;
+    let line = ServerMessage::error(code, message).to_line();
+    let _ = tokio::time::timeout(LINGER, async {
+        send.write_all(&line).await?;
+        send.finish().await
+    })
+    .await;
+    conn.close(VarInt::from_u32(1), b"refused");
+}
+
+/// The first line, which must be a hello, within [`HELLO_TIMEOUT`].
+async fn read_hello(
+    shared: &Shared,
+    reader: &mut LineReader<RecvStream>,
+    pre_authed: bool,
+    peer: SocketAddr,
+) -> Result<Hello, Stop> {
+    let line = match tokio::time::timeout(HELLO_TIMEOUT, reader.next_line()).await {
+        Ok(Ok(line)) => line,
+        Ok(Err(e @ ReadError::TooLarge)) => {
+            return Err(Refusal::new(ErrorCode::MessageTooLarge, e.to_string()).into());
+        }
+        Ok(Err(_)) => return Err(Stop::Gone),
+        Err(_) => return Err(Refusal::new(ErrorCode::HelloTimeout, "no hello within 10 s").into()),
+    };
+    match decode::<ClientMessage>(&line) {
+        Ok(ClientMessage::Hello(hello)) => Ok(hello),
+        Ok(_) => Err(Refusal::new(ErrorCode::BadRequest, "first message must be hello").into()),
+        Err(e) => {
+            // A page of another version may send a hello this relay cannot parse (a new
+            // field): if it says which version it speaks, the useful answer is "reload".
+            check_version(announced_protocol(&line))?;
+            // Counts as a failed authentication when the URL had no token: a client that cannot
+            // produce a well-formed hello must not get unlimited free attempts.
+            if !pre_authed {
+                shared.auth.check(&shared.token, None, peer.ip(), std::time::Instant::now());
+            }
+            Err(Refusal::new(ErrorCode::BadRequest, ReadError::Malformed(e).to_string()).into())
+        }
+    }
+}
+
+/// The `protocol` field of a line that is not a valid hello, if it has one.
+fn announced_protocol(line: &[u8]) -> Option<u32> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        protocol: Option<u32>,
+    }
+    decode::<Probe>(line).ok()?.protocol
+}
+
+/// A page that says it speaks another protocol version is from another relay build (a cached
+/// page after an upgrade): it cannot work here, and only a reload fixes it. Checked before the
+/// token, which such a page may not even send where this relay looks.
+fn check_version(protocol: Option<u32>) -> Result<(), Refusal> {
+    match protocol {
+        Some(v) if v != PROTOCOL_VERSION => {
+            tracing::info!(
+                page = v,
+                relay = PROTOCOL_VERSION,
+                "hello from another protocol version"
+            );
+            Err(Refusal::new(
+                ErrorCode::VersionMismatch,
+                "this page is from another tern-relay version; reload the page",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The hello's token, unless the connect URL's token was checked already.
+fn authenticate(
+    shared: &Shared,
+    hello: &Hello,
+    pre_authed: bool,
+    peer: SocketAddr,
+) -> Result<(), Refusal> {
+    if pre_authed {
+        return Ok(());
+    }
+    let now = std::time::Instant::now();
+    match shared.auth.check(&shared.token, hello.token.as_deref(), peer.ip(), now) {
+        AuthOutcome::Ok => Ok(()),
+        AuthOutcome::BadToken => {
+            tracing::info!(%peer, "webtransport hello with a missing or wrong token");
+            Err(Refusal::new(ErrorCode::BadToken, "missing or wrong token"))
+        }
+        AuthOutcome::RateLimited(wait) => Err(Refusal::new(
+            ErrorCode::RateLimited,
+            format!("too many failed attempts; retry in {} s", wait.as_secs() + 1),
+        )),
+    }
+}
+
+fn check_mode(shared: &Shared, hello: &Hello) -> Result<(), Refusal> {
+    let mode = shared.config.mode();
+    match hello.mode {
+        Some(m) if m != mode => Err(Refusal::new(
+            ErrorCode::WrongMode,
+            format!("this relay runs in {} mode", mode.as_str()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn check_datagram_size(hello: &Hello) -> Result<(), Refusal> {
+    match hello.max_datagram_size {
+        Some(m) if m < MIN_DATAGRAM => Err(Refusal::new(
+            ErrorCode::BadRequest,
+            format!("max_datagram_size below {MIN_DATAGRAM} cannot carry mosh"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// One of `--max-sessions` slots, held for the life of the session.
+fn session_slot(shared: &Shared) -> Result<OwnedSemaphorePermit, Refusal> {
+    Arc::clone(&shared.sessions).try_acquire_owned().map_err(|_| {
+        Refusal::new(
+            ErrorCode::TooManySessions,
+            format!("{} browser sessions already open", shared.config.max_sessions),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_another_announced_version_is_a_mismatch() {
+        assert!(check_version(None).is_ok(), "a client that does not say is let through");
+        assert!(check_version(Some(PROTOCOL_VERSION)).is_ok());
+        let r = check_version(Some(PROTOCOL_VERSION + 1)).unwrap_err();
+        assert_eq!(r.code, ErrorCode::VersionMismatch);
+        assert!(r.message.contains("reload the page"), "{}", r.message);
+    }
+
+    #[test]
+    fn the_version_is_found_in_hellos_this_relay_cannot_parse() {
+        let newer = br#"{"type":"hello","protocol":99,"mode":"spawn","shiny":true}"#;
+        assert_eq!(announced_protocol(newer), Some(99));
+        assert_eq!(announced_protocol(br#"{"type":"hello","mode":42}"#), None);
+        assert_eq!(announced_protocol(br#"{"protocol":"two"}"#), None);
+        assert_eq!(announced_protocol(b"\xff\xfe garbage"), None);
+    }
+}

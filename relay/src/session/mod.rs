@@ -1,0 +1,216 @@
+//! One browser session: WebTransport accept, the URL token, then handshake, target and the
+//! datagram bridge, each in its own module.
+//!
+//! ```text
+//!  accept_loop ─▶ handle_incoming (path, ?token=) ─▶ serve
+//!    serve: handshake::admit (control stream, hello, version, token, mode, limits)
+//!           ─▶ target::attach (spawn, resume or bridge) ─▶ ready
+//!           ─▶ forward::run (datagrams both ways, pings, pastes) ─▶ ended
+//! ```
+//!
+//! Each session runs in its own task; whatever goes wrong in it (a bad client, a dead
+//! mosh-server) ends that task only.
+
+mod forward;
+mod handshake;
+mod target;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tern::relay_proto::WEBTRANSPORT_PATH;
+use tokio::net::UdpSocket;
+use tokio::sync::OwnedSemaphorePermit;
+use wtransport::endpoint::IncomingSession;
+use wtransport::endpoint::endpoint_side::Server;
+use wtransport::{Connection, Endpoint, SendStream, VarInt};
+
+use crate::auth::AuthOutcome;
+use crate::control::{FRAMING_VERSION, Hello, Ready, ServerMessage};
+use crate::shared::Shared;
+use forward::End;
+use handshake::{Admitted, HELLO_TIMEOUT, LINGER, Stop};
+use target::Target;
+
+/// An admitted session attached to its mosh-server: what the bridge works with.
+struct Attached {
+    hello: Hello,
+    target: Target,
+    /// Connected to the target; a fresh one per browser session.
+    udp: UdpSocket,
+    /// The `--max-sessions` slot, released when the session ends.
+    _slot: OwnedSemaphorePermit,
+}
+
+/// Accepts WebTransport sessions until shutdown, one task each.
+pub(crate) async fn accept_loop(shared: Arc<Shared>, endpoint: &Endpoint<Server>) {
+    let tracker = tokio_util::task::TaskTracker::new();
+    loop {
+        let incoming = tokio::select! {
+            _ = shared.shutdown.cancelled() => break,
+            i = endpoint.accept() => i,
+        };
+        let ip = incoming.remote_address().ip();
+        if shared.auth.blocked(ip, std::time::Instant::now()).is_some() {
+            // Refused before the TLS handshake: a guessing source costs us almost nothing.
+            incoming.refuse();
+            continue;
+        }
+        let shared = Arc::clone(&shared);
+        tracker.spawn(async move {
+            if let Err(e) = handle_incoming(shared, incoming).await {
+                tracing::debug!("webtransport session setup failed: {e:#}");
+            }
+        });
+    }
+    tracker.close();
+    tracker.wait().await;
+}
+
+/// The token carried in the connect URL's query, if any, percent-decoded (a page builds the URL
+/// with `encodeURIComponent`; a random token needs no escaping, a user-chosen one might).
+fn query_token(path: &str) -> Option<String> {
+    let (_, query) = path.split_once('?')?;
+    let raw = query.split('&').find_map(|kv| kv.strip_prefix("token="))?;
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+async fn handle_incoming(shared: Arc<Shared>, incoming: IncomingSession) -> anyhow::Result<()> {
+    let request = tokio::time::timeout(HELLO_TIMEOUT, incoming).await??;
+    let peer = request.remote_address();
+    let path = request.path().split('?').next().unwrap_or("");
+    if path != WEBTRANSPORT_PATH {
+        request.not_found().await;
+        return Ok(());
+    }
+    // A token in the URL is checked before the session is accepted; without one, the hello
+    // must carry it and nothing happens before that check either.
+    let pre_authed = match query_token(request.path()) {
+        None => false,
+        Some(t) => {
+            match shared.auth.check(&shared.token, Some(&t), peer.ip(), std::time::Instant::now()) {
+                AuthOutcome::Ok => true,
+                AuthOutcome::BadToken => {
+                    tracing::info!(%peer, "webtransport connect with a wrong token");
+                    request.forbidden().await;
+                    return Ok(());
+                }
+                AuthOutcome::RateLimited(_) => {
+                    request.too_many_requests().await;
+                    return Ok(());
+                }
+            }
+        }
+    };
+    let conn = request.accept().await?;
+    let shutdown = shared.shutdown.clone();
+    tokio::select! {
+        _ = shutdown.cancelled() => {
+            conn.close(VarInt::from_u32(0), b"relay shutting down");
+        }
+        _ = serve(shared, &conn, pre_authed, peer) => {}
+    }
+    Ok(())
+}
+
+/// The life of one session on an accepted connection.
+async fn serve(shared: Arc<Shared>, conn: &Connection, pre_authed: bool, peer: SocketAddr) {
+    let Some(mut control) = handshake::accept_control(conn).await else { return };
+    let session = match open(&shared, &mut control, pre_authed, peer).await {
+        Ok(s) => s,
+        Err(Stop::Gone) => return,
+        Err(Stop::Refused(r)) => {
+            tracing::info!(%peer, code = r.code.as_str(), "session refused: {}", r.message);
+            return handshake::refuse(conn, &mut control.send, r).await;
+        }
+    };
+    let span = tracing::info_span!("session", id = %session.target.session, %peer);
+    let limit = forward::datagram_limit(&shared, conn, session.hello.max_datagram_size);
+    let ready = ready(&shared, &session.target, limit);
+    if control.send.write_all(&ready.to_line()).await.is_err() {
+        return;
+    }
+    let t = &session.target;
+    tracing::info!(parent: &span, port = t.port, resumed = t.resumed, max_datagram = limit, "bridging");
+    let end = forward::run(&shared, conn, &mut control, &session).await;
+    say_goodbye(&mut control.send, end, &span).await;
+    conn.close(VarInt::from_u32(0), b"session over");
+}
+
+/// Admits the hello and attaches it to its mosh-server.
+async fn open(
+    shared: &Arc<Shared>,
+    control: &mut handshake::Control,
+    pre_authed: bool,
+    peer: SocketAddr,
+) -> Result<Attached, Stop> {
+    let Admitted { hello, slot } = handshake::admit(shared, control, pre_authed, peer).await?;
+    let target = target::attach(shared, &hello).await?;
+    let udp = target::connect_udp(target.addr).await?;
+    Ok(Attached { hello, target, udp, _slot: slot })
+}
+
+fn ready(shared: &Shared, target: &Target, max_datagram_size: usize) -> ServerMessage {
+    ServerMessage::Ready(Ready {
+        session: target.session.clone(),
+        mode: shared.config.mode(),
+        port: target.port,
+        key: target.key.clone(),
+        max_datagram_size,
+        framing: FRAMING_VERSION,
+        resumed: target.resumed,
+    })
+}
+
+/// Logs why the session ended and, if the browser can still hear it, says so (`ended`).
+async fn say_goodbye(send: &mut SendStream, end: End, span: &tracing::Span) {
+    let (code, message) = match end {
+        End::Ended { code, message } => (code, message),
+        End::BrowserGone(why) => {
+            tracing::info!(parent: span, "session over: {why}");
+            return;
+        }
+    };
+    tracing::info!(parent: span, reason = code.as_str(), "session over: {message}");
+    let line = ServerMessage::Ended { code, message }.to_line();
+    let _ = tokio::time::timeout(LINGER, async {
+        send.write_all(&line).await?;
+        send.finish().await
+    })
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::query_token;
+
+    #[test]
+    fn query_tokens_are_found_and_percent_decoded() {
+        assert_eq!(query_token("/wt?token=abc").as_deref(), Some("abc"));
+        assert_eq!(query_token("/wt?x=1&token=a%2Bb%2f").as_deref(), Some("a+b/"));
+        assert_eq!(query_token("/wt?token=50%").as_deref(), Some("50%"));
+        assert_eq!(query_token("/wt?tokens=abc"), None);
+        assert_eq!(query_token("/wt"), None);
+        assert_eq!(query_token("/wt?token=%ff"), None);
+    }
+}
