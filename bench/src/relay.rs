@@ -161,11 +161,9 @@ async fn measure_with(
         port: Some(echo.port()),
         ..Hello::default()
     });
-    let mut line = serde_json::to_vec(&hello)?;
-    line.push(b'\n');
-    send.write_all(&line).await?;
+    send.write_all(&hello.to_line()).await?;
     let reply = LineReader::new(recv).next_line().await?;
-    let reply: ServerMessage = serde_json::from_slice(&reply)?;
+    let reply: ServerMessage = tern::relay_proto::decode(&reply)?;
     if !matches!(reply, ServerMessage::Ready(_)) {
         return Err(anyhow!("relay refused the bridge: {reply:?}"));
     }

@@ -7,10 +7,7 @@ use tern::relay_proto::upload::MAX_HEADER;
 use tern::relay_proto::*;
 
 /// Encodes, checks the exact line, decodes, checks equality.
-fn round_trip<T>(message: &T, wire: &str)
-where
-    T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
-{
+fn round_trip<T: Message + PartialEq + std::fmt::Debug>(message: &T, wire: &str) {
     let line = encode_line(message);
     assert_eq!(String::from_utf8(line.clone()).unwrap(), format!("{wire}\n"));
     let mut buffer = LineBuffer::new(MAX_MESSAGE);
@@ -108,7 +105,11 @@ fn every_error_code_has_its_wire_name() {
         Internal,
         Unknown,
     ] {
-        round_trip(&code, &format!("\"{}\"", code.as_str()));
+        assert_eq!(ErrorCode::parse(code.as_str()), code);
+        round_trip(
+            &ServerMessage::Ended { code, message: "m".into() },
+            &format!(r#"{{"type":"ended","code":"{}","message":"m"}}"#, code.as_str()),
+        );
     }
     // A newer relay's code is not a broken message, just one this page cannot act on.
     let m: ServerMessage =
@@ -157,10 +158,13 @@ fn info_and_api_bodies() {
         ),
     );
     assert_eq!(info.cert_hash_bytes(), vec![vec![0u8, 1, 2]]);
-    round_trip(
-        &PasteInfo { available: false, max_size: None, reason: Some("bridge".into()) },
-        r#"{"available":false,"reason":"bridge"}"#,
-    );
+    let unavailable = RelayInfo {
+        paste: PasteInfo { available: false, max_size: None, reason: Some("bridge".into()) },
+        ..info
+    };
+    let line = String::from_utf8(encode(&unavailable)).unwrap();
+    assert!(line.contains(r#""paste":{"available":false,"reason":"bridge"}"#), "{line}");
+    assert_eq!(decode::<RelayInfo>(line.as_bytes()).unwrap(), unavailable);
     round_trip(
         &SessionList {
             sessions: vec![SessionSummary { id: "ab".into(), port: 60001, created: 7 }],
@@ -210,6 +214,7 @@ fn upload_stream_messages() {
         Internal,
         Unknown,
     ] {
+        assert_eq!(UploadErrorCode::parse(code.as_str()), code);
         round_trip(
             &UploadReply::Error { error: code, message: "m".into() },
             &format!(r#"{{"error":"{}","message":"m"}}"#, code.as_str()),
@@ -246,4 +251,9 @@ fn hostile_lines_are_errors_not_panics() {
         let _ = decode::<RelayInfo>(line);
     }
     assert!(decode::<UploadReply>(b"{\"have\":-1}").is_err());
+    assert!(decode::<ClientMessage>(br#"{"type":"hello","mode":"spawn","port":70000}"#).is_err());
+    assert!(decode::<ClientMessage>(br#"{"type":"hello","token":"a","token":"b"}"#).is_err());
+    // A newer relay's extra fields do not break the page.
+    let m: ServerMessage = decode(br#"{"type":"pong","news":[1.5,{"x":null}]}"#).unwrap();
+    assert_eq!(m, ServerMessage::Pong);
 }

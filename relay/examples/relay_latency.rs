@@ -132,11 +132,9 @@ async fn main() {
         port: Some(echo.port()),
         ..Hello::default()
     });
-    let mut line = serde_json::to_vec(&hello).unwrap();
-    line.push(b'\n');
-    send.write_all(&line).await.unwrap();
+    send.write_all(&hello.to_line()).await.unwrap();
     let reply: ServerMessage =
-        serde_json::from_slice(&LineReader::new(recv).next_line().await.unwrap()).unwrap();
+        tern::relay_proto::decode(&LineReader::new(recv).next_line().await.unwrap()).unwrap();
     assert!(matches!(reply, ServerMessage::Ready(_)), "{reply:?}");
 
     println!("round trips through a UDP echo server on loopback ({rounds} each, sequential):");

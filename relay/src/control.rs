@@ -8,7 +8,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 pub use tern::relay_proto::control::*;
 pub use tern::relay_proto::framing::FRAMING_VERSION;
-pub use tern::relay_proto::line::{DecodeError, LineBuffer, decode, encode_line};
+pub use tern::relay_proto::{DecodeError, LineBuffer, decode, encode_line};
 
 /// Why a control message could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -13,7 +13,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
-use serde::Serialize;
+use tern::relay_proto::Message;
 use tern::relay_proto::control::MAX_MESSAGE;
 use tern::relay_proto::framing::FRAMING_VERSION;
 use tern::relay_proto::{
@@ -229,9 +229,8 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response<Body> {
     json(status, &body)
 }
 
-fn json(status: StatusCode, body: &impl Serialize) -> Response<Body> {
-    // Protocol bodies are plain structs with string keys: serializing cannot fail.
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+fn json(status: StatusCode, body: &impl Message) -> Response<Body> {
+    let bytes = tern::relay_proto::encode(body);
     let mut r = Response::new(Body::new(Bytes::from(bytes)));
     *r.status_mut() = status;
     let h = r.headers_mut();

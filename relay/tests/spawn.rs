@@ -159,7 +159,7 @@ async fn resuming_a_session_that_is_gone_says_so() {
     .expect("relay reports the end");
     match ended {
         tern_relay::control::ServerMessage::Ended { code, .. } => {
-            assert_eq!(serde_json::to_value(code).unwrap(), "session_ended")
+            assert_eq!(code.as_str(), "session_ended")
         }
         other => panic!("expected ended, got {other:?}"),
     }
@@ -183,7 +183,7 @@ async fn spawn_failures_are_reported_with_their_cause() {
     let (_c, reply) = hello(&conn, spawn_hello(Some(&token), None)).await;
     match reply {
         tern_relay::control::ServerMessage::Error { code, message } => {
-            assert_eq!(serde_json::to_value(code).unwrap(), "spawn_failed");
+            assert_eq!(code.as_str(), "spawn_failed");
             assert!(message.contains("/nonexistent/mosh-server"), "{message}");
         }
         other => panic!("expected error, got {other:?}"),
@@ -200,7 +200,7 @@ async fn spawn_failures_are_reported_with_their_cause() {
     // must be clean: a ready with a key, or spawn_failed with mosh-server's stderr.
     match reply {
         tern_relay::control::ServerMessage::Error { code, message } => {
-            assert_eq!(serde_json::to_value(code).unwrap(), "spawn_failed");
+            assert_eq!(code.as_str(), "spawn_failed");
             assert!(message.contains("stderr"), "{message}");
         }
         tern_relay::control::ServerMessage::Ready(ready) => {

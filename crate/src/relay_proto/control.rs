@@ -4,14 +4,14 @@
 //! stays open for the life of the session (closing it ends the session) and carries
 //! `ping`/`pong` and the relay's final `ended`. docs/RELAY.md describes each field.
 
-use serde::{Deserialize, Serialize};
+use super::json::{DecodeError, Fields, ObjectWriter};
+use super::line::Message;
 
 /// Longest control message accepted, newline included. A hello is a few hundred bytes.
 pub const MAX_MESSAGE: usize = 4096;
 
 /// How the relay finds the mosh-server of a browser session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// The relay starts mosh-server itself and hands port and key to the page.
     Spawn,
@@ -26,39 +26,41 @@ impl Mode {
             Mode::Bridge => "bridge",
         }
     }
+
+    pub fn parse(s: &str) -> Option<Mode> {
+        [Mode::Spawn, Mode::Bridge].into_iter().find(|m| m.as_str() == s)
+    }
+
+    fn read(f: &Fields<'_>, key: &'static str) -> Result<Option<Mode>, DecodeError> {
+        f.opt_str(key)?
+            .map(|m| Mode::parse(&m).ok_or(DecodeError::data("unknown value", key)))
+            .transpose()
+    }
 }
 
 /// Page → relay.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientMessage {
     Hello(Hello),
     Ping,
 }
 
 /// The first message: who I am (token) and which mosh-server I want.
-#[derive(Clone, PartialEq, Eq, Deserialize, Serialize, Default)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct Hello {
     /// The page's [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION); a relay of another version
     /// refuses with [`ErrorCode::VersionMismatch`]. Absent: a client that does not check.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<u32>,
     /// The access token; may be omitted when the connect URL carried `?token=`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
     /// Must equal the relay's mode.
     pub mode: Option<Mode>,
     /// Spawn mode: the id of a session to re-attach to (after a reload or a relay restart).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume: Option<String>,
     /// Bridge mode: the mosh-server's host and port.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// The browser's `transport.datagrams.maxDatagramSize`, if it knows it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_datagram_size: Option<usize>,
 }
 
@@ -77,13 +79,12 @@ impl std::fmt::Debug for Hello {
 }
 
 /// The relay's answer to a hello that it accepted: datagrams now flow.
-#[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Ready {
     pub session: String,
     pub mode: Mode,
     pub port: u16,
     /// Only in spawn mode (the relay started the server and knows its key).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// Largest framed datagram the relay sends (header included).
     pub max_datagram_size: usize,
@@ -108,8 +109,7 @@ impl std::fmt::Debug for Ready {
 }
 
 /// Relay → page.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerMessage {
     Ready(Ready),
     /// The hello was refused; the relay closes the connection after this.
@@ -144,8 +144,7 @@ impl ClientMessage {
 }
 
 /// Machine-readable error codes of `error` and `ended`, stable for the page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
     BadToken,
     RateLimited,
@@ -164,7 +163,6 @@ pub enum ErrorCode {
     VersionMismatch,
     Internal,
     /// A code this build does not know (sent by a newer relay); treated as final.
-    #[serde(other)]
     Unknown,
 }
 
@@ -184,6 +182,30 @@ impl ErrorCode {
     /// Whether the shell is gone for good (as opposed to this connection being refused).
     pub fn session_is_over(self) -> bool {
         matches!(self, ErrorCode::SessionEnded | ErrorCode::UnknownSession)
+    }
+
+    const ALL: [ErrorCode; 16] = [
+        ErrorCode::BadToken,
+        ErrorCode::RateLimited,
+        ErrorCode::TooManySessions,
+        ErrorCode::TargetNotAllowed,
+        ErrorCode::SpawnFailed,
+        ErrorCode::SessionEnded,
+        ErrorCode::UnknownSession,
+        ErrorCode::WrongMode,
+        ErrorCode::BadRequest,
+        ErrorCode::MessageTooLarge,
+        ErrorCode::HelloTimeout,
+        ErrorCode::IdleTimeout,
+        ErrorCode::ShuttingDown,
+        ErrorCode::VersionMismatch,
+        ErrorCode::Internal,
+        ErrorCode::Unknown,
+    ];
+
+    /// The code of a wire name; a name this build does not know is [`ErrorCode::Unknown`].
+    pub fn parse(s: &str) -> ErrorCode {
+        Self::ALL.into_iter().find(|c| c.as_str() == s).unwrap_or(ErrorCode::Unknown)
     }
 
     /// The wire name, for logs and the page's status.
@@ -207,4 +229,108 @@ impl ErrorCode {
             ErrorCode::Unknown => "unknown",
         }
     }
+}
+
+impl Message for ClientMessage {
+    fn write(&self, w: &mut ObjectWriter<'_>) {
+        match self {
+            ClientMessage::Hello(h) => {
+                w.str("type", "hello")
+                    .opt_u64("protocol", h.protocol.map(u64::from))
+                    .opt_str("token", h.token.as_deref())
+                    .opt_str("mode", h.mode.map(Mode::as_str))
+                    .opt_str("resume", h.resume.as_deref())
+                    .opt_str("host", h.host.as_deref())
+                    .opt_u64("port", h.port.map(u64::from))
+                    .opt_u64("max_datagram_size", h.max_datagram_size.map(|m| m as u64));
+            }
+            ClientMessage::Ping => {
+                w.str("type", "ping");
+            }
+        }
+    }
+
+    fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
+        match f.str("type")?.as_str() {
+            "hello" => {
+                f.only(&[
+                    "type",
+                    "protocol",
+                    "token",
+                    "mode",
+                    "resume",
+                    "host",
+                    "port",
+                    "max_datagram_size",
+                ])?;
+                Ok(ClientMessage::Hello(Hello {
+                    protocol: f.opt_int("protocol")?,
+                    token: f.opt_str("token")?,
+                    mode: Mode::read(&f, "mode")?,
+                    resume: f.opt_str("resume")?,
+                    host: f.opt_str("host")?,
+                    port: f.opt_int("port")?,
+                    max_datagram_size: f.opt_int("max_datagram_size")?,
+                }))
+            }
+            "ping" => {
+                f.only(&["type"])?;
+                Ok(ClientMessage::Ping)
+            }
+            _ => Err(DecodeError::data("unknown value", "type")),
+        }
+    }
+}
+
+impl Message for ServerMessage {
+    fn write(&self, w: &mut ObjectWriter<'_>) {
+        match self {
+            ServerMessage::Ready(r) => {
+                w.str("type", "ready")
+                    .str("session", &r.session)
+                    .str("mode", r.mode.as_str())
+                    .u64("port", r.port.into())
+                    .opt_str("key", r.key.as_deref())
+                    .u64("max_datagram_size", r.max_datagram_size as u64)
+                    .u64("framing", r.framing.into())
+                    .bool("resumed", r.resumed);
+            }
+            ServerMessage::Error { code, message } | ServerMessage::Ended { code, message } => {
+                let kind =
+                    if matches!(self, ServerMessage::Error { .. }) { "error" } else { "ended" };
+                w.str("type", kind).str("code", code.as_str()).str("message", message);
+            }
+            ServerMessage::Pong => {
+                w.str("type", "pong");
+            }
+        }
+    }
+
+    /// Unknown fields are allowed: a newer relay may add some.
+    fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
+        let code = || Ok::<_, DecodeError>(ErrorCode::parse(&f.str("code")?));
+        match f.str("type")?.as_str() {
+            "ready" => Ok(ServerMessage::Ready(Ready {
+                session: f.str("session")?,
+                mode: Mode::read(&f, "mode")?.ok_or(DecodeError::data("missing field", "mode"))?,
+                port: f.int("port")?,
+                key: f.opt_str("key")?,
+                max_datagram_size: f.int("max_datagram_size")?,
+                framing: f.int("framing")?,
+                resumed: f.bool("resumed")?,
+            })),
+            "error" => Ok(ServerMessage::Error { code: code()?, message: f.str("message")? }),
+            "ended" => Ok(ServerMessage::Ended { code: code()?, message: f.str("message")? }),
+            "pong" => Ok(ServerMessage::Pong),
+            _ => Err(DecodeError::data("unknown value", "type")),
+        }
+    }
+}
+
+/// The `protocol` a line announces, even when it is not a hello this build can read (a newer
+/// page's hello with fields this build does not know): the relay then answers "reload" rather
+/// than "bad request".
+pub fn announced_protocol(line: &[u8]) -> Option<u32> {
+    let value = super::json::parse(line).ok()?;
+    Fields::of(&value, "message").ok()?.opt_int("protocol").ok()?
 }

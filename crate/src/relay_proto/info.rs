@@ -1,11 +1,11 @@
 //! The relay's HTTP API bodies: `GET /api/info`, `GET /api/sessions`, and the error body of both.
 
-use serde::{Deserialize, Serialize};
-
 use super::control::Mode;
+use super::json::{DecodeError, Fields, ObjectWriter};
+use super::line::Message;
 
 /// `GET /api/info`: what the page needs to open WebTransport, and the relay's limits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RelayInfo {
     /// The relay's package version (for people; the page compares `protocol`).
     pub version: String,
@@ -39,7 +39,7 @@ impl RelayInfo {
 }
 
 /// The relay's limits, as `/api/info` reports them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RelayLimits {
     pub max_sessions: usize,
     pub max_spawned: usize,
@@ -50,23 +50,21 @@ pub struct RelayLimits {
 }
 
 /// Whether pasted files can be stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PasteInfo {
     pub available: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_size: Option<u64>,
     /// Why not, when not available.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 /// `GET /api/sessions`: spawned mosh-servers still alive, without their keys.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionList {
     pub sessions: Vec<SessionSummary>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionSummary {
     pub id: String,
     pub port: u16,
@@ -75,11 +73,112 @@ pub struct SessionSummary {
 }
 
 /// The body of every API error (401, 404, 405, 429).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     /// `bad_token`, `rate_limited`, `bad_request`, `not_found`.
     pub error: String,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_secs: Option<u64>,
+}
+
+impl Message for RelayInfo {
+    fn write(&self, w: &mut ObjectWriter<'_>) {
+        let l = &self.limits;
+        w.str("version", &self.version)
+            .u64("protocol", self.protocol.into())
+            .str("mode", self.mode.as_str())
+            .u64("port", self.port.into())
+            .str("webtransport_path", &self.webtransport_path)
+            .strings("cert_hashes", &self.cert_hashes)
+            .str("cert_hash_algorithm", &self.cert_hash_algorithm)
+            .bool("cert_self_signed", self.cert_self_signed)
+            .u64("framing", self.framing.into())
+            .u64("max_datagram_size", self.max_datagram_size as u64)
+            .object("limits", |w| {
+                w.u64("max_sessions", l.max_sessions as u64)
+                    .u64("max_spawned", l.max_spawned as u64)
+                    .u64("datagram_rate", l.datagram_rate.into())
+                    .u64("datagram_burst", l.datagram_burst.into())
+                    .u64("idle_timeout_secs", l.idle_timeout_secs)
+                    .u64("max_control_message", l.max_control_message as u64);
+            })
+            .object("paste", |w| {
+                w.bool("available", self.paste.available)
+                    .opt_u64("max_size", self.paste.max_size)
+                    .opt_str("reason", self.paste.reason.as_deref());
+            })
+            .strings("bridge_allow", &self.bridge_allow);
+    }
+
+    fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
+        let l = f.object("limits")?;
+        let p = f.object("paste")?;
+        let mode = f.str("mode")?;
+        Ok(RelayInfo {
+            version: f.str("version")?,
+            protocol: f.int("protocol")?,
+            mode: Mode::parse(&mode).ok_or(DecodeError::data("unknown value", "mode"))?,
+            port: f.int("port")?,
+            webtransport_path: f.str("webtransport_path")?,
+            cert_hashes: f.strings("cert_hashes")?,
+            cert_hash_algorithm: f.str("cert_hash_algorithm")?,
+            cert_self_signed: f.bool("cert_self_signed")?,
+            framing: f.int("framing")?,
+            max_datagram_size: f.int("max_datagram_size")?,
+            limits: RelayLimits {
+                max_sessions: l.int("max_sessions")?,
+                max_spawned: l.int("max_spawned")?,
+                datagram_rate: l.int("datagram_rate")?,
+                datagram_burst: l.int("datagram_burst")?,
+                idle_timeout_secs: l.u64("idle_timeout_secs")?,
+                max_control_message: l.int("max_control_message")?,
+            },
+            paste: PasteInfo {
+                available: p.bool("available")?,
+                max_size: p.opt_u64("max_size")?,
+                reason: p.opt_str("reason")?,
+            },
+            bridge_allow: f.strings("bridge_allow")?,
+        })
+    }
+}
+
+impl Message for SessionList {
+    fn write(&self, w: &mut ObjectWriter<'_>) {
+        w.objects("sessions", &self.sessions, |w, s| {
+            w.str("id", &s.id).u64("port", s.port.into()).u64("created", s.created);
+        });
+    }
+
+    fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
+        let sessions = f
+            .array("sessions")?
+            .iter()
+            .map(|v| {
+                let s = Fields::of(v, "sessions")?;
+                Ok(SessionSummary {
+                    id: s.str("id")?,
+                    port: s.int("port")?,
+                    created: s.u64("created")?,
+                })
+            })
+            .collect::<Result<_, DecodeError>>()?;
+        Ok(SessionList { sessions })
+    }
+}
+
+impl Message for ApiError {
+    fn write(&self, w: &mut ObjectWriter<'_>) {
+        w.str("error", &self.error)
+            .str("message", &self.message)
+            .opt_u64("retry_after_secs", self.retry_after_secs);
+    }
+
+    fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
+        Ok(ApiError {
+            error: f.str("error")?,
+            message: f.str("message")?,
+            retry_after_secs: f.opt_u64("retry_after_secs")?,
+        })
+    }
 }

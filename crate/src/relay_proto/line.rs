@@ -2,10 +2,10 @@
 //!
 //! [`LineBuffer`] is sans-IO: the relay feeds it what a tokio stream read, the page what a
 //! WHATWG stream read; both take whole lines out. [`encode_line`] and [`decode`] are the only
-//! places a protocol message becomes bytes or comes back.
+//! places a protocol message becomes bytes or comes back; each message says how it is written
+//! and read by implementing [`Message`].
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use super::json::{self, DecodeError, Fields, ObjectWriter};
 
 /// A line longer than the buffer's limit: the stream is broken or hostile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,43 +70,34 @@ impl LineBuffer {
     }
 }
 
+/// A protocol message: one JSON object, written and read by hand in [`super::json`].
+pub trait Message: Sized {
+    /// Writes the message's fields into its object.
+    fn write(&self, w: &mut ObjectWriter<'_>);
+    /// Reads the message from its object's fields.
+    fn read(fields: Fields<'_>) -> Result<Self, DecodeError>;
+}
+
+/// One message as JSON, without a newline (an HTTP body).
+pub fn encode<T: Message>(message: &T) -> Vec<u8> {
+    let mut out = String::new();
+    let mut w = ObjectWriter::new(&mut out);
+    message.write(&mut w);
+    w.finish();
+    out.into_bytes()
+}
+
 /// One message as a line of JSON with its newline.
-pub fn encode_line<T: Serialize>(message: &T) -> Vec<u8> {
-    // Our messages are plain structs and enums with string keys: serializing cannot fail.
-    let mut v = serde_json::to_vec(message).unwrap_or_default();
+pub fn encode_line<T: Message>(message: &T) -> Vec<u8> {
+    let mut v = encode(message);
     v.push(b'\n');
     v
 }
 
-/// Why a line is not the message it should be. The text never quotes the input: a token put
-/// in the wrong field must not end up in a log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecodeError {
-    pub category: &'static str,
-    pub line: usize,
-    pub column: usize,
-}
-
-impl std::fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} error at line {} column {}", self.category, self.line, self.column)
-    }
-}
-
-impl std::error::Error for DecodeError {}
-
-/// One message from a line (without its newline).
-pub fn decode<T: DeserializeOwned>(line: &[u8]) -> Result<T, DecodeError> {
-    serde_json::from_slice(line).map_err(|e| DecodeError {
-        category: match e.classify() {
-            serde_json::error::Category::Io => "io",
-            serde_json::error::Category::Syntax => "syntax",
-            serde_json::error::Category::Data => "data",
-            serde_json::error::Category::Eof => "eof",
-        },
-        line: e.line(),
-        column: e.column(),
-    })
+/// One message from a line (without its newline) or an HTTP body.
+pub fn decode<T: Message>(line: &[u8]) -> Result<T, DecodeError> {
+    let value = json::parse(line)?;
+    T::read(Fields::of(&value, "message")?)
 }
 
 #[cfg(test)]
@@ -139,16 +130,31 @@ mod tests {
         assert_eq!(b.next_line(), Err(LineError { limit: 8 }));
     }
 
+    struct Count {
+        n: u32,
+    }
+
+    impl Message for Count {
+        fn write(&self, w: &mut ObjectWriter<'_>) {
+            w.u64("n", self.n.into());
+        }
+        fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
+            f.only(&["n"])?;
+            Ok(Count { n: f.int("n")? })
+        }
+    }
+
     #[test]
     fn decode_errors_never_quote_the_input() {
-        #[derive(Debug, serde::Deserialize)]
-        #[allow(dead_code)]
-        struct T {
-            n: u32,
-        }
-        for line in [&b"{\"n\":\"sekrit\"}"[..], b"sekrit", b"{\"sekrit\":1}", b"{\"n\":1"] {
-            let e = decode::<T>(line).unwrap_err();
+        let lines: [&[u8]; 5] =
+            [b"{\"n\":\"sekrit\"}", b"sekrit", b"{\"sekrit\":1}", b"{\"n\":1", b"[\"sekrit\"]"];
+        for line in lines {
+            let e = decode::<Count>(line).err().expect("an error");
             assert!(!e.to_string().contains("sekrit"), "{e}");
         }
+        assert_eq!(decode::<Count>(b"{\"n\":7}").unwrap().n, 7);
+        assert_eq!(encode_line(&Count { n: 7 }), b"{\"n\":7}\n");
+        let e = decode::<Count>(b"{\"n\":4294967296}").err().unwrap();
+        assert_eq!(e.to_string(), "out of range `n`");
     }
 }

@@ -8,22 +8,26 @@
 //!    every further bidi stream: one paste upload                                      upload
 //! ```
 //!
-//! Every message is one line of JSON ([`line`]); a renamed field is a compile error on both sides,
-//! because both sides use the same struct. [`PROTOCOL_VERSION`] changes whenever a message
-//! changes incompatibly: `/api/info` and `ready` carry it, the page compares and tells the person
-//! to reload instead of running a broken session (a page cached from an older relay).
+//! Every message is one line of JSON ([`line`], written and read by hand in [`json`]); a renamed
+//! field is a compile error on both sides, because both sides use the same struct.
+//! [`PROTOCOL_VERSION`] changes whenever a message changes incompatibly: the page sends it in
+//! `hello`, `/api/info` reports the relay's; either side refuses a mismatch with a clear message
+//! (a page cached from an older relay must say "reload", not run a broken session). `ready`
+//! carries the datagram framing's own version.
 //!
 //! No I/O here: the relay wraps these in tokio streams, the page in WHATWG streams.
 
 pub mod control;
 pub mod framing;
 pub mod info;
+pub mod json;
 pub mod line;
 pub mod upload;
 
 pub use control::{ClientMessage, ErrorCode, Hello, Mode, ServerMessage};
 pub use info::{ApiError, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary};
-pub use line::{DecodeError, LineBuffer, LineError, decode, encode_line};
+pub use json::DecodeError;
+pub use line::{LineBuffer, LineError, Message, decode, encode, encode_line};
 pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).

@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
+use super::json::{DecodeError, Fields, ObjectWriter};
+use super::line::Message;
 use crate::time::Instant;
 
 /// Longest header line, newline included.
@@ -21,28 +21,22 @@ pub const MAX_HEADER: usize = 1024;
 pub const MAX_REPLY: usize = 16 * 1024;
 
 /// The header line that opens an upload stream.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadHeader {
     /// SHA-256 of the whole content, lowercase hex.
     pub hash: String,
     /// Size of the whole content in bytes.
     pub size: u64,
     /// The browser's idea of the type; logged only (the extension comes from magic bytes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime: Option<String>,
 }
 
-/// Relay → page lines on an upload stream. Untagged: the fields tell them apart.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
+/// Relay → page lines on an upload stream. Untagged: the fields tell them apart (`error`, then
+/// `have`, then `acked`, then `path`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UploadReply {
     /// What the relay holds: resume from `have`; with `path`, the paste is complete already.
-    Have {
-        have: u64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        path: Option<String>,
-    },
+    Have { have: u64, path: Option<String> },
     /// Bytes received so far, and when the last of them was read on the relay's clock (the
     /// page measures the rate from these timestamps, not from its own send times).
     Ack { acked: u64, relay_time_us: u64 },
@@ -53,8 +47,7 @@ pub enum UploadReply {
 }
 
 /// Why an upload failed, stable for the page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UploadErrorCode {
     BadRequest,
     TooLarge,
@@ -66,11 +59,27 @@ pub enum UploadErrorCode {
     Io,
     Internal,
     /// A code this build does not know (a newer relay).
-    #[serde(other)]
     Unknown,
 }
 
 impl UploadErrorCode {
+    const ALL: [UploadErrorCode; 9] = [
+        UploadErrorCode::BadRequest,
+        UploadErrorCode::TooLarge,
+        UploadErrorCode::QuotaExceeded,
+        UploadErrorCode::HashMismatch,
+        UploadErrorCode::SizeMismatch,
+        UploadErrorCode::PasteUnavailable,
+        UploadErrorCode::Io,
+        UploadErrorCode::Internal,
+        UploadErrorCode::Unknown,
+    ];
+
+    /// The code of a wire name; one this build does not know is [`UploadErrorCode::Unknown`].
+    pub fn parse(s: &str) -> UploadErrorCode {
+        Self::ALL.into_iter().find(|c| c.as_str() == s).unwrap_or(UploadErrorCode::Unknown)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             UploadErrorCode::BadRequest => "bad_request",
@@ -97,6 +106,52 @@ impl UploadHeader {
     /// One line of JSON with its newline.
     pub fn to_line(&self) -> Vec<u8> {
         super::encode_line(self)
+    }
+}
+
+impl Message for UploadHeader {
+    fn write(&self, w: &mut ObjectWriter<'_>) {
+        w.str("hash", &self.hash).u64("size", self.size).opt_str("mime", self.mime.as_deref());
+    }
+
+    fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
+        f.only(&["hash", "size", "mime"])?;
+        Ok(UploadHeader { hash: f.str("hash")?, size: f.u64("size")?, mime: f.opt_str("mime")? })
+    }
+}
+
+impl Message for UploadReply {
+    fn write(&self, w: &mut ObjectWriter<'_>) {
+        match self {
+            UploadReply::Have { have, path } => {
+                w.u64("have", *have).opt_str("path", path.as_deref());
+            }
+            UploadReply::Ack { acked, relay_time_us } => {
+                w.u64("acked", *acked).u64("relay_time_us", *relay_time_us);
+            }
+            UploadReply::Path { path } => {
+                w.str("path", path);
+            }
+            UploadReply::Error { error, message } => {
+                w.str("error", error.as_str()).str("message", message);
+            }
+        }
+    }
+
+    fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
+        if let Some(error) = f.opt_str("error")? {
+            return Ok(UploadReply::Error {
+                error: UploadErrorCode::parse(&error),
+                message: f.str("message")?,
+            });
+        }
+        if let Some(have) = f.opt_u64("have")? {
+            return Ok(UploadReply::Have { have, path: f.opt_str("path")? });
+        }
+        if let Some(acked) = f.opt_u64("acked")? {
+            return Ok(UploadReply::Ack { acked, relay_time_us: f.u64("relay_time_us")? });
+        }
+        Ok(UploadReply::Path { path: f.str("path")? })
     }
 }
 

@@ -15,7 +15,8 @@ use crate::auth::AuthOutcome;
 use crate::control::{ClientMessage, ErrorCode, Hello, LineReader, ReadError, ServerMessage};
 use crate::shared::Shared;
 use tern::relay_proto::PROTOCOL_VERSION;
-use tern::relay_proto::line::decode;
+use tern::relay_proto::control::announced_protocol;
+use tern::relay_proto::decode;
 
 /// Time for the browser to finish the handshake, open the control stream and say hello.
 pub(super) const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -140,15 +141,6 @@ async fn read_hello(
             Err(Refusal::new(ErrorCode::BadRequest, ReadError::Malformed(e).to_string()).into())
         }
     }
-}
-
-/// The `protocol` field of a line that is not a valid hello, if it has one.
-fn announced_protocol(line: &[u8]) -> Option<u32> {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        protocol: Option<u32>,
-    }
-    decode::<Probe>(line).ok()?.protocol
 }
 
 /// A page that says it speaks another protocol version is from another relay build (a cached

@@ -189,7 +189,7 @@ impl Control {
     /// The next message if one arrives within `wait` (the reader is cancel-safe).
     pub async fn try_next(&mut self, wait: Duration) -> Option<ServerMessage> {
         match tokio::time::timeout(wait, self.reader.next_line()).await {
-            Ok(Ok(line)) => Some(serde_json::from_slice(&line).expect("relay sends valid JSON")),
+            Ok(Ok(line)) => Some(tern::relay_proto::decode(&line).expect("relay sends valid JSON")),
             _ => None,
         }
     }
@@ -199,15 +199,14 @@ impl Control {
             .await
             .expect("control reply within 20 s")
             .expect("control line");
-        serde_json::from_slice(&line).expect("relay sends valid JSON")
+        tern::relay_proto::decode(&line).expect("relay sends valid JSON")
     }
 }
 
 /// Opens the control stream, sends `hello`, returns the first reply.
 pub async fn hello(conn: &Connection, hello: Hello) -> (Control, ServerMessage) {
     let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
-    let mut line = serde_json::to_vec(&ClientMessage::Hello(hello)).unwrap();
-    line.push(b'\n');
+    let line = ClientMessage::Hello(hello).to_line();
     send.write_all(&line).await.unwrap();
     let mut c = Control { send, reader: LineReader::new(recv) };
     let reply = c.next().await;
@@ -245,9 +244,7 @@ pub fn expect_ready(m: ServerMessage) -> Ready {
 
 pub fn expect_error(m: ServerMessage) -> String {
     match m {
-        ServerMessage::Error { code, .. } => {
-            serde_json::to_value(code).unwrap().as_str().unwrap().to_string()
-        }
+        ServerMessage::Error { code, .. } => code.as_str().to_string(),
         other => panic!("expected error, got {other:?}"),
     }
 }
