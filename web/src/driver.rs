@@ -674,8 +674,15 @@ impl Driver {
                 self.pump();
             }
             let mut st = self.st.borrow_mut();
+            let st = &mut *st;
             if let Some(job) = st.pastes.active().filter(|j| j.serial == serial) {
                 job.stream_ended(now());
+                if job.outcome().is_none() {
+                    // Broken: the next attempt opens a stream of its own.
+                    if let Some(s) = st.upload.take_if(|s| s.serial == serial) {
+                        s.abort();
+                    }
+                }
             }
         }
         self.drive_pastes();
