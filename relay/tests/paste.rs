@@ -154,3 +154,76 @@ async fn bridge_mode_without_a_paste_dir_says_paste_is_unavailable() {
     assert!(info.contains(r#""available":false"#), "{info}");
     relay.stop().await;
 }
+
+/// The page's upload client (`tern::paste::UploadJob`, the code the browser runs) against the real
+/// relay: header, `have`, paced chunks, acks, an interrupted stream resumed from what the relay
+/// holds, the published path.
+#[tokio::test]
+async fn the_pages_upload_job_uploads_and_resumes_against_the_real_relay() {
+    use tern::paste::{JobOutcome, UploadJob};
+    use tern::relay_proto::{LineBuffer, UploadReply, decode, upload::MAX_REPLY};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pastes");
+    let (relay, conn) = bridged_relay(Some(&dir)).await;
+    let mut content = b"\x89PNG\r\n\x1a\n".to_vec();
+    content.extend((0..900_000u32).map(|i| (i * 13 % 251) as u8));
+    let hash: [u8; 32] = Sha256::digest(&content).into();
+    let origin = std::time::Instant::now();
+    let now = || tern::time::Instant::from_micros(origin.elapsed().as_micros() as u64);
+    let mut job = UploadJob::new(hash, content.len() as u64, "image/png", now());
+    let mut interrupted = false;
+
+    while job.outcome().is_none() {
+        // Wait for the job to want a stream (the retry pause after an interruption).
+        while !job.wants_stream(now(), true) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            job.handle_timeout(now());
+        }
+        let (mut send, mut recv) = conn.open_bi().await.unwrap().await.unwrap();
+        send.write_all(&job.stream_opened().to_line()).await.unwrap();
+        let mut lines = LineBuffer::new(MAX_REPLY);
+        let mut chunk = [0u8; 4096];
+        'stream: loop {
+            while let Some(range) = job.poll_chunk(now()) {
+                send.write_all(&content[range.start as usize..range.end as usize]).await.unwrap();
+            }
+            let wait = job
+                .poll_timeout()
+                .map_or(Duration::from_millis(50), |t| t.saturating_duration_since(now()));
+            let read =
+                tokio::time::timeout(wait.max(Duration::from_millis(1)), recv.read(&mut chunk));
+            match read.await {
+                Err(_) => job.handle_timeout(now()),
+                Ok(Ok(Some(n))) => lines.push(&chunk[..n]),
+                Ok(_) => {
+                    job.stream_ended(now());
+                    break 'stream;
+                }
+            }
+            while let Some(line) = lines.next_line().unwrap() {
+                let reply: UploadReply = decode(&line).expect("the page reads every relay line");
+                let acked = matches!(reply, UploadReply::Ack { acked, .. } if acked > content.len() as u64 / 3);
+                job.handle_reply(now(), reply);
+                if job.outcome().is_some() {
+                    break 'stream;
+                }
+                if acked && !interrupted {
+                    // The link breaks a third of the way: this stream is gone.
+                    interrupted = true;
+                    drop(send);
+                    drop(recv);
+                    job.stream_ended(now());
+                    break 'stream;
+                }
+            }
+        }
+    }
+    let Some(JobOutcome::Done(path)) = job.outcome() else { panic!("{:?}", job.outcome()) };
+    assert_eq!(std::fs::read(&path).unwrap(), content, "byte-identical");
+    assert!(interrupted);
+    assert_eq!(job.streams, 2, "resumed on a second stream");
+    assert!(job.bytes_skipped > content.len() as u64 / 3, "resumed from the relay's bytes");
+    assert!(job.bytes_sent < content.len() as u64 * 3 / 2, "sent {}", job.bytes_sent);
+    relay.stop().await;
+}
