@@ -86,25 +86,7 @@ fn server_messages() {
 
 #[test]
 fn every_error_code_has_its_wire_name() {
-    use ErrorCode::*;
-    for code in [
-        BadToken,
-        RateLimited,
-        TooManySessions,
-        TargetNotAllowed,
-        SpawnFailed,
-        SessionEnded,
-        UnknownSession,
-        WrongMode,
-        BadRequest,
-        MessageTooLarge,
-        HelloTimeout,
-        IdleTimeout,
-        ShuttingDown,
-        VersionMismatch,
-        Internal,
-        Unknown,
-    ] {
+    for code in ErrorCode::ALL {
         assert_eq!(ErrorCode::parse(code.as_str()), code);
         round_trip(
             &ServerMessage::Ended { code, message: "m".into() },
@@ -202,18 +184,7 @@ fn upload_stream_messages() {
         r#"{"acked":40,"relay_time_us":123456}"#,
     );
     round_trip(&UploadReply::Path { path: "/p/x.png".into() }, r#"{"path":"/p/x.png"}"#);
-    use UploadErrorCode::*;
-    for code in [
-        BadRequest,
-        TooLarge,
-        QuotaExceeded,
-        HashMismatch,
-        SizeMismatch,
-        PasteUnavailable,
-        Io,
-        Internal,
-        Unknown,
-    ] {
+    for code in UploadErrorCode::ALL {
         assert_eq!(UploadErrorCode::parse(code.as_str()), code);
         round_trip(
             &UploadReply::Error { error: code, message: "m".into() },

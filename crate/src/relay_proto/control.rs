@@ -184,7 +184,8 @@ impl ErrorCode {
         matches!(self, ErrorCode::SessionEnded | ErrorCode::UnknownSession)
     }
 
-    const ALL: [ErrorCode; 16] = [
+    /// Every code, for tests and tables.
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::BadToken,
         ErrorCode::RateLimited,
         ErrorCode::TooManySessions,

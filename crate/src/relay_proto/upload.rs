@@ -63,7 +63,8 @@ pub enum UploadErrorCode {
 }
 
 impl UploadErrorCode {
-    const ALL: [UploadErrorCode; 9] = [
+    /// Every code, for tests and tables.
+    pub const ALL: [UploadErrorCode; 9] = [
         UploadErrorCode::BadRequest,
         UploadErrorCode::TooLarge,
         UploadErrorCode::QuotaExceeded,
