@@ -105,6 +105,24 @@ impl Default for MoshServerOptions {
 }
 
 impl MoshServerOptions {
+    /// The process to start: arguments, environment, piped stdout and stderr, and a process
+    /// group of its own (a Ctrl-C aimed at the caller's group must not reach a user's shell).
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(self.arguments());
+        if self.clear_env {
+            command.env_clear();
+        }
+        for name in &self.env_remove {
+            command.env_remove(name);
+        }
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        command
+    }
+
     /// The argument list: `new [-l LOCALE]... [-i IP] [-p PORT|LOW:HIGH] [-- command...]`.
     ///
     /// `new` must come first for mosh-server to accept options (MOSH-PROTOCOL.md 1.1).
@@ -195,7 +213,8 @@ enum Outcome {
 
 impl MoshServer {
     /// Starts mosh-server and waits up to `options.timeout` for its connect line, then briefly for
-    /// the parent to print the daemon's pid and exit.
+    /// the parent to print the daemon's pid and exit. (One function over 60 lines: the three
+    /// outcomes share the child, its pipes and the captured stderr.)
     ///
     /// On a timeout only the undetached parent is killed: without a connect line there is no
     /// daemon yet. This blocks the calling thread; async callers use `spawn_blocking`.
@@ -205,19 +224,7 @@ impl MoshServer {
         {
             return Err(StartError::InvalidPorts { low, high });
         }
-        let mut command = Command::new(&options.program);
-        command.args(options.arguments());
-        if options.clear_env {
-            command.env_clear();
-        }
-        for name in &options.env_remove {
-            command.env_remove(name);
-        }
-        command.envs(options.env.iter().map(|(k, v)| (k, v)));
-        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-
+        let mut command = options.command();
         let deadline = Instant::now() + options.timeout;
         let mut child = command
             .spawn()

@@ -57,37 +57,50 @@ struct LinkCounters {
     framing_errors: u64,
 }
 
+/// The link to the relay and what the driver counts about it.
+#[derive(Debug, Default)]
+struct RelayState {
+    link: Option<Rc<RelayLink>>,
+    joiner: Joiner,
+    counters: LinkCounters,
+    /// The link's line in the notification bar (`None`: the bar shows only lateness).
+    message: Option<String>,
+    /// `performance.now()` when the relay first answered `ready`.
+    first_ready_ms: Option<f64>,
+    last_control_ms: f64,
+    last_error: Option<String>,
+}
+
+/// The core's paste queue and the I/O the driver does for it.
+#[derive(Debug, Default)]
+struct PasteState {
+    queue: PasteQueue,
+    files: PasteFiles,
+    /// The active upload's stream, once open; `opening` while it is being opened.
+    stream: Option<UploadStream>,
+    opening: bool,
+    timer: Option<Timeout>,
+    /// What the page's `paste` hook was last told.
+    reported: Option<PasteProgress>,
+    last_redraw_ms: f64,
+}
+
 #[derive(Debug)]
 struct State {
     status: Status,
     session: Option<ClientSession<Complete>>,
     session_id: Option<String>,
     nonces: Option<NonceStore>,
-    link: Option<Rc<RelayLink>>,
-    joiner: Joiner,
-    screen: Screen,
+    /// The session's timer (`poll_timeout`).
     timer: Option<Timeout>,
-    /// The link's line in the notification bar (`None`: the bar shows only lateness).
-    link_message: Option<String>,
     /// Keys typed before the first session existed.
     early_input: Vec<u8>,
+    screen: Screen,
     echo: EchoMeter,
-    counters: LinkCounters,
     /// `performance.now()` when the first frame with server content was written.
     first_frame_ms: Option<f64>,
-    /// `performance.now()` when the relay first answered `ready`.
-    first_ready_ms: Option<f64>,
-    last_control_ms: f64,
-    last_error: Option<String>,
-    pastes: PasteQueue,
-    files: PasteFiles,
-    /// The active upload's stream, once open; `opening` while it is being opened.
-    upload: Option<UploadStream>,
-    opening: bool,
-    paste_timer: Option<Timeout>,
-    /// What the page's `paste` hook was last told.
-    reported_paste: Option<PasteProgress>,
-    last_paste_redraw_ms: f64,
+    relay: RelayState,
+    paste: PasteState,
 }
 
 /// One terminal session through tern-relay, as the page drives it.
@@ -108,25 +121,13 @@ impl Driver {
             session: None,
             session_id: None,
             nonces: None,
-            link: None,
-            joiner: Joiner::new(),
-            screen: Screen::default(),
             timer: None,
-            link_message: None,
             early_input: Vec::new(),
+            screen: Screen::default(),
             echo: EchoMeter::new(),
-            counters: LinkCounters::default(),
             first_frame_ms: None,
-            first_ready_ms: None,
-            last_control_ms: 0.0,
-            last_error: None,
-            pastes: PasteQueue::new(),
-            files: PasteFiles::default(),
-            upload: None,
-            opening: false,
-            paste_timer: None,
-            reported_paste: None,
-            last_paste_redraw_ms: 0.0,
+            relay: RelayState::default(),
+            paste: PasteState::default(),
         };
         Rc::new(Driver { term, target, hooks, wt_port, st: RefCell::new(st) })
     }
@@ -157,7 +158,7 @@ impl Driver {
         let link = {
             let mut st = self.st.borrow_mut();
             st.timer = None;
-            st.link.take()
+            st.relay.link.take()
         };
         if let Some(l) = link {
             l.close();
@@ -173,8 +174,8 @@ impl Driver {
                 return;
             }
             st.timer = None;
-            st.pastes.abandon(now());
-            st.link.take()
+            st.paste.queue.abandon(now());
+            st.relay.link.take()
         };
         if let Some(l) = link {
             l.close();
@@ -200,7 +201,7 @@ impl Driver {
                 }
                 Err(ConnectError::Fatal { code, message }) => return self.fail(code, &message),
                 Err(ConnectError::Ended(message)) => return self.end(&message),
-                Err(ConnectError::Retry(why)) => self.st.borrow_mut().last_error = Some(why),
+                Err(ConnectError::Retry(why)) => self.st.borrow_mut().relay.last_error = Some(why),
             }
             if self.is_over() {
                 return;
@@ -208,13 +209,13 @@ impl Driver {
             let delay = backoff.next_pause(js_sys::Math::random());
             let had_session = {
                 let mut st = self.st.borrow_mut();
-                st.link_message = Some("Connection to the relay lost; reconnecting...".into());
+                st.relay.message = Some("Connection to the relay lost; reconnecting...".into());
                 st.session.is_some()
             };
             if had_session {
                 self.render(false);
             }
-            let why = self.st.borrow().last_error.clone().unwrap_or_default();
+            let why = self.st.borrow().relay.last_error.clone().unwrap_or_default();
             self.set_status(Status::Reconnecting, &why);
             TimeoutFuture::new(ms(delay)).await;
         }
@@ -222,10 +223,10 @@ impl Driver {
 
     /// One attempt: info, WebTransport, hello/ready, and the session if this is the first.
     async fn connect_once(self: &Rc<Self>) -> Result<Rc<RelayLink>, ConnectError> {
-        self.st.borrow_mut().counters.info_requests += 1;
+        self.st.borrow_mut().relay.counters.info_requests += 1;
         let info = relay_link::fetch_info(&self.target.token).await?;
         relay_client::check_info(&info, &self.target)?;
-        self.st.borrow_mut().counters.connects += 1;
+        self.st.borrow_mut().relay.counters.connects += 1;
         let resume = self.st.borrow().session_id.clone();
         let port = self.wt_port.unwrap_or(info.port);
         let (link, ready) = RelayLink::open(&info, port, |max| {
@@ -242,33 +243,19 @@ impl Driver {
         };
         let early = {
             let mut st = self.st.borrow_mut();
+            let st = &mut *st;
             if st.status.is_final() {
                 link.close();
                 return Err(ConnectError::Retry("closed meanwhile".into()));
             }
-            st.counters.readies += 1;
-            st.first_ready_ms.get_or_insert(now_ms());
-            st.last_control_ms = now_ms();
-            st.link_message = None;
-            st.joiner = Joiner::new();
-            st.link = Some(Rc::clone(&link));
+            st.relay.counters.readies += 1;
+            st.relay.first_ready_ms.get_or_insert(now_ms());
+            st.relay.last_control_ms = now_ms();
+            st.relay.message = None;
+            st.relay.joiner = Joiner::new();
+            st.relay.link = Some(Rc::clone(&link));
             if st.session.is_none() {
-                let (store, first_seq, first_fragment_id) = NonceStore::load(&key_text);
-                let mut config =
-                    SessionConfig::new(key, self.term.cols().max(1), self.term.rows().max(1));
-                // The browser silently drops datagrams above its limit.
-                config.mtu = link.max_datagram_size.min(config.mtu);
-                config.first_seq = first_seq;
-                config.first_fragment_id = first_fragment_id;
-                config.seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
-                // Send keys from inside the input handler: a 1 ms gathering timer becomes >= 4 ms
-                // in a browser (nested timers are clamped), and xterm.js already hands a burst or a
-                // paste over in one call, so there is nothing to gather.
-                config.min_delay = Duration::ZERO;
-                st.session = Some(ClientSession::new(config, now()));
-                st.nonces = Some(store);
-                st.screen.forget();
-                st.session_id = Some(ready.session.clone());
+                self.start_session(st, key, &key_text, link.max_datagram_size, &ready.session);
             }
             std::mem::take(&mut st.early_input)
         };
@@ -288,6 +275,32 @@ impl Driver {
         Ok(link)
     }
 
+    /// The first `ready`: the mosh session starts, under nonce bounds kept for this key.
+    fn start_session(
+        &self,
+        st: &mut State,
+        key: tern::wire::Key,
+        key_text: &str,
+        max_datagram_size: usize,
+        session_id: &str,
+    ) {
+        let (store, first_seq, first_fragment_id) = NonceStore::load(key_text);
+        let mut config = SessionConfig::new(key, self.term.cols().max(1), self.term.rows().max(1));
+        // The browser silently drops datagrams above its limit.
+        config.mtu = max_datagram_size.min(config.mtu);
+        config.first_seq = first_seq;
+        config.first_fragment_id = first_fragment_id;
+        config.seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
+        // Send keys from inside the input handler: a 1 ms gathering timer becomes >= 4 ms in a
+        // browser (nested timers are clamped), and xterm.js already hands a burst or a paste over
+        // in one call, so there is nothing to gather.
+        config.min_delay = Duration::ZERO;
+        st.session = Some(ClientSession::new(config, now()));
+        st.nonces = Some(store);
+        st.screen.forget();
+        st.session_id = Some(session_id.to_string());
+    }
+
     /// Runs one live link: datagrams here, control messages and pings beside; returns when the
     /// link is gone.
     async fn serve_link(self: &Rc<Self>, link: Rc<RelayLink>) {
@@ -295,7 +308,7 @@ impl Driver {
         let ping_link = Rc::downgrade(&link);
         let _ping = Interval::new(ms(PING_INTERVAL), move || {
             let (Some(d), Some(link)) = (weak.upgrade(), ping_link.upgrade()) else { return };
-            let last = d.st.borrow().last_control_ms;
+            let last = d.st.borrow().relay.last_control_ms;
             if now_ms() - last > PING_DEADLINE.as_secs_f64() * 1000.0 {
                 link.close();
             } else {
@@ -311,9 +324,9 @@ impl Driver {
         }
         link.close();
         let mut st = self.st.borrow_mut();
-        if st.link.as_ref().is_some_and(|l| Rc::ptr_eq(l, &link)) {
-            st.link = None;
-            if let Some(job) = st.pastes.active() {
+        if st.relay.link.as_ref().is_some_and(|l| Rc::ptr_eq(l, &link)) {
+            st.relay.link = None;
+            if let Some(job) = st.paste.queue.active() {
                 job.link_lost(now());
             }
         }
@@ -324,7 +337,7 @@ impl Driver {
             let line = link.next_control().await;
             let Some(d) = driver.upgrade() else { return };
             match line.as_deref().map(relay_client::control_after_ready) {
-                Some(ControlEvent::Alive) => d.st.borrow_mut().last_control_ms = now_ms(),
+                Some(ControlEvent::Alive) => d.st.borrow_mut().relay.last_control_ms = now_ms(),
                 Some(ControlEvent::SessionOver(message)) => return d.end(&message),
                 Some(ControlEvent::LinkOver) | None => return link.close(),
             }
@@ -334,8 +347,8 @@ impl Driver {
     fn datagram(self: &Rc<Self>, framed: &[u8]) {
         {
             let mut st = self.st.borrow_mut();
-            st.counters.datagrams_in += 1;
-            match st.joiner.push(framed) {
+            st.relay.counters.datagrams_in += 1;
+            match st.relay.joiner.push(framed) {
                 Ok(Some(d)) => {
                     if let Some(s) = st.session.as_mut() {
                         s.handle_datagram(now(), &d);
@@ -343,7 +356,7 @@ impl Driver {
                 }
                 Ok(None) => return,
                 Err(_) => {
-                    st.counters.framing_errors += 1;
+                    st.relay.counters.framing_errors += 1;
                     return;
                 }
             }
@@ -358,7 +371,7 @@ impl Driver {
         if bytes.is_empty() {
             return;
         }
-        let action = self.st.borrow_mut().pastes.key(now(), bytes);
+        let action = self.st.borrow_mut().paste.queue.key(now(), bytes);
         match action {
             KeyAction::Send => self.send_input(bytes),
             KeyAction::Held => self.render(false),
@@ -420,13 +433,13 @@ impl Driver {
                 n.cover(session.next_seq(), session.next_fragment_id());
             }
             for d in &out {
-                match &st.link {
+                match &st.relay.link {
                     Some(l) => {
                         l.send_datagram(d);
-                        st.counters.datagrams_out += 1;
+                        st.relay.counters.datagrams_out += 1;
                     }
                     // Offline: the core keeps the state and retransmits after reconnecting.
-                    None => st.counters.dropped_offline += 1,
+                    None => st.relay.counters.dropped_offline += 1,
                 }
             }
             while let Some(e) = session.poll_event() {
@@ -474,15 +487,15 @@ impl Driver {
         let (drawn, paste_report) = {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
-            let progress = st.pastes.progress(t);
-            let paste_report = (progress != st.reported_paste).then(|| {
-                st.reported_paste.clone_from(&progress);
+            let progress = st.paste.queue.progress(t);
+            let paste_report = (progress != st.paste.reported).then(|| {
+                st.paste.reported.clone_from(&progress);
                 progress.clone()
             });
             let drawn = st.session.as_ref().map(|session| {
                 // The paste's progress shares mosh's notification bar with the link's state.
                 let line = progress.as_ref().map(PasteProgress::line);
-                let message = join_messages([st.link_message.as_deref(), line.as_deref()]);
+                let message = join_messages([st.relay.message.as_deref(), line.as_deref()]);
                 let note = Notification {
                     since_server_state: session.since_last_contact(t),
                     since_reply: session.since_last_reply(t),
@@ -535,7 +548,7 @@ impl Driver {
     /// A file was pasted or dropped: it takes its place in the input order now; read, hashed
     /// and queued for upload when ready.
     pub fn paste(self: &Rc<Self>, blob: web_sys::Blob) {
-        let id = self.st.borrow_mut().pastes.begin();
+        let id = self.st.borrow_mut().paste.queue.begin();
         self.render(false);
         let driver = Rc::clone(self);
         wasm_bindgen_futures::spawn_local(async move {
@@ -545,12 +558,12 @@ impl Driver {
                 let st = &mut *st;
                 match read {
                     Ok(f) => {
-                        st.pastes.hashed(id, f.hash, f.bytes.len() as u64, &f.mime);
-                        if st.pastes.needs_bytes(&f.hash) {
-                            st.files.keep(f.hash, f.bytes);
+                        st.paste.queue.hashed(id, f.hash, f.bytes.len() as u64, &f.mime);
+                        if st.paste.queue.needs_bytes(&f.hash) {
+                            st.paste.files.keep(f.hash, f.bytes);
                         }
                     }
-                    Err(why) => st.pastes.read_failed(now(), id, &why),
+                    Err(why) => st.paste.queue.read_failed(now(), id, &why),
                 }
             }
             driver.drive_pastes();
@@ -559,17 +572,17 @@ impl Driver {
 
     /// Escape or the page's button: stop every paste under way, release the held keys.
     pub fn cancel_pastes(self: &Rc<Self>) {
-        if self.st.borrow_mut().pastes.cancel(now()) {
+        if self.st.borrow_mut().paste.queue.cancel(now()) {
             self.pastes_cancelled();
         }
     }
 
     pub fn set_hold_keys(&self, hold: bool) {
-        self.st.borrow_mut().pastes.hold_keys = hold;
+        self.st.borrow_mut().paste.queue.hold_keys = hold;
     }
 
     fn pastes_cancelled(self: &Rc<Self>) {
-        let stream = self.st.borrow_mut().upload.take();
+        let stream = self.st.borrow_mut().paste.stream.take();
         if let Some(s) = stream {
             s.abort();
         }
@@ -583,23 +596,25 @@ impl Driver {
         let open = {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
-            while let Some(outcome) = st.pastes.finish_active(t) {
-                if let Some(s) = st.upload.take() {
+            while let Some(outcome) = st.paste.queue.finish_active(t) {
+                if let Some(s) = st.paste.stream.take() {
                     match outcome {
                         tern::paste::JobOutcome::Done(_) => s.writer.close(),
                         _ => s.abort(),
                     }
                 }
             }
-            st.pastes.start_next(t);
-            let pastes = &st.pastes;
-            st.files.retain(|h| pastes.needs_bytes(h));
-            let link = st.link.clone().filter(|_| !st.status.is_final());
-            match (st.pastes.active(), link) {
+            st.paste.queue.start_next(t);
+            let pastes = &st.paste.queue;
+            st.paste.files.retain(|h| pastes.needs_bytes(h));
+            let link = st.relay.link.clone().filter(|_| !st.status.is_final());
+            match (st.paste.queue.active(), link) {
                 (Some(job), Some(link))
-                    if !st.opening && st.upload.is_none() && job.wants_stream(t, true) =>
+                    if !st.paste.opening
+                        && st.paste.stream.is_none()
+                        && job.wants_stream(t, true) =>
                 {
-                    st.opening = true;
+                    st.paste.opening = true;
                     Some((job.serial, link))
                 }
                 _ => None,
@@ -621,7 +636,7 @@ impl Driver {
                 .session
                 .as_ref()
                 .is_some_and(|s| s.server_state().framebuffer().bracketed_paste());
-            st.pastes.release(bracketed)
+            st.paste.queue.release(bracketed)
         };
         self.send_input(&bytes);
         self.render(false);
@@ -633,8 +648,8 @@ impl Driver {
         let lines = {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
-            st.opening = false;
-            match (st.pastes.active().filter(|j| j.serial == serial), opened) {
+            st.paste.opening = false;
+            match (st.paste.queue.active().filter(|j| j.serial == serial), opened) {
                 (None, Ok((writer, lines))) => {
                     // Cancelled meanwhile.
                     writer.abort();
@@ -651,7 +666,7 @@ impl Driver {
                     let stream = UploadStream::new(serial, writer, lines);
                     stream.write(&header);
                     let lines = Rc::clone(&stream.lines);
-                    st.upload = Some(stream);
+                    st.paste.stream = Some(stream);
                     Some(lines)
                 }
             }
@@ -662,7 +677,7 @@ impl Driver {
                 let Ok(reply) = decode::<UploadReply>(&line) else { continue };
                 let over = {
                     let mut st = self.st.borrow_mut();
-                    let Some(job) = st.pastes.active().filter(|j| j.serial == serial) else {
+                    let Some(job) = st.paste.queue.active().filter(|j| j.serial == serial) else {
                         break;
                     };
                     job.handle_reply(now(), reply);
@@ -675,11 +690,11 @@ impl Driver {
             }
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
-            if let Some(job) = st.pastes.active().filter(|j| j.serial == serial) {
+            if let Some(job) = st.paste.queue.active().filter(|j| j.serial == serial) {
                 job.stream_ended(now());
                 if job.outcome().is_none() {
                     // Broken: the next attempt opens a stream of its own.
-                    if let Some(s) = st.upload.take_if(|s| s.serial == serial) {
+                    if let Some(s) = st.paste.stream.take_if(|s| s.serial == serial) {
                         s.abort();
                     }
                 }
@@ -693,18 +708,19 @@ impl Driver {
         let redraw = {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
-            let (Some(job), Some(stream)) = (st.pastes.active(), st.upload.as_ref()) else {
+            let (Some(job), Some(stream)) = (st.paste.queue.active(), st.paste.stream.as_ref())
+            else {
                 return;
             };
             if job.serial != stream.serial {
                 return;
             }
-            if let Some(content) = st.files.get(&job.hash()) {
+            if let Some(content) = st.paste.files.get(&job.hash()) {
                 stream.pump(job, &content, now());
             }
-            let due = now_ms() - st.last_paste_redraw_ms > PASTE_REDRAW.as_secs_f64() * 1000.0;
+            let due = now_ms() - st.paste.last_redraw_ms > PASTE_REDRAW.as_secs_f64() * 1000.0;
             if due {
-                st.last_paste_redraw_ms = now_ms();
+                st.paste.last_redraw_ms = now_ms();
             }
             due
         };
@@ -717,11 +733,11 @@ impl Driver {
     /// One timer for the pastes: pacing, stall, retry, give-up, the result line's expiry.
     fn arm_paste_timer(self: &Rc<Self>) {
         let mut st = self.st.borrow_mut();
-        st.paste_timer = st.pastes.poll_timeout().map(|at| {
+        st.paste.timer = st.paste.queue.poll_timeout().map(|at| {
             let weak = Rc::downgrade(self);
             Timeout::new(ms(at.saturating_duration_since(now())).max(1), move || {
                 let Some(d) = weak.upgrade() else { return };
-                if let Some(job) = d.st.borrow_mut().pastes.active() {
+                if let Some(job) = d.st.borrow_mut().paste.queue.active() {
                     job.handle_timeout(now());
                 }
                 d.pump();
@@ -744,7 +760,7 @@ impl Driver {
     /// Counters, SRTT and echo latency; see docs/BROWSER.md for each field.
     pub fn stats(&self) -> JsValue {
         let st = self.st.borrow();
-        let c = &st.counters;
+        let c = &st.relay.counters;
         let phase = match st.status {
             Status::Connecting => "connecting",
             Status::Connected | Status::Resumed => "live",
@@ -763,13 +779,13 @@ impl Driver {
             ("linkDatagramsOut", (c.datagrams_out as f64).into()),
             ("droppedOffline", (c.dropped_offline as f64).into()),
             ("framingErrors", (c.framing_errors as f64).into()),
-            ("joinerEvicted", (st.joiner.evicted as f64).into()),
-            ("firstReadyMs", opt_ms(st.first_ready_ms)),
+            ("joinerEvicted", (st.relay.joiner.evicted as f64).into()),
+            ("firstReadyMs", opt_ms(st.relay.first_ready_ms)),
             ("firstFrameMs", opt_ms(st.first_frame_ms)),
-            ("lastError", st.last_error.as_deref().map_or(JsValue::NULL, JsValue::from)),
+            ("lastError", st.relay.last_error.as_deref().map_or(JsValue::NULL, JsValue::from)),
             ("core", st.session.as_ref().map_or(JsValue::NULL, stats::core)),
             ("echo", stats::echo(&st.echo.summary())),
-            ("paste", stats::paste(&st.pastes, now())),
+            ("paste", stats::paste(&st.paste.queue, now())),
         ])
     }
 }
