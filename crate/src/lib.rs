@@ -13,6 +13,7 @@
 //! anything. Time comes in as [`time::Instant`] arguments, randomness from a seed.
 
 pub mod paste;
+pub mod predict;
 pub mod relay_client;
 pub mod relay_proto;
 pub mod session;

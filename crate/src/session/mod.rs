@@ -9,6 +9,8 @@ use std::time::Duration;
 pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
 
+use crate::predict::{PredictConfig, Predictor};
+use crate::terminal::Framebuffer;
 use crate::time::Instant;
 use crate::transport::{Counters, Outcome, SyncState, Transport, TransportConfig, UserStream};
 use crate::wire::{Key, StateNum};
@@ -25,6 +27,10 @@ pub trait ServerState: SyncState {
     fn blank(cols: u16, rows: u16) -> Self;
     /// The newest client state whose input the server has had time to echo (MOSH-PROTOCOL.md 7.4).
     fn echo_ack(&self) -> StateNum;
+    /// The screen, for states that keep one (prediction judges against it); `None` otherwise.
+    fn framebuffer(&self) -> Option<&Framebuffer> {
+        None
+    }
 }
 
 /// How a session starts.
@@ -46,6 +52,8 @@ pub struct SessionConfig {
     /// Wait after the first new key before sending, to gather a burst into one datagram
     /// (mosh-client's 1 ms). A driver whose input already arrives in bursts may use zero.
     pub min_delay: Duration,
+    /// Predictive local echo (adaptive by default, as mosh-client).
+    pub predict: PredictConfig,
 }
 
 impl SessionConfig {
@@ -60,6 +68,7 @@ impl SessionConfig {
             first_fragment_id: 1,
             stop_and_wait: false,
             min_delay: crate::transport::CLIENT_MIN_DELAY,
+            predict: PredictConfig::default(),
         }
     }
 }
@@ -112,6 +121,8 @@ pub struct ClientSession<S: ServerState = HostLog> {
     next_wakeup: Option<Instant>,
     closed: bool,
     started: Instant,
+    /// Predictive local echo; it alone is told the carrier state and the echo ack.
+    predictor: Predictor,
 }
 
 impl<S: ServerState> ClientSession<S> {
@@ -139,6 +150,7 @@ impl<S: ServerState> ClientSession<S> {
             next_wakeup: None,
             closed: false,
             started: now,
+            predictor: Predictor::new(config.predict),
         };
         session.after_input(now);
         session
@@ -152,15 +164,29 @@ impl<S: ServerState> ClientSession<S> {
         let outcome = self.transport.handle_datagram(now, datagram);
         if let Some(Outcome::Newest { .. }) = outcome {
             self.events.push_back(Event::ServerStateChanged { num: self.transport.remote_num() });
+            self.judge_predictions(now);
         }
         self.release_held_input(now);
         self.after_input(now);
     }
 
-    /// Bytes the user typed or pasted, in order. Never dropped.
+    /// Bytes the user typed or pasted (one input event), in order. Never dropped.
+    ///
+    /// The predictor sees them first (judging the newest frame, then predicting over it), with
+    /// the state that will carry them; a paste, or input that has to wait behind the in-flight
+    /// cap, predicts nothing and resets.
     pub fn handle_input(&mut self, now: Instant, bytes: &[u8]) {
         if self.closed || bytes.is_empty() {
             return;
+        }
+        self.judge_predictions(now);
+        let waits = !self.held_input.is_empty()
+            || self.transport.local().key_bytes() + bytes.len() > MAX_UNACKED_INPUT;
+        if waits {
+            self.predictor.reset();
+        } else if let Some(fb) = self.transport.remote().framebuffer() {
+            let carrier = StateNum(self.sent_state_num().0 + 1);
+            self.predictor.on_keys(now, bytes, carrier, fb);
         }
         self.held_input.extend(bytes);
         self.release_held_input(now);
@@ -172,6 +198,7 @@ impl<S: ServerState> ClientSession<S> {
         if self.closed {
             return;
         }
+        self.predictor.reset();
         self.transport.update_local(now, |user| user.push_resize(cols, rows));
         self.after_input(now);
     }
@@ -181,7 +208,27 @@ impl<S: ServerState> ClientSession<S> {
         if self.closed {
             return;
         }
+        if self.predictor.poll_timeout().is_some_and(|t| t <= now) {
+            self.judge_predictions(now);
+        }
         self.after_input(now);
+    }
+
+    /// What to draw: the server's newest screen with the predictions that may be shown (the
+    /// notification bar goes over it). `None` for states without a screen.
+    pub fn display_frame(&mut self) -> Option<Framebuffer> {
+        let fb = self.transport.remote().framebuffer()?;
+        Some(self.predictor.overlay(fb))
+    }
+
+    /// The predictor, for its counters and triggers.
+    pub fn predictor(&self) -> &Predictor {
+        &self.predictor
+    }
+
+    /// Another prediction mode (from the page's settings); what was predicted is dropped.
+    pub fn set_predict_config(&mut self, config: PredictConfig) {
+        self.predictor.set_config(config);
     }
 
     /// Starts the quit handshake.
@@ -204,7 +251,11 @@ impl<S: ServerState> ClientSession<S> {
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next; `None` once closed.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.next_wakeup
+        let predictor = self.predictor.poll_timeout().filter(|_| !self.closed);
+        match (self.next_wakeup, predictor) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The server's newest state.
@@ -282,6 +333,16 @@ impl<S: ServerState> ClientSession<S> {
         self.closed
     }
 
+    /// Judges the predictions against the newest server frame and its echo ack.
+    fn judge_predictions(&mut self, now: Instant) {
+        let remote = self.transport.remote();
+        if let Some(fb) = remote.framebuffer() {
+            let (ack, sent) = (remote.echo_ack(), self.sent_state_num());
+            let interval = self.send_interval();
+            self.predictor.judge(now, fb, ack, sent, interval);
+        }
+    }
+
     /// Moves held input into the user stream while less than the cap is outstanding.
     fn release_held_input(&mut self, now: Instant) {
         let outstanding = self.transport.local().key_bytes();
@@ -326,5 +387,9 @@ impl ServerState for crate::terminal::Complete {
 
     fn echo_ack(&self) -> StateNum {
         crate::terminal::Complete::echo_ack(self)
+    }
+
+    fn framebuffer(&self) -> Option<&Framebuffer> {
+        Some(crate::terminal::Complete::framebuffer(self))
     }
 }

@@ -1,0 +1,609 @@
+//! The prediction state machine: epochs, cell and cursor predictions, judging, triggers, overlay.
+//! PREDICTION.md's section numbers are cited where a rule comes from.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::terminal::{Attrs, Cell, Color, Framebuffer, Pos, Size};
+use crate::time::Instant;
+use crate::wire::StateNum;
+
+use super::input::{Key, events};
+use super::{
+    GLITCH_PENDING, JUDGE_INTERVAL, LONG_GLITCH_PENDING, PASTE_BYTES, PredictConfig, PredictMode,
+};
+
+/// A confirmation this soon after its prediction counts as a quick one (lowers the glitch counter).
+const QUICK_CONFIRM: Duration = Duration::from_millis(250);
+/// Quick confirmations lower the glitch counter at most this often.
+const GLITCH_DECAY_SPACING: Duration = Duration::from_millis(150);
+/// Glitch counter levels: above 0 shows predictions, above `FLAG_GLITCHES` underlines them.
+const GLITCH_SHOW: u32 = 10;
+const GLITCH_LONG: u32 = 20;
+const FLAG_GLITCHES: u32 = 10;
+/// Send-interval thresholds of the show trigger and of flagging (§6).
+const SHOW_ON: Duration = Duration::from_millis(30);
+const SHOW_OFF: Duration = Duration::from_millis(20);
+const FLAG_ON: Duration = Duration::from_millis(80);
+const FLAG_OFF: Duration = Duration::from_millis(50);
+
+/// What the predictor did, for `stats()` and the benchmark.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PredictCounters {
+    /// Typed characters predicted.
+    pub made: u64,
+    /// Predictions drawn at least once.
+    pub drawn: u64,
+    /// Predictions the server's frame confirmed.
+    pub confirmed: u64,
+    /// Drawn predictions the server's frame contradicted (each erased by the next frame).
+    pub wrong_drawn: u64,
+    /// Tentative epochs dropped because one of their predictions was wrong.
+    pub epochs_killed: u64,
+    /// Everything dropped (resize, paste, a wrong shown prediction, a wrong cursor).
+    pub resets: u64,
+}
+
+/// One predicted cell.
+#[derive(Clone, Debug)]
+struct CellPrediction {
+    epoch: u64,
+    /// The client state that carries the key; judged once the echo ack reaches it.
+    carrier: StateNum,
+    made_at: Instant,
+    /// `None`: the content cannot be known (shifted in from or out at the margin).
+    content: Option<Cell>,
+    /// Texts the cell held or was predicted to hold while predictions touched it: a server cell
+    /// equal to one of these proves nothing.
+    original: Vec<String>,
+    drawn: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct CursorPrediction {
+    row: usize,
+    col: usize,
+    epoch: u64,
+    carrier: StateNum,
+}
+
+/// How a prediction fared against the server frame.
+enum Verdict {
+    Pending,
+    /// Right, but no evidence (blank or unknown content, or the cell held this before).
+    Retire,
+    Correct,
+    Wrong,
+}
+
+/// Predictive local echo for one session. See the module documentation of `predict`.
+#[derive(Debug, Clone)]
+pub struct Predictor {
+    config: PredictConfig,
+    /// Predicted cells by row; one slot per column.
+    rows: BTreeMap<usize, Vec<Option<CellPrediction>>>,
+    cursors: Vec<CursorPrediction>,
+    /// The epoch new predictions get, and the newest confirmed one (§2).
+    epoch: u64,
+    confirmed: u64,
+    srtt_trigger: bool,
+    flagging: bool,
+    glitches: u32,
+    last_decay: Option<Instant>,
+    last_judge: Option<Instant>,
+    /// The server frame's size at the last look: a change resets.
+    size: Option<Size>,
+    counters: PredictCounters,
+}
+
+impl Predictor {
+    pub fn new(config: PredictConfig) -> Self {
+        Predictor {
+            config,
+            rows: BTreeMap::new(),
+            cursors: Vec::new(),
+            epoch: 1,
+            confirmed: 0,
+            // Both start on: before any RTT sample the send interval is taken as 250 ms (§6).
+            srtt_trigger: true,
+            flagging: true,
+            glitches: 0,
+            last_decay: None,
+            last_judge: None,
+            size: None,
+            counters: PredictCounters::default(),
+        }
+    }
+
+    pub fn config(&self) -> PredictConfig {
+        self.config
+    }
+
+    /// A new mode: everything predicted so far is dropped.
+    pub fn set_config(&mut self, config: PredictConfig) {
+        self.config = config;
+        self.reset();
+    }
+
+    pub fn counters(&self) -> &PredictCounters {
+        &self.counters
+    }
+
+    /// Whether confirmed predictions are drawn now.
+    pub fn showing(&self) -> bool {
+        match self.config.mode {
+            PredictMode::Never => false,
+            PredictMode::Adaptive => self.srtt_trigger || self.glitches > 0,
+            PredictMode::Always | PredictMode::Experimental => true,
+        }
+    }
+
+    /// Whether drawn predictions are underlined (a slow link or late echoes).
+    pub fn flagging(&self) -> bool {
+        self.flagging || self.glitches > FLAG_GLITCHES
+    }
+
+    /// Anything predicted and not yet judged.
+    pub fn outstanding(&self) -> bool {
+        !self.cursors.is_empty() || self.rows.values().flatten().any(Option::is_some)
+    }
+
+    /// Drops every prediction and starts a new epoch (§7).
+    pub fn reset(&mut self) {
+        if self.outstanding() {
+            self.counters.resets += 1;
+        }
+        self.rows.clear();
+        self.cursors.clear();
+        self.new_epoch();
+    }
+
+    /// Keys of one input event, about to be sent in client state `carrier`, typed over `server`
+    /// (the newest server frame). A paste (a long batch or a bracketed-paste marker) predicts
+    /// nothing and resets.
+    pub fn on_keys(&mut self, now: Instant, bytes: &[u8], carrier: StateNum, server: &Framebuffer) {
+        if self.config.mode == PredictMode::Never {
+            return;
+        }
+        self.check_size(server);
+        let keys = events(bytes);
+        if bytes.len() > PASTE_BYTES || keys.contains(&Key::PasteStart) {
+            self.reset();
+            return;
+        }
+        for key in keys {
+            if self.config.mode == PredictMode::Experimental {
+                self.epoch = self.confirmed;
+            }
+            match key {
+                Key::Print(ch) => self.print(now, ch, carrier, server),
+                Key::Delete => self.delete(now, carrier, server),
+                Key::Return => {
+                    self.new_epoch();
+                    self.newline(now, carrier, server);
+                }
+                Key::Right => self.step(1, carrier, server),
+                Key::Left => self.step(-1, carrier, server),
+                Key::Other | Key::PasteStart => self.new_epoch(),
+            }
+        }
+    }
+
+    /// Judges every prediction against `server`, whose echo ack is `late_ack`; `last_sent` is the
+    /// newest client state sent; `send_interval` drives the triggers (§5, §6).
+    pub fn judge(
+        &mut self,
+        now: Instant,
+        server: &Framebuffer,
+        late_ack: StateNum,
+        last_sent: StateNum,
+        send_interval: Duration,
+    ) {
+        if self.config.mode == PredictMode::Never {
+            return;
+        }
+        self.last_judge = Some(now);
+        self.check_size(server);
+        self.update_triggers(send_interval);
+        let positions: Vec<(usize, usize)> = self
+            .rows
+            .iter()
+            .flat_map(|(&row, slots)| {
+                slots.iter().enumerate().filter(|(_, s)| s.is_some()).map(move |(c, _)| (row, c))
+            })
+            .collect();
+        for (row, col) in positions {
+            let Some(p) = self.get(row, col).cloned() else { continue };
+            match self.verdict(now, &p, row, col, server, late_ack) {
+                Verdict::Pending => {}
+                Verdict::Retire => self.clear(row, col),
+                Verdict::Correct => self.correct(now, &p, row, col, server),
+                Verdict::Wrong if self.config.mode == PredictMode::Experimental => {
+                    self.counters.wrong_drawn += u64::from(p.drawn);
+                    self.clear(row, col);
+                }
+                Verdict::Wrong if p.epoch > self.confirmed => {
+                    self.kill_epoch(p.epoch, server, last_sent);
+                }
+                Verdict::Wrong => {
+                    self.counters.wrong_drawn += u64::from(p.drawn);
+                    self.reset();
+                    return;
+                }
+            }
+        }
+        self.judge_cursor(server, late_ack);
+        self.rows.retain(|_, slots| slots.iter().any(Option::is_some));
+    }
+
+    /// When the judge should run again on its own (a stalled echo must become visible).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.config.mode == PredictMode::Never || !self.outstanding() {
+            return None;
+        }
+        if self.glitches > 0 && self.flagging() {
+            return None;
+        }
+        Some(self.last_judge.map_or(Instant::ZERO, |t| t + JUDGE_INTERVAL))
+    }
+
+    /// `server` with the predictions drawn (§8): confirmed ones (all in experimental mode), and
+    /// underlined while flagging. The notification bar goes over this.
+    pub fn overlay(&mut self, server: &Framebuffer) -> Framebuffer {
+        let mut fb = server.clone();
+        if !self.showing() {
+            return fb;
+        }
+        let (width, height) = (fb.width, fb.height);
+        let confirmed = self.confirmed;
+        let shown = |epoch: u64| epoch <= confirmed;
+        if let Some(c) = self.cursors.iter().rev().find(|c| shown(c.epoch)) {
+            if c.row < height && c.col < width {
+                fb.cursor_row = c.row;
+                fb.cursor_col = c.col;
+            }
+        }
+        let flag = self.flagging();
+        let mut newly_drawn = 0;
+        for (&row, slots) in self.rows.iter_mut() {
+            if row >= height {
+                continue;
+            }
+            let mut cells: Option<crate::terminal::Row> = None;
+            for (col, slot) in slots.iter_mut().enumerate().take(width) {
+                let Some(p) = slot.as_mut().filter(|p| shown(p.epoch)) else { continue };
+                let row_cells = cells.get_or_insert_with(|| (*fb.rows[row]).clone());
+                let real = row_cells.cells()[col].clone();
+                let drawn = match &p.content {
+                    None if flag && col + 1 < width => {
+                        let mut cell = real.clone();
+                        cell.renditions.attrs.set(Attrs::UNDERLINE, true);
+                        Some(cell)
+                    }
+                    None => None,
+                    Some(c) if *c == real => None,
+                    Some(c) => {
+                        let mut cell = c.clone();
+                        let blank_over_blank = c.is_blank() && real.is_blank();
+                        if flag && !blank_over_blank {
+                            cell.renditions.attrs.set(Attrs::UNDERLINE, true);
+                        }
+                        Some(cell)
+                    }
+                };
+                if let Some(cell) = drawn {
+                    row_cells.cells_mut()[col] = cell;
+                    if !p.drawn && p.content.is_some() {
+                        p.drawn = true;
+                        newly_drawn += 1;
+                    }
+                }
+            }
+            if let Some(cells) = cells {
+                fb.rows[row] = Rc::new(cells);
+            }
+        }
+        self.counters.drawn += newly_drawn;
+        fb
+    }
+
+    // --- Making predictions (§3, §4) -------------------------------------------------------
+
+    fn new_epoch(&mut self) {
+        if self.config.mode != PredictMode::Experimental {
+            self.epoch += 1;
+        }
+    }
+
+    /// The predicted cursor: the newest cursor prediction, else the server's.
+    fn cursor(&self, server: &Framebuffer) -> (usize, usize) {
+        self.cursors.last().map_or((server.cursor_row, server.cursor_col), |c| (c.row, c.col))
+    }
+
+    fn move_cursor(&mut self, row: usize, col: usize, carrier: StateNum) {
+        match self.cursors.last_mut() {
+            Some(c) if c.epoch == self.epoch => {
+                (c.row, c.col, c.carrier) = (row, col, carrier);
+            }
+            _ => self.cursors.push(CursorPrediction { row, col, epoch: self.epoch, carrier }),
+        }
+    }
+
+    fn print(&mut self, now: Instant, ch: char, carrier: StateNum, server: &Framebuffer) {
+        let (row, col) = self.cursor(server);
+        let width = server.width;
+        if row >= server.height || col >= width {
+            self.new_epoch();
+            return;
+        }
+        let last_column = col + 1 >= width;
+        if last_column {
+            // Applications differ at the margin: it re-earns confidence (§4).
+            self.new_epoch();
+        } else if !self.config.overwrite {
+            for i in (col + 1..width).rev() {
+                let content = if i + 1 == width { None } else { self.value(row, i - 1, server) };
+                self.place(now, row, i, content, carrier, server);
+            }
+        }
+        // The server's pen, overridden by the renditions of the cell to the left.
+        let renditions = match col.checked_sub(1).and_then(|left| self.value(row, left, server)) {
+            Some(left) => left.renditions,
+            None => server.pen(),
+        };
+        let mut text = [0u8; 4];
+        let cell = Cell::new(ch.encode_utf8(&mut text), renditions, false);
+        self.place(now, row, col, Some(cell), carrier, server);
+        self.counters.made += 1;
+        if last_column {
+            self.new_epoch();
+            self.newline(now, carrier, server);
+        } else {
+            self.move_cursor(row, col + 1, carrier);
+        }
+    }
+
+    fn delete(&mut self, now: Instant, carrier: StateNum, server: &Framebuffer) {
+        let (row, col) = self.cursor(server);
+        let width = server.width;
+        if col == 0 || row >= server.height || col > width {
+            return;
+        }
+        let at = col - 1;
+        if self.config.overwrite {
+            let bg = server.cell(pos(row, at)).map_or(Color::Default, |c| c.renditions.bg);
+            self.place(now, row, at, Some(Cell::blank(bg)), carrier, server);
+        } else {
+            for i in at..width {
+                let content = if i + 2 >= width { None } else { self.value(row, i + 1, server) };
+                self.place(now, row, i, content, carrier, server);
+            }
+        }
+        self.move_cursor(row, at, carrier);
+    }
+
+    /// The cursor goes to the start of the next row; on the bottom row it stays and the row is
+    /// predicted blank (never a scroll: mosh issue #6).
+    fn newline(&mut self, now: Instant, carrier: StateNum, server: &Framebuffer) {
+        let (row, _) = self.cursor(server);
+        if row + 1 < server.height {
+            self.move_cursor(row + 1, 0, carrier);
+        } else {
+            for col in 0..server.width {
+                self.place(now, row, col, Some(Cell::blank(Color::Default)), carrier, server);
+            }
+            self.move_cursor(row, 0, carrier);
+        }
+    }
+
+    fn step(&mut self, delta: isize, carrier: StateNum, server: &Framebuffer) {
+        let (row, col) = self.cursor(server);
+        let target = col.saturating_add_signed(delta);
+        if target < server.width && target != col {
+            self.move_cursor(row, target, carrier);
+        }
+    }
+
+    /// What a cell will hold: its prediction (`None`: unknown), else the server's cell.
+    fn value(&self, row: usize, col: usize, server: &Framebuffer) -> Option<Cell> {
+        match self.get(row, col) {
+            Some(p) => p.content.clone(),
+            None => server.cell(pos(row, col)).cloned(),
+        }
+    }
+
+    fn place(
+        &mut self,
+        now: Instant,
+        row: usize,
+        col: usize,
+        content: Option<Cell>,
+        carrier: StateNum,
+        server: &Framebuffer,
+    ) {
+        let width = server.width;
+        let real = server.cell(pos(row, col)).map(|c| c.text().to_string()).unwrap_or_default();
+        let slots = self.rows.entry(row).or_insert_with(|| vec![None; width]);
+        if slots.len() < width {
+            slots.resize(width, None);
+        }
+        let original = match slots[col].take() {
+            Some(mut old) => {
+                old.original.push(old.content.map(|c| c.text().to_string()).unwrap_or_default());
+                old.original
+            }
+            None => vec![real],
+        };
+        slots[col] = Some(CellPrediction {
+            epoch: self.epoch,
+            carrier,
+            made_at: now,
+            content,
+            original,
+            drawn: false,
+        });
+    }
+
+    // --- Judging (§5, §6) ------------------------------------------------------------------
+
+    fn get(&self, row: usize, col: usize) -> Option<&CellPrediction> {
+        self.rows.get(&row)?.get(col)?.as_ref()
+    }
+
+    fn clear(&mut self, row: usize, col: usize) {
+        if let Some(slot) = self.rows.get_mut(&row).and_then(|s| s.get_mut(col)) {
+            *slot = None;
+        }
+    }
+
+    fn verdict(
+        &mut self,
+        now: Instant,
+        p: &CellPrediction,
+        row: usize,
+        col: usize,
+        server: &Framebuffer,
+        late_ack: StateNum,
+    ) -> Verdict {
+        let Some(real) = (row < server.height && col < server.width)
+            .then(|| server.cell(pos(row, col)))
+            .flatten()
+        else {
+            return Verdict::Wrong;
+        };
+        let evidence = |c: &Cell| {
+            !c.is_blank() && real.text() == c.text() && !p.original.iter().any(|o| o == c.text())
+        };
+        if late_ack < p.carrier {
+            // Beyond mosh: the server frame showing exactly this character where the cell held
+            // something else is the same positive evidence the echo ack would wait for, provided
+            // everything else predicted for this key and the ones before it matches the frame too
+            // (an application that overwrote instead of inserting must not confirm a shifted
+            // line before it is judged).
+            if p.content.as_ref().is_some_and(evidence) && self.frame_agrees(p.carrier, server) {
+                return Verdict::Correct;
+            }
+            let age = now.saturating_duration_since(p.made_at);
+            if age >= LONG_GLITCH_PENDING {
+                self.glitches = self.glitches.max(GLITCH_LONG);
+            } else if age >= GLITCH_PENDING {
+                self.glitches = self.glitches.max(GLITCH_SHOW);
+            }
+            return Verdict::Pending;
+        }
+        match &p.content {
+            None => Verdict::Retire,
+            Some(c) if c.is_blank() => Verdict::Retire,
+            Some(c) if evidence(c) => Verdict::Correct,
+            Some(c) if real.text() == c.text() => Verdict::Retire,
+            Some(_) => Verdict::Wrong,
+        }
+    }
+
+    /// Whether every known prediction carried by `carrier` or earlier matches `server`.
+    fn frame_agrees(&self, carrier: StateNum, server: &Framebuffer) -> bool {
+        self.rows.iter().all(|(&row, slots)| {
+            slots.iter().enumerate().all(|(col, slot)| {
+                let Some(q) = slot.as_ref().filter(|q| q.carrier <= carrier) else { return true };
+                let Some(c) = &q.content else { return true };
+                match server.cell(pos(row, col)) {
+                    Some(real) if c.is_blank() => real.is_blank(),
+                    Some(real) => real.text() == c.text(),
+                    None => false,
+                }
+            })
+        })
+    }
+
+    fn correct(
+        &mut self,
+        now: Instant,
+        p: &CellPrediction,
+        row: usize,
+        col: usize,
+        server: &Framebuffer,
+    ) {
+        self.confirmed = self.confirmed.max(p.epoch);
+        self.counters.confirmed += 1;
+        // Colours from syntax highlighting carry over to what is typed after (§5).
+        if let (Some(real), Some(slots)) = (server.cell(pos(row, col)), self.rows.get_mut(&row)) {
+            for slot in slots.iter_mut().skip(col).flatten() {
+                if let Some(c) = slot.content.as_mut() {
+                    c.renditions = real.renditions;
+                }
+            }
+        }
+        self.clear(row, col);
+        let quick = now.saturating_duration_since(p.made_at) < QUICK_CONFIRM;
+        let spaced = self
+            .last_decay
+            .is_none_or(|t| now.saturating_duration_since(t) >= GLITCH_DECAY_SPACING);
+        if quick && spaced && self.glitches > 0 {
+            self.glitches -= 1;
+            self.last_decay = Some(now);
+        }
+    }
+
+    /// A tentative prediction was wrong: its epoch and every later one go (§5).
+    fn kill_epoch(&mut self, epoch: u64, server: &Framebuffer, last_sent: StateNum) {
+        for slots in self.rows.values_mut() {
+            for slot in slots.iter_mut() {
+                if slot.as_ref().is_some_and(|p| p.epoch >= epoch) {
+                    *slot = None;
+                }
+            }
+        }
+        self.cursors.retain(|c| c.epoch < epoch);
+        self.cursors.push(CursorPrediction {
+            row: server.cursor_row,
+            col: server.cursor_col,
+            epoch: self.epoch,
+            carrier: StateNum(last_sent.0 + 1),
+        });
+        self.counters.epochs_killed += 1;
+        self.new_epoch();
+    }
+
+    /// Only the newest cursor prediction is checked, once acknowledged; it never confirms (§5).
+    fn judge_cursor(&mut self, server: &Framebuffer, late_ack: StateNum) {
+        if let Some(c) = self.cursors.last().copied() {
+            let due = late_ack >= c.carrier;
+            let wrong = (c.row, c.col) != (server.cursor_row, server.cursor_col);
+            if due && wrong {
+                if self.config.mode == PredictMode::Experimental {
+                    self.cursors.clear();
+                } else {
+                    self.reset();
+                }
+                return;
+            }
+        }
+        self.cursors.retain(|c| late_ack < c.carrier);
+    }
+
+    fn update_triggers(&mut self, send_interval: Duration) {
+        if send_interval > SHOW_ON {
+            self.srtt_trigger = true;
+        } else if send_interval <= SHOW_OFF && !self.outstanding() {
+            self.srtt_trigger = false;
+        }
+        if send_interval > FLAG_ON {
+            self.flagging = true;
+        } else if send_interval <= FLAG_OFF {
+            self.flagging = false;
+        }
+    }
+
+    fn check_size(&mut self, server: &Framebuffer) {
+        let size = server.size();
+        if self.size.is_some_and(|s| s != size) {
+            self.reset();
+        }
+        self.size = Some(size);
+    }
+}
+
+fn pos(row: usize, col: usize) -> Pos {
+    Pos { row: u16::try_from(row).unwrap_or(u16::MAX), col: u16::try_from(col).unwrap_or(u16::MAX) }
+}

@@ -1,0 +1,327 @@
+//! Predictive local echo against a simulated server: what is drawn when, confirmation,
+//! misprediction, resets, and the property that no character typed at a prompt with echo off is
+//! ever in the frame to draw (adaptive, always, overwrite), which experimental mode breaks.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use tern::predict::{PredictConfig, PredictMode, Predictor};
+use tern::terminal::{Attrs, Emulator, Framebuffer, Pos, Size, screen_text};
+use tern::time::Instant;
+use tern::wire::StateNum;
+
+/// A server terminal, a predictor, and the state numbers between them.
+struct Sim {
+    server: Emulator,
+    predictor: Predictor,
+    now: Instant,
+    sent: u64,
+    echo_ack: u64,
+    /// Keys not yet applied by the server: (carrier, bytes).
+    in_flight: Vec<(u64, Vec<u8>)>,
+    send_interval: Duration,
+}
+
+impl Sim {
+    fn new(config: PredictConfig, prompt: &str) -> Sim {
+        let mut server = Emulator::new(Size { cols: 40, rows: 6 });
+        server.feed(prompt.as_bytes());
+        Sim {
+            server,
+            predictor: Predictor::new(config),
+            now: Instant::from_millis(1000),
+            sent: 0,
+            echo_ack: 0,
+            in_flight: Vec::new(),
+            send_interval: Duration::from_millis(100),
+        }
+    }
+
+    /// One input event; its carrier is the next state.
+    fn type_keys(&mut self, bytes: &[u8]) {
+        self.judge();
+        let carrier = StateNum(self.sent + 1);
+        let fb = self.server.framebuffer().clone();
+        self.predictor.on_keys(self.now, bytes, carrier, &fb);
+        self.sent += 1;
+        self.in_flight.push((self.sent, bytes.to_vec()));
+    }
+
+    /// The server applies everything in flight: `echo` says how a program shows it.
+    fn deliver(&mut self, echo: impl Fn(&[u8]) -> Vec<u8>) {
+        for (_, bytes) in std::mem::take(&mut self.in_flight) {
+            let shown = echo(&bytes);
+            self.server.feed(&shown);
+        }
+    }
+
+    /// 50 ms later the server's echo ack covers everything sent.
+    fn ack_all(&mut self) {
+        self.echo_ack = self.sent;
+    }
+
+    fn advance(&mut self, ms: u64) {
+        self.now = self.now + Duration::from_millis(ms);
+    }
+
+    fn judge(&mut self) {
+        let fb = self.server.framebuffer().clone();
+        self.predictor.judge(
+            self.now,
+            &fb,
+            StateNum(self.echo_ack),
+            StateNum(self.sent),
+            self.send_interval,
+        );
+    }
+
+    /// The frame to draw, as text rows.
+    fn drawn(&mut self) -> Vec<String> {
+        self.judge();
+        let fb = self.server.framebuffer().clone();
+        screen_text(&self.predictor.overlay(&fb)).rows
+    }
+
+    fn drawn_frame(&mut self) -> Framebuffer {
+        self.judge();
+        let fb = self.server.framebuffer().clone();
+        self.predictor.overlay(&fb)
+    }
+}
+
+/// A shell in cooked mode with echo on.
+fn echo_on(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &b in bytes {
+        match b {
+            b'\r' => out.extend_from_slice(b"\r\n"),
+            0x7f => out.extend_from_slice(b"\x08 \x08"),
+            b => out.push(b),
+        }
+    }
+    out
+}
+
+/// `stty -echo`: nothing typed is shown.
+fn echo_off(_: &[u8]) -> Vec<u8> {
+    Vec::new()
+}
+
+fn adaptive() -> PredictConfig {
+    PredictConfig { mode: PredictMode::Adaptive, overwrite: false }
+}
+
+#[test]
+fn the_first_key_of_a_line_waits_for_the_server_then_the_rest_show_at_once() {
+    let mut s = Sim::new(adaptive(), "$ ");
+    s.type_keys(b"l");
+    assert_eq!(s.drawn()[0], "$", "tentative: not drawn before the server proved echo");
+    s.advance(200);
+    s.deliver(echo_on);
+    // The server's frame shows the `l`: positive evidence, before the echo ack.
+    assert_eq!(s.drawn()[0], "$ l");
+    s.type_keys(b"s");
+    s.type_keys(b" -");
+    assert_eq!(s.drawn()[0], "$ ls -", "confirmed epoch: drawn the moment they are typed");
+    let c = s.predictor.counters().clone();
+    assert_eq!((c.made, c.confirmed), (4, 1));
+    assert!(c.drawn >= 3);
+    // Once the echo arrives and is acknowledged, the predictions retire silently.
+    s.advance(200);
+    s.deliver(echo_on);
+    s.ack_all();
+    assert_eq!(s.drawn()[0], "$ ls -");
+    assert!(!s.predictor.outstanding());
+}
+
+#[test]
+fn flagged_predictions_are_underlined_and_confirmed_text_is_plain() {
+    let mut s = Sim::new(adaptive(), "$ ");
+    s.type_keys(b"e");
+    s.advance(200);
+    s.deliver(echo_on);
+    s.type_keys(b"c");
+    let fb = s.drawn_frame();
+    let cell = fb.cell(Pos { row: 0, col: 3 }).unwrap();
+    assert_eq!(cell.text(), "c");
+    assert!(cell.renditions.attrs.contains(Attrs::UNDERLINE), "send interval 100 ms: flagged");
+    let echoed = fb.cell(Pos { row: 0, col: 2 }).unwrap();
+    assert!(!echoed.renditions.attrs.contains(Attrs::UNDERLINE), "the server's own cell");
+    // A fast link: shown (hysteresis) but not underlined.
+    s.send_interval = Duration::from_millis(40);
+    s.type_keys(b"h");
+    let fb = s.drawn_frame();
+    assert_eq!(fb.cell(Pos { row: 0, col: 4 }).unwrap().text(), "h");
+    assert!(!fb.cell(Pos { row: 0, col: 4 }).unwrap().renditions.attrs.contains(Attrs::UNDERLINE));
+}
+
+#[test]
+fn a_misprediction_is_replaced_by_the_servers_truth() {
+    let mut s = Sim::new(adaptive(), "$ ");
+    s.type_keys(b"a");
+    s.advance(200);
+    s.deliver(echo_on);
+    s.ack_all();
+    assert_eq!(s.drawn()[0], "$ a");
+    // `tr a-z A-Z`: the program shows something else.
+    s.type_keys(b"bc");
+    assert_eq!(s.drawn()[0], "$ abc");
+    s.advance(200);
+    s.deliver(|b| b.to_ascii_uppercase());
+    s.ack_all();
+    assert_eq!(s.drawn()[0], "$ aBC", "the next frame shows the truth");
+    assert!(s.predictor.counters().wrong_drawn >= 1);
+    assert!(!s.predictor.outstanding());
+}
+
+#[test]
+fn resize_paste_and_a_size_change_reset() {
+    let mut s = Sim::new(PredictConfig { mode: PredictMode::Always, overwrite: false }, "$ ");
+    s.type_keys(b"x");
+    s.advance(100);
+    s.deliver(echo_on);
+    s.type_keys(b"y");
+    assert_eq!(s.drawn()[0], "$ xy");
+    s.predictor.reset();
+    assert_eq!(s.drawn()[0], "$ x", "reset: the server's frame");
+    // A paste predicts nothing.
+    s.type_keys(b"\x1b[200~pasted\x1b[201~");
+    assert_eq!(s.drawn()[0], "$ x");
+    s.type_keys(&[b'p'; 101]);
+    assert_eq!(s.drawn()[0], "$ x");
+    // The server's size changes: everything predicted goes.
+    s.type_keys(b"z");
+    s.server.resize(Size { cols: 30, rows: 6 });
+    assert_eq!(s.drawn()[0], "$ x");
+    assert!(!s.predictor.outstanding());
+}
+
+#[test]
+fn overwrite_mode_leaves_the_rest_of_the_line_in_place() {
+    // An application that overwrites (a right prompt, vim's replace mode): insert-mode predictions
+    // pushed `[rp]` right, the server did not, so they are dropped before anything is drawn; in
+    // overwrite mode the line matches and the next key shows at once.
+    for (overwrite, want) in [(false, "$ a    [rp]"), (true, "$ ab   [rp]")] {
+        let mut s = Sim::new(
+            PredictConfig { mode: PredictMode::Always, overwrite },
+            "$      [rp]\x1b[1;3H",
+        );
+        s.type_keys(b"a");
+        s.advance(100);
+        s.deliver(|b| b.to_vec());
+        assert_eq!(s.drawn()[0], "$ a    [rp]");
+        s.ack_all();
+        s.type_keys(b"b");
+        assert_eq!(s.drawn()[0], want, "overwrite {overwrite}");
+        s.advance(100);
+        s.deliver(|b| b.to_vec());
+        s.ack_all();
+        assert_eq!(s.drawn()[0], "$ ab   [rp]", "no garbage once the server answered");
+        assert_eq!(s.predictor.counters().wrong_drawn, 0);
+    }
+}
+
+#[test]
+fn enter_starts_a_new_epoch_so_the_next_line_waits_again() {
+    let mut s = Sim::new(adaptive(), "$ ");
+    s.type_keys(b"l");
+    s.advance(100);
+    s.deliver(echo_on);
+    s.type_keys(b"s\r");
+    s.type_keys(b"p");
+    let rows = s.drawn();
+    assert_eq!(rows[0], "$ ls");
+    assert_eq!(rows[1], "", "after Enter nothing is drawn until the server proves echo again");
+}
+
+#[test]
+fn experimental_mode_shows_what_is_typed_at_a_password_prompt() {
+    // The control: the detector below can fail.
+    let mut s =
+        Sim::new(PredictConfig { mode: PredictMode::Experimental, overwrite: false }, "Password: ");
+    s.type_keys(b"Q");
+    assert!(s.drawn()[0].contains('Q'), "experimental mode draws unconfirmed keys");
+}
+
+/// What happens in a password run.
+#[derive(Clone, Debug)]
+enum Step {
+    Type(u8),
+    TypeMany(Vec<u8>),
+    Enter,
+    Deliver,
+    Ack,
+    Wait(u64),
+    Interval(u64),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let secret = prop::sample::select(b"QZXJ0123456789".to_vec());
+    prop_oneof![
+        4 => secret.clone().prop_map(Step::Type),
+        1 => prop::collection::vec(secret, 2..8).prop_map(Step::TypeMany),
+        1 => Just(Step::Enter),
+        3 => Just(Step::Deliver),
+        3 => Just(Step::Ack),
+        2 => (1u64..400).prop_map(Step::Wait),
+        1 => prop::sample::select(vec![5u64, 20, 40, 100, 250]).prop_map(Step::Interval),
+    ]
+}
+
+fn run_password(config: PredictConfig, steps: &[Step], typed_ahead: bool) -> Result<(), String> {
+    // Echo is off from the start; the prompt is on screen, or (type-ahead) still to come.
+    let mut s = Sim::new(config, if typed_ahead { "$ sudo -v\r\n" } else { "Password: " });
+    let secret_chars = b"QZXJ0123456789";
+    let mut prompted = !typed_ahead;
+    for st in steps {
+        match st {
+            Step::Type(b) => s.type_keys(&[*b]),
+            Step::TypeMany(bs) => s.type_keys(bs),
+            Step::Enter => s.type_keys(b"\r"),
+            Step::Deliver => {
+                s.deliver(echo_off);
+                if !prompted {
+                    s.server.feed(b"Password: ");
+                    prompted = true;
+                }
+            }
+            Step::Ack => s.ack_all(),
+            Step::Wait(ms) => s.advance(*ms),
+            Step::Interval(ms) => s.send_interval = Duration::from_millis(*ms),
+        }
+        for row in s.drawn() {
+            if row.bytes().any(|b| secret_chars.contains(&b)) {
+                return Err(format!("a secret character is drawn: {row:?} after {st:?}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn nothing_typed_at_a_prompt_without_echo_is_ever_drawn(
+        steps in prop::collection::vec(step(), 1..60),
+        typed_ahead in any::<bool>(),
+        mode in prop::sample::select(vec![
+            (PredictMode::Adaptive, false),
+            (PredictMode::Always, false),
+            (PredictMode::Always, true),
+            (PredictMode::Adaptive, true),
+        ]),
+    ) {
+        let config = PredictConfig { mode: mode.0, overwrite: mode.1 };
+        if let Err(e) = run_password(config, &steps, typed_ahead) {
+            prop_assert!(false, "{e}");
+        }
+    }
+}
+
+#[test]
+fn the_password_detector_trips_in_experimental_mode() {
+    let steps = [Step::Type(b'Q'), Step::Type(b'Z')];
+    let config = PredictConfig { mode: PredictMode::Experimental, overwrite: false };
+    assert!(run_password(config, &steps, false).is_err());
+}
