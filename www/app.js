@@ -12,7 +12,7 @@ const $ = (id) => document.getElementById(id);
 function takeParams() {
   const frag = new URLSearchParams(location.hash.slice(1));
   // wt_port: test-only, WebTransport through a link emulator in front of the relay (docs/BROWSER.md).
-  for (const name of ['token', 'host', 'port', 'key', 'wt_port']) {
+  for (const name of ['token', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite']) {
     const v = frag.get(name);
     if (v) sessionStorage.setItem(`tern.${name}`, v);
   }
@@ -21,7 +21,9 @@ function takeParams() {
   const bridge = get('host') && get('port') && get('key')
     ? { host: get('host'), port: Number(get('port')), key: get('key') }
     : undefined;
-  return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined };
+  // Predictive echo: #predict=adaptive|always|never|experimental, #predict_overwrite=1.
+  const prediction = { mode: get('predict') || 'adaptive', overwrite: get('predict_overwrite') === '1' };
+  return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined, prediction };
 }
 
 // Bytes for people (decimal units, as network rates are).
@@ -166,7 +168,7 @@ const theme = {
 };
 
 async function main() {
-  const { token, bridge, wtPort } = takeParams();
+  const { token, bridge, wtPort, prediction } = takeParams();
   if (!token) {
     notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
     return;
@@ -233,8 +235,14 @@ async function main() {
     // The benchmark measures echo during an upload: keys must not wait for the path there.
     holdKeysDuringPaste: (hold) => client.setHoldKeysDuringPaste(hold),
     cancelPaste: () => client.cancelPaste(),
+    setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
   };
   wirePaste(client);
+  try {
+    client.setPrediction(prediction.mode, prediction.overwrite);
+  } catch (e) {
+    console.warn(`${e}; predicting adaptively`);
+  }
 
   let pending = false;
   const refit = () => {

@@ -99,6 +99,8 @@ struct State {
     echo: EchoMeter,
     /// `performance.now()` when the first frame with server content was written.
     first_frame_ms: Option<f64>,
+    /// Predictive echo's mode, for the session (when it starts) and `stats()`.
+    predict: tern::predict::PredictConfig,
     relay: RelayState,
     paste: PasteState,
 }
@@ -126,6 +128,7 @@ impl Driver {
             screen: Screen::default(),
             echo: EchoMeter::new(),
             first_frame_ms: None,
+            predict: tern::predict::PredictConfig::default(),
             relay: RelayState::default(),
             paste: PasteState::default(),
         };
@@ -295,6 +298,7 @@ impl Driver {
         // browser (nested timers are clamped), and xterm.js already hands a burst or a paste over
         // in one call, so there is nothing to gather.
         config.min_delay = Duration::ZERO;
+        config.predict = st.predict;
         st.session = Some(ClientSession::new(config, now()));
         st.nonces = Some(store);
         st.screen.forget();
@@ -397,10 +401,14 @@ impl Driver {
             s.handle_input(t_in, bytes);
         }
         self.flush(false);
-        let mut st = self.st.borrow_mut();
-        if let Some(num) = st.session.as_ref().map(|s| s.sent_state_num()) {
-            st.echo.key_sent(t_in, num);
+        {
+            let mut st = self.st.borrow_mut();
+            if let Some(num) = st.session.as_ref().map(|s| s.sent_state_num()) {
+                st.echo.key_sent(t_in, num);
+            }
         }
+        // Predictions show at once, not on the next server frame.
+        self.render(false);
     }
 
     pub fn resized(self: &Rc<Self>) {
@@ -478,6 +486,17 @@ impl Driver {
             s.handle_timeout(now());
         }
         self.flush(false);
+        // The predictor's judge may have changed what is shown (a stalled echo, a reset).
+        self.render(false);
+    }
+
+    /// Another prediction mode (the page's settings).
+    pub fn set_predict(&self, config: tern::predict::PredictConfig) {
+        let mut st = self.st.borrow_mut();
+        st.predict = config;
+        if let Some(s) = st.session.as_mut() {
+            s.set_predict_config(config);
+        }
     }
 
     /// Draws the core's newest screen with the notification bar into xterm.js (only the
@@ -492,7 +511,7 @@ impl Driver {
                 st.paste.reported.clone_from(&progress);
                 progress.clone()
             });
-            let drawn = st.session.as_ref().map(|session| {
+            let drawn = st.session.as_mut().map(|session| {
                 // The paste's progress shares mosh's notification bar with the link's state.
                 let line = progress.as_ref().map(PasteProgress::line);
                 let message = join_messages([st.relay.message.as_deref(), line.as_deref()]);
@@ -501,7 +520,11 @@ impl Driver {
                     since_reply: session.since_last_reply(t),
                     message: message.as_deref(),
                 };
-                let (bytes, changes) = st.screen.draw(session.server_state().framebuffer(), &note);
+                // The server's screen with the predictions that may be shown, then the bar.
+                let frame = session
+                    .display_frame()
+                    .unwrap_or_else(|| session.server_state().framebuffer().clone());
+                let (bytes, changes) = st.screen.draw(&frame, &note);
                 if !bytes.is_empty() && new_state && session.has_heard_server() {
                     // Every keystroke whose client state the server has acknowledged is echoed
                     // by the first frame with visible change written after that ack.
@@ -785,6 +808,7 @@ impl Driver {
             ("lastError", st.relay.last_error.as_deref().map_or(JsValue::NULL, JsValue::from)),
             ("core", st.session.as_ref().map_or(JsValue::NULL, stats::core)),
             ("echo", stats::echo(&st.echo.summary())),
+            ("predict", stats::predict(st.predict, st.session.as_ref().map(|s| s.predictor()))),
             ("paste", stats::paste(&st.paste.queue, now())),
         ])
     }

@@ -142,6 +142,17 @@ impl Client {
         self.driver.cancel_pastes();
     }
 
+    /// Predictive local echo: `mode` is `adaptive` (the default), `always`, `never` or
+    /// `experimental` (shows passwords until the server answers); `overwrite` predicts typing
+    /// over the rest of the line instead of pushing it right. An unknown mode is an error.
+    #[wasm_bindgen(js_name = setPrediction)]
+    pub fn set_prediction(&self, mode: &str, overwrite: bool) -> Result<(), JsValue> {
+        let mode = tern::predict::PredictMode::parse(mode)
+            .ok_or_else(|| JsValue::from_str(&format!("unknown prediction mode {mode:?}")))?;
+        self.driver.set_predict(tern::predict::PredictConfig { mode, overwrite });
+        Ok(())
+    }
+
     /// Whether keys typed during a paste wait for its path (default true). The benchmark turns
     /// it off to measure keystroke echo while an upload shares the link.
     #[wasm_bindgen(js_name = setHoldKeysDuringPaste)]

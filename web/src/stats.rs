@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use tern::paste::PasteQueue;
+use tern::predict::{PredictConfig, Predictor};
 use tern::session::{ClientSession, EchoSummary};
 use tern::terminal::Complete;
 use tern::time::Instant;
@@ -59,6 +60,23 @@ pub fn core(s: &ClientSession<Complete>) -> JsValue {
         ("srttMs", num(s.srtt().as_secs_f64() * 1000.0)),
         ("unackedInput", big(s.unacked_input() as u64)),
         ("serverState", big(s.server_state_num().0)),
+    ])
+}
+
+/// `stats().predict`: the mode and what the predictor did.
+pub fn predict(config: PredictConfig, predictor: Option<&Predictor>) -> JsValue {
+    let c = predictor.map(|p| p.counters().clone()).unwrap_or_default();
+    object(&[
+        ("mode", config.mode.as_str().into()),
+        ("overwrite", config.overwrite.into()),
+        ("showing", predictor.is_some_and(Predictor::showing).into()),
+        ("flagging", predictor.is_some_and(Predictor::flagging).into()),
+        ("made", big(c.made)),
+        ("drawn", big(c.drawn)),
+        ("confirmed", big(c.confirmed)),
+        ("wrongDrawn", big(c.wrong_drawn)),
+        ("epochsKilled", big(c.epochs_killed)),
+        ("resets", big(c.resets)),
     ])
 }
 
