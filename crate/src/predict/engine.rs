@@ -1,7 +1,6 @@
 //! The prediction state machine: epochs, cell and cursor predictions, judging, triggers, overlay.
 //! PREDICTION.md's section numbers are cited where a rule comes from.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -81,8 +80,9 @@ enum Verdict {
 #[derive(Debug, Clone)]
 pub struct Predictor {
     config: PredictConfig,
-    /// Predicted cells by row; one slot per column.
-    rows: BTreeMap<usize, Vec<Option<CellPrediction>>>,
+    /// Predicted cells by row (sorted by row; a few rows at most); one slot per column. A Vec,
+    /// not a map: it keeps the page's wasm smaller and is as fast for a handful of rows.
+    rows: Vec<(usize, Vec<Option<CellPrediction>>)>,
     cursors: Vec<CursorPrediction>,
     /// The epoch new predictions get, and the newest confirmed one (§2).
     epoch: u64,
@@ -101,7 +101,7 @@ impl Predictor {
     pub fn new(config: PredictConfig) -> Self {
         Predictor {
             config,
-            rows: BTreeMap::new(),
+            rows: Vec::new(),
             cursors: Vec::new(),
             epoch: 1,
             confirmed: 0,
@@ -146,7 +146,7 @@ impl Predictor {
 
     /// Anything predicted and not yet judged.
     pub fn outstanding(&self) -> bool {
-        !self.cursors.is_empty() || self.rows.values().flatten().any(Option::is_some)
+        !self.cursors.is_empty() || self.rows.iter().flat_map(|(_, s)| s).any(Option::is_some)
     }
 
     /// Drops every prediction and starts a new epoch (§7).
@@ -209,7 +209,7 @@ impl Predictor {
         let positions: Vec<(usize, usize)> = self
             .rows
             .iter()
-            .flat_map(|(&row, slots)| {
+            .flat_map(|&(row, ref slots)| {
                 slots.iter().enumerate().filter(|(_, s)| s.is_some()).map(move |(c, _)| (row, c))
             })
             .collect();
@@ -234,7 +234,7 @@ impl Predictor {
             }
         }
         self.judge_cursor(server, late_ack);
-        self.rows.retain(|_, slots| slots.iter().any(Option::is_some));
+        self.rows.retain(|(_, slots)| slots.iter().any(Option::is_some));
     }
 
     /// When the judge should run again on its own (a stalled echo must become visible).
@@ -266,7 +266,8 @@ impl Predictor {
         }
         let flag = self.flagging();
         let mut newly_drawn = 0;
-        for (&row, slots) in self.rows.iter_mut() {
+        for (row, slots) in self.rows.iter_mut() {
+            let row = *row;
             if row >= height {
                 continue;
             }
@@ -424,7 +425,14 @@ impl Predictor {
     ) {
         let width = server.width;
         let real = server.cell(pos(row, col)).map(|c| c.text().to_string()).unwrap_or_default();
-        let slots = self.rows.entry(row).or_insert_with(|| vec![None; width]);
+        let at = match self.rows.binary_search_by_key(&row, |(r, _)| *r) {
+            Ok(at) => at,
+            Err(at) => {
+                self.rows.insert(at, (row, vec![None; width]));
+                at
+            }
+        };
+        let slots = &mut self.rows[at].1;
         if slots.len() < width {
             slots.resize(width, None);
         }
@@ -447,12 +455,22 @@ impl Predictor {
 
     // --- Judging (§5, §6) ------------------------------------------------------------------
 
+    fn row_slots(&self, row: usize) -> Option<&Vec<Option<CellPrediction>>> {
+        let at = self.rows.binary_search_by_key(&row, |(r, _)| *r).ok()?;
+        Some(&self.rows[at].1)
+    }
+
+    fn row_slots_mut(&mut self, row: usize) -> Option<&mut Vec<Option<CellPrediction>>> {
+        let at = self.rows.binary_search_by_key(&row, |(r, _)| *r).ok()?;
+        Some(&mut self.rows[at].1)
+    }
+
     fn get(&self, row: usize, col: usize) -> Option<&CellPrediction> {
-        self.rows.get(&row)?.get(col)?.as_ref()
+        self.row_slots(row)?.get(col)?.as_ref()
     }
 
     fn clear(&mut self, row: usize, col: usize) {
-        if let Some(slot) = self.rows.get_mut(&row).and_then(|s| s.get_mut(col)) {
+        if let Some(slot) = self.row_slots_mut(row).and_then(|s| s.get_mut(col)) {
             *slot = None;
         }
     }
@@ -503,7 +521,7 @@ impl Predictor {
 
     /// Whether every known prediction carried by `carrier` or earlier matches `server`.
     fn frame_agrees(&self, carrier: StateNum, server: &Framebuffer) -> bool {
-        self.rows.iter().all(|(&row, slots)| {
+        self.rows.iter().all(|&(row, ref slots)| {
             slots.iter().enumerate().all(|(col, slot)| {
                 let Some(q) = slot.as_ref().filter(|q| q.carrier <= carrier) else { return true };
                 let Some(c) = &q.content else { return true };
@@ -527,7 +545,7 @@ impl Predictor {
         self.confirmed = self.confirmed.max(p.epoch);
         self.counters.confirmed += 1;
         // Colours from syntax highlighting carry over to what is typed after (§5).
-        if let (Some(real), Some(slots)) = (server.cell(pos(row, col)), self.rows.get_mut(&row)) {
+        if let (Some(real), Some(slots)) = (server.cell(pos(row, col)), self.row_slots_mut(row)) {
             for slot in slots.iter_mut().skip(col).flatten() {
                 if let Some(c) = slot.content.as_mut() {
                     c.renditions = real.renditions;
@@ -547,7 +565,7 @@ impl Predictor {
 
     /// A tentative prediction was wrong: its epoch and every later one go (§5).
     fn kill_epoch(&mut self, epoch: u64, server: &Framebuffer, last_sent: StateNum) {
-        for slots in self.rows.values_mut() {
+        for (_, slots) in self.rows.iter_mut() {
             for slot in slots.iter_mut() {
                 if slot.as_ref().is_some_and(|p| p.epoch >= epoch) {
                     *slot = None;
