@@ -16,6 +16,11 @@ dist=www/dist
 # Outside www/dist: tern-relay embeds every file in there.
 stamp=$target_dir/tern-www.inputs
 
+# One build at a time: two at once (a test and a person, say) would share www/dist.tmp.
+mkdir -p "$target_dir"
+exec 9>"$target_dir/tern-www.lock"
+flock 9
+
 # Skip everything when no input changed since the last build (cheap: hashes of file listings).
 inputs_hash() {
   {
