@@ -24,6 +24,7 @@ use tern::relay_proto::{
 use crate::assets;
 use crate::auth::AuthOutcome;
 use crate::shared::Shared;
+use tern::relay_proto::WEBSOCKET_PATH;
 
 type Body = Full<Bytes>;
 
@@ -67,7 +68,11 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
     let service = hyper::service::service_fn(move |req| {
         let shared = Arc::clone(&svc_shared);
         async move {
-            let mut resp = handle(&shared, req, peer);
+            let mut resp = if req.uri().path() == WEBSOCKET_PATH {
+                websocket(&shared, req, peer)
+            } else {
+                handle(&shared, req, peer)
+            };
             // Browsers must take the declared types at their word (wasm, module scripts).
             resp.headers_mut()
                 .insert("x-content-type-options", HeaderValue::from_static("nosniff"));
@@ -79,7 +84,9 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
     let result = match shared.https_acceptor() {
         Some(acceptor) => {
             match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => builder.serve_connection(TokioIo::new(tls), service).await,
+                Ok(Ok(tls)) => {
+                    builder.serve_connection(TokioIo::new(tls), service).with_upgrades().await
+                }
                 Ok(Err(e)) => {
                     tracing::debug!(%peer, "tls handshake failed: {e}");
                     return;
@@ -87,11 +94,89 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
                 Err(_) => return,
             }
         }
-        None => builder.serve_connection(TokioIo::new(stream), service).await,
+        None => builder.serve_connection(TokioIo::new(stream), service).with_upgrades().await,
     };
     if let Err(e) = result {
         tracing::debug!(%peer, "http connection ended: {e}");
     }
+}
+
+/// The WebSocket fallback (`tern::relay_proto::websocket`): the same session as over
+/// WebTransport, for networks that pass only TCP. Refused before the upgrade: an Origin other
+/// than the page's own (a foreign site must not ride the browser's access), a missing or wrong
+/// token (offered as the subprotocol `tern-token.TOKEN`, which keeps it out of URLs and logs, or
+/// as `?token=`), a blocked address.
+fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+    use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+    let headers = req.headers();
+    let is_upgrade = headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let (Some(key), true) = (headers.get(header::SEC_WEBSOCKET_KEY).cloned(), is_upgrade) else {
+        return error(StatusCode::BAD_REQUEST, "bad_request", "a WebSocket upgrade was expected");
+    };
+    if !same_origin(shared, headers) {
+        tracing::info!(%peer, "websocket with a foreign Origin refused");
+        return error(StatusCode::FORBIDDEN, "bad_origin", "this page's own origin only");
+    }
+    let offered: Vec<String> = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(',').map(|p| p.trim().to_string()))
+        .collect();
+    let token = offered
+        .iter()
+        .find_map(|p| p.strip_prefix("tern-token.").map(str::to_string))
+        .or_else(|| crate::session::query_token(&req.uri().to_string()));
+    match shared.auth.check(&shared.token, token.as_deref(), peer.ip(), Instant::now()) {
+        AuthOutcome::Ok => {}
+        AuthOutcome::BadToken => {
+            tracing::info!(%peer, "websocket with a missing or wrong token");
+            return error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
+        }
+        AuthOutcome::RateLimited(_) => {
+            return error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "too many failed attempts",
+            );
+        }
+    }
+    let upgrade = hyper::upgrade::on(&mut req);
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move {
+        match upgrade.await {
+            Ok(io) => crate::session::websocket::serve(shared, io, peer).await,
+            Err(e) => tracing::debug!(%peer, "websocket upgrade failed: {e}"),
+        }
+    });
+    let mut r = Response::new(Body::new(Bytes::new()));
+    *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = r.headers_mut();
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
+        h.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    if offered.iter().any(|p| p == "tern") {
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("tern"));
+    }
+    r
+}
+
+/// Whether the request's Origin (if any: only browsers send one, and only browsers can be
+/// made to connect by a foreign page) is this relay's own, as the browser reached it.
+fn same_origin(shared: &Shared, headers: &hyper::HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else { return true };
+    let (Ok(origin), Some(host)) =
+        (origin.to_str(), headers.get(header::HOST).and_then(|h| h.to_str().ok()))
+    else {
+        return false;
+    };
+    let scheme = if shared.https_acceptor().is_some() { "https" } else { "http" };
+    origin.eq_ignore_ascii_case(&format!("{scheme}://{host}"))
 }
 
 fn handle(shared: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {

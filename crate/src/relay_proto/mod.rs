@@ -23,6 +23,7 @@ pub mod info;
 pub mod json;
 pub mod line;
 pub mod upload;
+pub mod websocket;
 
 pub use control::{ClientMessage, ErrorCode, Hello, Mode, ServerMessage};
 pub use info::{ApiError, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary};
@@ -39,3 +40,5 @@ pub const WEBTRANSPORT_PATH: &str = "/wt";
 
 /// Path of the relay's info route.
 pub const INFO_PATH: &str = "/api/info";
+
+pub use websocket::WEBSOCKET_PATH;

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
+use crate::session::link::{RecvHalf as RecvStream, SendHalf as SendStream};
 use sha2::{Digest, Sha256};
 use tern::relay_proto::line::{LineBuffer, decode};
 use tern::relay_proto::upload::{
@@ -16,7 +17,6 @@ use tern::relay_proto::upload::{
 };
 use tern::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use wtransport::{RecvStream, SendStream};
 
 use super::store::{Claim, HEAD_LEN, Have, PasteError, PasteStore, take_head, valid_hash};
 
@@ -298,8 +298,8 @@ impl Receiver {
                 Wake::AckTimer
             }
             r = recv.read(buf) => match r {
-                Ok(Some(n)) => Wake::Read(n),
-                Ok(None) | Err(_) => Wake::Stop,
+                Ok(0) | Err(_) => Wake::Stop,
+                Ok(n) => Wake::Read(n),
             },
         }
     }

@@ -5,13 +5,12 @@
 use std::ops::ControlFlow;
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
-use wtransport::datagram::Datagram;
-use wtransport::error::{ConnectionError, SendDatagramError};
-use wtransport::{Connection, RecvStream, SendStream};
 
 use super::Attached;
 use super::handshake::Control;
+use super::link::{BrowserLink, RecvHalf, SendHalf};
 use crate::control::{ClientMessage, ErrorCode, ReadError, ServerMessage};
 use crate::framing::{MAX_PARTS, Splitter};
 use crate::limits::TokenBucket;
@@ -45,7 +44,7 @@ type Step = ControlFlow<End>;
 
 /// The largest framed datagram to send: the relay's cap, the browser's word, the connection's
 /// current limit, whichever is smallest.
-pub(super) fn datagram_limit(shared: &Shared, conn: &Connection, browser: Option<usize>) -> usize {
+pub(super) fn datagram_limit(shared: &Shared, conn: &BrowserLink, browser: Option<usize>) -> usize {
     let mut limit = shared.config.max_datagram_size;
     if let Some(b) = browser {
         limit = limit.min(b);
@@ -59,7 +58,7 @@ pub(super) fn datagram_limit(shared: &Shared, conn: &Connection, browser: Option
 /// Forwards both ways until something ends the session; returns why.
 pub(super) async fn run(
     shared: &Shared,
-    conn: &Connection,
+    conn: &BrowserLink,
     control: &mut Control,
     session: &Attached,
 ) -> End {
@@ -73,7 +72,7 @@ pub(super) async fn run(
             d = conn.receive_datagram() => bridge.on_browser_datagram(d).await,
             r = session.udp.recv(&mut buf) => bridge.on_server_datagram(r.map(|n| &buf[..n])),
             m = control.reader.next_message() => bridge.on_control_message(m, &mut control.send).await,
-            s = conn.accept_bi() => bridge.paste_stream(s),
+            s = conn.accept_stream() => bridge.paste_stream(s),
             _ = tokio::time::sleep_until(bridge.last_heard + idle) => ControlFlow::Break(End::ended(
                 ErrorCode::IdleTimeout,
                 format!("no datagram from the browser for {} s", idle.as_secs()),
@@ -89,7 +88,7 @@ pub(super) async fn run(
 /// The state of one session's forwarding.
 struct Bridge<'a> {
     shared: &'a Shared,
-    conn: &'a Connection,
+    conn: &'a BrowserLink,
     session: &'a Attached,
     splitter: Splitter,
     /// Reused for each server datagram's framed parts.
@@ -103,7 +102,7 @@ struct Bridge<'a> {
 }
 
 impl<'a> Bridge<'a> {
-    fn new(shared: &'a Shared, conn: &'a Connection, session: &'a Attached) -> Self {
+    fn new(shared: &'a Shared, conn: &'a BrowserLink, session: &'a Attached) -> Self {
         let cfg = &shared.config;
         Bridge {
             shared,
@@ -128,8 +127,8 @@ impl<'a> Bridge<'a> {
     }
 
     /// A browser datagram: to mosh-server as it is, unless over the rate.
-    async fn on_browser_datagram(&mut self, d: Result<Datagram, ConnectionError>) -> Step {
-        let Ok(d) = d else {
+    async fn on_browser_datagram(&mut self, d: Option<Vec<u8>>) -> Step {
+        let Some(d) = d else {
             return ControlFlow::Break(End::BrowserGone("browser connection closed"));
         };
         self.last_heard = Instant::now();
@@ -164,12 +163,8 @@ impl<'a> Bridge<'a> {
             return ControlFlow::Continue(());
         }
         for f in &self.frames {
-            match self.conn.send_datagram(f) {
-                Ok(()) => {}
-                Err(SendDatagramError::NotConnected) => {
-                    return ControlFlow::Break(End::BrowserGone("browser connection closed"));
-                }
-                Err(e) => tracing::debug!(session = %self.id(), "send_datagram: {e}"),
+            if self.conn.send_datagram(f).is_err() {
+                return ControlFlow::Break(End::BrowserGone("browser connection closed"));
             }
         }
         ControlFlow::Continue(())
@@ -179,7 +174,7 @@ impl<'a> Bridge<'a> {
     async fn on_control_message(
         &mut self,
         m: Result<ClientMessage, ReadError>,
-        send: &mut SendStream,
+        send: &mut SendHalf,
     ) -> Step {
         let end = match m {
             Ok(ClientMessage::Ping) => {
@@ -199,8 +194,8 @@ impl<'a> Bridge<'a> {
     }
 
     /// Every bidirectional stream after the control stream is one paste upload.
-    fn paste_stream(&self, s: Result<(SendStream, RecvStream), ConnectionError>) -> Step {
-        let Ok((send, recv)) = s else {
+    fn paste_stream(&self, s: Option<(SendHalf, RecvHalf)>) -> Step {
+        let Some((send, recv)) = s else {
             return ControlFlow::Break(End::BrowserGone("browser connection closed"));
         };
         tokio::spawn(crate::paste::serve_upload(self.shared.pastes.clone(), send, recv));

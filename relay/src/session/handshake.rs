@@ -8,9 +8,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
 use tokio::sync::OwnedSemaphorePermit;
-use wtransport::{Connection, RecvStream, SendStream, VarInt};
 
+use super::link::{BrowserLink, RecvHalf, SendHalf};
 use crate::auth::AuthOutcome;
 use crate::control::{ClientMessage, ErrorCode, Hello, LineReader, ReadError, ServerMessage};
 use crate::shared::Shared;
@@ -28,10 +29,15 @@ pub(super) const LINGER: Duration = Duration::from_secs(2);
 const MIN_DATAGRAM: usize = 512;
 
 /// The control stream: the relay's half to write, the browser's half to read lines from.
-#[derive(Debug)]
 pub(super) struct Control {
-    pub send: SendStream,
-    pub reader: LineReader<RecvStream>,
+    pub send: SendHalf,
+    pub reader: LineReader<RecvHalf>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control").finish_non_exhaustive()
+    }
 }
 
 /// Why a hello is refused: the `error` line the browser gets before the connection closes.
@@ -71,12 +77,12 @@ pub(super) struct Admitted {
 
 /// The control stream, the first bidirectional stream the browser opens. `None`: it did not
 /// come (the connection is closed).
-pub(super) async fn accept_control(conn: &Connection) -> Option<Control> {
-    match tokio::time::timeout(HELLO_TIMEOUT, conn.accept_bi()).await {
-        Ok(Ok((send, recv))) => Some(Control { send, reader: LineReader::new(recv) }),
-        Ok(Err(_)) => None,
+pub(super) async fn accept_control(conn: &BrowserLink) -> Option<Control> {
+    match tokio::time::timeout(HELLO_TIMEOUT, conn.accept_stream()).await {
+        Ok(Some((send, recv))) => Some(Control { send, reader: LineReader::new(recv) }),
+        Ok(None) => None,
         Err(_) => {
-            conn.close(VarInt::from_u32(1), b"no control stream");
+            conn.close(1, "no control stream");
             None
         }
     }
@@ -100,7 +106,7 @@ pub(super) async fn admit(
 }
 
 /// Sends the error line, waits briefly for it to be delivered, closes the connection.
-pub(super) async fn refuse(conn: &Connection, send: &mut SendStream, refusal: Refusal) {
+pub(super) async fn refuse(conn: &BrowserLink, send: &mut SendHalf, refusal: Refusal) {
     let Refusal { code, message } = refusal;
     let line = ServerMessage::error(code, message).to_line();
     let _ = tokio::time::timeout(LINGER, async {
@@ -108,13 +114,13 @@ pub(super) async fn refuse(conn: &Connection, send: &mut SendStream, refusal: Re
         send.finish().await
     })
     .await;
-    conn.close(VarInt::from_u32(1), b"refused");
+    conn.close(1, "refused");
 }
 
 /// The first line, which must be a hello, within [`HELLO_TIMEOUT`].
 async fn read_hello(
     shared: &Shared,
-    reader: &mut LineReader<RecvStream>,
+    reader: &mut LineReader<RecvHalf>,
     pre_authed: bool,
     peer: SocketAddr,
 ) -> Result<Hello, Stop> {

@@ -13,23 +13,27 @@
 
 mod forward;
 mod handshake;
+pub(crate) mod link;
 mod target;
+pub(crate) mod websocket;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tern::relay_proto::WEBTRANSPORT_PATH;
+use tokio::io::AsyncWriteExt;
 use tokio::net::UdpSocket;
 use tokio::sync::OwnedSemaphorePermit;
+use wtransport::Endpoint;
 use wtransport::endpoint::IncomingSession;
 use wtransport::endpoint::endpoint_side::Server;
-use wtransport::{Connection, Endpoint, SendStream, VarInt};
 
 use crate::auth::AuthOutcome;
 use crate::control::{FRAMING_VERSION, Hello, Ready, ServerMessage};
 use crate::shared::Shared;
 use forward::End;
 use handshake::{Admitted, HELLO_TIMEOUT, LINGER, Stop};
+use link::{BrowserLink, SendHalf};
 use target::Target;
 
 /// An admitted session attached to its mosh-server: what the bridge works with.
@@ -69,7 +73,7 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, endpoint: &Endpoint<Server>
 
 /// The token carried in the connect URL's query, if any, percent-decoded (a page builds the URL
 /// with `encodeURIComponent`; a random token needs no escaping, a user-chosen one might).
-fn query_token(path: &str) -> Option<String> {
+pub(crate) fn query_token(path: &str) -> Option<String> {
     let (_, query) = path.split_once('?')?;
     let raw = query.split('&').find_map(|kv| kv.strip_prefix("token="))?;
     let bytes = raw.as_bytes();
@@ -122,19 +126,27 @@ async fn handle_incoming(shared: Arc<Shared>, incoming: IncomingSession) -> anyh
             }
         }
     };
-    let conn = request.accept().await?;
-    let shutdown = shared.shutdown.clone();
-    tokio::select! {
-        _ = shutdown.cancelled() => {
-            conn.close(VarInt::from_u32(0), b"relay shutting down");
-        }
-        _ = serve(shared, &conn, pre_authed, peer) => {}
-    }
+    let conn = BrowserLink::WebTransport(request.accept().await?);
+    run_session(shared, conn, pre_authed, peer).await;
     Ok(())
 }
 
+/// Serves an accepted browser link until the session or the relay ends.
+pub(crate) async fn run_session(
+    shared: Arc<Shared>,
+    conn: BrowserLink,
+    pre_authed: bool,
+    peer: SocketAddr,
+) {
+    let shutdown = shared.shutdown.clone();
+    tokio::select! {
+        _ = shutdown.cancelled() => conn.close(0, "relay shutting down"),
+        _ = serve(shared, &conn, pre_authed, peer) => {}
+    }
+}
+
 /// The life of one session on an accepted connection.
-async fn serve(shared: Arc<Shared>, conn: &Connection, pre_authed: bool, peer: SocketAddr) {
+async fn serve(shared: Arc<Shared>, conn: &BrowserLink, pre_authed: bool, peer: SocketAddr) {
     let Some(mut control) = handshake::accept_control(conn).await else { return };
     let session = match open(&shared, &mut control, pre_authed, peer).await {
         Ok(s) => s,
@@ -151,10 +163,10 @@ async fn serve(shared: Arc<Shared>, conn: &Connection, pre_authed: bool, peer: S
         return;
     }
     let t = &session.target;
-    tracing::info!(parent: &span, port = t.port, resumed = t.resumed, max_datagram = limit, "bridging");
+    tracing::info!(parent: &span, port = t.port, resumed = t.resumed, max_datagram = limit, link = conn.kind(), "bridging");
     let end = forward::run(&shared, conn, &mut control, &session).await;
     say_goodbye(&mut control.send, end, &span).await;
-    conn.close(VarInt::from_u32(0), b"session over");
+    conn.close(0, "session over");
 }
 
 /// Admits the hello and attaches it to its mosh-server.
@@ -183,7 +195,7 @@ fn ready(shared: &Shared, target: &Target, max_datagram_size: usize) -> ServerMe
 }
 
 /// Logs why the session ended and, if the browser can still hear it, says so (`ended`).
-async fn say_goodbye(send: &mut SendStream, end: End, span: &tracing::Span) {
+async fn say_goodbye(send: &mut SendHalf, end: End, span: &tracing::Span) {
     let (code, message) = match end {
         End::Ended { code, message } => (code, message),
         End::BrowserGone(why) => {
