@@ -173,11 +173,9 @@ async function main() {
     notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
     return;
   }
-  if (!('WebTransport' in window)) {
-    const why = window.isSecureContext
-      ? 'This browser has no WebTransport. Use Chrome or Edge 97 or later, or Firefox 114 or later.'
-      : 'WebTransport needs a secure page: open http://127.0.0.1:… or http://localhost:… (as printed), or https.';
-    notice('error', 'This browser cannot connect', why);
+  if (!window.isSecureContext) {
+    notice('error', 'This page needs a secure address',
+      'Open http://127.0.0.1:… or http://localhost:… (as printed), or https: the browser keeps its cryptography from other pages.');
     return;
   }
   pill('Connecting…', 'info');
@@ -216,6 +214,11 @@ async function main() {
     hooks: {
       paste: (progress) => pasteBox(client, progress),
       status: onStatus,
+      // WebTransport, or the WebSocket fallback over TCP (an ssh tunnel, UDP blocked).
+      link: (kind) => {
+        document.body.dataset.link = kind;
+        if (kind === 'websocket') pill('TCP fallback', 'quiet');
+      },
       title: (t) => { document.title = t ? `${t} — tern` : 'tern'; },
       bell: () => {
         document.body.classList.remove('bell');

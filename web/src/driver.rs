@@ -55,6 +55,8 @@ struct LinkCounters {
     datagrams_out: u64,
     dropped_offline: u64,
     framing_errors: u64,
+    /// Links that came over the WebSocket fallback.
+    websocket_links: u32,
 }
 
 /// The link to the relay and what the driver counts about it.
@@ -65,6 +67,8 @@ struct RelayState {
     counters: LinkCounters,
     /// The link's line in the notification bar (`None`: the bar shows only lateness).
     message: Option<String>,
+    /// How the current (or last) link came: `webtransport` or `websocket`.
+    kind: Option<&'static str>,
     /// `performance.now()` when the relay first answered `ready`.
     first_ready_ms: Option<f64>,
     last_control_ms: f64,
@@ -227,12 +231,14 @@ impl Driver {
     /// One attempt: info, WebTransport, hello/ready, and the session if this is the first.
     async fn connect_once(self: &Rc<Self>) -> Result<Rc<RelayLink>, ConnectError> {
         self.st.borrow_mut().relay.counters.info_requests += 1;
+        let asked = now();
         let info = relay_link::fetch_info(&self.target.token).await?;
+        let patience = relay_client::webtransport_patience(now().saturating_duration_since(asked));
         relay_client::check_info(&info, &self.target)?;
         self.st.borrow_mut().relay.counters.connects += 1;
         let resume = self.st.borrow().session_id.clone();
         let port = self.wt_port.unwrap_or(info.port);
-        let (link, ready) = RelayLink::open(&info, port, |max| {
+        let (link, ready) = RelayLink::open(&info, port, &self.target.token, patience, |max| {
             self.target.hello(info.mode, resume.as_deref(), max)
         })
         .await?;
@@ -252,6 +258,10 @@ impl Driver {
                 return Err(ConnectError::Retry("closed meanwhile".into()));
             }
             st.relay.counters.readies += 1;
+            st.relay.kind = Some(link.kind());
+            if link.kind() == "websocket" {
+                st.relay.counters.websocket_links += 1;
+            }
             st.relay.first_ready_ms.get_or_insert(now_ms());
             st.relay.last_control_ms = now_ms();
             st.relay.message = None;
@@ -263,6 +273,7 @@ impl Driver {
             std::mem::take(&mut st.early_input)
         };
         self.set_status(if ready.resumed { Status::Resumed } else { Status::Connected }, "");
+        self.hooks.link(link.kind());
         if early.is_empty() {
             // Lets the core send at once, so mosh-server roams to the relay's new socket.
             if let Some(s) = self.st.borrow_mut().session.as_mut() {
@@ -802,6 +813,8 @@ impl Driver {
             ("linkDatagramsOut", (c.datagrams_out as f64).into()),
             ("droppedOffline", (c.dropped_offline as f64).into()),
             ("framingErrors", (c.framing_errors as f64).into()),
+            ("transport", st.relay.kind.map_or(JsValue::NULL, JsValue::from)),
+            ("websocketLinks", c.websocket_links.into()),
             ("joinerEvicted", (st.relay.joiner.evicted as f64).into()),
             ("firstReadyMs", opt_ms(st.relay.first_ready_ms)),
             ("firstFrameMs", opt_ms(st.first_frame_ms)),

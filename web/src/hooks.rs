@@ -73,6 +73,12 @@ impl Hooks {
         self.call("paste", &[progress.map_or(JsValue::NULL, progress_object)]);
     }
 
+    /// `link(kind)`: how the session reaches the relay now, `webtransport` or `websocket` (the TCP
+    /// fallback).
+    pub fn link(&self, kind: &str) {
+        self.call("link", &[kind.into()]);
+    }
+
     pub fn title(&self, title: &str) {
         self.call("title", &[title.into()]);
     }

@@ -3,7 +3,8 @@
 //! ```text
 //!  www/app.js ── Client (this file: the exported surface) ── Driver (driver.rs: moves bytes)
 //!                                                               │
-//!      relay_link: WebTransport (info, control, datagrams, upload streams)
+//!      relay_link: WebTransport or the WebSocket fallback (websocket.rs): info, control,
+//!                  datagrams, upload streams
 //!      screen: frames into xterm.js      hooks: typed callbacks to the page
 //!      paste: blob reading, hashing, the upload stream     stats: the core's figures as JS
 //!      input: keyboard bytes             storage: nonce bounds in sessionStorage
@@ -26,12 +27,13 @@ mod relay_link;
 mod screen;
 mod stats;
 mod storage;
+mod websocket;
 mod xterm;
 
 use std::rc::Rc;
 
 use js_sys::{Reflect, Uint8Array};
-use tern::relay_client::{FailCode, Target};
+use tern::relay_client::Target;
 use wasm_bindgen::prelude::*;
 
 use driver::Driver;
@@ -79,13 +81,6 @@ impl Client {
     /// Wires the terminal's events and starts connecting (and reconnecting) in the background.
     pub fn start(&self) {
         let driver = &self.driver;
-        if !Reflect::has(&js_sys::global(), &"WebTransport".into()).unwrap_or(false) {
-            driver.fail(
-                FailCode::NoWebTransport,
-                "This browser has no WebTransport. Use Chrome or Edge 97 or later, or Firefox 114 or later.",
-            );
-            return;
-        }
         let term = driver.term();
         // mosh-client keeps the local terminal in DECCKM for good (MOSH-PROTOCOL.md 7.1), so
         // xterm.js sends cursor keys as ESC O A..D; input::translate_typed covers the rest.

@@ -1,9 +1,12 @@
-//! One WebTransport connection to tern-relay: the info request, the control stream, datagrams and
-//! upload streams. Pure I/O: it moves bytes and lines; what they mean is `tern::relay_client`'s
-//! and `tern::relay_proto`'s business, what to do about a failure the driver's.
+//! One link to tern-relay: the info request, then WebTransport (or the WebSocket fallback,
+//! `websocket.rs`) carrying the control stream, datagrams and upload streams. Pure I/O: it moves
+//! bytes and lines; what they mean is `tern::relay_client`'s and `tern::relay_proto`'s business,
+//! what to do about a failure the driver's.
 
 use std::cell::RefCell;
+use std::time::Duration;
 
+use crate::websocket::{WsCarrier, WsReader, WsWriter};
 use js_sys::{Reflect, Uint8Array};
 use tern::relay_client::{self, ConnectError};
 use tern::relay_proto::control::{MAX_MESSAGE, Ready};
@@ -11,6 +14,7 @@ use tern::relay_proto::upload::MAX_REPLY;
 use tern::relay_proto::{ClientMessage, Hello, INFO_PATH, LineBuffer, RelayInfo};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
 use web_sys::{
     Headers, ReadableStreamDefaultReader, ReadableStreamReadResult, Request, RequestCache,
     RequestInit, Response, WebTransport, WebTransportHash, WebTransportOptions,
@@ -59,16 +63,23 @@ pub async fn fetch_info(token: &str) -> Result<RelayInfo, ConnectError> {
     relay_client::info_response(response.status(), &Uint8Array::new(&body).to_vec())
 }
 
+/// Where a stream's bytes come from.
+#[derive(Debug)]
+enum Source {
+    WebTransport(ReadableStreamDefaultReader),
+    WebSocket(WsReader),
+}
+
 /// Lines from the receiving half of a stream, through the protocol's one line codec.
 #[derive(Debug)]
 pub struct StreamLines {
-    reader: ReadableStreamDefaultReader,
+    source: Source,
     buf: RefCell<LineBuffer>,
 }
 
 impl StreamLines {
-    fn new(reader: ReadableStreamDefaultReader, limit: usize) -> Self {
-        StreamLines { reader, buf: RefCell::new(LineBuffer::new(limit)) }
+    fn new(source: Source, limit: usize) -> Self {
+        StreamLines { source, buf: RefCell::new(LineBuffer::new(limit)) }
     }
 
     /// The next line (without its newline), or `None` once the stream ended, failed or sent a
@@ -78,69 +89,156 @@ impl StreamLines {
             if let Some(line) = self.buf.borrow_mut().next_line().ok()? {
                 return Some(line);
             }
-            let result: ReadableStreamReadResult =
-                wasm_bindgen_futures::JsFuture::from(self.reader.read())
-                    .await
-                    .ok()?
-                    .unchecked_into();
-            if result.get_done().unwrap_or(false) {
-                return None;
-            }
-            let chunk = result.get_value().dyn_into::<Uint8Array>().ok()?;
-            self.buf.borrow_mut().push(&chunk.to_vec());
+            let chunk = match &self.source {
+                Source::WebTransport(reader) => {
+                    let result: ReadableStreamReadResult =
+                        JsFuture::from(reader.read()).await.ok()?.unchecked_into();
+                    if result.get_done().unwrap_or(false) {
+                        return None;
+                    }
+                    result.get_value().dyn_into::<Uint8Array>().ok()?.to_vec()
+                }
+                Source::WebSocket(reader) => reader.next().await?,
+            };
+            self.buf.borrow_mut().push(&chunk);
         }
     }
 
     /// Ends a pending [`next_line`](Self::next_line) (it returns `None`).
     pub fn cancel(&self) {
-        let _ = self.reader.cancel();
+        match &self.source {
+            Source::WebTransport(reader) => {
+                let _ = reader.cancel();
+            }
+            Source::WebSocket(reader) => reader.cancel(),
+        }
     }
 }
 
 /// The sending half of a stream; writes never wait (see [`RelayLink::send_datagram`]).
 #[derive(Debug, Clone)]
-pub struct StreamWriter {
-    writer: WritableStreamDefaultWriter,
+pub enum StreamWriter {
+    WebTransport(WritableStreamDefaultWriter),
+    WebSocket(WsWriter),
 }
 
 impl StreamWriter {
-    /// Queues a copy of `bytes` (the stream keeps the chunk until QUIC sent it).
+    /// Queues a copy of `bytes` (the stream keeps the chunk until it is sent).
     pub fn write(&self, bytes: &[u8], ignore: &Closure<dyn FnMut(JsValue)>) {
-        let _ = self.writer.write_with_chunk(&Uint8Array::from(bytes)).catch(ignore);
+        match self {
+            StreamWriter::WebTransport(w) => {
+                let _ = w.write_with_chunk(&Uint8Array::from(bytes)).catch(ignore);
+            }
+            StreamWriter::WebSocket(w) => w.write(bytes),
+        }
     }
 
     pub fn close(&self) {
-        let _ = self.writer.close();
+        match self {
+            StreamWriter::WebTransport(w) => {
+                let _ = w.close();
+            }
+            StreamWriter::WebSocket(w) => w.close(),
+        }
     }
 
     pub fn abort(&self) {
-        let _ = self.writer.abort();
+        match self {
+            StreamWriter::WebTransport(w) => {
+                let _ = w.abort();
+            }
+            StreamWriter::WebSocket(w) => w.abort(),
+        }
     }
 }
 
-/// A live WebTransport session with its control stream.
+/// What carries the session: a WebTransport session, or the WebSocket fallback.
+#[derive(Debug)]
+enum Carrier {
+    WebTransport {
+        transport: WebTransport,
+        datagrams_out: WritableStreamDefaultWriter,
+        datagrams_in: ReadableStreamDefaultReader,
+    },
+    WebSocket(WsCarrier),
+}
+
+/// A live link to the relay with its control stream.
 #[derive(Debug)]
 pub struct RelayLink {
-    transport: WebTransport,
-    datagrams_out: WritableStreamDefaultWriter,
-    datagrams_in: ReadableStreamDefaultReader,
+    carrier: Carrier,
     control_out: StreamWriter,
     control_in: StreamLines,
-    /// `transport.datagrams.maxDatagramSize`: the largest datagram this browser sends.
+    /// The largest datagram this browser sends (`datagrams.maxDatagramSize` over WebTransport).
     pub max_datagram_size: usize,
     /// Swallows the rejections of writes on a closing transport (else each one is an
     /// "uncaught (in promise)" in the console). Datagrams are unreliable anyway.
     ignore: Closure<dyn FnMut(JsValue)>,
 }
 
+/// The datagram size the page uses over the WebSocket: what Chromium allows over WebTransport,
+/// so a session keeps one MTU whichever way it reconnects.
+const WEBSOCKET_DATAGRAM: usize = 1211;
+
 impl RelayLink {
-    /// Opens the WebTransport session to the relay `info` describes (`port` overrides its port),
-    /// sends the hello `hello` builds from the browser's datagram limit, and reads the answer.
+    /// Opens a link to the relay `info` describes: WebTransport to `port`, or the WebSocket
+    /// fallback when WebTransport is missing, fails, or has not opened within `patience`. Then
+    /// sends the hello `hello` builds from the datagram limit, and reads the answer.
     pub async fn open(
         info: &RelayInfo,
         port: u16,
+        token: &str,
+        patience: Duration,
         hello: impl FnOnce(usize) -> Hello,
     ) -> Result<(RelayLink, Ready), ConnectError> {
+        let has_webtransport =
+            Reflect::has(&js_sys::global(), &"WebTransport".into()).unwrap_or(false);
+        let link = match has_webtransport {
+            true => match Self::webtransport(info, port, patience).await {
+                Ok(link) => link,
+                Err(e) => {
+                    let why = match &e {
+                        ConnectError::Retry(why) => why.clone(),
+                        other => format!("{other:?}"),
+                    };
+                    Self::websocket(token).await.map_err(|ws| {
+                        ConnectError::Retry(format!("WebTransport: {why}; WebSocket: {ws}"))
+                    })?
+                }
+            },
+            false => Self::websocket(token).await.map_err(ConnectError::Retry)?,
+        };
+        let hello = ClientMessage::Hello(hello(link.max_datagram_size));
+        link.control_out.write(&hello.to_line(), &link.ignore);
+        // The answer must come within the open timeout whichever way the link came.
+        let answer = {
+            let closer = link.closer();
+            let _deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, closer);
+            link.control_in.next_line().await
+        };
+        match relay_client::answer(answer.as_deref()) {
+            Ok(ready) => Ok((link, ready)),
+            Err(e) => {
+                link.close();
+                Err(e)
+            }
+        }
+    }
+
+    /// `webtransport` or `websocket`.
+    pub fn kind(&self) -> &'static str {
+        match self.carrier {
+            Carrier::WebTransport { .. } => "webtransport",
+            Carrier::WebSocket(_) => "websocket",
+        }
+    }
+
+    /// WebTransport to the relay: handshake within `patience`, then the control stream.
+    async fn webtransport(
+        info: &RelayInfo,
+        port: u16,
+        patience: Duration,
+    ) -> Result<RelayLink, ConnectError> {
         let location = web_sys::window().ok_or(ConnectError::Retry("no window".into()))?.location();
         // `hostname` keeps the brackets of an IPv6 literal, as a URL needs them.
         let host = location.hostname().map_err(|e| retry("location", e))?;
@@ -162,34 +260,32 @@ impl RelayLink {
         let transport =
             WebTransport::new_with_options(&url, &options).map_err(|e| retry("WebTransport", e))?;
         // Closing the transport makes every pending step below fail; dropped (cancelled) on return.
+        let handshake_deadline = {
+            let transport = transport.clone();
+            gloo_timers::callback::Timeout::new(crate::clock::ms(patience), move || {
+                close(&transport)
+            })
+        };
+        if let Err(e) = JsFuture::from(transport.ready()).await {
+            close(&transport);
+            return Err(retry("WebTransport handshake", e));
+        }
+        drop(handshake_deadline);
         let _deadline = {
             let transport = transport.clone();
             gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, move || close(&transport))
         };
-        let link = match Self::streams(transport.clone()).await {
-            Ok(link) => link,
+        match Self::webtransport_streams(transport.clone()).await {
+            Ok(link) => Ok(link),
             Err(e) => {
                 close(&transport);
-                return Err(e);
-            }
-        };
-        let hello = ClientMessage::Hello(hello(link.max_datagram_size));
-        link.control_out.write(&hello.to_line(), &link.ignore);
-        let answer = link.control_in.next_line().await;
-        match relay_client::answer(answer.as_deref()) {
-            Ok(ready) => Ok((link, ready)),
-            Err(e) => {
-                link.close();
                 Err(e)
             }
         }
     }
 
-    /// Waits for the handshake, then takes the datagram halves and opens the control stream.
-    async fn streams(transport: WebTransport) -> Result<RelayLink, ConnectError> {
-        wasm_bindgen_futures::JsFuture::from(transport.ready())
-            .await
-            .map_err(|e| retry("WebTransport handshake", e))?;
+    /// The datagram halves and the control stream of a ready WebTransport.
+    async fn webtransport_streams(transport: WebTransport) -> Result<RelayLink, ConnectError> {
         let datagrams = transport.datagrams();
         let max_datagram_size = datagrams.max_datagram_size() as usize;
         let datagrams_out = datagrams.writable().get_writer().map_err(|e| retry("datagrams", e))?;
@@ -199,9 +295,7 @@ impl RelayLink {
             .await
             .map_err(|e| ConnectError::Retry(format!("control stream: {e}")))?;
         Ok(RelayLink {
-            transport,
-            datagrams_out,
-            datagrams_in,
+            carrier: Carrier::WebTransport { transport, datagrams_out, datagrams_in },
             control_out,
             control_in,
             max_datagram_size,
@@ -209,24 +303,65 @@ impl RelayLink {
         })
     }
 
+    /// The WebSocket fallback to the page's own origin.
+    async fn websocket(token: &str) -> Result<RelayLink, String> {
+        let carrier = WsCarrier::open(token).await?;
+        let control_out = StreamWriter::WebSocket(carrier.control_writer());
+        let control_in = StreamLines::new(Source::WebSocket(carrier.control_reader()), MAX_MESSAGE);
+        Ok(RelayLink {
+            carrier: Carrier::WebSocket(carrier),
+            control_out,
+            control_in,
+            max_datagram_size: WEBSOCKET_DATAGRAM,
+            ignore: Closure::new(|_| {}),
+        })
+    }
+
+    /// A callback that closes this link (for deadlines).
+    fn closer(&self) -> impl FnOnce() + 'static {
+        let transport = match &self.carrier {
+            Carrier::WebTransport { transport, .. } => Some(transport.clone()),
+            Carrier::WebSocket(_) => None,
+        };
+        let socket = match &self.carrier {
+            Carrier::WebSocket(ws) => Some(ws.socket()),
+            Carrier::WebTransport { .. } => None,
+        };
+        move || {
+            if let Some(t) = transport {
+                close(&t);
+            }
+            if let Some(s) = socket {
+                let _ = s.close();
+            }
+        }
+    }
+
     /// Sends one datagram; never waits (a full queue or a closed transport loses it, which
     /// mosh's retransmission covers).
     pub fn send_datagram(&self, bytes: &[u8]) {
-        let chunk = Uint8Array::from(bytes);
-        let _ = self.datagrams_out.write_with_chunk(&chunk).catch(&self.ignore);
+        match &self.carrier {
+            Carrier::WebTransport { datagrams_out, .. } => {
+                let chunk = Uint8Array::from(bytes);
+                let _ = datagrams_out.write_with_chunk(&chunk).catch(&self.ignore);
+            }
+            Carrier::WebSocket(ws) => ws.send_datagram(bytes),
+        }
     }
 
-    /// The next datagram from the relay (still framed), or `None` once the transport closed.
+    /// The next datagram from the relay (still framed), or `None` once the link closed.
     pub async fn next_datagram(&self) -> Option<Vec<u8>> {
-        let result: ReadableStreamReadResult =
-            wasm_bindgen_futures::JsFuture::from(self.datagrams_in.read())
-                .await
-                .ok()?
-                .unchecked_into();
-        if result.get_done().unwrap_or(false) {
-            return None;
+        match &self.carrier {
+            Carrier::WebTransport { datagrams_in, .. } => {
+                let result: ReadableStreamReadResult =
+                    JsFuture::from(datagrams_in.read()).await.ok()?.unchecked_into();
+                if result.get_done().unwrap_or(false) {
+                    return None;
+                }
+                Some(result.get_value().dyn_into::<Uint8Array>().ok()?.to_vec())
+            }
+            Carrier::WebSocket(ws) => ws.next_datagram().await,
         }
-        Some(result.get_value().dyn_into::<Uint8Array>().ok()?.to_vec())
     }
 
     /// Sends one control message.
@@ -239,15 +374,24 @@ impl RelayLink {
         self.control_in.next_line().await
     }
 
-    /// Opens a bidirectional stream beside the control stream (one per paste upload). Its
-    /// writer is separate from the datagram writer: nothing written here can hold up a datagram.
+    /// Opens a stream beside the control stream (one per paste upload). Its writer is separate
+    /// from the datagram writer: nothing written here can hold up a datagram inside the page.
     pub async fn open_stream(&self) -> Result<(StreamWriter, StreamLines), String> {
-        open_bidi(&self.transport, MAX_REPLY).await
+        match &self.carrier {
+            Carrier::WebTransport { transport, .. } => open_bidi(transport, MAX_REPLY).await,
+            Carrier::WebSocket(ws) => {
+                let (w, r) = ws.open_stream()?;
+                Ok((StreamWriter::WebSocket(w), StreamLines::new(Source::WebSocket(r), MAX_REPLY)))
+            }
+        }
     }
 
-    /// Closes the WebTransport session; pending reads then end.
+    /// Closes the link; pending reads then end.
     pub fn close(&self) {
-        close(&self.transport);
+        match &self.carrier {
+            Carrier::WebTransport { transport, .. } => close(transport),
+            Carrier::WebSocket(ws) => ws.close(),
+        }
     }
 }
 
@@ -255,13 +399,12 @@ async fn open_bidi(
     transport: &WebTransport,
     limit: usize,
 ) -> Result<(StreamWriter, StreamLines), String> {
-    let bidi = wasm_bindgen_futures::JsFuture::from(transport.create_bidirectional_stream())
-        .await
-        .map_err(|e| describe(&e))?;
+    let bidi =
+        JsFuture::from(transport.create_bidirectional_stream()).await.map_err(|e| describe(&e))?;
     let bidi: web_sys::WebTransportBidirectionalStream = bidi.unchecked_into();
     let writer = bidi.writable().get_writer().map_err(|e| describe(&e))?;
     let reader: ReadableStreamDefaultReader = bidi.readable().get_reader().unchecked_into();
-    Ok((StreamWriter { writer }, StreamLines::new(reader, limit)))
+    Ok((StreamWriter::WebTransport(writer), StreamLines::new(Source::WebTransport(reader), limit)))
 }
 
 /// Closes a WebTransport through Reflect, so that a throw (closing one that already failed, say)

@@ -6,8 +6,18 @@ use crate::relay_proto::{
     ErrorCode, Hello, Mode, PROTOCOL_VERSION, RelayInfo, ServerMessage, decode,
 };
 use crate::wire::Key;
+use std::time::Duration;
 
 use super::status::FailCode;
+
+/// How long WebTransport gets to open before the page falls back to the WebSocket: about a
+/// second, more on a link whose `/api/info` round trip (`info_time`) says it is slow (the
+/// handshake takes about two round trips), so a slow link does not fall back needlessly.
+pub fn webtransport_patience(info_time: Duration) -> Duration {
+    const AT_LEAST: Duration = Duration::from_secs(1);
+    const AT_MOST: Duration = Duration::from_secs(5);
+    (info_time * 3).clamp(AT_LEAST, AT_MOST)
+}
 
 /// Why an attempt did not produce a live link.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,6 +278,13 @@ mod tests {
             })),
             ControlEvent::LinkOver
         );
+    }
+
+    #[test]
+    fn webtransport_gets_about_a_second_more_on_slow_links() {
+        assert_eq!(webtransport_patience(Duration::from_millis(3)), Duration::from_secs(1));
+        assert_eq!(webtransport_patience(Duration::from_millis(600)), Duration::from_millis(1800));
+        assert_eq!(webtransport_patience(Duration::from_secs(30)), Duration::from_secs(5));
     }
 
     #[test]

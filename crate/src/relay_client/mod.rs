@@ -17,5 +17,6 @@ mod status;
 pub use backoff::{BACKOFF_FIRST, BACKOFF_MAX, Backoff, STABLE_LINK};
 pub use connect::{
     ConnectError, ControlEvent, Target, answer, check_info, control_after_ready, info_response,
+    webtransport_patience,
 };
 pub use status::{FailCode, Status};

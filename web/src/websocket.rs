@@ -1,0 +1,287 @@
+//! The WebSocket fallback's carrier: one WebSocket to the page's own origin, framed by
+//! `tern::relay_proto::websocket`, offering what a WebTransport session offers: datagrams, the
+//! control stream and upload streams. For networks that pass only TCP (an `ssh -L` tunnel, a
+//! reverse proxy, UDP blocked).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use futures_channel::{mpsc, oneshot};
+use futures_util_lite::next;
+use js_sys::{ArrayBuffer, Uint8Array};
+use tern::relay_proto::WEBSOCKET_PATH;
+use tern::relay_proto::websocket::{Frame, MAX_STREAMS};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{BinaryType, MessageEvent, WebSocket};
+
+/// The control stream's id in the reader's table (stream ids from the page start at 1).
+const CONTROL_ID: u32 = 0;
+/// Bytes of a stream per DATA frame (the relay accepts frames up to `MAX_FRAME`).
+const CHUNK: usize = 32 * 1024;
+
+/// What arrives for one stream.
+#[derive(Debug)]
+pub enum Inbound {
+    Data(Vec<u8>),
+    /// The relay finished (or abandoned) the stream.
+    End,
+}
+
+/// Shared between the carrier and its streams' writers.
+#[derive(Debug)]
+struct Shared {
+    socket: WebSocket,
+    streams: RefCell<HashMap<u32, mpsc::UnboundedSender<Inbound>>>,
+    next_stream: Cell<u32>,
+}
+
+impl Shared {
+    fn send(&self, frame: Frame<'_>) {
+        // A closed socket throws: the session notices through its reads ending.
+        let _ = self.socket.send_with_u8_array(&frame.encode());
+    }
+}
+
+/// One open WebSocket to the relay.
+#[derive(Debug)]
+pub struct WsCarrier {
+    shared: Rc<Shared>,
+    datagrams: RefCell<mpsc::UnboundedReceiver<Vec<u8>>>,
+    control: RefCell<Option<mpsc::UnboundedReceiver<Inbound>>>,
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_close: Closure<dyn FnMut(JsValue)>,
+}
+
+/// The sending half of a stream over the WebSocket.
+#[derive(Debug, Clone)]
+pub struct WsWriter {
+    shared: Rc<Shared>,
+    /// `None`: the control stream.
+    id: Option<u32>,
+}
+
+impl WsWriter {
+    pub fn write(&self, bytes: &[u8]) {
+        for chunk in bytes.chunks(CHUNK) {
+            match self.id {
+                None => self.shared.send(Frame::Control(chunk)),
+                Some(id) => self.shared.send(Frame::Data(id, chunk)),
+            }
+        }
+    }
+
+    pub fn close(&self) {
+        if let Some(id) = self.id {
+            self.shared.send(Frame::Fin(id));
+        }
+    }
+
+    pub fn abort(&self) {
+        if let Some(id) = self.id {
+            self.shared.send(Frame::Reset(id));
+            self.shared.streams.borrow_mut().remove(&id);
+        }
+    }
+}
+
+/// The receiving half of a stream over the WebSocket.
+#[derive(Debug)]
+pub struct WsReader {
+    shared: Rc<Shared>,
+    id: u32,
+    inbound: RefCell<mpsc::UnboundedReceiver<Inbound>>,
+}
+
+impl WsReader {
+    /// The next piece of the stream; `None` once it ended or was cancelled.
+    // One reader per stream: the borrow is never contended; `cancel` goes through the sender.
+    #[allow(clippy::await_holding_refcell_ref)]
+    pub async fn next(&self) -> Option<Vec<u8>> {
+        match next(&mut *self.inbound.borrow_mut()).await? {
+            Inbound::Data(d) => Some(d),
+            Inbound::End => None,
+        }
+    }
+
+    /// Ends a pending [`next`](Self::next) (it returns `None`).
+    pub fn cancel(&self) {
+        if let Some(tx) = self.shared.streams.borrow_mut().remove(&self.id) {
+            let _ = tx.unbounded_send(Inbound::End);
+        }
+    }
+}
+
+/// `ws://` or `wss://` to the page's own host, with the token as a subprotocol when it can be one
+/// (keeps it out of URLs and logs), else in the query.
+fn open_socket(token: &str) -> Result<WebSocket, String> {
+    let location = web_sys::window().ok_or("no window")?.location();
+    let host = location.host().map_err(|_| "no host")?;
+    let scheme =
+        if location.protocol().map_err(|_| "no protocol")? == "https:" { "wss" } else { "ws" };
+    let url = format!("{scheme}://{host}{WEBSOCKET_PATH}");
+    let token_is_a_word = !token.is_empty()
+        && token.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b));
+    let socket = if token_is_a_word {
+        let protocols = js_sys::Array::of2(&"tern".into(), &format!("tern-token.{token}").into());
+        WebSocket::new_with_str_sequence(&url, &protocols)
+    } else {
+        let query = String::from(js_sys::encode_uri_component(token));
+        WebSocket::new_with_str(&format!("{url}?token={query}"), "tern")
+    };
+    socket.map_err(|e| crate::relay_link::describe(&e))
+}
+
+impl WsCarrier {
+    /// Opens the WebSocket and waits until it is open (or failed).
+    pub async fn open(token: &str) -> Result<WsCarrier, String> {
+        let socket = open_socket(token)?;
+        socket.set_binary_type(BinaryType::Arraybuffer);
+        let shared = Rc::new(Shared {
+            socket: socket.clone(),
+            streams: RefCell::new(HashMap::new()),
+            next_stream: Cell::new(1),
+        });
+        let (datagrams_tx, datagrams) = mpsc::unbounded();
+        let (control_tx, control) = mpsc::unbounded();
+        let (opened_tx, opened) = oneshot::channel::<bool>();
+        let opened_tx = Rc::new(RefCell::new(Some(opened_tx)));
+
+        let (datagrams_end, control_end) = (datagrams_tx.clone(), control_tx.clone());
+        let demux = Rc::clone(&shared);
+        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
+            let Ok(buf) = e.data().dyn_into::<ArrayBuffer>() else { return };
+            let bytes = Uint8Array::new(&buf).to_vec();
+            dispatch(&demux, &datagrams_tx, &control_tx, &bytes);
+        });
+        socket.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+
+        let ends = Rc::clone(&shared);
+        let opened_on_close = Rc::clone(&opened_tx);
+        let on_close = Closure::<dyn FnMut(JsValue)>::new(move |_| {
+            if let Some(tx) = opened_on_close.borrow_mut().take() {
+                let _ = tx.send(false);
+            }
+            // Every reader ends: the session sees the link gone.
+            datagrams_end.close_channel();
+            control_end.close_channel();
+            for (_, tx) in ends.streams.borrow_mut().drain() {
+                tx.close_channel();
+            }
+        });
+        socket.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+        socket.set_onerror(Some(on_close.as_ref().unchecked_ref()));
+        let on_open = Closure::once_into_js(move || {
+            if let Some(tx) = opened_tx.borrow_mut().take() {
+                let _ = tx.send(true);
+            }
+        });
+        socket.set_onopen(Some(on_open.unchecked_ref()));
+
+        if !opened.await.unwrap_or(false) {
+            let _ = socket.close();
+            return Err("the WebSocket did not open".into());
+        }
+        Ok(WsCarrier {
+            shared,
+            datagrams: RefCell::new(datagrams),
+            control: RefCell::new(Some(control)),
+            _on_message: on_message,
+            _on_close: on_close,
+        })
+    }
+
+    pub fn send_datagram(&self, bytes: &[u8]) {
+        self.shared.send(Frame::Datagram(bytes));
+    }
+
+    /// The next framed datagram from the relay; `None` once the socket closed.
+    // One reader (the driver's datagram loop): the borrow is never contended.
+    #[allow(clippy::await_holding_refcell_ref)]
+    pub async fn next_datagram(&self) -> Option<Vec<u8>> {
+        next(&mut *self.datagrams.borrow_mut()).await
+    }
+
+    pub fn control_writer(&self) -> WsWriter {
+        WsWriter { shared: Rc::clone(&self.shared), id: None }
+    }
+
+    /// The control stream's reading half (once: the control stream is read by one owner).
+    pub fn control_reader(&self) -> WsReader {
+        let rx = self.control.borrow_mut().take().unwrap_or_else(|| mpsc::unbounded().1);
+        WsReader { shared: Rc::clone(&self.shared), id: CONTROL_ID, inbound: RefCell::new(rx) }
+    }
+
+    /// The socket, for closing it from a deadline.
+    pub fn socket(&self) -> WebSocket {
+        self.shared.socket.clone()
+    }
+
+    /// Opens an upload stream.
+    pub fn open_stream(&self) -> Result<(WsWriter, WsReader), String> {
+        let mut streams = self.shared.streams.borrow_mut();
+        if streams.len() >= MAX_STREAMS {
+            return Err("too many streams open".into());
+        }
+        let id = self.shared.next_stream.get();
+        self.shared.next_stream.set(id.wrapping_add(1));
+        let (tx, rx) = mpsc::unbounded();
+        streams.insert(id, tx);
+        drop(streams);
+        self.shared.send(Frame::Open(id));
+        let writer = WsWriter { shared: Rc::clone(&self.shared), id: Some(id) };
+        let reader = WsReader { shared: Rc::clone(&self.shared), id, inbound: RefCell::new(rx) };
+        Ok((writer, reader))
+    }
+
+    pub fn close(&self) {
+        let _ = self.shared.socket.close();
+    }
+}
+
+/// One message from the relay, to where it belongs.
+fn dispatch(
+    shared: &Shared,
+    datagrams: &mpsc::UnboundedSender<Vec<u8>>,
+    control: &mpsc::UnboundedSender<Inbound>,
+    bytes: &[u8],
+) {
+    let Ok(frame) = Frame::decode(bytes) else {
+        // A relay of another build: the session's version check says so; drop the socket.
+        let _ = shared.socket.close();
+        return;
+    };
+    match frame {
+        Frame::Datagram(d) => {
+            let _ = datagrams.unbounded_send(d.to_vec());
+        }
+        Frame::Control(b) => {
+            let _ = control.unbounded_send(Inbound::Data(b.to_vec()));
+        }
+        Frame::Data(id, b) => {
+            if let Some(tx) = shared.streams.borrow().get(&id) {
+                let _ = tx.unbounded_send(Inbound::Data(b.to_vec()));
+            }
+        }
+        Frame::Fin(id) | Frame::Reset(id) => {
+            if let Some(tx) = shared.streams.borrow_mut().remove(&id) {
+                let _ = tx.unbounded_send(Inbound::End);
+            }
+        }
+        // The relay never opens streams.
+        Frame::Open(_) => {}
+    }
+}
+
+/// A tiny `StreamExt::next` for futures-channel's receivers, without the whole futures crate.
+mod futures_util_lite {
+    use std::future::poll_fn;
+    use std::pin::Pin;
+
+    use futures_core::Stream;
+
+    pub async fn next<S: Stream + Unpin>(s: &mut S) -> Option<S::Item> {
+        poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)).await
+    }
+}
