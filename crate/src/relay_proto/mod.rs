@@ -6,6 +6,7 @@
 //!    control stream (first bidi):  hello ▶ ready | error;  ping ▶ pong;  ◀ ended     control
 //!    datagrams: page→relay raw mosh datagrams; relay→page framed                      framing
 //!    every further bidi stream: one paste upload                                      upload
+//!  page ══WebSocket /ws (when WebTransport cannot work)══▶ relay: the same, as frames   websocket
 //! ```
 //!
 //! Every message is one line of JSON ([`line`], written and read by hand in [`json`]); a renamed
