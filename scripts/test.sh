@@ -43,7 +43,8 @@ stage_clippy() {
   env -u RUSTFLAGS cargo clippy -p tern-web --lib --target wasm32-unknown-unknown -- -D warnings
 }
 
-stage_test() { cargo test --workspace; }
+# The install script's test reuses the relay `cargo test` just built (target/debug/tern-relay).
+stage_test() { cargo test --workspace; node --test tests/install.test.mjs; }
 
 # Builds the page (wasm + bindings + xterm.js) into www/dist. It runs before `test`: tern-relay
 # embeds www/dist when it is compiled, and a relay rebuilt in the middle of `cargo test` (by a test

@@ -2,10 +2,14 @@
 // `browser` module calls it once per RTT and parses the JSON line; docs/BENCHMARKS.md, "How the
 // suite measures").
 //
-//   node tests/browser/echo-bench.mjs [--rtt 200] [--warmup 3] [--keys 25] [--seed 1] [--json]
+//   node tests/browser/echo-bench.mjs [--rtt 200] [--warmup 3] [--keys 25] [--seed 1]
+//                                     [--transport webtransport|websocket] [--json]
 //
 // Headless Chromium, the real tern-relay in spawn mode (mosh-server, a shell), and linkemu between
-// the page's WebTransport and the relay (`#wt_port=`), delay RTT/2 each way. Distinct letters are
+// the page's WebTransport and the relay (`#wt_port=`), delay RTT/2 each way. With
+// `--transport websocket`: the page is loaded through a TCP proxy that delays each direction by
+// RTT/2, and WebTransport is pointed at a dead UDP port, so the session runs over the WebSocket
+// fallback through the same delay. Distinct letters are
 // typed at a short prompt (`tern$ `) a random 150-400 ms apart (a typist's pace whatever the RTT,
 // as the suite types for tern-probe and mosh-client), so at high RTT several keys are in flight.
 // Per key, all on the page's clock (performance.now()):
@@ -16,6 +20,7 @@
 //   core:   the page's own echo statistic (docs/BROWSER.md, "Echo latency"), for comparison.
 // Prints a summary, and with --json one JSON object on the last line with the raw samples (the
 // suite computes medians and p95s itself, as for the other clients).
+import net from 'node:net';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
   tempDir, sleep, cleanupState, startLinkemu, cliArg,
@@ -27,6 +32,30 @@ const WARMUP = Number(arg('warmup', 3));
 const KEYS = Number(arg('keys', 25));
 const SEED = Number(arg('seed', 1));
 const JSON_OUT = process.argv.includes('--json');
+const TRANSPORT = arg('transport', 'webtransport');
+if (!['webtransport', 'websocket'].includes(TRANSPORT)) throw new Error(`--transport ${TRANSPORT}?`);
+
+/// A TCP proxy that delays every chunk by `delayMs` in each direction (order kept: equal delays).
+function delayProxy(listenPort, targetPort, delayMs) {
+  const sockets = new Set();
+  const later = (to) => (chunk) => setTimeout(() => to.write(chunk), delayMs);
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      s.setNoDelay(true);
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => { client.destroy(); upstream.destroy(); });
+    }
+    client.on('data', later(upstream));
+    upstream.on('data', later(client));
+    client.on('end', () => setTimeout(() => upstream.end(), delayMs));
+    upstream.on('end', () => setTimeout(() => client.end(), delayMs));
+  });
+  return new Promise((res) => server.listen(listenPort, '127.0.0.1', () => res({
+    stop: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(r); }),
+  })));
+}
 // 52 distinct letters: every key's echo is told apart from its neighbours'.
 const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
 if (WARMUP + KEYS > LETTERS.length) throw new Error(`at most ${LETTERS.length} keys`);
@@ -45,7 +74,9 @@ let relay, emu, browser;
 try {
   relay = await startRelay({ port, token, stateDir });
   const emuPort = await freePort();
-  emu = await startLinkemu({ listenPort: emuPort, targetPort: port, link: `delay=${RTT / 2}ms` });
+  emu = TRANSPORT === 'webtransport'
+    ? await startLinkemu({ listenPort: emuPort, targetPort: port, link: `delay=${RTT / 2}ms` })
+    : await delayProxy(emuPort, port, RTT / 2);
   browser = await launchBrowser();
   const page = browser.page;
   // Before the page's scripts run: note when each datagram is handed to a WebTransport writer.
@@ -60,8 +91,20 @@ try {
       }
       return write.call(this, chunk);
     };
+    // Over the fallback a datagram is a WebSocket message of kind 0x00.
+    const send = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (data) {
+      if (data && data[0] === 0x00 && data.byteLength <= 1500) window.__benchWrites.push(performance.now());
+      return send.call(this, data);
+    };
   });
-  await page.goto(relay.url.replace('#token=', `#wt_port=${emuPort}&token=`));
+  if (TRANSPORT === 'webtransport') {
+    await page.goto(relay.url.replace('#token=', `#wt_port=${emuPort}&token=`));
+  } else {
+    // The page through the delaying proxy; WebTransport to a port where nothing listens.
+    const dead = await freePort();
+    await page.goto(`http://127.0.0.1:${emuPort}/#wt_port=${dead}&token=${token}`);
+  }
   await waitForPrompt(page, 30000);
   // A short, known prompt so the typed letters are easy to find on its line.
   await typeLine(page, "PS1='tern$ '; clear");
@@ -139,12 +182,14 @@ try {
     coreEchoMs: s.echo.samplesMs.slice(-KEYS),
     srttMs: s.core.srttMs,
     droppedUnknownBase: s.core.droppedUnknownBase,
+    transport: s.transport,
   };
+  if (s.transport !== TRANSPORT) throw new Error(`asked for ${TRANSPORT}, the page used ${s.transport}`);
   const med = (xs) => {
     const v = xs.filter((x) => x != null).sort((a, b) => a - b);
     return v.length ? v[Math.floor((v.length - 1) / 2)].toFixed(1) : '-';
   };
-  console.log(`browser echo at RTT ${RTT} ms: ${KEYS} keys (+${WARMUP} warm-up), ${result.missing} without echo`);
+  console.log(`browser echo over ${s.transport} at RTT ${RTT} ms: ${KEYS} keys (+${WARMUP} warm-up), ${result.missing} without echo`);
   console.log(`  key → screen median ${med(result.screenMs)} ms; key → datagram written median ${med(sendMs)} ms; core echo median ${med(result.coreEchoMs)} ms; SRTT ${s.core.srttMs.toFixed(1)} ms`);
   if (JSON_OUT) console.log(JSON.stringify(result));
 } finally {

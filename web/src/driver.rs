@@ -536,9 +536,12 @@ impl Driver {
                     .display_frame()
                     .unwrap_or_else(|| session.server_state().framebuffer().clone());
                 let (bytes, changes) = st.screen.draw(&frame, &note);
-                if !bytes.is_empty() && new_state && session.has_heard_server() {
-                    // Every keystroke whose client state the server has acknowledged is echoed
-                    // by the first frame with visible change written after that ack.
+                // Every keystroke whose client state the server has acknowledged is echoed by
+                // the first frame with visible change written after that ack; when predictions
+                // are shown, a new server frame that changes nothing matches what was predicted,
+                // so it is that echo too.
+                let echoed = !bytes.is_empty() || session.predictor().showing();
+                if echoed && new_state && session.has_heard_server() {
                     st.echo.frame_drawn(now(), session.acked_state_num());
                     st.first_frame_ms.get_or_insert(now_ms());
                 }

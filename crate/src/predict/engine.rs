@@ -218,6 +218,10 @@ impl Predictor {
             match self.verdict(now, &p, row, col, server, late_ack) {
                 Verdict::Pending => {}
                 Verdict::Retire => self.clear(row, col),
+                // Something else drawn where later keys were predicted (a prompt appearing
+                // under keys typed ahead of it): this match may be the prompt's own letter, so
+                // it confirms nothing (beyond mosh, which shows the rest of a password there).
+                Verdict::Correct if self.overdrawn(p.carrier, server) => self.clear(row, col),
                 Verdict::Correct => self.correct(now, &p, row, col, server),
                 Verdict::Wrong if self.config.mode == PredictMode::Experimental => {
                     self.counters.wrong_drawn += u64::from(p.drawn);
@@ -517,6 +521,22 @@ impl Predictor {
             Some(c) if real.text() == c.text() => Verdict::Retire,
             Some(_) => Verdict::Wrong,
         }
+    }
+
+    /// Whether `server` shows, in a cell predicted for a key sent after `carrier`, something
+    /// new: not blank, not the prediction, not what the cell held when it was predicted.
+    fn overdrawn(&self, carrier: StateNum, server: &Framebuffer) -> bool {
+        self.rows.iter().any(|&(row, ref slots)| {
+            slots.iter().enumerate().any(|(col, slot)| {
+                let Some(q) = slot.as_ref().filter(|q| q.carrier > carrier) else { return false };
+                let (Some(c), Some(real)) = (&q.content, server.cell(pos(row, col))) else {
+                    return false;
+                };
+                !real.is_blank()
+                    && real.text() != c.text()
+                    && !q.original.iter().any(|o| o == real.text())
+            })
+        })
     }
 
     /// Whether every known prediction carried by `carrier` or earlier matches `server`.
