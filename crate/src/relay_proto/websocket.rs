@@ -60,7 +60,9 @@ impl std::fmt::Display for FrameError {
             FrameError::Empty => write!(f, "empty WebSocket frame"),
             FrameError::UnknownKind(k) => write!(f, "unknown WebSocket frame kind {k:#04x}"),
             FrameError::Truncated => write!(f, "stream frame without its id"),
-            FrameError::TooLarge(n) => write!(f, "WebSocket frame of {n} bytes (limit {MAX_FRAME})"),
+            FrameError::TooLarge(n) => {
+                write!(f, "WebSocket frame of {n} bytes (limit {MAX_FRAME})")
+            }
         }
     }
 }
