@@ -1,37 +1,81 @@
-//! The WebTransport certificate: a short-lived self-signed one that rotates, or one the user gave.
+//! The relay's certificate, for the page (HTTPS) and WebTransport alike, from one of three sources:
 //!
-//! Chromium accepts a self-signed certificate through `serverCertificateHashes` only if it is
-//! ECDSA P-256 and valid for at most 14 days, so the relay makes one valid for 13 days and
-//! switches to a fresh one every `rotate` (11 days by default). The next certificate is made and
-//! its hash published `ahead` of the switch, so a page that fetched the hash list shortly before
-//! the switch already knows the new one. Live connections are unaffected by a switch: QUIC
-//! checks the certificate only during the handshake.
+//! * **self-signed** (default): a short-lived certificate that rotates. Chromium accepts a
+//!   self-signed certificate through `serverCertificateHashes` only if it is ECDSA P-256 and valid
+//!   for at most 14 days, so the relay makes one valid for 13 days and switches to a fresh one
+//!   every `rotate` (11 days by default). The next certificate is made and its hash published
+//!   `ahead` of the switch, so a page that fetched the hash list shortly before the switch already
+//!   knows the new one.
+//! * **files** (`--tls-cert/--tls-key`): read again whenever their contents change (a certbot
+//!   renewal), see [`CertManager::reload_files`]; a pair that does not load (half written, key not
+//!   matching) is logged and the current certificate stays.
+//! * **ACME** (`--acme`, `crate::acme`): obtained and renewed from a CA and installed with
+//!   [`CertManager::install`]; until the first one arrives a self-signed placeholder serves.
+//!
+//! Live connections are unaffected by a switch: TLS and QUIC check the certificate only during
+//! the handshake. The page's HTTPS acceptor asks [`CertManager::current`] at every handshake
+//! ([`CertManager::tls_acceptor`]); WebTransport gets each new identity through wtransport's
+//! `Endpoint::reload_config` (the caller's job: every method that switches returns the identity).
 
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine;
+use sha2::Digest;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::sign::CertifiedKey;
 use wtransport::Identity;
 
 /// Validity of each self-signed certificate (Chromium's limit is 14 days).
 pub const VALIDITY: Duration = Duration::from_secs(13 * 24 * 3600);
 /// Back-dating of `notBefore`, for clients whose clock is a little behind.
 pub const BACKDATE: Duration = Duration::from_secs(3600);
+/// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737).
+pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
 
-/// One certificate with its hash.
+/// One certificate with its hash and what the relay needs to know of it.
 #[derive(Debug)]
 pub struct CertInfo {
     identity: Identity,
-    /// SHA-256 of the DER certificate.
+    /// SHA-256 of the DER leaf certificate.
     pub hash: [u8; 32],
     /// When the relay made it (or loaded it).
     pub made: Instant,
+    /// Made by the relay itself: browsers reach it only through its hash.
+    pub self_signed: bool,
+    /// The leaf's validity, when it could be read.
+    pub not_before: Option<SystemTime>,
+    pub not_after: Option<SystemTime>,
+    /// The leaf's DNS names (subject alternative names).
+    pub dns_names: Vec<String>,
+    /// The same chain and key for the page's HTTPS (rustls).
+    certified: Arc<CertifiedKey>,
 }
 
 impl CertInfo {
-    fn new(identity: Identity, made: Instant) -> Self {
-        let hash = *identity.certificate_chain().as_slice()[0].hash().as_ref();
-        CertInfo { identity, hash, made }
+    /// Checks that the key fits the certificate and reads the leaf. Refusing here matters:
+    /// wtransport panics on a key that does not match its certificate.
+    pub fn new(identity: Identity, self_signed: bool, made: Instant) -> Result<Self, CertError> {
+        let chain = identity.certificate_chain().as_slice();
+        let Some(leaf) = chain.first() else {
+            return Err(CertError::Load("no certificate in the chain".into()));
+        };
+        let hash = *leaf.hash().as_ref();
+        let certified = Arc::new(certified_key(&identity)?);
+        let (not_before, not_after, dns_names) = leaf_facts(leaf.der());
+        Ok(CertInfo {
+            identity,
+            hash,
+            made,
+            self_signed,
+            not_before,
+            not_after,
+            dns_names,
+            certified,
+        })
     }
 
     pub fn identity(&self) -> Identity {
@@ -41,6 +85,63 @@ impl CertInfo {
     pub fn hash_base64(&self) -> String {
         base64::engine::general_purpose::STANDARD.encode(self.hash)
     }
+
+    /// Whether the leaf names every one of `domains` (exactly; no wildcards needed here).
+    pub fn covers(&self, domains: &[String]) -> bool {
+        domains.iter().all(|d| self.dns_names.iter().any(|n| n.eq_ignore_ascii_case(d)))
+    }
+}
+
+/// The rustls form of a wtransport identity. wtransport keeps the key's DER without saying
+/// which encoding it is (PKCS#8, SEC1 or PKCS#1, whatever the PEM file held), so each is tried
+/// and the one whose public key matches the certificate's wins.
+fn certified_key(identity: &Identity) -> Result<CertifiedKey, CertError> {
+    let chain: Vec<CertificateDer<'static>> = identity
+        .certificate_chain()
+        .as_slice()
+        .iter()
+        .map(|c| CertificateDer::from(c.der().to_vec()))
+        .collect();
+    let der = identity.private_key().secret_der();
+    let provider = rustls::crypto::ring::default_provider();
+    let mut last = String::from("unsupported private key");
+    for key in [
+        PrivateKeyDer::Pkcs8(der.to_vec().into()),
+        PrivateKeyDer::Sec1(der.to_vec().into()),
+        PrivateKeyDer::Pkcs1(der.to_vec().into()),
+    ] {
+        let Ok(signing) = provider.key_provider.load_private_key(key) else { continue };
+        let ck = CertifiedKey::new(chain.clone(), signing);
+        match ck.keys_match() {
+            Ok(()) => return Ok(ck),
+            Err(e) => last = format!("the key does not match the certificate ({e})"),
+        }
+    }
+    Err(CertError::Load(last))
+}
+
+/// notBefore, notAfter and DNS names of a DER certificate (`None`/empty when unreadable).
+fn leaf_facts(der: &[u8]) -> (Option<SystemTime>, Option<SystemTime>, Vec<String>) {
+    use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
+    let Ok((_, cert)) = X509Certificate::from_der(der) else {
+        return (None, None, Vec::new());
+    };
+    let at =
+        |t: i64| u64::try_from(t).ok().map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s));
+    let v = cert.validity();
+    let names = match cert.subject_alternative_name() {
+        Ok(Some(san)) => san
+            .value
+            .general_names
+            .iter()
+            .filter_map(|n| match n {
+                GeneralName::DNSName(d) => Some(d.to_string()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    (at(v.not_before.timestamp()), at(v.not_after.timestamp()), names)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,13 +162,26 @@ struct Certs {
     next: Option<Arc<CertInfo>>,
 }
 
+/// Where the certificates come from.
+#[derive(Debug)]
+enum Source {
+    /// Made here, rotating every `rotate`, the next one published `ahead`.
+    SelfSigned { rotate: Duration, ahead: Duration },
+    /// The user's PEM files; `seen` is the SHA-256 of the contents last tried (loaded or not).
+    Files { cert: PathBuf, key: PathBuf, seen: Mutex<[u8; 32]> },
+    /// Installed by the ACME task.
+    Acme,
+}
+
 /// Owns the current (and upcoming) certificate.
 #[derive(Debug)]
 pub struct CertManager {
     certs: RwLock<Certs>,
-    /// `None` for a user-supplied certificate, which never rotates.
-    schedule: Option<(Duration, Duration)>,
+    source: Source,
+    /// Names for self-signed certificates.
     sans: Vec<String>,
+    /// TLS-ALPN-01 answers by domain (lower case), while an ACME order is being validated.
+    challenges: Mutex<HashMap<String, Arc<CertifiedKey>>>,
 }
 
 /// Makes a self-signed ECDSA P-256 identity valid from an hour ago for [`VALIDITY`].
@@ -81,7 +195,20 @@ pub fn self_signed(sans: &[String]) -> Result<Identity, CertError> {
         .map_err(|e| CertError::SelfSigned(e.to_string()))
 }
 
+fn self_signed_info(sans: &[String], made: Instant) -> Result<CertInfo, CertError> {
+    CertInfo::new(self_signed(sans)?, true, made)
+}
+
 impl CertManager {
+    fn with(current: CertInfo, source: Source, sans: Vec<String>) -> Self {
+        CertManager {
+            certs: RwLock::new(Certs { current: Arc::new(current), next: None }),
+            source,
+            sans,
+            challenges: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// Self-signed certificates rotating every `rotate`, the next one published `ahead` of time.
     pub fn self_signed(
         sans: Vec<String>,
@@ -91,51 +218,77 @@ impl CertManager {
         if rotate + ahead + BACKDATE > VALIDITY || ahead >= rotate {
             return Err(CertError::Schedule { rotate, ahead });
         }
-        let current = Arc::new(CertInfo::new(self_signed(&sans)?, Instant::now()));
-        Ok(CertManager {
-            certs: RwLock::new(Certs { current, next: None }),
-            schedule: Some((rotate, ahead)),
-            sans,
-        })
+        let current = self_signed_info(&sans, Instant::now())?;
+        Ok(Self::with(current, Source::SelfSigned { rotate, ahead }, sans))
     }
 
-    /// A user-supplied certificate chain and key (PEM files).
-    pub async fn load(cert: &std::path::Path, key: &std::path::Path) -> Result<Self, CertError> {
-        let identity =
-            Identity::load_pemfiles(cert, key).await.map_err(|e| CertError::Load(e.to_string()))?;
-        Ok(CertManager {
-            certs: RwLock::new(Certs {
-                current: Arc::new(CertInfo::new(identity, Instant::now())),
-                next: None,
-            }),
-            schedule: None,
-            sans: Vec::new(),
-        })
+    /// A user-supplied certificate chain and key (PEM files), watched with
+    /// [`CertManager::reload_files`].
+    pub async fn load(cert: &Path, key: &Path) -> Result<Self, CertError> {
+        let seen = fingerprint(cert, key).await.map_err(CertError::Load)?;
+        let info = load_files(cert, key).await?;
+        let source = Source::Files {
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+            seen: Mutex::new(seen),
+        };
+        Ok(Self::with(info, source, Vec::new()))
+    }
+
+    /// ACME: `cached` is a certificate from an earlier run (if still valid), else a self-signed
+    /// placeholder for `sans` serves until [`CertManager::install`] brings the CA's.
+    pub fn acme(cached: Option<Identity>, sans: Vec<String>) -> Result<Self, CertError> {
+        let current = match cached.map(|id| CertInfo::new(id, false, Instant::now())) {
+            Some(Ok(info)) => info,
+            Some(Err(e)) => {
+                tracing::warn!(
+                    "the cached ACME certificate does not load ({e}); getting a new one"
+                );
+                self_signed_info(&sans, Instant::now())?
+            }
+            None => self_signed_info(&sans, Instant::now())?,
+        };
+        Ok(Self::with(current, Source::Acme, sans))
     }
 
     pub fn current(&self) -> Arc<CertInfo> {
         Arc::clone(&self.read().current)
     }
 
-    /// Hashes the page should pass to `serverCertificateHashes`: current first, then the next one.
+    /// Hashes the page should pass to `serverCertificateHashes`: current first, then the next
+    /// one. None for a CA's certificate, which browsers verify the ordinary way.
     pub fn hashes(&self) -> Vec<String> {
         let c = self.read();
+        if !c.current.self_signed {
+            return Vec::new();
+        }
         std::iter::once(&c.current).chain(c.next.as_ref()).map(|i| i.hash_base64()).collect()
     }
 
+    /// Whether the current certificate is the relay's own (reachable only by its hash).
     pub fn is_self_signed(&self) -> bool {
-        self.schedule.is_some()
+        self.read().current.self_signed
     }
 
-    /// Advances the schedule. Returns the new identity when the current one was switched, which
-    /// the caller must hand to the endpoint.
+    /// Whether the certificates rotate on the self-signed schedule ([`CertManager::tick`]).
+    pub fn rotates(&self) -> bool {
+        matches!(self.source, Source::SelfSigned { .. })
+    }
+
+    /// Whether the certificate comes from `--tls-cert/--tls-key` ([`CertManager::reload_files`]).
+    pub fn watches_files(&self) -> bool {
+        matches!(self.source, Source::Files { .. })
+    }
+
+    /// Advances the self-signed schedule. Returns the new identity when the current one was
+    /// switched, which the caller must hand to the endpoint.
     pub fn tick(&self, now: Instant) -> Result<Option<Identity>, CertError> {
-        let Some((rotate, ahead)) = self.schedule else {
+        let Source::SelfSigned { rotate, ahead } = self.source else {
             return Ok(None);
         };
         let age = now.saturating_duration_since(self.read().current.made);
         if age + ahead >= rotate && self.read().next.is_none() {
-            let next = Arc::new(CertInfo::new(self_signed(&self.sans)?, now));
+            let next = Arc::new(self_signed_info(&self.sans, now)?);
             tracing::info!(hash = %next.hash_base64(), "made the next WebTransport certificate");
             self.write().next = Some(next);
         }
@@ -152,11 +305,90 @@ impl CertManager {
 
     /// How long until [`CertManager::tick`] has something to do (a bound for the caller's timer).
     pub fn next_tick_in(&self, now: Instant) -> Option<Duration> {
-        let (rotate, ahead) = self.schedule?;
+        let Source::SelfSigned { rotate, ahead } = self.source else {
+            return None;
+        };
         let c = self.read();
         let age = now.saturating_duration_since(c.current.made);
         let due = if c.next.is_none() { rotate - ahead } else { rotate };
         Some(due.saturating_sub(age))
+    }
+
+    /// `--tls-cert/--tls-key`: when the files' contents differ from the last ones tried, loads
+    /// them and switches to them (returning the identity for the endpoint). A pair that does not
+    /// load is logged once and left; the current certificate stays until a good pair appears.
+    pub async fn reload_files(&self) -> Option<Identity> {
+        let Source::Files { cert, key, seen } = &self.source else {
+            return None;
+        };
+        let now = match fingerprint(cert, key).await {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::debug!("cannot read --tls-cert/--tls-key: {e}");
+                return None;
+            }
+        };
+        if now == *seen.lock().unwrap_or_else(|e| e.into_inner()) {
+            return None;
+        }
+        *seen.lock().unwrap_or_else(|e| e.into_inner()) = now;
+        match load_files(cert, key).await {
+            Ok(info) => {
+                tracing::info!(
+                    cert = %cert.display(),
+                    hash = %info.hash_base64(),
+                    "certificate files changed: new connections get the new certificate"
+                );
+                Some(self.replace(info))
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "certificate files changed but do not load ({e}); keeping the current \
+                     certificate until they do"
+                );
+                None
+            }
+        }
+    }
+
+    /// Switches to a certificate from elsewhere (ACME); returns the identity for the endpoint.
+    pub fn install(&self, identity: Identity) -> Result<Identity, CertError> {
+        let info = CertInfo::new(identity, false, Instant::now())?;
+        Ok(self.replace(info))
+    }
+
+    fn replace(&self, info: CertInfo) -> Identity {
+        let mut c = self.write();
+        c.current = Arc::new(info);
+        c.next = None;
+        c.current.identity()
+    }
+
+    /// Sets (or with `None` removes) the TLS-ALPN-01 answer for `domain`.
+    pub fn set_challenge(&self, domain: &str, answer: Option<Arc<CertifiedKey>>) {
+        let mut map = self.challenges.lock().unwrap_or_else(|e| e.into_inner());
+        match answer {
+            Some(a) => map.insert(domain.to_ascii_lowercase(), a),
+            None => map.remove(&domain.to_ascii_lowercase()),
+        };
+    }
+
+    /// The page's HTTPS acceptor: every handshake gets the certificate current at that moment
+    /// (and an ACME validation connection its challenge answer).
+    pub fn tls_acceptor(
+        self: &Arc<Self>,
+        acme: bool,
+    ) -> Result<tokio_rustls::TlsAcceptor, rustls::Error> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::new(Resolver(Arc::clone(self))));
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        if acme {
+            config.alpn_protocols.push(ACME_TLS_ALPN.to_vec());
+        }
+        Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Certs> {
@@ -166,6 +398,40 @@ impl CertManager {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Certs> {
         self.certs.write().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Picks the certificate for each HTTPS handshake.
+#[derive(Debug)]
+struct Resolver(Arc<CertManager>);
+
+impl rustls::server::ResolvesServerCert for Resolver {
+    fn resolve(&self, hello: rustls::server::ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let acme = hello.alpn().is_some_and(|mut p| p.any(|p| p == ACME_TLS_ALPN));
+        if acme {
+            // RFC 8737: only the challenge answer, never the real certificate, on acme-tls/1.
+            let name = hello.server_name()?.to_ascii_lowercase();
+            let map = self.0.challenges.lock().unwrap_or_else(|e| e.into_inner());
+            return map.get(&name).cloned();
+        }
+        Some(Arc::clone(&self.0.current().certified))
+    }
+}
+
+/// SHA-256 over both files' contents (what [`CertManager::reload_files`] compares).
+async fn fingerprint(cert: &Path, key: &Path) -> Result<[u8; 32], String> {
+    let mut h = sha2::Sha256::new();
+    for p in [cert, key] {
+        let bytes = tokio::fs::read(p).await.map_err(|e| format!("{}: {e}", p.display()))?;
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    Ok(h.finalize().into())
+}
+
+async fn load_files(cert: &Path, key: &Path) -> Result<CertInfo, CertError> {
+    let identity =
+        Identity::load_pemfiles(cert, key).await.map_err(|e| CertError::Load(e.to_string()))?;
+    CertInfo::new(identity, false, Instant::now())
 }
 
 #[cfg(test)]
@@ -231,5 +497,38 @@ mod tests {
         let span = parse(&times[1]) - parse(&times[0]);
         assert!(span <= time::Duration::days(14), "{span}");
         assert!(span >= time::Duration::days(12), "{span}");
+    }
+
+    #[test]
+    fn leaf_facts_are_read() {
+        let info =
+            self_signed_info(&["localhost".into(), "127.0.0.1".into()], Instant::now()).unwrap();
+        assert_eq!(info.dns_names, vec!["localhost"]);
+        let (nb, na) = (info.not_before.unwrap(), info.not_after.unwrap());
+        let span = na.duration_since(nb).unwrap();
+        assert!(span.abs_diff(VALIDITY) < Duration::from_secs(2), "{span:?}");
+        assert!(info.covers(&["LOCALHOST".into()]));
+        assert!(!info.covers(&["example.com".into()]));
+    }
+
+    #[test]
+    fn a_key_that_does_not_match_is_refused() {
+        let a = self_signed(&["localhost".to_string()]).unwrap();
+        let b = self_signed(&["localhost".to_string()]).unwrap();
+        let mixed = Identity::new(a.certificate_chain().clone(), b.private_key().clone_key());
+        let e = CertInfo::new(mixed, false, Instant::now()).unwrap_err();
+        assert!(e.to_string().contains("does not match"), "{e}");
+    }
+
+    #[test]
+    fn a_ca_certificate_publishes_no_hashes() {
+        let id = self_signed(&["localhost".to_string()]).unwrap();
+        let m = CertManager::acme(None, vec!["localhost".into()]).unwrap();
+        assert!(m.is_self_signed(), "the placeholder is self-signed");
+        assert_eq!(m.hashes().len(), 1);
+        m.install(id).unwrap();
+        assert!(!m.is_self_signed());
+        assert!(m.hashes().is_empty());
+        assert!(m.tick(Instant::now() + VALIDITY).unwrap().is_none(), "no rotation");
     }
 }

@@ -14,6 +14,9 @@ pub use tern::relay_proto::Mode;
 /// Default listen address: loopback only, so nothing is exposed without an explicit choice.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7480";
 
+/// Let's Encrypt's production ACME directory, `--acme-directory`'s default.
+pub const LETS_ENCRYPT_PRODUCTION: &str = "https://acme-v02.api.letsencrypt.org/directory";
+
 /// Largest WebTransport datagram Chromium carries (`transport.datagrams.maxDatagramSize`).
 pub const CHROMIUM_MAX_DATAGRAM: usize = 1211;
 
@@ -90,8 +93,42 @@ pub struct Config {
     pub tls_key: Option<PathBuf>,
 
     /// Serve the page over HTTPS with the relay's self-signed certificate (browsers will warn).
-    #[arg(long, env = "TERN_RELAY_TLS_SELF_SIGNED")]
+    #[arg(long, env = "TERN_RELAY_TLS_SELF_SIGNED", conflicts_with = "acme")]
     pub tls_self_signed: bool,
+
+    /// Seconds between checks of `--tls-cert`/`--tls-key` for new contents (a renewal by certbot,
+    /// say): a changed, valid pair replaces the certificate for new connections without a restart.
+    #[arg(long, env = "TERN_RELAY_TLS_RELOAD_SECS", default_value_t = 10)]
+    pub tls_reload_secs: u64,
+
+    /// Obtain and renew a certificate for DOMAIN over ACME (TLS-ALPN-01 on this relay's own TCP
+    /// port, which the CA reaches as DOMAIN:443). Repeatable, or comma separated, for more names.
+    #[arg(
+        long = "acme",
+        env = "TERN_RELAY_ACME",
+        value_delimiter = ',',
+        value_name = "DOMAIN",
+        conflicts_with = "tls_cert"
+    )]
+    pub acme: Vec<String>,
+
+    /// Contact address for the ACME account (the CA's expiry and policy mail).
+    #[arg(long, env = "TERN_RELAY_ACME_EMAIL", requires = "acme")]
+    pub acme_email: Option<String>,
+
+    /// ACME directory URL (default: Let's Encrypt production).
+    #[arg(long, env = "TERN_RELAY_ACME_DIRECTORY", default_value = LETS_ENCRYPT_PRODUCTION)]
+    pub acme_directory: String,
+
+    /// PEM file of a CA to trust for the ACME directory's own HTTPS, instead of the system's
+    /// roots (a test CA such as pebble's).
+    #[arg(long, env = "TERN_RELAY_ACME_CA_ROOT", requires = "acme")]
+    pub acme_ca_root: Option<PathBuf>,
+
+    /// URL path prefix the page, `/api/*` and `/ws` are served under (`/tern/` behind a reverse
+    /// proxy that forwards that sub-path as it is). WebTransport keeps its own path (UDP port).
+    #[arg(long, env = "TERN_RELAY_BASE_PATH", default_value = "/")]
+    pub base_path: BasePath,
 
     /// Browser sessions at once.
     #[arg(long, env = "TERN_RELAY_MAX_SESSIONS", default_value_t = 16)]
@@ -143,6 +180,16 @@ impl Config {
 
     pub fn spawn_timeout(&self) -> Duration {
         Duration::from_secs(self.spawn_timeout_secs)
+    }
+
+    pub fn tls_reload_interval(&self) -> Duration {
+        Duration::from_secs(self.tls_reload_secs.max(1))
+    }
+
+    /// Whether the page is served over HTTPS (a certificate of the user's, ACME's, or the
+    /// relay's own self-signed one).
+    pub fn https(&self) -> bool {
+        self.tls_cert.is_some() || self.tls_self_signed || !self.acme.is_empty()
     }
 
     pub fn idle_timeout(&self) -> Duration {
@@ -209,6 +256,73 @@ impl FromStr for ByteSize {
             u => return Err(format!("bad size unit {u:?} in {s:?}")),
         };
         n.checked_mul(mult).map(ByteSize).ok_or_else(|| format!("size {s:?} too large"))
+    }
+}
+
+/// A URL path prefix: starts and ends with `/` (`/` itself, or `/tern/`), made of unreserved URL
+/// characters only, without `.` or `..` segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BasePath(String);
+
+/// Where a request path falls relative to the [`BasePath`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnderBase<'a> {
+    /// Inside: the rest, starting with `/` (`/tern/api/info` under `/tern/` is `/api/info`).
+    Inside(&'a str),
+    /// The base without its trailing slash (`/tern`): redirect to the base, so the page's
+    /// relative URLs resolve under it.
+    Bare,
+    /// Elsewhere.
+    Outside,
+}
+
+impl BasePath {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.0 == "/"
+    }
+
+    /// Places a request path relative to the base.
+    pub fn locate<'a>(&self, path: &'a str) -> UnderBase<'a> {
+        let trimmed = &self.0[..self.0.len() - 1];
+        match path.strip_prefix(trimmed) {
+            Some(rest) if rest.starts_with('/') => UnderBase::Inside(rest),
+            Some("") => UnderBase::Bare,
+            _ => UnderBase::Outside,
+        }
+    }
+}
+
+impl std::fmt::Display for BasePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for BasePath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        if !t.starts_with('/') {
+            return Err(format!("bad base path {s:?}: it must start with '/', e.g. /tern/"));
+        }
+        let ok = |c: char| c.is_ascii_alphanumeric() || "-._~/".contains(c);
+        if !t.chars().all(ok) {
+            return Err(format!(
+                "bad base path {s:?}: only letters, digits and - . _ ~ / are allowed"
+            ));
+        }
+        if t.split('/').any(|seg| seg == "." || seg == "..") || t.contains("//") {
+            return Err(format!("bad base path {s:?}: no '.', '..' or empty segments"));
+        }
+        let mut p = t.to_string();
+        if !p.ends_with('/') {
+            p.push('/');
+        }
+        Ok(BasePath(p))
     }
 }
 
@@ -323,6 +437,55 @@ mod tests {
         assert_eq!("1GiB".parse::<ByteSize>(), Ok(ByteSize(1 << 30)));
         assert!("MiB".parse::<ByteSize>().is_err());
         assert!("5 parsecs".parse::<ByteSize>().is_err());
+    }
+
+    #[test]
+    fn base_paths_parse_and_locate() {
+        let root: BasePath = "/".parse().unwrap();
+        assert!(root.is_root());
+        assert_eq!(root.locate("/api/info"), UnderBase::Inside("/api/info"));
+        assert_eq!(root.locate("/"), UnderBase::Inside("/"));
+        let b: BasePath = "/tern".parse().unwrap();
+        assert_eq!(b.as_str(), "/tern/");
+        assert_eq!(b, "/tern/".parse().unwrap());
+        assert_eq!(b.locate("/tern/"), UnderBase::Inside("/"));
+        assert_eq!(b.locate("/tern/api/info"), UnderBase::Inside("/api/info"));
+        assert_eq!(b.locate("/tern/ws"), UnderBase::Inside("/ws"));
+        assert_eq!(b.locate("/tern"), UnderBase::Bare);
+        assert_eq!(b.locate("/ternx/"), UnderBase::Outside);
+        assert_eq!(b.locate("/api/info"), UnderBase::Outside);
+        let deep: BasePath = "/a/b-c/".parse().unwrap();
+        assert_eq!(deep.locate("/a/b-c/x.js"), UnderBase::Inside("/x.js"));
+        for bad in ["tern/", "/a/../b/", "/a//b/", "/a b/", "/a?x/", "/./"] {
+            assert!(bad.parse::<BasePath>().is_err(), "{bad}");
+        }
+        let c = Config::parse_from(["tern-relay"]);
+        assert!(c.base_path.is_root());
+    }
+
+    #[test]
+    fn tls_options_conflict_where_they_must() {
+        assert!(
+            Config::try_parse_from(["tern-relay", "--acme", "a.example", "--tls-self-signed"])
+                .is_err()
+        );
+        assert!(
+            Config::try_parse_from([
+                "tern-relay",
+                "--acme",
+                "a.example",
+                "--tls-cert",
+                "c",
+                "--tls-key",
+                "k"
+            ])
+            .is_err()
+        );
+        let c = Config::parse_from(["tern-relay", "--acme", "a.example,b.example"]);
+        assert_eq!(c.acme, vec!["a.example", "b.example"]);
+        assert_eq!(c.acme_directory, LETS_ENCRYPT_PRODUCTION);
+        assert!(c.https());
+        assert!(!Config::parse_from(["tern-relay"]).https());
     }
 
     #[test]

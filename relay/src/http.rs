@@ -23,6 +23,7 @@ use tern::relay_proto::{
 
 use crate::assets;
 use crate::auth::AuthOutcome;
+use crate::config::UnderBase;
 use crate::shared::Shared;
 use tern::relay_proto::WEBSOCKET_PATH;
 
@@ -68,10 +69,19 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
     let service = hyper::service::service_fn(move |req| {
         let shared = Arc::clone(&svc_shared);
         async move {
-            let mut resp = if req.uri().path() == WEBSOCKET_PATH {
-                websocket(&shared, req, peer)
-            } else {
-                handle(&shared, req, peer)
+            // Everything is served under --base-path (`/` unless the relay sits behind a reverse
+            // proxy that forwards a sub-path); routes below see the path without it.
+            let mut resp = match shared.config.base_path.locate(req.uri().path()) {
+                UnderBase::Inside(path) => {
+                    let path = path.to_string();
+                    if path == WEBSOCKET_PATH {
+                        websocket(&shared, req, peer)
+                    } else {
+                        handle(&shared, req, &path, peer)
+                    }
+                }
+                UnderBase::Bare => to_base(&shared, &req),
+                UnderBase::Outside => text(StatusCode::NOT_FOUND, "not found\n"),
             };
             // Browsers must take the declared types at their word (wasm, module scripts).
             resp.headers_mut()
@@ -167,7 +177,10 @@ fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr)
 }
 
 /// Whether the request's Origin (if any: only browsers send one, and only browsers can be
-/// made to connect by a foreign page) is this relay's own, as the browser reached it.
+/// made to connect by a foreign page) is this relay's own, as the browser reached it: the
+/// scheme, then the `Host` header. Behind a reverse proxy that ends TLS the scheme is the proxy's,
+/// which it names in `X-Forwarded-Proto`; a page cannot set that header on a WebSocket, and the
+/// host must still match.
 fn same_origin(shared: &Shared, headers: &hyper::HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else { return true };
     let (Ok(origin), Some(host)) =
@@ -175,14 +188,35 @@ fn same_origin(shared: &Shared, headers: &hyper::HeaderMap) -> bool {
     else {
         return false;
     };
-    let scheme = if shared.https_acceptor().is_some() { "https" } else { "http" };
+    let own = if shared.https_acceptor().is_some() { "https" } else { "http" };
+    let forwarded = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .map(str::trim)
+        .filter(|p| p.eq_ignore_ascii_case("http") || p.eq_ignore_ascii_case("https"));
+    let scheme = forwarded.unwrap_or(own);
     origin.eq_ignore_ascii_case(&format!("{scheme}://{host}"))
 }
 
-fn handle(shared: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
-    let path = req.uri().path();
+/// `/tern` under `--base-path /tern/`: to `/tern/`, where the page's relative URLs resolve.
+fn to_base(shared: &Shared, req: &Request<Incoming>) -> Response<Body> {
+    let mut location = shared.config.base_path.to_string();
+    if let Some(q) = req.uri().query() {
+        location.push('?');
+        location.push_str(q);
+    }
+    let mut r = text(StatusCode::PERMANENT_REDIRECT, "moved\n");
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
+
+/// `path` is the request's path below `--base-path`.
+fn handle(shared: &Shared, req: Request<Incoming>, path: &str, peer: SocketAddr) -> Response<Body> {
     if path.starts_with("/api/") || path == "/api" {
-        return api(shared, &req, peer);
+        return api(shared, &req, path, peer);
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
@@ -212,7 +246,7 @@ fn handle(shared: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Response
 }
 
 /// The API: every route needs `Authorization: Bearer TOKEN`, checked before anything else.
-fn api(shared: &Shared, req: &Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+fn api(shared: &Shared, req: &Request<Incoming>, path: &str, peer: SocketAddr) -> Response<Body> {
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -242,7 +276,7 @@ fn api(shared: &Shared, req: &Request<Incoming>, peer: SocketAddr) -> Response<B
     if req.method() != Method::GET {
         return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only GET");
     }
-    match req.uri().path() {
+    match path {
         "/api/info" => json(StatusCode::OK, &info(shared)),
         "/api/sessions" => json(StatusCode::OK, &sessions(shared)),
         _ => error(StatusCode::NOT_FOUND, "not_found", "no such API route"),

@@ -19,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod acme;
 pub mod assets;
 pub mod auth;
 pub mod cert;
@@ -44,6 +45,8 @@ use tokio_util::sync::CancellationToken;
 use wtransport::endpoint::endpoint_side::Server;
 use wtransport::{Endpoint, Identity, ServerConfig};
 
+use acme::AcmeSettings;
+
 pub use auth::Token;
 pub use config::{Config, Mode};
 /// The protocol's version and the WebTransport endpoint's path (`/wt`), as `tern::relay_proto`
@@ -52,7 +55,7 @@ pub use tern::relay_proto::{PROTOCOL_VERSION, WEBTRANSPORT_PATH};
 
 use auth::AuthLimiter;
 use cert::CertManager;
-use shared::{HttpsMode, Shared, tls_acceptor};
+use shared::Shared;
 use state::StateStore;
 
 /// QUIC keep-alive: keeps NAT bindings and the connection up while the tab is idle.
@@ -66,7 +69,8 @@ const QUIC_IDLE: Duration = Duration::from_secs(30);
 pub enum RelayError {
     #[error(
         "refusing to listen on {0} without TLS: a non-loopback address would expose the page and API \
-         in clear text; pass --tls-cert/--tls-key or --tls-self-signed, or listen on 127.0.0.1"
+         in clear text; pass --tls-cert/--tls-key, --acme DOMAIN or --tls-self-signed, or listen \
+         on 127.0.0.1"
     )]
     InsecureListen(SocketAddr),
     #[error("--bridge needs at least one --allow HOST:PORT-RANGE")]
@@ -88,6 +92,8 @@ pub enum RelayError {
     Random(String),
     #[error("TLS setup: {0}")]
     Tls(String),
+    #[error("{0}")]
+    Acme(String),
 }
 
 /// The relay: bound sockets and shared state. Share it behind an `Arc` to call
@@ -97,6 +103,7 @@ pub struct Relay {
     tcp: std::sync::Mutex<Option<TcpListener>>,
     endpoint: Arc<Endpoint<Server>>,
     local_addr: SocketAddr,
+    acme: Option<AcmeSettings>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -111,8 +118,7 @@ impl std::fmt::Debug for Relay {
 impl Relay {
     /// Validates the configuration, binds TCP and UDP on the same port, opens the state directory.
     pub async fn new(config: Config) -> Result<Relay, RelayError> {
-        if !config.listen.ip().is_loopback() && config.tls_cert.is_none() && !config.tls_self_signed
-        {
+        if !config.listen.ip().is_loopback() && !config.https() {
             return Err(RelayError::InsecureListen(config.listen));
         }
         if config.bridge && config.allow.is_empty() {
@@ -122,8 +128,24 @@ impl Relay {
             Some(t) if !t.is_empty() => Token::new(t.clone()),
             _ => Token::random().map_err(|e| RelayError::Random(e.to_string()))?,
         };
-        let certs = certificates(&config).await?;
-        let https = https_mode(&config, &certs)?;
+        let acme = match AcmeSettings::from_config(&config) {
+            None => None,
+            Some(Ok(s)) => {
+                state::ensure_private_dir(&s.dir)?;
+                Some(s)
+            }
+            Some(Err(e)) => return Err(RelayError::Acme(e)),
+        };
+        let certs = Arc::new(match &acme {
+            Some(s) => CertManager::acme(acme::load_cached(s).await, s.domains.clone())?,
+            None => certificates(&config).await?,
+        });
+        let https = match config.https() {
+            true => Some(shared::Https(
+                certs.tls_acceptor(acme.is_some()).map_err(|e| RelayError::Tls(e.to_string()))?,
+            )),
+            false => None,
+        };
         let state = match config.mode() {
             Mode::Spawn => {
                 let dir = config.state_dir().ok_or(RelayError::NoStateDir)?;
@@ -165,6 +187,7 @@ impl Relay {
             tcp: std::sync::Mutex::new(Some(tcp)),
             endpoint: Arc::new(endpoint),
             local_addr,
+            acme,
         })
     }
 
@@ -182,16 +205,32 @@ impl Relay {
     }
 
     /// The URL to open; the token rides in the fragment, which browsers never send to a server.
+    /// The host is the certificate's name when it has one (`--acme`, `--tls-cert`), else the
+    /// listen address; the path is `--base-path`.
     pub fn page_url(&self) -> String {
-        let scheme = if self.shared.https.is_some() { "https" } else { "http" };
-        let host = match self.local_addr.ip() {
+        let https = self.shared.https.is_some();
+        let scheme = if https { "https" } else { "http" };
+        let named = match &self.acme {
+            Some(s) => s.domains.first().cloned(),
+            None if self.shared.certs.watches_files() => {
+                self.shared.certs.current().dns_names.iter().find(|n| !n.contains('*')).cloned()
+            }
+            None => None,
+        };
+        let host = named.unwrap_or_else(|| match self.local_addr.ip() {
             ip if ip.is_unspecified() => "127.0.0.1".to_string(),
             std::net::IpAddr::V6(v6) => format!("[{v6}]"),
             ip => ip.to_string(),
+        });
+        let port = self.local_addr.port();
+        let port = if (https && port == 443) || (!https && port == 80) {
+            String::new()
+        } else {
+            format!(":{port}")
         };
         format!(
-            "{scheme}://{host}:{}/#token={}",
-            self.local_addr.port(),
+            "{scheme}://{host}{port}{}#token={}",
+            self.shared.config.base_path,
             self.shared.token.expose()
         )
     }
@@ -209,8 +248,11 @@ impl Relay {
         };
         tracing::info!(addr = %self.local_addr, mode = ?self.mode(), "tern-relay serving");
         let http = tokio::spawn(http::serve(Arc::clone(&self.shared), tcp));
-        let certs =
-            tokio::spawn(rotate_certs(Arc::clone(&self.shared), Arc::clone(&self.endpoint)));
+        let certs = tokio::spawn(maintain_certs(
+            Arc::clone(&self.shared),
+            Arc::clone(&self.endpoint),
+            self.acme.clone(),
+        ));
         session::accept_loop(Arc::clone(&self.shared), &self.endpoint).await;
         self.endpoint.close(wtransport::VarInt::from_u32(0), b"relay shutting down");
         let _ = http.await;
@@ -230,7 +272,7 @@ impl Relay {
     }
 }
 
-/// The user's certificate, or the relay's own rotating self-signed one.
+/// The user's certificate (watched for changes), or the relay's own rotating self-signed one.
 async fn certificates(config: &Config) -> Result<CertManager, RelayError> {
     Ok(match (&config.tls_cert, &config.tls_key) {
         (Some(c), Some(k)) => CertManager::load(c, k).await?,
@@ -239,19 +281,6 @@ async fn certificates(config: &Config) -> Result<CertManager, RelayError> {
             Duration::from_secs(config.cert_rotate_secs),
             Duration::from_secs(config.cert_publish_ahead_secs),
         )?,
-    })
-}
-
-/// Whether and how the page is served over HTTPS.
-fn https_mode(config: &Config, certs: &CertManager) -> Result<Option<HttpsMode>, RelayError> {
-    Ok(if config.tls_cert.is_some() {
-        let acceptor = tls_acceptor(&certs.current().identity())
-            .map_err(|e| RelayError::Tls(e.to_string()))?;
-        Some(HttpsMode::Fixed(acceptor))
-    } else if config.tls_self_signed {
-        Some(HttpsMode::SelfSigned)
-    } else {
-        None
     })
 }
 
@@ -303,6 +332,47 @@ fn bind_pair(addr: SocketAddr) -> Result<(TcpListener, UdpSocket), RelayError> {
     Err(bind_err("UDP", last.unwrap_or_else(|| std::io::Error::other("no free port"))))
 }
 
+/// Keeps the certificate current, by its source: ACME orders and renewals, changed
+/// `--tls-cert/--tls-key` files, or the self-signed rotation.
+async fn maintain_certs(
+    shared: Arc<Shared>,
+    endpoint: Arc<Endpoint<Server>>,
+    acme: Option<AcmeSettings>,
+) {
+    if let Some(settings) = acme {
+        let apply = |identity| apply_identity(&endpoint, identity);
+        acme::run(settings, Arc::clone(&shared.certs), apply, shared.shutdown.clone()).await;
+    } else if shared.certs.watches_files() {
+        watch_files(shared, endpoint).await;
+    } else {
+        rotate_certs(shared, endpoint).await;
+    }
+}
+
+/// Hands a new identity to WebTransport: new connections get it, live ones are untouched.
+fn apply_identity(endpoint: &Endpoint<Server>, identity: Identity) {
+    let reloaded = server_config(None, identity)
+        .and_then(|c| endpoint.reload_config(c, false).map_err(|e| RelayError::Tls(e.to_string())));
+    if let Err(e) = reloaded {
+        tracing::error!("cannot switch the WebTransport certificate: {e:#}");
+    }
+}
+
+/// `--tls-cert/--tls-key`: re-reads the files every `--tls-reload-secs` and switches to a changed,
+/// valid pair (certbot renewals need no restart).
+async fn watch_files(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
+    let every = shared.config.tls_reload_interval();
+    loop {
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        if let Some(identity) = shared.certs.reload_files().await {
+            apply_identity(&endpoint, identity);
+        }
+    }
+}
+
 /// Switches the endpoint to each new certificate as the schedule says; live connections stay.
 async fn rotate_certs(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
     loop {
@@ -315,14 +385,7 @@ async fn rotate_certs(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
             _ = tokio::time::sleep(wait.clamp(Duration::from_millis(10), Duration::from_secs(3600))) => {}
         }
         match shared.certs.tick(Instant::now()) {
-            Ok(Some(identity)) => {
-                let reloaded = server_config(None, identity).and_then(|c| {
-                    endpoint.reload_config(c, false).map_err(|e| RelayError::Tls(e.to_string()))
-                });
-                if let Err(e) = reloaded {
-                    tracing::error!("cannot switch the WebTransport certificate: {e:#}");
-                }
-            }
+            Ok(Some(identity)) => apply_identity(&endpoint, identity),
             Ok(None) => {}
             Err(e) => {
                 tracing::error!("cannot make the next certificate: {e:#}");

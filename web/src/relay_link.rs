@@ -33,11 +33,29 @@ pub fn describe(e: &JsValue) -> String {
     e.as_string().unwrap_or_else(|| format!("{e:?}"))
 }
 
+/// The directory the page was loaded from (`/`, or `/tern/` behind a reverse proxy that forwards
+/// a sub-path to a relay with `--base-path /tern/`): the part of `pathname` up to its last `/`.
+pub fn page_dir(pathname: &str) -> &str {
+    match pathname.rfind('/') {
+        Some(i) => &pathname[..=i],
+        None => "/",
+    }
+}
+
+/// A relay route (`/api/info`, `/ws`) as a path under the page's own directory, where the relay
+/// serves it (WebTransport's path is on the UDP port and stays as `/api/info` gives it).
+pub fn under_page(route: &str) -> Result<String, ConnectError> {
+    let location = web_sys::window().ok_or(ConnectError::Retry("no window".into()))?.location();
+    let pathname = location.pathname().map_err(|e| retry("location", e))?;
+    Ok(format!("{}{}", page_dir(&pathname), route.trim_start_matches('/')))
+}
+
 fn retry(what: &str, e: JsValue) -> ConnectError {
     ConnectError::Retry(format!("{what}: {}", describe(&e)))
 }
 
-/// `GET /api/info` with the token, read by `relay_client::info_response`.
+/// `GET /api/info` (under the page's directory) with the token, read by
+/// `relay_client::info_response`.
 pub async fn fetch_info(token: &str) -> Result<RelayInfo, ConnectError> {
     let window = web_sys::window().ok_or(ConnectError::Retry("no window".into()))?;
     let headers = Headers::new().map_err(|e| retry("headers", e))?;
@@ -49,8 +67,8 @@ pub async fn fetch_info(token: &str) -> Result<RelayInfo, ConnectError> {
     init.set_method("GET");
     init.set_headers(&headers);
     init.set_cache(RequestCache::NoStore);
-    let request =
-        Request::new_with_str_and_init(INFO_PATH, &init).map_err(|e| retry("request", e))?;
+    let url = under_page(INFO_PATH)?;
+    let request = Request::new_with_str_and_init(&url, &init).map_err(|e| retry("request", e))?;
     let response: Response =
         wasm_bindgen_futures::JsFuture::from(window.fetch_with_request(&request))
             .await

@@ -113,14 +113,17 @@ impl WsReader {
     }
 }
 
-/// `ws://` or `wss://` to the page's own host, with the token as a subprotocol when it can be one
-/// (keeps it out of URLs and logs), else in the query.
+/// `ws://` or `wss://` to the page's own host and directory (`/ws`, or `/tern/ws` under a base
+/// path), with the token as a subprotocol when it can be one (keeps it out of URLs and logs), else
+/// in the query.
 fn open_socket(token: &str) -> Result<WebSocket, String> {
     let location = web_sys::window().ok_or("no window")?.location();
     let host = location.host().map_err(|_| "no host")?;
     let scheme =
         if location.protocol().map_err(|_| "no protocol")? == "https:" { "wss" } else { "ws" };
-    let url = format!("{scheme}://{host}{WEBSOCKET_PATH}");
+    let pathname = location.pathname().map_err(|_| "no path")?;
+    let dir = crate::relay_link::page_dir(&pathname);
+    let url = format!("{scheme}://{host}{dir}{}", WEBSOCKET_PATH.trim_start_matches('/'));
     let token_is_a_word = !token.is_empty()
         && token.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b));
     let socket = if token_is_a_word {
