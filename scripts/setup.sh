@@ -8,10 +8,15 @@ set -euo pipefail
 WASM_BINDGEN_VERSION=0.2.130
 WASM_TARGET=wasm32-unknown-unknown
 # Debian packages: mosh-server/mosh-client (interop), chromium + chromedriver (browser tests),
-# tmux (screen comparison against the real mosh-client).
-APT_PACKAGES=(mosh chromium chromium-driver tmux)
-# npm packages (xterm.js, playwright-core, binaryen's wasm-opt) are pinned in package.json and
-# package-lock.json.
+# tmux (screen comparison against the real mosh-client), pebble (ACME test server for
+# relay/tests/acme.rs), nginx (the reverse proxy of relay/tests/base_path.rs and
+# tests/browser/tls.test.mjs), libnss3-tools (certutil: tests/browser/tls.test.mjs trusts a test CA).
+APT_PACKAGES=(mosh chromium chromium-driver tmux pebble nginx libnss3-tools openssl)
+# Installed with them, but a failure only warns: the Firefox browser tests (tests/browser/firefox-*)
+# skip with a printed reason when /usr/bin/firefox-esr is missing.
+APT_OPTIONAL=(firefox-esr)
+# npm packages (xterm.js, playwright-core, puppeteer-core, binaryen's wasm-opt) are pinned in
+# package.json and package-lock.json.
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 log() { printf '[setup] %s\n' "$*"; }
@@ -23,22 +28,30 @@ if [[ -d "$HOME/.cargo/bin" && ":$PATH:" != *":$HOME/.cargo/bin:"* ]]; then
 fi
 
 # --- Debian packages -------------------------------------------------------------------------
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$pkg")
-  fi
-done
-if ((${#missing[@]} == 0)); then
-  log "apt: ${APT_PACKAGES[*]} present, skipping"
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+missing=() missing_opt=()
+for pkg in "${APT_PACKAGES[@]}"; do installed "$pkg" || missing+=("$pkg"); done
+for pkg in "${APT_OPTIONAL[@]}"; do installed "$pkg" || missing_opt+=("$pkg"); done
+if ((${#missing[@]} + ${#missing_opt[@]} == 0)); then
+  log "apt: ${APT_PACKAGES[*]} ${APT_OPTIONAL[*]} present, skipping"
 elif [[ $(id -u) -eq 0 ]]; then
-  log "apt: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
-  apt-get install -y -q "${missing[@]}" </dev/null
+  if ((${#missing[@]})); then
+    log "apt: installing ${missing[*]}"
+    apt-get install -y -q "${missing[@]}" </dev/null
+  fi
+  if ((${#missing_opt[@]})); then
+    log "apt: installing ${missing_opt[*]}"
+    apt-get install -y -q "${missing_opt[@]}" </dev/null ||
+      log "WARNING: could not install ${missing_opt[*]}: the Firefox browser tests will be skipped"
+  fi
+elif ((${#missing[@]})); then
+  die "missing Debian packages: ${missing[*]} ${missing_opt[*]}. Install them as root:
+    sudo apt-get update && sudo apt-get install -y ${missing[*]} ${missing_opt[*]}"
 else
-  die "missing Debian packages: ${missing[*]}. Install them as root:
-    sudo apt-get update && sudo apt-get install -y ${missing[*]}"
+  log "WARNING: ${missing_opt[*]} missing (not root, not installed): the Firefox browser tests will be skipped.
+    sudo apt-get update && sudo apt-get install -y ${missing_opt[*]}"
 fi
 
 # --- Rust wasm target ------------------------------------------------------------------------

@@ -17,7 +17,11 @@ export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261129}"
 
 # Programs the interop and browser tests drive. A missing one fails here, loudly: tests that need
 # a real peer never skip.
-REQUIRED_PROGRAMS=(mosh-server mosh-client tmux chromium chromedriver wasm-bindgen)
+REQUIRED_PROGRAMS=(mosh-server mosh-client tmux chromium chromedriver wasm-bindgen pebble nginx certutil openssl)
+# Firefox runs the session, paste and token tests a second time (tests/browser/firefox-*.test.mjs).
+# Where setup could not install it those tests are skipped, each with the reason printed; set
+# TERN_REQUIRE_FIREFOX=1 to make a missing Firefox fail the tools stage instead.
+FIREFOX=${TERN_FIREFOX:-/usr/bin/firefox-esr}
 
 stage_setup() { bash scripts/setup.sh; }
 
@@ -27,11 +31,20 @@ stage_tools() {
     command -v "$p" >/dev/null || missing+=("$p")
   done
   [[ -x node_modules/.bin/wasm-opt ]] || missing+=("node_modules/.bin/wasm-opt")
+  if [[ ${TERN_REQUIRE_FIREFOX:-0} == 1 ]]; then
+    [[ -x $FIREFOX ]] || missing+=("$FIREFOX")
+    [[ -d node_modules/puppeteer-core ]] || missing+=("node_modules/puppeteer-core")
+  fi
   if ((${#missing[@]})); then
     echo "missing: ${missing[*]} (scripts/setup.sh should have installed them)" >&2
     return 1
   fi
   echo "found: ${REQUIRED_PROGRAMS[*]} node_modules/.bin/wasm-opt"
+  if [[ -x $FIREFOX && -d node_modules/puppeteer-core ]]; then
+    echo "found: $("$FIREFOX" --version 2>/dev/null || echo "$FIREFOX") node_modules/puppeteer-core"
+  else
+    echo "WARNING: $FIREFOX or node_modules/puppeteer-core missing: the Firefox browser tests will be SKIPPED" >&2
+  fi
 }
 
 stage_fmt() { cargo fmt --all --check; }
@@ -51,14 +64,27 @@ stage_test() { cargo test --workspace; node --test tests/install.test.mjs; }
 # that builds it) would leave crates compiled against the old one unable to link it.
 stage_wasm() { bash scripts/build-wasm.sh; }
 
-# End-to-end tests in headless Chromium with node's test runner, once there are any.
+# End-to-end tests with node's test runner: headless Chromium, then the firefox-*.test.mjs files
+# (the same test bodies in headless Firefox; they skip, saying why, when Firefox is missing).
 stage_browser() {
   shopt -s nullglob
-  local files=(tests/browser/*.test.mjs)
-  if ((${#files[@]})); then
-    node --test "${files[@]}"
-  else
+  local chromium=() firefox=(tests/browser/firefox-*.test.mjs) f t
+  for f in tests/browser/*.test.mjs; do
+    [[ $f == tests/browser/firefox-* ]] || chromium+=("$f")
+  done
+  if ((${#chromium[@]} + ${#firefox[@]} == 0)); then
     echo "skipped: no tests/browser/*.test.mjs yet"
+    return 0
+  fi
+  if ((${#chromium[@]})); then
+    t=$SECONDS
+    node --test "${chromium[@]}"
+    echo "[test] browser: Chromium tests passed ($((SECONDS - t))s)"
+  fi
+  if ((${#firefox[@]})); then
+    t=$SECONDS
+    node --test "${firefox[@]}"
+    echo "[test] browser: Firefox tests passed ($((SECONDS - t))s)"
   fi
 }
 

@@ -1,4 +1,5 @@
-// Shared set-up for the browser tests: the real tern-relay on a free port, headless Chromium.
+// Shared set-up for the browser tests: the real tern-relay on a free port, headless Chromium (or
+// Firefox with TERN_BROWSER=firefox, see ./firefox.mjs).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -77,8 +78,34 @@ export async function stopRelay(relay, signal = 'SIGTERM') {
   }
 }
 
+/// The browser the tests run in: `chromium` (default) or `firefox` (TERN_BROWSER=firefox; the
+/// tests/browser/firefox-*.test.mjs files set it and import the Chromium test files).
+export function browserName() {
+  const name = (process.env.TERN_BROWSER || 'chromium').toLowerCase();
+  if (name !== 'chromium' && name !== 'firefox') throw new Error(`TERN_BROWSER=${name}: chromium or firefox`);
+  return name;
+}
+
+/// Headless browser with a fresh profile: `launchBrowser(viewport?)` or
+/// `launchBrowser({ browser: 'chromium' | 'firefox', viewport })`; the browser defaults to
+/// browserName(). Returns `{ name, context, page, consoleLog, close() }`; `context.newPage()` and
+/// `page` offer the playwright calls the tests use in both browsers (Firefox: ./firefox.mjs).
+export async function launchBrowser(opts = {}) {
+  const isOptions = opts !== null && ('browser' in opts || 'viewport' in opts);
+  // A bare viewport (or null: playwright's "no fixed viewport") as before.
+  let viewport = isOptions ? opts.viewport : opts;
+  if (viewport === undefined || (viewport && !viewport.width)) viewport = { width: 1100, height: 700 };
+  const name = (isOptions && opts.browser) || browserName();
+  if (name === 'firefox') {
+    const { launchFirefox } = await import('./firefox.mjs');
+    return launchFirefox(viewport);
+  }
+  if (name !== 'chromium') throw new Error(`unknown browser ${name}`);
+  return launchChromium(viewport);
+}
+
 /// Headless Debian Chromium with a fresh profile (flags from docs TOOLCHAIN.md).
-export async function launchBrowser(viewport = { width: 1100, height: 700 }) {
+async function launchChromium(viewport) {
   const profile = mkdtempSync(join(tmpdir(), 'tern-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
@@ -94,7 +121,7 @@ export async function launchBrowser(viewport = { width: 1100, height: 700 }) {
   page.on('console', (m) => consoleLog.push(`${m.type()}: ${m.text()}`));
   page.on('pageerror', (e) => consoleLog.push(`pageerror: ${e.message}`));
   return {
-    context, page, consoleLog,
+    name: 'chromium', context, page, consoleLog,
     async close() { await context.close(); rmSync(profile, { recursive: true, force: true }); },
   };
 }

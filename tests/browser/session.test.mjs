@@ -52,7 +52,9 @@ test('Unicode input and a bracketed paste', async () => {
   await until(async () => /^ünï-世界-2$/m.test(await screen(page)), { what: 'the Unicode echo' });
   // bash turns bracketed paste on; the core's renderer passes the mode to xterm.js, which then
   // wraps the paste (bash would otherwise run each pasted line as typed).
-  assert.equal(await page.evaluate(() => window.tern.term.modes.bracketedPasteMode), true);
+  // bash turns the mode on with its next prompt, which may come a frame after the echo.
+  await until(() => page.evaluate(() => window.tern.term.modes.bracketedPasteMode),
+    { what: 'bracketed paste mode from the server' });
   await page.evaluate(() => window.tern.term.paste('echo pasted-$((1+2))'));
   await page.keyboard.press('Enter');
   await until(async () => /^pasted-3$/m.test(await screen(page)), { what: 'the pasted command' });

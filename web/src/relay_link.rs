@@ -407,7 +407,12 @@ impl RelayLink {
     /// Closes the link; pending reads then end.
     pub fn close(&self) {
         match &self.carrier {
-            Carrier::WebTransport { transport, .. } => close(transport),
+            Carrier::WebTransport { transport, datagrams_in, .. } => {
+                close(transport);
+                // Firefox (153) leaves a pending `datagrams.readable` read unsettled after
+                // close(), so next_datagram() would wait forever; cancelling the reader ends it.
+                let _ = datagrams_in.cancel().catch(&self.ignore);
+            }
             Carrier::WebSocket(ws) => ws.close(),
         }
     }
