@@ -94,8 +94,9 @@ test('a paste lands byte-identical over the fallback, its path typed', async () 
   const { lastPath } = (await stats(page)).paste;
   assert.equal(sha256(readFileSync(lastPath)), sha256(png));
   assert.equal(statSync(lastPath).mode & 0o777, 0o600);
-  const flat = (await screen(page)).replace(/\n/g, '');
-  assert.ok(flat.includes(lastPath), 'the path is on the command line');
+  // Typed once the relay answered; on screen once the shell's echo came back.
+  await until(async () => (await screen(page)).replace(/\n/g, '').includes(lastPath),
+    { what: 'the path on the command line' });
 });
 
 test('the session survives a relay restart behind the forwarder', async () => {
