@@ -10,7 +10,7 @@ use tern::session::{ClientSession, SessionConfig};
 use tern::terminal::{Complete, screen_text};
 use tern_native::{MoshServer, NativeClient};
 use tern_tests::linkemu::{DirectionConfig, LinkConfig, LinkEmulator, TapLog};
-use tern_tests::mosh_client::{TempDir, TmuxMoshClient, start_reference_server};
+use tern_tests::mosh_client::{TempDir, TmuxMoshClient, start_reference_server_with};
 
 /// The window every client gets.
 pub const COLS: u16 = 80;
@@ -32,11 +32,19 @@ pub struct Link {
 
 impl Link {
     pub fn start(delay: Duration, seed: u64) -> anyhow::Result<Link> {
+        Link::start_with(DirectionConfig { delay, ..DirectionConfig::default() }, seed, &[])
+    }
+
+    /// A link with `each_way` in both directions, to a reference server with more environment.
+    pub fn start_with(
+        each_way: DirectionConfig,
+        seed: u64,
+        env: &[(String, String)],
+    ) -> anyhow::Result<Link> {
         let home = TempDir::new("bench-home");
-        let server = start_reference_server(&home.0);
+        let server = start_reference_server_with(&home.0, env);
         let target: SocketAddr = ([127, 0, 0, 1], server.port).into();
         let mut config = LinkConfig::new("127.0.0.1:0".parse().expect("literal"), target);
-        let each_way = DirectionConfig { delay, ..DirectionConfig::default() };
         config.up = each_way.clone();
         config.down = each_way;
         config.seed = Some(seed);

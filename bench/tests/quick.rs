@@ -1,8 +1,8 @@
 //! The suite in `--quick` mode, as `npm test` runs it: every scenario for a few seconds against
 //! the real mosh-server, mosh-client (tmux), an in-process relay, and headless Chromium with the
-//! real tern-relay (browser echo, paste). Asserts that the harness works (every row produced,
-//! finite, the JSON schema the issue specifies) and never a timing: this build is unoptimized and
-//! the machine is shared. A missing Chromium, node or mosh-server is a problem, so it fails here
+//! real tern-relay (browser echo, paste); the predictive-echo scenario types its short trace
+//! (about 40 s). Asserts that the harness works (every row produced, finite, the JSON schema the
+//! issue specifies) and never a timing: this build is unoptimized and the machine is shared. A missing Chromium, node or mosh-server is a problem, so it fails here
 //! rather than skipping.
 
 use serde_json::Value;
@@ -15,7 +15,8 @@ fn quick_run_produces_every_row_with_the_right_schema() {
 
     // Quick mode: one RTT and one delay. Echo: key-to-wire p95 and the ratio, for tern-probe and
     // the browser; frames: applied on arrival and the ratio; relay: added latency and two rates;
-    // paste: the three rows of "Paste a picture".
+    // paste: the three rows of "Paste a picture"; predictive echo: the short typing trace at RTT
+    // 200 ms, both clients.
     let names: Vec<&str> = report.rows.iter().map(|r| r.name.as_str()).collect();
     for expected in [
         "key-to-wire p95, tern-probe, RTT 50 ms",
@@ -29,6 +30,10 @@ fn quick_run_produces_every_row_with_the_right_schema() {
         "relay forwarding rate, browser → relay → UDP, 1 B",
         "echo during a paste upload minus idle echo, median",
         "bytes sent for a repeated paste",
+        "keys displayed within 5 ms, tern-probe (adaptive), RTT 200 ms",
+        "keys causing a wrong display, tern-probe (adaptive), RTT 200 ms",
+        "password characters displayed, tern-probe (adaptive), RTT 200 ms",
+        "key-to-display median, printable keys, tern-probe (adaptive), RTT 200 ms",
     ] {
         assert!(names.contains(&expected), "no row {expected:?} in {names:#?}");
     }
@@ -65,6 +70,9 @@ fn quick_run_produces_every_row_with_the_right_schema() {
             "browser, RTT 50 ms: key-to-screen (key to xterm.js → frame with the letter written to xterm.js) median",
         ),
         ("paste", "echo during the upload, keys timed"),
+        ("predictive echo", "tern-probe, RTT 200 ms: keys displayed within 5 ms"),
+        ("predictive echo", "mosh-client, RTT 200 ms: keys displayed within 5 ms"),
+        ("predictive echo", "mosh-client, RTT 200 ms: password: keys causing a wrong display"),
     ] {
         assert!(
             report.details.iter().any(|d| d.group == group_needs.0 && d.name == group_needs.1),

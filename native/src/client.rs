@@ -96,10 +96,22 @@ impl<S: ServerState> NativeClient<S> {
         timeout: Duration,
         mut done: impl FnMut(&ClientSession<S>) -> bool,
     ) -> io::Result<bool> {
+        self.run_until_mut(timeout, |session, _| done(session))
+    }
+
+    /// [`run_until`](Self::run_until) for a `done` that needs the session mutably (to build the
+    /// display frame, say) and the time: it is called first and then after every datagram and
+    /// timer the loop handled, with the session's current time.
+    pub fn run_until_mut(
+        &mut self,
+        timeout: Duration,
+        mut done: impl FnMut(&mut ClientSession<S>, Instant) -> bool,
+    ) -> io::Result<bool> {
         let deadline = std::time::Instant::now() + timeout;
         let mut buffer = [0u8; RECEIVE_BUFFER];
         loop {
-            if done(&self.session) {
+            let now = self.now();
+            if done(&mut self.session, now) {
                 return Ok(true);
             }
             if self.closed.is_some() {

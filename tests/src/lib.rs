@@ -6,3 +6,4 @@
 pub mod linkemu;
 pub mod mosh_client;
 pub mod tools;
+pub mod typing;

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -17,15 +17,23 @@ use crate::tools::require_program;
 /// A mosh-server for screen comparisons: bash without rc files, prompt `tern$ `, UTF-8, an empty
 /// environment and a private HOME, so that every run draws the same screens.
 pub fn start_reference_server(home: &Path) -> MoshServer {
+    start_reference_server_with(home, &[])
+}
+
+/// [`start_reference_server`] with more environment (applied last: it may replace `PS1`), such as
+/// [`crate::typing::typing_env`]. mosh-server starts the shell in HOME.
+pub fn start_reference_server_with(home: &Path, extra_env: &[(String, String)]) -> MoshServer {
+    let mut env: Vec<(String, String)> = vec![
+        ("HOME".into(), home.display().to_string()),
+        ("PATH".into(), "/usr/bin:/bin".into()),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("PS1".into(), "tern$ ".into()),
+    ];
+    env.extend(extra_env.iter().cloned());
     let options = MoshServerOptions {
         program: require_program("mosh-server"),
         command: vec!["/bin/bash".into(), "--norc".into(), "--noprofile".into()],
-        env: vec![
-            ("HOME".into(), home.display().to_string()),
-            ("PATH".into(), "/usr/bin:/bin".into()),
-            ("LANG".into(), "C.UTF-8".into()),
-            ("PS1".into(), "tern$ ".into()),
-        ],
+        env,
         clear_env: true,
         ..MoshServerOptions::default()
     };
@@ -53,15 +61,30 @@ pub struct TmuxMoshClient {
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 impl TmuxMoshClient {
-    /// Starts `mosh-client` for `port` with `key` in a tmux window of exactly `cols` x `rows`.
+    /// Starts `mosh-client` for `port` with `key` in a tmux window of exactly `cols` x `rows`,
+    /// with mosh-client's default prediction (adaptive).
     pub fn start(port: u16, key: &str, cols: u16, rows: u16) -> TmuxMoshClient {
+        TmuxMoshClient::start_with(port, key, cols, rows, None)
+    }
+
+    /// [`start`](Self::start) with a prediction mode (`never`, `adaptive`, `always`,
+    /// `experimental`): mosh-client reads it from `MOSH_PREDICTION_DISPLAY`, which is how `mosh
+    /// --predict=MODE` passes it on.
+    pub fn start_with(
+        port: u16,
+        key: &str,
+        cols: u16,
+        rows: u16,
+        predict: Option<&str>,
+    ) -> TmuxMoshClient {
         require_program("tmux");
         let mosh_client = require_program("mosh-client");
         let id =
             format!("tern-ref-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         let mut client = TmuxMoshClient { socket: id.clone(), session: id, client_pid: None };
+        let predict = predict.map(|m| format!("MOSH_PREDICTION_DISPLAY={m} ")).unwrap_or_default();
         let command = format!(
-            "env TERM=xterm-256color LANG=C.UTF-8 MOSH_KEY={key} MOSH_TITLE_NOPREFIX=1 {} 127.0.0.1 {port}",
+            "env TERM=xterm-256color LANG=C.UTF-8 MOSH_KEY={key} MOSH_TITLE_NOPREFIX=1 {predict}{} 127.0.0.1 {port}",
             mosh_client.display()
         );
         let (c, r) = (cols.to_string(), rows.to_string());
@@ -121,7 +144,14 @@ impl TmuxMoshClient {
 
     /// A tmux control-mode client attached to this session, for typing with precise timestamps.
     pub fn control(&self) -> std::io::Result<TmuxControl> {
-        TmuxControl::attach(&self.socket, &self.session)
+        TmuxControl::attach(&self.socket, &self.session, false)
+    }
+
+    /// A control-mode client that also keeps the pane's output (`%output` notifications: what
+    /// mosh-client wrote to its terminal, with the time each line was read), for timing what it
+    /// displays; see [`TmuxControl::output`].
+    pub fn control_with_output(&self) -> std::io::Result<TmuxControl> {
+        TmuxControl::attach(&self.socket, &self.session, true)
     }
 
     pub fn capture(&self) -> Capture {
@@ -162,13 +192,47 @@ pub struct TmuxControl {
     /// block's lines.
     done: mpsc::Receiver<(Instant, Vec<String>)>,
     reader: Option<JoinHandle<()>>,
+    /// The pane's output, when kept: one entry per `%output` line, unescaped.
+    output: Option<Arc<Mutex<Vec<PaneOutput>>>>,
+}
+
+/// Bytes the pane's program wrote, as one `%output` notification delivered them.
+#[derive(Clone, Debug)]
+pub struct PaneOutput {
+    /// When the control client read the notification.
+    pub at: Instant,
+    pub bytes: Vec<u8>,
+}
+
+/// The data of a `%output %PANE DATA` line: tmux writes bytes below 0x20 and the backslash as
+/// `\ooo` (octal), everything else as is. `None` for any other line.
+pub fn parse_output_line(line: &[u8]) -> Option<Vec<u8>> {
+    let rest = line.strip_prefix(b"%output %")?;
+    let space = rest.iter().position(|&b| b == b' ')?;
+    let data = &rest[space + 1..];
+    let mut out = Vec::with_capacity(data.len());
+    let mut i = 0;
+    while i < data.len() {
+        let octal = data.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (data[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push(d.iter().fold(0u8, |n, b| n.wrapping_mul(8).wrapping_add(b - b'0')));
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    Some(out)
 }
 
 /// How long to wait for tmux to answer a command.
 const CONTROL_PATIENCE: Duration = Duration::from_secs(10);
 
 impl TmuxControl {
-    fn attach(socket: &str, session: &str) -> std::io::Result<TmuxControl> {
+    fn attach(socket: &str, session: &str, keep_output: bool) -> std::io::Result<TmuxControl> {
         let mut child = Command::new("tmux")
             .args(["-L", socket, "-f", "/dev/null", "-C", "attach-session", "-t", session])
             .stdin(Stdio::piped())
@@ -177,19 +241,32 @@ impl TmuxControl {
             .spawn()?;
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, done) = mpsc::channel();
+        let output = keep_output.then(|| Arc::new(Mutex::new(Vec::new())));
+        let sink = output.clone();
         // The pane's output arrives as %output notifications: read them all so tmux never blocks
-        // on us, and pass on only the ends of command blocks.
+        // on us, keep them if asked, and pass on the ends of command blocks.
         let reader = std::thread::Builder::new().name("tmux-control".into()).spawn(move || {
             let mut stdout = BufReader::new(stdout);
             let mut line = Vec::new();
             let mut block: Option<Vec<String>> = None;
             while stdout.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                let at = Instant::now();
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                if block.is_none()
+                    && let Some(sink) = &sink
+                    && let Some(bytes) = parse_output_line(&line)
+                {
+                    sink.lock().expect("output lock").push(PaneOutput { at, bytes });
+                    line.clear();
+                    continue;
+                }
                 let text = String::from_utf8_lossy(&line).trim_end().to_owned();
                 line.clear();
                 if text.starts_with("%begin ") {
                     block = Some(Vec::new());
                 } else if text.starts_with("%end ") || text.starts_with("%error ") {
-                    let at = Instant::now();
                     if tx.send((at, block.take().unwrap_or_default())).is_err() {
                         return;
                     }
@@ -199,8 +276,14 @@ impl TmuxControl {
             }
         })?;
         let stdin = child.stdin.take();
-        let mut control =
-            TmuxControl { child, stdin, session: session.to_owned(), done, reader: Some(reader) };
+        let mut control = TmuxControl {
+            child,
+            stdin,
+            session: session.to_owned(),
+            done,
+            reader: Some(reader),
+            output,
+        };
         // Skip whatever blocks attaching produced: wait for the answer to a marker command.
         control.write("display-message -p tern-control-ready")?;
         let deadline = Instant::now() + CONTROL_PATIENCE;
@@ -232,6 +315,15 @@ impl TmuxControl {
             std::io::Error::new(std::io::ErrorKind::TimedOut, "tmux did not answer send-keys")
         })?;
         Ok((written, done))
+    }
+
+    /// The pane's output read so far (taken: each entry is returned once). Empty unless attached
+    /// with [`TmuxMoshClient::control_with_output`].
+    pub fn output(&self) -> Vec<PaneOutput> {
+        self.output
+            .as_ref()
+            .map(|o| std::mem::take(&mut *o.lock().expect("output lock")))
+            .unwrap_or_default()
     }
 
     /// The round trip of a command that does nothing: tmux's own command latency.

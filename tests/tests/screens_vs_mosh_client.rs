@@ -58,12 +58,13 @@ fn probe(workload: &str, actions: &[Action], lossy: bool) -> (Capture, ProbeResu
         LinkEmulator::start(link).expect("link emulator")
     });
     let options = ProbeOptions {
-        server: emulator.as_ref().map_or(direct, LinkEmulator::local_addr),
-        key: server.key.clone(),
         cols: COLS,
         rows: ROWS,
-        stop_and_wait: false,
         seed: 7,
+        ..ProbeOptions::new(
+            emulator.as_ref().map_or(direct, LinkEmulator::local_addr),
+            server.key.clone(),
+        )
     };
     let seed = emulator.as_ref().map(LinkEmulator::seed);
     let result = run_probe(&options, actions)

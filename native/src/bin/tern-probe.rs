@@ -1,10 +1,13 @@
 //! `tern-probe`: a native mosh client on Tern's core, for tests, benchmarks and people.
 //!
-//! `MOSH_KEY=KEY tern-probe HOST PORT [--size 80x24] [--script FILE] [--json] [--stop-and-wait]`
+//! `MOSH_KEY=KEY tern-probe HOST PORT [--size 80x24] [--script FILE] [--json] [--stop-and-wait]
+//!  [--predict never|adaptive|always|experimental] [--predict-overwrite] [--timeline]`
 //!
 //! Runs the script (one action a line: `type TEXT`, `sleep MS`, `resize COLSxROWS`,
 //! `wait-text TEXT [MS]`), then prints the screen as text, or with `--json` an object with `rows`,
-//! `cursor`, `title` and the transport counters. Exits non-zero, with a message, on failure.
+//! `cursor`, `title`, the transport counters, the prediction mode and counters, the display frame
+//! (`display_rows`) and, with `--timeline`, every key and screen change with its time. Exits
+//! non-zero, with a message, on failure.
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
@@ -19,10 +22,12 @@ mod probe {
     use std::net::{SocketAddr, ToSocketAddrs};
     use std::process::ExitCode;
 
-    use tern_native::probe::{ProbeOptions, ProbeResult, run_probe};
+    use tern::predict::{PredictConfig, PredictMode};
+    use tern::terminal::ScreenText;
+    use tern_native::probe::{ProbeOptions, ProbeResult, Snapshot, Timeline, run_probe};
     use tern_native::script::{parse_script, parse_size};
 
-    const USAGE: &str = "usage: MOSH_KEY=KEY tern-probe HOST PORT [--size 80x24] [--script FILE] [--json] [--stop-and-wait]";
+    const USAGE: &str = "usage: MOSH_KEY=KEY tern-probe HOST PORT [--size 80x24] [--script FILE] [--json] [--stop-and-wait] [--predict never|adaptive|always|experimental] [--predict-overwrite] [--timeline]";
 
     struct Options {
         server: SocketAddr,
@@ -31,6 +36,8 @@ mod probe {
         script: Option<String>,
         json: bool,
         stop_and_wait: bool,
+        predict: PredictConfig,
+        timeline: bool,
     }
 
     pub fn main() -> ExitCode {
@@ -48,7 +55,9 @@ mod probe {
         let mut positional = Vec::new();
         let mut size = (80, 24);
         let mut script = None;
-        let (mut json, mut stop_and_wait) = (false, false);
+        let (mut json, mut stop_and_wait, mut timeline) = (false, false, false);
+        // mosh-client's default: adaptive.
+        let mut predict = PredictConfig::default();
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--size" => size = parse_size(&args.next().ok_or("--size needs COLSxROWS")?)?,
@@ -60,6 +69,16 @@ mod probe {
                 }
                 "--json" => json = true,
                 "--stop-and-wait" => stop_and_wait = true,
+                "--predict" => {
+                    let mode = args.next().ok_or("--predict needs a mode")?;
+                    predict.mode = PredictMode::parse(&mode).ok_or_else(|| {
+                        format!(
+                            "unknown prediction mode {mode:?} (never, adaptive, always, experimental)"
+                        )
+                    })?;
+                }
+                "--predict-overwrite" => predict.overwrite = true,
+                "--timeline" => timeline = true,
                 "-h" | "--help" => return Err(USAGE.into()),
                 other if other.starts_with("--") => {
                     return Err(format!("unknown option {other}\n{USAGE}"));
@@ -75,7 +94,10 @@ mod probe {
             .next()
             .ok_or_else(|| format!("{host} has no address"))?;
         let key = std::env::var("MOSH_KEY").map_err(|_| format!("MOSH_KEY is not set\n{USAGE}"))?;
-        Ok(Options { server, key, size, script, json, stop_and_wait })
+        if timeline && !json {
+            return Err(format!("--timeline needs --json\n{USAGE}"));
+        }
+        Ok(Options { server, key, size, script, json, stop_and_wait, predict, timeline })
     }
 
     fn run(options: Options) -> Result<(), String> {
@@ -89,6 +111,8 @@ mod probe {
             rows: options.size.1,
             stop_and_wait: options.stop_and_wait,
             seed: u64::from(std::process::id()),
+            predict: options.predict,
+            timeline: options.timeline,
         };
         let result = run_probe(&probe, &actions)?;
         print_result(&result, options.json);
@@ -101,17 +125,75 @@ mod probe {
             println!("{}", screen.trimmed());
             return;
         }
-        let rows: Vec<String> = screen.rows.iter().map(|row| json_string(row)).collect();
+        let timeline = result.timeline.as_ref().map(timeline_json).unwrap_or_default();
         println!(
-            "{{\"rows\":[{}],\"cursor\":{{\"row\":{},\"col\":{}}},\"title\":{},\"counters\":{{{}}},\"srtt_ms\":{:.1},\"send_interval_ms\":{}}}",
-            rows.join(","),
-            screen.cursor.row,
-            screen.cursor.col,
+            "{{\"rows\":{},\"cursor\":{},\"title\":{},\"counters\":{{{}}},\"srtt_ms\":{:.1},\"send_interval_ms\":{},\"predict\":{},\"display_rows\":{},\"display_cursor\":{}{timeline}}}",
+            rows_json(screen),
+            cursor_json(screen),
             json_string(&result.title),
             counter_fields(&result.counters),
             result.srtt.as_secs_f64() * 1000.0,
             result.send_interval.as_millis(),
+            predict_json(result),
+            rows_json(&result.display),
+            cursor_json(&result.display),
         );
+    }
+
+    fn rows_json(screen: &ScreenText) -> String {
+        let rows: Vec<String> = screen.rows.iter().map(|row| json_string(row)).collect();
+        format!("[{}]", rows.join(","))
+    }
+
+    fn cursor_json(screen: &ScreenText) -> String {
+        format!("{{\"row\":{},\"col\":{}}}", screen.cursor.row, screen.cursor.col)
+    }
+
+    fn predict_json(result: &ProbeResult) -> String {
+        let c = &result.predict_counters;
+        format!(
+            "{{\"mode\":{},\"overwrite\":{},\"made\":{},\"drawn\":{},\"confirmed\":{},\"wrong_drawn\":{},\"epochs_killed\":{},\"resets\":{}}}",
+            json_string(result.predict.mode.as_str()),
+            result.predict.overwrite,
+            c.made,
+            c.drawn,
+            c.confirmed,
+            c.wrong_drawn,
+            c.epochs_killed,
+            c.resets,
+        )
+    }
+
+    /// `,"timeline":{...}`: times in microseconds on the probe's monotonic clock.
+    fn timeline_json(timeline: &Timeline) -> String {
+        let keys: Vec<String> = timeline
+            .keys
+            .iter()
+            .map(|k| {
+                let bytes: Vec<String> = k.bytes.iter().map(u8::to_string).collect();
+                format!("{{\"t_us\":{},\"bytes\":[{}]}}", k.at.as_micros(), bytes.join(","))
+            })
+            .collect();
+        let snapshots = |list: &[Snapshot]| {
+            let items: Vec<String> = list
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{{\"t_us\":{},\"rows\":{},\"cursor\":{}}}",
+                        s.at.as_micros(),
+                        rows_json(&s.screen),
+                        cursor_json(&s.screen)
+                    )
+                })
+                .collect();
+            format!("[{}]", items.join(","))
+        };
+        format!(
+            ",\"timeline\":{{\"keys\":[{}],\"display\":{},\"server\":{}}}",
+            keys.join(","),
+            snapshots(&timeline.display),
+            snapshots(&timeline.server)
+        )
     }
 
     fn counter_fields(c: &tern::transport::Counters) -> String {
