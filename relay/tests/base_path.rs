@@ -14,7 +14,6 @@ use futures_util::{SinkExt, StreamExt};
 use support::*;
 use tern::relay_proto::websocket::Frame;
 use tern::relay_proto::{ClientMessage, LineBuffer, ServerMessage, decode};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -111,20 +110,6 @@ http {{
     }
 }
 
-/// `GET path` with the status, the headers and the body.
-async fn get(addr: SocketAddr, path: &str, bearer: Option<&str>) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    let auth = bearer.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut resp = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut resp)).await.unwrap().unwrap();
-    let text = String::from_utf8_lossy(&resp).into_owned();
-    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (status, head.to_lowercase(), body.to_string())
-}
-
 type Ws = WebSocketStream<TcpStream>;
 
 async fn open_ws(
@@ -202,13 +187,13 @@ async fn page_api_and_websocket_work_under_the_base_path_behind_nginx() {
     let proxy = nginx.addr();
 
     // The page, under the base.
-    let (status, _, body) = get(proxy, "/tern/", None).await;
+    let (status, _, body) = http_get_with_head(proxy, "/tern/", None).await;
     if tern_relay::assets::page_present() {
         assert_eq!(status, 200, "{body}\n{}", nginx.log());
         assert!(body.contains("<title>tern</title>"), "{body}");
         // Its files are named relative to the page, so they resolve under the base too.
         assert!(body.contains(r#"src="app.js""#), "{body}");
-        let (status, head, _) = get(proxy, "/tern/app.js", None).await;
+        let (status, head, _) = http_get_with_head(proxy, "/tern/app.js", None).await;
         assert_eq!(status, 200);
         assert!(head.contains("content-type: text/javascript"), "{head}");
     } else {
@@ -217,24 +202,24 @@ async fn page_api_and_websocket_work_under_the_base_path_behind_nginx() {
     // The base without its slash goes to the base (so relative URLs resolve under it).
     // (nginx answers that itself for a `location /tern/` with proxy_pass; the relay does for
     // proxies that forward `/tern` too.)
-    let (status, head, _) = get(proxy, "/tern?x=1", None).await;
+    let (status, head, _) = http_get_with_head(proxy, "/tern?x=1", None).await;
     assert_eq!(status, 301, "{head}");
     assert!(head.contains("/tern/?x=1"), "{head}");
-    let (status, head, _) = get(relay.addr(), "/tern?x=1", None).await;
+    let (status, head, _) = http_get_with_head(relay.addr(), "/tern?x=1", None).await;
     assert_eq!(status, 308, "{head}");
     assert!(head.contains("location: /tern/?x=1"), "{head}");
 
     // The API, under the base.
-    let (status, _, body) = get(proxy, "/tern/api/info", Some(&token)).await;
+    let (status, _, body) = http_get_with_head(proxy, "/tern/api/info", Some(&token)).await;
     assert_eq!(status, 200, "{body}");
     let info: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(info["webtransport_path"], "/wt", "WebTransport keeps its own path");
-    let (status, _, _) = get(proxy, "/tern/api/info", None).await;
+    let (status, _, _) = http_get_with_head(proxy, "/tern/api/info", None).await;
     assert_eq!(status, 401);
     // Nothing outside the base, even straight at the relay.
-    let (status, _, _) = get(relay.addr(), "/api/info", Some(&token)).await;
+    let (status, _, _) = http_get_with_head(relay.addr(), "/api/info", Some(&token)).await;
     assert_eq!(status, 404);
-    let (status, _, _) = get(relay.addr(), "/", None).await;
+    let (status, _, _) = http_get_with_head(relay.addr(), "/", None).await;
     assert_eq!(status, 404);
 
     // The WebSocket, under the base, through nginx: the Origin is the proxy's own address,

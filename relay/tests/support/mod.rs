@@ -426,6 +426,16 @@ impl Drop for KillRecorded<'_> {
 
 /// `GET path` over plain HTTP/1.1; returns status and body.
 pub async fn http_get(addr: SocketAddr, path: &str, bearer: Option<&str>) -> (u16, String) {
+    let (status, _, body) = http_get_with_head(addr, path, bearer).await;
+    (status, body)
+}
+
+/// `GET path` over plain HTTP/1.1; returns status, the head (lowercased) and the body.
+pub async fn http_get_with_head(
+    addr: SocketAddr,
+    path: &str,
+    bearer: Option<&str>,
+) -> (u16, String, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     let auth = bearer.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
     let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
@@ -434,6 +444,6 @@ pub async fn http_get(addr: SocketAddr, path: &str, bearer: Option<&str>) -> (u1
     tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut resp)).await.unwrap().unwrap();
     let text = String::from_utf8_lossy(&resp).into_owned();
     let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    (status, body)
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (status, head.to_lowercase(), body.to_string())
 }
