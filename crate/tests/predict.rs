@@ -197,11 +197,11 @@ fn resize_paste_and_a_size_change_reset() {
 }
 
 #[test]
-fn overwrite_mode_leaves_the_rest_of_the_line_in_place() {
-    // An application that overwrites (a right prompt, vim's replace mode): insert-mode predictions
-    // pushed `[rp]` right, the server did not, so they are dropped before anything is drawn; in
-    // overwrite mode the line matches and the next key shows at once.
-    for (overwrite, want) in [(false, "$ a    [rp]"), (true, "$ ab   [rp]")] {
+fn a_right_prompt_stays_in_place_in_insert_and_overwrite_mode() {
+    // zsh's right prompt: an insert moves the text after the cursor only up to the first gap of
+    // two blanks, so `[rp]` is not pushed right (mosh does, and draws it wrong for a round trip
+    // on every key); overwrite mode never shifts. Either way the next key shows at once.
+    for overwrite in [false, true] {
         let mut s = Sim::new(
             PredictConfig { mode: PredictMode::Always, overwrite },
             "$      [rp]\x1b[1;3H",
@@ -212,13 +212,32 @@ fn overwrite_mode_leaves_the_rest_of_the_line_in_place() {
         assert_eq!(s.drawn()[0], "$ a    [rp]");
         s.ack_all();
         s.type_keys(b"b");
-        assert_eq!(s.drawn()[0], want, "overwrite {overwrite}");
+        assert_eq!(s.drawn()[0], "$ ab   [rp]", "overwrite {overwrite}");
         s.advance(100);
         s.deliver(|b| b.to_vec());
         s.ack_all();
         assert_eq!(s.drawn()[0], "$ ab   [rp]", "no garbage once the server answered");
         assert_eq!(s.predictor.counters().wrong_drawn, 0);
     }
+}
+
+#[test]
+fn an_insert_in_the_middle_of_a_word_pushes_the_rest_of_it_right() {
+    // A shell inserting with ICH (`ESC [ @`) moves the whole row; the prediction moves only the
+    // word's tail, and leaves the far cells to the server (never drawn wrong).
+    let insert = |b: &[u8]| [b"\x1b[@".as_slice(), b].concat();
+    let mut s = Sim::new(adaptive(), "$ ac      [rp]\x1b[1;4H");
+    s.type_keys(b"b");
+    s.advance(100);
+    s.deliver(insert);
+    assert_eq!(s.drawn()[0], "$ abc      [rp]");
+    s.type_keys(b"Z");
+    assert_eq!(s.drawn()[0], "$ abZc     [rp]", "drawn at once, the tail pushed right");
+    s.advance(100);
+    s.deliver(insert);
+    s.ack_all();
+    assert_eq!(s.drawn()[0], "$ abZc      [rp]");
+    assert_eq!(s.predictor.counters().wrong_drawn, 0);
 }
 
 #[test]
@@ -354,4 +373,35 @@ fn the_password_detector_trips_in_experimental_mode() {
     let steps = [Step::Type(b'Q'), Step::Type(b'Z')];
     let config = PredictConfig { mode: PredictMode::Experimental, overwrite: false };
     assert!(run_password(config, &steps, false).is_err());
+}
+
+#[test]
+fn a_key_typed_ahead_that_matches_its_prompt_does_not_unveil_the_next_one() {
+    // `P` typed before `Password: ` appears lands on the prompt's own `P`; `Q`, typed after the
+    // prompt arrived, is predicted over its `a`. The prompt's `P` is no evidence the typed `P`
+    // was echoed (the server cursor stands after the prompt, where no key put it), so `Q` stays
+    // dark: `PQssword:` must never be drawn. Found by the property test below (overwrite mode).
+    for config in [
+        adaptive(),
+        PredictConfig { mode: PredictMode::Adaptive, overwrite: true },
+        PredictConfig { mode: PredictMode::Always, overwrite: true },
+        PredictConfig { mode: PredictMode::Always, overwrite: false },
+    ] {
+        let steps = [Step::Type(b'P'), Step::Deliver, Step::Type(b'Q')];
+        assert_eq!(run_password(config, &steps, true), Ok(()), "{config:?}");
+        // And once everything is acknowledged, and with the secret aligned to the prompt.
+        let steps = [
+            Step::TypeMany(b"Passwor".to_vec()),
+            Step::Deliver,
+            Step::TypeMany(b"Q: ".to_vec()),
+            Step::Wait(100),
+            Step::Ack,
+            Step::Type(b'Z'),
+            Step::Deliver,
+            Step::Ack,
+            Step::Wait(300),
+            Step::Type(b'X'),
+        ];
+        assert_eq!(run_password(config, &steps, true), Ok(()), "{config:?}");
+    }
 }

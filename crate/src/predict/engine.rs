@@ -56,6 +56,8 @@ struct CellPrediction {
     /// Texts the cell held or was predicted to hold while predictions touched it: a server cell
     /// equal to one of these proves nothing.
     original: Vec<String>,
+    /// The typed key's own cell (not one shifted along by it): what the cursor check compares.
+    typed: bool,
     drawn: bool,
 }
 
@@ -65,6 +67,9 @@ struct CursorPrediction {
     col: usize,
     epoch: u64,
     carrier: StateNum,
+    /// Where the keys up to `carrier` put the cursor (false: a restart at the server's cursor
+    /// after a killed epoch, which is no evidence of anything).
+    from_keys: bool,
 }
 
 /// How a prediction fared against the server frame.
@@ -228,7 +233,7 @@ impl Predictor {
                     self.clear(row, col);
                 }
                 Verdict::Wrong if p.epoch > self.confirmed => {
-                    self.kill_epoch(p.epoch, server, last_sent);
+                    self.kill_epoch(p.epoch, server, late_ack, last_sent);
                 }
                 Verdict::Wrong => {
                     self.counters.wrong_drawn += u64::from(p.drawn);
@@ -326,12 +331,17 @@ impl Predictor {
         self.cursors.last().map_or((server.cursor_row, server.cursor_col), |c| (c.row, c.col))
     }
 
+    /// One cursor prediction per input event (the judge compares the server's cursor with each).
     fn move_cursor(&mut self, row: usize, col: usize, carrier: StateNum) {
         match self.cursors.last_mut() {
-            Some(c) if c.epoch == self.epoch => {
-                (c.row, c.col, c.carrier) = (row, col, carrier);
-            }
-            _ => self.cursors.push(CursorPrediction { row, col, epoch: self.epoch, carrier }),
+            Some(c) if c.epoch == self.epoch && c.carrier == carrier => (c.row, c.col) = (row, col),
+            _ => self.cursors.push(CursorPrediction {
+                row,
+                col,
+                epoch: self.epoch,
+                carrier,
+                from_keys: true,
+            }),
         }
     }
 
@@ -347,7 +357,11 @@ impl Predictor {
             // Applications differ at the margin: it re-earns confidence (§4).
             self.new_epoch();
         } else if !self.config.overwrite {
-            for i in (col + 1..width).rev() {
+            // Insert: the text after the cursor moves right, up to the first gap of two blanks;
+            // what lies beyond it (a right prompt, fish's suggestion column) stays, as shells
+            // keep it (shifting it drew a wrong prompt for a round trip on every key).
+            let end = self.text_run_end(row, col, server);
+            for i in (col + 1..=end).rev() {
                 let content = if i + 1 == width { None } else { self.value(row, i - 1, server) };
                 self.place(now, row, i, content, carrier, server);
             }
@@ -360,6 +374,7 @@ impl Predictor {
         let mut text = [0u8; 4];
         let cell = Cell::new(ch.encode_utf8(&mut text), renditions, false);
         self.place(now, row, col, Some(cell), carrier, server);
+        self.mark_typed(row, col);
         self.counters.made += 1;
         if last_column {
             self.new_epoch();
@@ -379,6 +394,7 @@ impl Predictor {
         if self.config.overwrite {
             let bg = server.cell(pos(row, at)).map_or(Color::Default, |c| c.renditions.bg);
             self.place(now, row, at, Some(Cell::blank(bg)), carrier, server);
+            self.mark_typed(row, at);
         } else {
             for i in at..width {
                 let content = if i + 2 >= width { None } else { self.value(row, i + 1, server) };
@@ -408,6 +424,14 @@ impl Predictor {
         if target < server.width && target != col {
             self.move_cursor(row, target, carrier);
         }
+    }
+
+    /// The column an insert at `col` pushes its last cell into: the first blank of two in a row
+    /// (or the last column), looking at what the row will hold.
+    fn text_run_end(&self, row: usize, col: usize, server: &Framebuffer) -> usize {
+        let width = server.width;
+        let blank = |i: usize| self.value(row, i, server).is_some_and(|c| c.is_blank());
+        (col..width).find(|&i| blank(i) && (i + 1 >= width || blank(i + 1))).unwrap_or(width - 1)
     }
 
     /// What a cell will hold: its prediction (`None`: unknown), else the server's cell.
@@ -453,6 +477,7 @@ impl Predictor {
             made_at: now,
             content,
             original,
+            typed: false,
             drawn: false,
         });
     }
@@ -471,6 +496,12 @@ impl Predictor {
 
     fn get(&self, row: usize, col: usize) -> Option<&CellPrediction> {
         self.row_slots(row)?.get(col)?.as_ref()
+    }
+
+    fn mark_typed(&mut self, row: usize, col: usize) {
+        if let Some(p) = self.row_slots_mut(row).and_then(|s| s.get_mut(col)?.as_mut()) {
+            p.typed = true;
+        }
     }
 
     fn clear(&mut self, row: usize, col: usize) {
@@ -503,7 +534,10 @@ impl Predictor {
             // everything else predicted for this key and the ones before it matches the frame too
             // (an application that overwrote instead of inserting must not confirm a shifted
             // line before it is judged).
-            if p.content.as_ref().is_some_and(evidence) && self.frame_agrees(p.carrier, server) {
+            if p.content.as_ref().is_some_and(evidence)
+                && self.frame_agrees(p.carrier, server)
+                && self.cursor_agrees(p.carrier, server)
+            {
                 return Verdict::Correct;
             }
             let age = now.saturating_duration_since(p.made_at);
@@ -517,7 +551,9 @@ impl Predictor {
         match &p.content {
             None => Verdict::Retire,
             Some(c) if c.is_blank() => Verdict::Retire,
-            Some(c) if evidence(c) => Verdict::Correct,
+            Some(c) if evidence(c) && self.cursor_agrees(p.carrier, server) => Verdict::Correct,
+            // The right text without the cursor to match (a prompt drawn over keys typed ahead
+            // of it, whose own letter this may be): proves nothing.
             Some(c) if real.text() == c.text() => Verdict::Retire,
             Some(_) => Verdict::Wrong,
         }
@@ -554,6 +590,33 @@ impl Predictor {
         })
     }
 
+    /// Whether the server's cursor stands where the keys up to some `k` at or after `carrier`
+    /// put it, with every key's own cell up to `k` showing what was typed there: the frame is the
+    /// echo of those keys, not something else that happens to share a letter with them (a
+    /// `Password: ` prompt drawn over a `P` typed ahead of it leaves the cursor after the prompt,
+    /// where no key put it). A cell that matches without this retires unconfirmed.
+    fn cursor_agrees(&self, carrier: StateNum, server: &Framebuffer) -> bool {
+        let at = (server.cursor_row, server.cursor_col);
+        self.cursors
+            .iter()
+            .filter(|q| q.from_keys && q.carrier >= carrier && (q.row, q.col) == at)
+            .any(|q| {
+                self.rows.iter().all(|&(row, ref slots)| {
+                    slots.iter().enumerate().all(|(col, slot)| {
+                        let Some(t) = slot.as_ref().filter(|t| t.typed && t.carrier <= q.carrier)
+                        else {
+                            return true;
+                        };
+                        match (&t.content, server.cell(pos(row, col))) {
+                            (Some(c), Some(real)) if c.is_blank() => real.is_blank(),
+                            (Some(c), Some(real)) => real.text() == c.text(),
+                            _ => true,
+                        }
+                    })
+                })
+            })
+    }
+
     fn correct(
         &mut self,
         now: Instant,
@@ -583,8 +646,15 @@ impl Predictor {
         }
     }
 
-    /// A tentative prediction was wrong: its epoch and every later one go (§5).
-    fn kill_epoch(&mut self, epoch: u64, server: &Framebuffer, last_sent: StateNum) {
+    /// A tentative prediction was wrong: its epoch and every later one go (§5). Typing goes on
+    /// from the server's cursor.
+    fn kill_epoch(
+        &mut self,
+        epoch: u64,
+        server: &Framebuffer,
+        late_ack: StateNum,
+        last_sent: StateNum,
+    ) {
         for (_, slots) in self.rows.iter_mut() {
             for slot in slots.iter_mut() {
                 if slot.as_ref().is_some_and(|p| p.epoch >= epoch) {
@@ -593,11 +663,17 @@ impl Predictor {
             }
         }
         self.cursors.retain(|c| c.epoch < epoch);
+        // With keys still in flight the server's cursor has yet to move for them: judge this
+        // restart once they are acknowledged (a wrong guess resets, and the next keys predict
+        // from where the server really is), not only after the next key's echo, which left a
+        // line dark for a whole round trip at 500 ms.
+        let carrier = if last_sent > late_ack { last_sent } else { StateNum(last_sent.0 + 1) };
         self.cursors.push(CursorPrediction {
             row: server.cursor_row,
             col: server.cursor_col,
             epoch: self.epoch,
-            carrier: StateNum(last_sent.0 + 1),
+            carrier,
+            from_keys: false,
         });
         self.counters.epochs_killed += 1;
         self.new_epoch();
