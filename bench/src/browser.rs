@@ -83,6 +83,27 @@ pub struct EchoRun {
     pub core_echo_ms: Vec<f64>,
     pub srtt_ms: f64,
     pub dropped_unknown_base: f64,
+    /// Navigation start → the first frame with the server's screen.
+    pub first_frame_ms: Option<f64>,
+    /// Each key's echo split by hop (WebTransport runs).
+    pub hops: Option<Hops>,
+}
+
+/// Per key (ms, on the machine's wall clock), `echo-bench.mjs --hops`: where a key's echo time
+/// goes, from the page's datagram writes and reads and tern-relay's trace of what it forwarded.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hops {
+    /// Key handed to xterm.js → its datagram handed to WebTransport.
+    pub key_to_write: Vec<f64>,
+    /// Written → tern-relay received it (Chromium's QUIC, the emulated RTT/2, wtransport).
+    pub up: Vec<f64>,
+    /// tern-relay → mosh-server → tern-relay: the server's turn, mostly its frame pacing.
+    pub server: Vec<f64>,
+    /// tern-relay sent the echo frame → the page read it (wtransport, RTT/2, Chromium).
+    pub down: Vec<f64>,
+    /// Read → the frame written to xterm.js (the core and the page's drawing).
+    pub read_to_screen: Vec<f64>,
 }
 
 impl EchoRun {
@@ -95,19 +116,59 @@ impl EchoRun {
     }
 }
 
+/// How the page reaches tern-relay in `echo-bench.mjs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    WebTransport,
+    /// UDP silently dropped: the page waits out its WebTransport patience, then falls back.
+    WebSocket,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::WebTransport => "webtransport",
+            Transport::WebSocket => "websocket",
+        }
+    }
+}
+
 /// Types `keys` letters (after `warmup`) at the prompt of a browser session behind an emulated
-/// link of `rtt_ms`.
-pub fn echo(rtt_ms: u64, warmup: usize, keys: usize, seed: u64) -> anyhow::Result<EchoRun> {
+/// link of `rtt_ms` (both the page's TCP and its UDP). With `loss_percent`, the run happens in a
+/// network namespace behind linkemu's TUN link, so TCP's own retransmissions are measured.
+pub fn echo(
+    transport: Transport,
+    rtt_ms: u64,
+    loss_percent: Option<f64>,
+    warmup: usize,
+    keys: usize,
+    seed: u64,
+) -> anyhow::Result<EchoRun> {
     let args = [
-        "--rtt".to_string(),
+        "--transport".to_string(),
+        transport.as_str().to_string(),
+        "--rtt".into(),
         rtt_ms.to_string(),
         "--warmup".into(),
         warmup.to_string(),
         "--keys".into(),
         keys.to_string(),
-        "--seed".into(),
-        seed.to_string(),
+        "--gaps".into(),
+        crate::echo::typing_gaps(seed, warmup + keys)
+            .iter()
+            .map(|g| g.as_millis().to_string())
+            .collect::<Vec<_>>()
+            .join(","),
     ];
+    let mut args = args.to_vec();
+    // WebTransport runs also split each echo by hop (the relay's trace log, one line per
+    // datagram, costs nothing measurable).
+    if transport == Transport::WebTransport && loss_percent.is_none() {
+        args.push("--hops".into());
+    }
+    if let Some(loss) = loss_percent {
+        args.extend(["--loss".into(), loss.to_string()]);
+    }
     node_json("echo-bench.mjs", &args)
 }
 

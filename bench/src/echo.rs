@@ -85,6 +85,14 @@ struct Typed {
     screen: Option<Instant>,
 }
 
+/// The pauses before each of `n` keys: a typist's pace, 150-400 ms, the same for every client
+/// given the same seed (the browser's run gets them too: mosh-server's frame pacing makes the
+/// echo depend on when keys come, so clients compared side by side type at the same moments).
+pub fn typing_gaps(seed: u64, n: usize) -> Vec<Duration> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..n).map(|_| Duration::from_millis(rng.random_range(150..400))).collect()
+}
+
 /// Measures `keys` keystrokes (after `warmup` uncounted ones) of one client at one RTT.
 pub fn run(
     client: EchoClient,
@@ -97,9 +105,7 @@ pub fn run(
         bail!("at most {} keys per session", KEYS.len());
     }
     let link = Link::start(rtt / 2, seed)?;
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let gaps: Vec<Duration> =
-        (0..warmup + keys).map(|_| Duration::from_millis(rng.random_range(150..400))).collect();
+    let gaps = typing_gaps(seed, warmup + keys);
     // After the last key, time for its echo.
     let tail = rtt * 2 + Duration::from_secs(1);
     let mut run = EchoRun::default();

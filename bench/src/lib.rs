@@ -72,6 +72,10 @@ pub struct Options {
     pub relay_burst: u32,
     /// Also time Tern in the browser in the echo scenario (needs node and Chromium).
     pub echo_browser: bool,
+    /// RTTs (among `echo_rtts_ms`) where the browser is also timed over the WebSocket fallback,
+    /// on a clean link and with this loss (both transports, through linkemu's TUN link).
+    pub fallback_rtts_ms: Vec<u64>,
+    pub fallback_loss_percent: f64,
     pub paste: browser::PasteSetup,
     /// Links of the predictive-echo scenario, and whether it types the short trace.
     pub predict_links: Vec<LinkSetting>,
@@ -94,6 +98,8 @@ impl Options {
             relay_rounds: 5000,
             relay_burst: 50_000,
             echo_browser: true,
+            fallback_rtts_ms: vec![50, 200],
+            fallback_loss_percent: 1.0,
             // The "Paste a picture" scenario (docs/BENCHMARKS.md, "Paste").
             paste: browser::PasteSetup {
                 size: 13_400_000,
@@ -126,6 +132,8 @@ impl Options {
             relay_rounds: 200,
             relay_burst: 2000,
             echo_browser: true,
+            fallback_rtts_ms: vec![50],
+            fallback_loss_percent: 1.0,
             // About a second of upload: long enough for a few keys to be timed during it.
             paste: browser::PasteSetup {
                 size: 1_000_000,
@@ -228,7 +236,12 @@ fn echo_rows(options: &Options, report: &mut Report) {
             }
         }
         if options.echo_browser {
-            browser_echo_rows(options, report, rtt_ms, 0xEC40 + i as u64, mosh);
+            let seed = 0xEC40 + i as u64;
+            let webtransport = browser_echo_rows(options, report, rtt_ms, seed, mosh);
+            if options.fallback_rtts_ms.contains(&rtt_ms) {
+                fallback_rows(options, report, rtt_ms, seed, webtransport.as_ref());
+                lossy_fallback_details(options, report, rtt_ms, seed);
+            }
         }
     }
 }
@@ -242,13 +255,15 @@ fn browser_echo_rows(
     rtt_ms: u64,
     seed: u64,
     mosh: Option<&EchoRun>,
-) {
+) -> Option<browser::EchoRun> {
     progress(&format!("echo: Tern in the browser at RTT {rtt_ms} ms"));
-    let run = match browser::echo(rtt_ms, options.echo_warmup, options.echo_keys, seed) {
+    let transport = browser::Transport::WebTransport;
+    let (warmup, keys) = (options.echo_warmup, options.echo_keys);
+    let run = match browser::echo(transport, rtt_ms, None, warmup, keys, seed) {
         Ok(run) => run,
         Err(e) => {
             report.problems.push(format!("echo, browser, RTT {rtt_ms} ms failed: {e:#}"));
-            return;
+            return None;
         }
     };
     if run.missing > 0 {
@@ -321,6 +336,126 @@ fn browser_echo_rows(
         "",
     );
     report.detail("echo, browser", format!("{label}: keys timed"), screen.len() as f64, "");
+    if let Some(h) = &run.hops {
+        for (what, v) in [
+            ("hop: key → datagram written", &h.key_to_write),
+            ("hop: written → tern-relay got it (Chromium's QUIC, RTT/2, wtransport)", &h.up),
+            ("hop: tern-relay → mosh-server → tern-relay (the server's turn)", &h.server),
+            (
+                "hop: tern-relay sent the echo → the page read it (wtransport, RTT/2, Chromium)",
+                &h.down,
+            ),
+            ("hop: read → frame written to xterm.js", &h.read_to_screen),
+        ] {
+            if let Some(m) = median(v) {
+                report.detail("echo, browser", format!("{label}: {what} median"), m, "ms");
+            }
+        }
+    }
+    Some(run)
+}
+
+/// The WebSocket fallback may cost this much over WebTransport on a clean link (median echo).
+const FALLBACK_ECHO_RATIO: f64 = 1.05;
+/// Page load to the first screen with UDP silently blocked, minus the same with UDP open.
+const FALLBACK_START_PENALTY_MS: f64 = 1500.0;
+
+/// Both transports on a lossy link (TCP's retransmissions hold back everything behind a lost
+/// segment; WebTransport's datagrams do not wait): reported, no target.
+fn lossy_fallback_details(options: &Options, report: &mut Report, rtt_ms: u64, seed: u64) {
+    let loss = options.fallback_loss_percent;
+    let (warmup, keys) = (options.echo_warmup, options.echo_keys);
+    let group = "echo, browser, lossy link";
+    let mut medians = Vec::new();
+    for transport in [browser::Transport::WebTransport, browser::Transport::WebSocket] {
+        let what = format!("{}, RTT {rtt_ms} ms, {loss} % loss", transport.as_str());
+        progress(&format!("echo: Tern in the browser over {what}"));
+        match browser::echo(transport, rtt_ms, Some(loss), warmup, keys, seed) {
+            Ok(run) => {
+                if run.missing > 0 {
+                    report.problems.push(format!(
+                        "echo, browser, {what}: {} of {keys} keys without an echo",
+                        run.missing
+                    ));
+                }
+                let screen = run.screen();
+                if let (Some(m), Some(p)) = (median(&screen), p95(&screen)) {
+                    report.detail(group, format!("{what}: key-to-screen median"), m, "ms");
+                    report.detail(group, format!("{what}: key-to-screen p95"), p, "ms");
+                    medians.push(m);
+                }
+            }
+            Err(e) => report.problems.push(format!("echo, browser, {what} failed: {e:#}")),
+        }
+    }
+    if let [wt, ws] = medians[..] {
+        let name =
+            format!("RTT {rtt_ms} ms, {loss} % loss: key-to-echo median, WebSocket / WebTransport");
+        report.detail(group, name, ws / wt, "x");
+    }
+}
+
+/// The browser over the WebSocket fallback (UDP dropped) at one RTT, against the WebTransport run
+/// of the same RTT and seed: echo, and how much longer the page took to show the first screen.
+fn fallback_rows(
+    options: &Options,
+    report: &mut Report,
+    rtt_ms: u64,
+    seed: u64,
+    webtransport: Option<&browser::EchoRun>,
+) {
+    progress(&format!("echo: Tern in the browser over the WebSocket fallback at RTT {rtt_ms} ms"));
+    let transport = browser::Transport::WebSocket;
+    let (warmup, keys) = (options.echo_warmup, options.echo_keys);
+    let run = match browser::echo(transport, rtt_ms, None, warmup, keys, seed) {
+        Ok(run) => run,
+        Err(e) => {
+            report
+                .problems
+                .push(format!("echo, WebSocket fallback, RTT {rtt_ms} ms failed: {e:#}"));
+            return;
+        }
+    };
+    if run.missing > 0 {
+        report.problems.push(format!(
+            "echo, WebSocket fallback, RTT {rtt_ms} ms: {} of {} keys without an echo",
+            run.missing, options.echo_keys
+        ));
+    }
+    let label = format!("WebSocket fallback, RTT {rtt_ms} ms");
+    let screen = run.screen();
+    if let (Some(m), Some(p)) = (median(&screen), p95(&screen)) {
+        report.detail("echo, browser", format!("{label}: key-to-screen median"), m, "ms");
+        report.detail("echo, browser", format!("{label}: key-to-screen p95"), p, "ms");
+    }
+    if let Some(ms) = run.first_frame_ms {
+        report.detail("echo, browser", format!("{label}: page load to first screen"), ms, "ms");
+    }
+    let Some(wt) = webtransport else { return };
+    if let Some(ms) = wt.first_frame_ms {
+        let name = format!("WebTransport, RTT {rtt_ms} ms: page load to first screen");
+        report.detail("echo, browser", name, ms, "ms");
+    }
+    if let (Some(ws), Some(wt)) = (median(&screen), median(&wt.screen())) {
+        let ratio = ws / wt;
+        report.row(
+            format!("key-to-echo median, WebSocket fallback / WebTransport, RTT {rtt_ms} ms"),
+            ratio,
+            "x",
+            format!("≤ {FALLBACK_ECHO_RATIO:.2} ({ws:.1} / {wt:.1} ms)"),
+            ratio <= FALLBACK_ECHO_RATIO,
+        );
+    }
+    if let (Some(ws), Some(wt)) = (run.first_frame_ms, wt.first_frame_ms) {
+        let penalty = ws - wt;
+        report.row(
+            format!("page load to first screen, UDP blocked − UDP open, RTT {rtt_ms} ms"),
+            penalty,
+            "ms",
+            format!("≤ {FALLBACK_START_PENALTY_MS:.0} ms ({ws:.0} − {wt:.0} ms)"),
+            penalty <= FALLBACK_START_PENALTY_MS,
+        );
+    }
 }
 
 fn echo_details(report: &mut Report, client: EchoClient, rtt_ms: u64, run: &EchoRun) {

@@ -1,6 +1,6 @@
 // Shared set-up for the browser tests: the real tern-relay on a free port, headless Chromium (or
 // Firefox with TERN_BROWSER=firefox, see ./firefox.mjs).
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createSocket } from 'node:dgram';
@@ -45,9 +45,9 @@ export async function freePort() {
 }
 
 /// Starts tern-relay; resolves once it printed its URL.
-export async function startRelay({ port, token, stateDir, args = [] }) {
+export async function startRelay({ port, token, stateDir, args = [], host = '127.0.0.1' }) {
   const child = spawn(relayBinary(), [
-    '--listen', `127.0.0.1:${port}`, '--state-dir', stateDir, ...args,
+    '--listen', `${host}:${port}`, '--state-dir', stateDir, ...args,
   ], {
     env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: process.env.RUST_LOG || 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -91,7 +91,7 @@ export function browserName() {
 /// browserName(). Returns `{ name, context, page, consoleLog, close() }`; `context.newPage()` and
 /// `page` offer the playwright calls the tests use in both browsers (Firefox: ./firefox.mjs).
 export async function launchBrowser(opts = {}) {
-  const isOptions = opts !== null && ('browser' in opts || 'viewport' in opts);
+  const isOptions = opts !== null && ('browser' in opts || 'viewport' in opts || 'args' in opts);
   // A bare viewport (or null: playwright's "no fixed viewport") as before.
   let viewport = isOptions ? opts.viewport : opts;
   if (viewport === undefined || (viewport && !viewport.width)) viewport = { width: 1100, height: 700 };
@@ -101,11 +101,11 @@ export async function launchBrowser(opts = {}) {
     return launchFirefox(viewport);
   }
   if (name !== 'chromium') throw new Error(`unknown browser ${name}`);
-  return launchChromium(viewport);
+  return launchChromium(viewport, (isOptions && opts.args) || []);
 }
 
-/// Headless Debian Chromium with a fresh profile (flags from docs TOOLCHAIN.md).
-async function launchChromium(viewport) {
+/// Headless Debian Chromium with a fresh profile (flags from docs TOOLCHAIN.md), and `args`.
+async function launchChromium(viewport, args) {
   const profile = mkdtempSync(join(tmpdir(), 'tern-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
@@ -114,6 +114,7 @@ async function launchChromium(viewport) {
     args: [
       '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync',
+      ...args,
     ],
   });
   const page = context.pages()[0] ?? await context.newPage();
@@ -173,12 +174,63 @@ export function cleanupState(stateDir) {
 
 /// Builds (debug) and starts tern-tests' linkemu between the page and the relay's UDP port.
 let linkemuBin;
-export async function startLinkemu({ listenPort, targetPort, link = '', up = '', down = '' }) {
+function linkemuBinary() {
   if (!linkemuBin) {
     execFileSync('cargo', ['build', '-q', '-p', 'tern-tests', '--bin', 'linkemu'], { cwd: ROOT, stdio: 'inherit' });
     const target = process.env.CARGO_TARGET_DIR || join(ROOT, 'target');
     linkemuBin = join(target, 'debug', 'linkemu');
   }
+  return linkemuBin;
+}
+
+/// Runs this script again inside a network namespace of its own (`unshare -n`), where
+/// `startTunLink` may create its device; returns only in the inner run (the outer one exits with
+/// the inner's status). docs/LINK-EMULATOR.md, "TUN mode".
+export function inOwnNetns() {
+  if (process.env.TERN_NETNS === '1') return;
+  linkemuBinary();
+  relayBinary();
+  const unshareArgs = process.getuid() === 0 ? ['-n'] : ['-rn'];
+  const r = spawnSync('unshare', [...unshareArgs, process.execPath, ...process.argv.slice(1)], {
+    stdio: 'inherit', env: { ...process.env, TERN_NETNS: '1' },
+  });
+  if (r.error) throw new Error(`unshare (util-linux) could not run: ${r.error.message}`);
+  process.exit(r.status ?? 1);
+}
+
+/// The TUN link emulator (linkemu tun) in this namespace: TCP, UDP and ICMP to the returned `far`
+/// address reach the local servers through `link` (delay, loss, ...) in both directions. Start it
+/// before anything binds 127.0.0.1: it brings `lo` up.
+export async function startTunLink({ link, seed = 1 }) {
+  const child = spawn(linkemuBinary(), ['tun', '--link', link, '--seed', String(seed), '--exit-on-stdin-eof'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; });
+  const far = await new Promise((res, rej) => {
+    const timer = setTimeout(() => rej(new Error(`linkemu tun not ready:\n${log}`)), 20000);
+    child.stdout.on('data', (d) => {
+      log += d;
+      const m = log.match(/linkemu tun ready far (\S+)/);
+      if (m) { clearTimeout(timer); res(m[1]); }
+    });
+    child.once('exit', (code) => { clearTimeout(timer); rej(new Error(`linkemu tun exited ${code}:\n${log}`)); });
+  });
+  return {
+    far,
+    log: () => log,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.stdin.end();
+      await Promise.race([exited, sleep(3000)]);
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+export async function startLinkemu({ listenPort, targetPort, link = '', up = '', down = '' }) {
+  linkemuBinary();
   const args = ['--listen', `127.0.0.1:${listenPort}`, '--target', `127.0.0.1:${targetPort}`];
   if (link) args.push('--link', link);
   if (up) args.push('--up', up);

@@ -24,6 +24,10 @@ const LIVENESS_INTERVAL: Duration = Duration::from_secs(5);
 const UDP_BUF: usize = 4096;
 /// At most one rate-limit warning per this interval per session.
 const WARN_INTERVAL: Duration = Duration::from_secs(10);
+/// The log target of one event per datagram forwarded (length only, never content), for timing
+/// each hop of a keystroke's echo (`RUST_LOG=tern_relay::hops=trace`; tests/browser/echo-bench.mjs
+/// `--hops`). Off unless asked: a disabled trace event costs a branch.
+const HOPS: &str = "tern_relay::hops";
 
 /// Why a bridged session is over.
 #[derive(Debug)]
@@ -142,6 +146,7 @@ impl<'a> Bridge<'a> {
         }
         // Errors (e.g. ECONNREFUSED from an earlier ICMP) are transient for UDP.
         let _ = self.session.udp.send(&d).await;
+        tracing::trace!(target: HOPS, len = d.len(), "browser → server");
         ControlFlow::Continue(())
     }
 
@@ -166,6 +171,7 @@ impl<'a> Bridge<'a> {
             if self.conn.send_datagram(f).is_err() {
                 return ControlFlow::Break(End::BrowserGone("browser connection closed"));
             }
+            tracing::trace!(target: HOPS, len = f.len(), "server → browser");
         }
         ControlFlow::Continue(())
     }

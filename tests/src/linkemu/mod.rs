@@ -12,30 +12,35 @@
 //! It forwards only to the configured target, and accepts on a flow socket only the target's
 //! datagrams (the socket is connected).
 //!
+//! The link model itself (shaper, release heap, scheduler threads, counters, tap) lives in
+//! `engine.rs`, shared with the TUN link (`tun/`), which carries any IP traffic, TCP included,
+//! through the same model inside a network namespace.
+//!
 //! Threads, not tokio: tokio's timer wheel has 1 ms resolution and rounds sleeps up to the next
 //! millisecond, while a release scheduler must hit sub-millisecond times on loopback. A thread per
 //! direction waiting on a condvar with the exact time to the next release wakes within tens of
 //! microseconds (futex timeouts are nanosecond based, minus timer slack). The flows are few (one
 //! per client), so one receiving thread per socket costs nothing that matters.
 
+mod engine;
 mod parse;
 mod shaper;
 mod tap;
+pub mod tun;
 
-use std::cmp::{Ordering as CmpOrdering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use parse::{ParseError, parse_bytes, parse_duration, parse_probability, parse_rate};
 pub use shaper::{Admission, PACKET_OVERHEAD_BYTES, Shaper, serialization_time};
 pub use tap::{Fate, Tap, TapLog, TapRecord};
 
-use tap::TapSlot;
+use engine::{Engine, Framing, bump};
 
 /// How often blocked receive calls look at the stop flag. Bounds how long `stop` takes.
 const STOP_POLL: Duration = Duration::from_millis(20);
@@ -180,36 +185,6 @@ pub struct FlowInfo {
     pub upstream: SocketAddr,
 }
 
-#[derive(Debug, Default)]
-struct Counters {
-    received: AtomicU64,
-    forwarded: AtomicU64,
-    forwarded_bytes: AtomicU64,
-    dropped_loss: AtomicU64,
-    dropped_queue: AtomicU64,
-    duplicated: AtomicU64,
-    send_errors: AtomicU64,
-}
-
-impl Counters {
-    fn snapshot(&self) -> DirectionStats {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        DirectionStats {
-            received: get(&self.received),
-            forwarded: get(&self.forwarded),
-            forwarded_bytes: get(&self.forwarded_bytes),
-            dropped_loss: get(&self.dropped_loss),
-            dropped_queue: get(&self.dropped_queue),
-            duplicated: get(&self.duplicated),
-            send_errors: get(&self.send_errors),
-        }
-    }
-}
-
-fn bump(counter: &AtomicU64, by: u64) {
-    counter.fetch_add(by, Ordering::Relaxed);
-}
-
 /// Where a released datagram goes.
 #[derive(Debug)]
 enum Route {
@@ -220,133 +195,28 @@ enum Route {
 }
 
 #[derive(Debug)]
-struct Pending {
-    release: Instant,
-    /// When the datagram reached the emulator (for the tap).
-    arrived: Instant,
-    /// Arrival order; breaks ties so equal release times keep FIFO order.
-    seq: u64,
-    data: Arc<[u8]>,
-    route: Route,
-}
-
-impl PartialEq for Pending {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == CmpOrdering::Equal
-    }
-}
-impl Eq for Pending {}
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Pending {
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        (self.release, self.seq).cmp(&(other.release, other.seq))
-    }
-}
-
-#[derive(Debug)]
-struct DirState {
-    shaper: Shaper,
-    heap: BinaryHeap<Reverse<Pending>>,
-    next_seq: u64,
-}
-
-/// One direction: its shaper and release heap under one lock, a condvar to wake its scheduler.
-#[derive(Debug)]
-struct Direction {
-    state: Mutex<DirState>,
-    wake: Condvar,
-    counters: Counters,
-}
-
-impl Direction {
-    fn new(config: DirectionConfig, seed: u64) -> Self {
-        Self {
-            state: Mutex::new(DirState {
-                shaper: Shaper::new(config, seed),
-                heap: BinaryHeap::new(),
-                next_seq: 0,
-            }),
-            wake: Condvar::new(),
-            counters: Counters::default(),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, DirState> {
-        // A poisoned lock means a thread of ours panicked; the state is still usable counters and
-        // queues, and tests want the remaining threads to keep going rather than cascade.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Runs one arriving datagram through the shaper and queues the surviving copies.
-    fn arrive(&self, dir: Dir, tap: &TapSlot, data: &[u8], route: impl Fn() -> Route) {
-        let now = Instant::now();
-        bump(&self.counters.received, 1);
-        let mut st = self.lock();
-        let admission = st.shaper.admit(now, data.len());
-        let dropped = |fate| {
-            tap.emit(|| TapRecord { dir, arrived: now, fate, data: Arc::from(data) });
-        };
-        if admission.lost {
-            bump(&self.counters.dropped_loss, 1);
-            drop(st);
-            dropped(Fate::DroppedLoss);
-            return;
-        }
-        if admission.duplicated {
-            bump(&self.counters.duplicated, 1);
-        }
-        bump(&self.counters.dropped_queue, u64::from(admission.queue_drops));
-        if admission.releases.is_empty() {
-            drop(st);
-            dropped(Fate::DroppedQueue);
-            return;
-        }
-        let data: Arc<[u8]> = Arc::from(data);
-        for release in admission.releases {
-            let seq = st.next_seq;
-            st.next_seq += 1;
-            st.heap.push(Reverse(Pending {
-                release,
-                arrived: now,
-                seq,
-                data: Arc::clone(&data),
-                route: route(),
-            }));
-        }
-        drop(st);
-        self.wake.notify_one();
-    }
-}
-
-#[derive(Debug)]
 struct Shared {
+    engine: Engine<Route>,
     listen: UdpSocket,
     target: SocketAddr,
-    up: Direction,
-    down: Direction,
-    stop: AtomicBool,
     flows: Mutex<HashMap<SocketAddr, FlowInfo>>,
     flows_opened: AtomicU64,
     flows_rejected: AtomicU64,
     max_flows: usize,
     /// Threads of the flows opened after start, joined on stop.
     flow_threads: Mutex<Vec<JoinHandle<()>>>,
-    tap: TapSlot,
 }
 
 impl Shared {
     fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Acquire)
+        self.engine.stopping()
     }
 
-    fn direction(&self, dir: Dir) -> &Direction {
-        match dir {
-            Dir::Up => &self.up,
-            Dir::Down => &self.down,
+    /// Sends one released datagram on its way.
+    fn send(&self, route: &Route, data: &[u8]) -> io::Result<usize> {
+        match route {
+            Route::Upstream(socket) => socket.send(data),
+            Route::Client(client) => self.listen.send_to(data, client),
         }
     }
 }
@@ -363,31 +233,26 @@ pub struct LinkEmulator {
 impl LinkEmulator {
     /// Binds `config.listen` and starts forwarding to `config.target`.
     pub fn start(config: LinkConfig) -> Result<Self, LinkError> {
-        config.up.validate("up")?;
-        config.down.validate("down")?;
         let seed = config.seed.unwrap_or_else(seed_from_clock);
+        let engine = Engine::new(config.up, config.down, seed, Framing::UdpPayload)?;
         let listen = bind_udp(config.listen)?;
         listen.set_read_timeout(Some(STOP_POLL))?;
         let local_addr = listen.local_addr()?;
-        // Distinct streams per direction so changing one direction's config leaves the other's
-        // draws as they were.
         let shared = Arc::new(Shared {
+            engine,
             listen,
             target: config.target,
-            up: Direction::new(config.up, seed),
-            down: Direction::new(config.down, seed ^ 0x9E37_79B9_7F4A_7C15),
-            stop: AtomicBool::new(false),
             flows: Mutex::new(HashMap::new()),
             flows_opened: AtomicU64::new(0),
             flows_rejected: AtomicU64::new(0),
             max_flows: config.max_flows,
             flow_threads: Mutex::new(Vec::new()),
-            tap: TapSlot::default(),
         });
         let mut emulator = Self { shared, local_addr, seed, threads: Vec::new() };
         for (name, dir) in [("linkemu-up", Dir::Up), ("linkemu-down", Dir::Down)] {
             let shared = Arc::clone(&emulator.shared);
-            emulator.threads.push(spawn(name, move || release_loop(shared, dir))?);
+            let release = move || shared.engine.release_loop(dir, |r, data| shared.send(r, data));
+            emulator.threads.push(spawn(name, release)?);
         }
         let shared = Arc::clone(&emulator.shared);
         emulator.threads.push(spawn("linkemu-listen", move || listen_loop(shared))?);
@@ -407,8 +272,8 @@ impl LinkEmulator {
     /// A snapshot of the counters.
     pub fn stats(&self) -> LinkStats {
         LinkStats {
-            up: self.shared.up.counters.snapshot(),
-            down: self.shared.down.counters.snapshot(),
+            up: self.shared.engine.stats(Dir::Up),
+            down: self.shared.engine.stats(Dir::Down),
             flows_opened: self.shared.flows_opened.load(Ordering::Relaxed),
             flows_rejected: self.shared.flows_rejected.load(Ordering::Relaxed),
         }
@@ -422,24 +287,19 @@ impl LinkEmulator {
 
     /// The configuration of one direction now.
     pub fn config(&self, dir: Dir) -> DirectionConfig {
-        self.shared.direction(dir).lock().shaper.config().clone()
+        self.shared.engine.config(dir)
     }
 
     /// Changes one direction's behaviour for datagrams arriving from now on; datagrams already
     /// queued keep their release times, and the bottleneck's backlog carries over.
     pub fn set_config(&self, dir: Dir, config: DirectionConfig) -> Result<(), LinkError> {
-        config.validate(match dir {
-            Dir::Up => "up",
-            Dir::Down => "down",
-        })?;
-        self.shared.direction(dir).lock().shaper.set_config(config);
-        Ok(())
+        self.shared.engine.set_config(dir, config)
     }
 
     /// Hands every datagram from now on, with its timestamps and fate, to `tap` (`None` removes
     /// it). Benchmarks use this to time protocol events on both sides of the link.
     pub fn set_tap(&self, tap: Option<Arc<dyn Tap>>) {
-        self.shared.tap.set(tap);
+        self.shared.engine.set_tap(tap);
     }
 
     /// Stops and joins every thread (what dropping does).
@@ -448,13 +308,7 @@ impl LinkEmulator {
     }
 
     fn shutdown(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
-        for dir in [Dir::Up, Dir::Down] {
-            let d = self.shared.direction(dir);
-            // Taking the lock orders the notify after any scheduler's check of the flag.
-            let _guard = d.lock();
-            d.wake.notify_all();
-        }
+        self.shared.engine.request_stop();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -546,7 +400,7 @@ fn listen_loop(shared: Arc<Shared>) {
             },
         };
         let route = || Route::Upstream(Arc::clone(&socket));
-        shared.up.arrive(Dir::Up, &shared.tap, &buf[..len], route);
+        shared.engine.arrive(Dir::Up, &buf[..len], route);
     }
 }
 
@@ -588,56 +442,11 @@ fn flow_loop(shared: Arc<Shared>, socket: Arc<UdpSocket>, client: SocketAddr) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     while !shared.stopping() {
         match socket.recv(&mut buf) {
-            Ok(len) => {
-                shared.down.arrive(Dir::Down, &shared.tap, &buf[..len], || Route::Client(client))
-            }
+            Ok(len) => shared.engine.arrive(Dir::Down, &buf[..len], || Route::Client(client)),
             Err(e) if is_transient(&e) => {}
             Err(e) => {
                 eprintln!("linkemu: flow socket for {client} failed: {e}");
                 return;
-            }
-        }
-    }
-}
-
-/// Sends each queued datagram of one direction at its release time.
-fn release_loop(shared: Arc<Shared>, dir: Dir) {
-    let d = shared.direction(dir);
-    let mut st = d.lock();
-    loop {
-        if shared.stopping() {
-            return;
-        }
-        let now = Instant::now();
-        let next = st.heap.peek().map(|Reverse(p)| p.release);
-        match next {
-            None => st = d.wake.wait(st).unwrap_or_else(|e| e.into_inner()),
-            Some(release) if release > now => {
-                st = d.wake.wait_timeout(st, release - now).unwrap_or_else(|e| e.into_inner()).0;
-            }
-            Some(_) => {
-                let Some(Reverse(p)) = st.heap.pop() else {
-                    continue;
-                };
-                // Send without the lock so arrivals are never held up by a slow send.
-                drop(st);
-                let sent = match &p.route {
-                    Route::Upstream(socket) => socket.send(&p.data),
-                    Route::Client(client) => shared.listen.send_to(&p.data, client),
-                };
-                let fate = match sent {
-                    Ok(n) => {
-                        bump(&d.counters.forwarded, 1);
-                        bump(&d.counters.forwarded_bytes, n as u64);
-                        Fate::Forwarded { released: Instant::now() }
-                    }
-                    Err(_) => {
-                        bump(&d.counters.send_errors, 1);
-                        Fate::SendError
-                    }
-                };
-                shared.tap.emit(|| TapRecord { dir, arrived: p.arrived, fate, data: p.data });
-                st = d.lock();
             }
         }
     }

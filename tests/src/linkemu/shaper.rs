@@ -70,8 +70,15 @@ impl Shaper {
         self.backlog_bytes
     }
 
-    /// Decides the fate of a `len`-byte datagram that arrives at `now`.
+    /// Decides the fate of a datagram with `len` bytes of UDP payload that arrives at `now`; the
+    /// bottleneck counts [`PACKET_OVERHEAD_BYTES`] of headers on top.
     pub fn admit(&mut self, now: Instant, len: usize) -> Admission {
+        self.admit_wire(now, len + PACKET_OVERHEAD_BYTES)
+    }
+
+    /// Like [`Shaper::admit`] for a packet whose length already counts every header it has on the
+    /// wire (a whole IP packet, as the TUN reflector carries).
+    pub fn admit_wire(&mut self, now: Instant, wire_bytes: usize) -> Admission {
         let mut admission = Admission::default();
         if self.config.loss > 0.0 && self.rng.random_bool(self.config.loss) {
             admission.lost = true;
@@ -84,7 +91,7 @@ impl Shaper {
             1
         };
         for _ in 0..copies {
-            match self.enqueue(now, len) {
+            match self.enqueue(now, wire_bytes) {
                 Some(done) => {
                     let release = self.release_after(done);
                     admission.releases.push(release);
@@ -107,12 +114,11 @@ impl Shaper {
 
     /// Puts one copy through the bottleneck: `Some(time its last bit leaves)` or `None` for a
     /// drop-tail. Without a rate limit nothing ever waits, so the queue limits do not apply.
-    fn enqueue(&mut self, now: Instant, len: usize) -> Option<Instant> {
+    fn enqueue(&mut self, now: Instant, wire_bytes: usize) -> Option<Instant> {
         let Some(rate) = self.config.rate_bps else {
             return Some(now);
         };
         self.drain_backlog(now);
-        let wire_bytes = len + PACKET_OVERHEAD_BYTES;
         let start = self.link_free_at.filter(|t| *t > now).unwrap_or(now);
         // An empty queue always takes a packet, so a limit below one packet cannot black-hole.
         if !self.backlog.is_empty() {

@@ -33,7 +33,8 @@ pub struct TapRecord {
     /// When the emulator received it.
     pub arrived: Instant,
     pub fate: Fate,
-    /// The datagram as received, untouched.
+    /// The datagram as received, untouched (the UDP proxy's payload); for the TUN link, the IP
+    /// packet as written back into the kernel, its addresses already swapped.
     pub data: Arc<[u8]>,
 }
 
