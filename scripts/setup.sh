@@ -11,7 +11,7 @@ WASM_TARGET=wasm32-unknown-unknown
 # tmux (screen comparison against the real mosh-client), pebble (ACME test server for
 # relay/tests/acme.rs), nginx (the reverse proxy of relay/tests/base_path.rs and
 # tests/browser/tls.test.mjs), libnss3-tools (certutil: tests/browser/tls.test.mjs trusts a test CA).
-APT_PACKAGES=(mosh chromium chromium-driver tmux pebble nginx libnss3-tools openssl)
+APT_PACKAGES=(mosh chromium chromium-driver tmux pebble nginx libnss3-tools openssl iproute2 util-linux)
 # Installed with them, but a failure only warns: the Firefox browser tests (tests/browser/firefox-*)
 # skip with a printed reason when /usr/bin/firefox-esr is missing.
 APT_OPTIONAL=(firefox-esr)
