@@ -4,7 +4,10 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use tern::session::{ClientSession, CloseReason, Event, ServerState, SessionConfig};
+use tern::session::{
+    ClientSession, CloseReason, Event, ResumeError, ResumePoint, ServerState, SessionConfig,
+};
+use tern::terminal::Complete;
 use tern::time::Instant;
 
 /// Largest datagram mosh accepts (`Session::RECEIVE_MTU`).
@@ -18,6 +21,15 @@ const COARSE_SLACK: Duration = Duration::from_millis(10);
 /// ...and the rest of the wait polls the socket between precise sleeps of at most this long.
 const FINE_STEP: Duration = Duration::from_micros(200);
 
+/// Why [`NativeClient::resume`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeFailed {
+    #[error(transparent)]
+    Point(#[from] ResumeError),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
 /// A [`ClientSession`] driven over a real UDP socket and the monotonic clock.
 #[derive(Debug)]
 pub struct NativeClient<S: ServerState> {
@@ -30,6 +42,27 @@ pub struct NativeClient<S: ServerState> {
     closed: Option<CloseReason>,
     /// Server state changes seen so far.
     pub state_changes: u64,
+}
+
+impl NativeClient<Complete> {
+    /// Binds an ephemeral local port and continues the session `point` was taken from (a new
+    /// process taking over a session another one left; see [`tern::session::ResumePoint`]).
+    pub fn resume(
+        server: SocketAddr,
+        config: SessionConfig,
+        point: &ResumePoint,
+    ) -> Result<NativeClient<Complete>, ResumeFailed> {
+        let local: SocketAddr = if server.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }
+            .parse()
+            .expect("literal socket address");
+        let socket = UdpSocket::bind(local)?;
+        let origin = std::time::Instant::now();
+        let session = ClientSession::resume(config, point, Instant::ZERO)?;
+        let mut client =
+            NativeClient { session, socket, server, origin, closed: None, state_changes: 0 };
+        client.flush()?;
+        Ok(client)
+    }
 }
 
 impl<S: ServerState> NativeClient<S> {

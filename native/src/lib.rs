@@ -9,7 +9,7 @@ mod mosh_server;
 pub mod probe;
 pub mod script;
 
-pub use client::NativeClient;
+pub use client::{NativeClient, ResumeFailed};
 pub use mosh_server::{
     ConnectLineError, DEFAULT_START_TIMEOUT, MoshServer, MoshServerOptions, ServerPort, StartError,
     parse_connect_line,

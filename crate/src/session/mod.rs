@@ -2,12 +2,14 @@
 
 mod echo_meter;
 mod host_log;
+mod resume;
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
+pub use resume::{ResumeError, ResumePoint};
 
 use crate::predict::{PredictConfig, Predictor};
 use crate::terminal::Framebuffer;
@@ -127,7 +129,23 @@ pub struct ClientSession<S: ServerState = HostLog> {
 
 impl<S: ServerState> ClientSession<S> {
     pub fn new(config: SessionConfig, now: Instant) -> Self {
-        let transport_config = TransportConfig {
+        let blank = S::blank(config.cols, config.rows);
+        let mut transport = Transport::new(
+            &Self::transport_config(&config),
+            &config.key,
+            UserStream::default(),
+            blank,
+            now,
+        );
+        // The first event of state 1 is the real window size (MOSH-PROTOCOL.md 7.2).
+        transport.update_local(now, |user| user.push_resize(config.cols, config.rows));
+        let mut session = Self::with_transport(config, transport, now);
+        session.after_input(now);
+        session
+    }
+
+    fn transport_config(config: &SessionConfig) -> TransportConfig {
+        TransportConfig {
             receive_policy: if config.stop_and_wait {
                 crate::transport::ReceivePolicy::NewestOnly
             } else {
@@ -137,13 +155,15 @@ impl<S: ServerState> ClientSession<S> {
             first_fragment_id: config.first_fragment_id,
             min_delay: config.min_delay,
             ..TransportConfig::client(config.mtu, config.seed)
-        };
-        let blank = S::blank(config.cols, config.rows);
-        let mut transport =
-            Transport::new(&transport_config, &config.key, UserStream::default(), blank, now);
-        // The first event of state 1 is the real window size (MOSH-PROTOCOL.md 7.2).
-        transport.update_local(now, |user| user.push_resize(config.cols, config.rows));
-        let mut session = ClientSession {
+        }
+    }
+
+    fn with_transport(
+        config: SessionConfig,
+        transport: Transport<UserStream, S>,
+        now: Instant,
+    ) -> Self {
+        ClientSession {
             transport,
             held_input: VecDeque::new(),
             events: VecDeque::new(),
@@ -151,9 +171,7 @@ impl<S: ServerState> ClientSession<S> {
             closed: false,
             started: now,
             predictor: Predictor::new(config.predict),
-        };
-        session.after_input(now);
-        session
+        }
     }
 
     /// A datagram from the server (or anything claiming to be one).

@@ -149,6 +149,34 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
         }
     }
 
+    /// An endpoint that takes over from an earlier one of the same session (see
+    /// [`crate::session::ResumePoint`]): the peer acknowledged our state `local.0` (content
+    /// `local.1`), `pending` is our current state, new states are numbered from `next_local_num`;
+    /// we hold the peer's state `remote.1` numbered `remote.0` and acknowledge it at once.
+    pub fn resumed(
+        config: &TransportConfig,
+        key: &Key,
+        local: (StateNum, L),
+        pending: L,
+        next_local_num: StateNum,
+        remote: (StateNum, R),
+        now: Instant,
+    ) -> Self {
+        let mut t = Transport::new(config, key, local.1.clone(), remote.1.clone(), now);
+        t.sender = Sender::resumed(
+            local.0,
+            local.1,
+            pending,
+            next_local_num,
+            now,
+            config.input_pacing,
+            config.min_delay,
+        );
+        t.receiver = Receiver::resumed(remote.1, remote.0, now, config.receive_policy);
+        t.sender.set_ack_num(remote.0);
+        t
+    }
+
     /// Our current state.
     pub fn local(&self) -> &L {
         self.sender.current()

@@ -95,6 +95,14 @@ impl<S: SyncState> Receiver<S> {
         }
     }
 
+    /// A receiver that takes over from an earlier one of the same session: it holds the peer's
+    /// state `num` (the newest the earlier one received), which the peer may diff from.
+    pub fn resumed(state: S, num: StateNum, now: Instant, policy: ReceivePolicy) -> Self {
+        let mut receiver = Receiver::new(state, now, policy);
+        receiver.states[0].num = num;
+        receiver
+    }
+
     fn newest_entry(&self) -> &ReceivedState<S> {
         // Never empty: throwaway only removes states below a held base, which stays.
         self.states.last().expect("received-state list is never empty")

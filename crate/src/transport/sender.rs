@@ -72,6 +72,9 @@ pub struct Sender<S: SyncState> {
     shutdown: Option<Shutdown>,
     /// The `ack_num` of the last instruction sent (to know the peer's shutdown was acknowledged).
     last_ack_sent: Option<StateNum>,
+    /// New states are numbered at least this (a resumed sender continues above every number an
+    /// earlier incarnation may have sent, so no number names two different states).
+    num_floor: StateNum,
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -99,7 +102,29 @@ impl<S: SyncState> Sender<S> {
             last_heard: None,
             shutdown: None,
             last_ack_sent: None,
+            num_floor: StateNum::INITIAL,
         }
+    }
+
+    /// A sender that takes over from an earlier one of the same session (a page reload): the
+    /// peer acknowledged `acked` as `acked_num`; `current` holds what was typed since (sent or
+    /// not: it all goes out again, from `acked_num`); new states are numbered from `next_num`.
+    pub fn resumed(
+        acked_num: StateNum,
+        acked: S,
+        current: S,
+        next_num: StateNum,
+        now: Instant,
+        pacing: InputPacing,
+        min_delay: Duration,
+    ) -> Self {
+        let mut sender = Sender::new(acked, now, pacing, min_delay);
+        if let Some(front) = sender.sent.front_mut() {
+            front.num = acked_num;
+        }
+        sender.num_floor = next_num;
+        sender.update(now, |c| *c = current);
+        sender
     }
 
     pub fn current(&self) -> &S {
@@ -311,7 +336,7 @@ impl<S: SyncState> Sender<S> {
     }
 
     fn next_num(&self) -> StateNum {
-        StateNum(self.back().num.0.saturating_add(1).min(u64::MAX - 1))
+        StateNum(self.back().num.0.saturating_add(1).max(self.num_floor.0).min(u64::MAX - 1))
     }
 
     /// Notes that `current` went out as `num`.
