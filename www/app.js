@@ -239,6 +239,7 @@ async function main() {
     holdKeysDuringPaste: (hold) => client.setHoldKeysDuringPaste(hold),
     cancelPaste: () => client.cancelPaste(),
     setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
+    endSession: () => client.endSession(),
   };
   wirePaste(client);
   try {
@@ -255,8 +256,9 @@ async function main() {
   };
   window.addEventListener('resize', refit);
   new ResizeObserver(refit).observe($('terminal'));
-  // Leaving the page ends the session (mosh cannot re-attach a fresh client to old state).
-  window.addEventListener('pagehide', () => client.quit());
+  // Leaving the page does not end the shell: the tab saves where the session stands, and a
+  // reload continues it (`exit`, or tern.endSession(), ends it).
+  window.addEventListener('pagehide', () => client.leave());
 
   client.start();
 }

@@ -24,6 +24,9 @@ pub const CHROMIUM_MAX_DATAGRAM: usize = 1211;
 ///
 /// Spawn mode (default) starts `mosh-server new` for the relay's own user on request.
 /// Bridge mode (`--bridge --allow HOST:PORTS`) forwards to mosh-servers started elsewhere.
+/// `--session-idle-timeout`'s default: a week.
+pub const SESSION_IDLE_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+
 #[derive(Debug, Clone, Parser)]
 #[command(name = "tern-relay", version, about)]
 pub struct Config {
@@ -83,6 +86,12 @@ pub struct Config {
     /// Seconds to wait for `MOSH CONNECT` from mosh-server.
     #[arg(long, env = "TERN_RELAY_SPAWN_TIMEOUT", default_value_t = 10)]
     pub spawn_timeout_secs: u64,
+
+    /// End a spawned session after this many seconds with no page attached (leaving or reloading
+    /// the page does not end the shell; `exit` and the page's "End session" do). 0: never. The
+    /// default is a week: a laptop closed over a weekend finds its shell.
+    #[arg(long = "session-idle-timeout", env = "TERN_RELAY_SESSION_IDLE_TIMEOUT", default_value_t = SESSION_IDLE_TIMEOUT_SECS)]
+    pub session_idle_timeout_secs: u64,
 
     /// PEM certificate chain for HTTPS and WebTransport (instead of the self-signed one).
     #[arg(long, env = "TERN_RELAY_TLS_CERT", requires = "tls_key")]
@@ -180,6 +189,12 @@ impl Config {
 
     pub fn spawn_timeout(&self) -> Duration {
         Duration::from_secs(self.spawn_timeout_secs)
+    }
+
+    /// `--session-idle-timeout`, `None` for never.
+    pub fn session_idle_timeout(&self) -> Option<Duration> {
+        (self.session_idle_timeout_secs > 0)
+            .then(|| Duration::from_secs(self.session_idle_timeout_secs))
     }
 
     pub fn tls_reload_interval(&self) -> Duration {

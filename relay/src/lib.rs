@@ -253,10 +253,12 @@ impl Relay {
             Arc::clone(&self.endpoint),
             self.acme.clone(),
         ));
+        let prune = tokio::spawn(prune_sessions(Arc::clone(&self.shared)));
         session::accept_loop(Arc::clone(&self.shared), &self.endpoint).await;
         self.endpoint.close(wtransport::VarInt::from_u32(0), b"relay shutting down");
         let _ = http.await;
         certs.abort();
+        prune.abort();
         tracing::info!("tern-relay stopped");
     }
 
@@ -269,6 +271,20 @@ impl Relay {
     /// A handle that stops the relay from elsewhere (a signal handler).
     pub fn shutdown_handle(&self) -> CancellationToken {
         self.shared.shutdown.clone()
+    }
+}
+
+/// How often records of mosh-servers that ended (their shell exited, or their idle timeout) are
+/// removed, so `/api/sessions` and the state dir do not list them.
+const PRUNE_INTERVAL: Duration = Duration::from_secs(15);
+
+async fn prune_sessions(shared: Arc<Shared>) {
+    let Some(state) = shared.state.as_ref() else { return };
+    let mut tick = tokio::time::interval(PRUNE_INTERVAL);
+    loop {
+        tick.tick().await;
+        // Listing prunes: a record whose pid is gone is removed with its file.
+        let _ = state.alive();
     }
 }
 

@@ -24,6 +24,9 @@ pub struct SpawnSpec {
     /// Command for mosh-server to run instead of the login shell (after `--`).
     pub command: Vec<String>,
     pub timeout: Duration,
+    /// mosh-server ends itself after this long without a new client state (no page attached:
+    /// an attached page sends one at least every 3 s). `None`: it runs until its shell exits.
+    pub idle_timeout: Option<Duration>,
 }
 
 /// A mosh-server that printed its connect line.
@@ -71,6 +74,13 @@ pub fn options(spec: &SpawnSpec) -> MoshServerOptions {
         port: Some(ServerPort::Range { low: spec.ports.low, high: spec.ports.high }),
         command: spec.command.clone(),
         env_remove: SECRET_ENV.iter().map(|name| (*name).to_owned()).collect(),
+        // mosh-server's own idle shutdown (MOSH-PROTOCOL.md, environment): it works across relay
+        // restarts, and the relay only has to prune records of servers that are gone.
+        env: spec
+            .idle_timeout
+            .map(|t| ("MOSH_SERVER_NETWORK_TMOUT".to_owned(), t.as_secs().max(1).to_string()))
+            .into_iter()
+            .collect(),
         timeout: spec.timeout,
         ..MoshServerOptions::default()
     }
@@ -99,7 +109,18 @@ mod tests {
             ports: PortRange { low: 60001, high: 60999 },
             command: vec!["/bin/sh".into()],
             timeout: Duration::from_secs(5),
+            idle_timeout: Some(Duration::from_secs(600)),
         }
+    }
+
+    #[test]
+    fn the_idle_timeout_goes_to_mosh_server_as_its_network_timeout() {
+        assert_eq!(
+            options(&spec("mosh-server")).env,
+            [("MOSH_SERVER_NETWORK_TMOUT".to_owned(), "600".to_owned())]
+        );
+        let never = SpawnSpec { idle_timeout: None, ..spec("mosh-server") };
+        assert!(options(&never).env.is_empty());
     }
 
     #[test]

@@ -213,3 +213,43 @@ async fn spawn_failures_are_reported_with_their_cause() {
     }
     relay.stop().await;
 }
+
+#[tokio::test]
+async fn a_session_no_page_attaches_ends_after_the_idle_timeout_and_its_record_goes() {
+    let token = test_token("idle");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let mut config = spawn_config(state.path(), &token);
+    // Above the 3 s between an idle client's empty acks, which count as new client states.
+    config.session_idle_timeout_secs = 5;
+    let relay = TestRelay::start(config).await;
+    let (mut mosh, ready) = spawned_session(&relay, &token).await;
+    assert!(mosh.run_until(Duration::from_secs(10), |s| s.has_heard_server()).await);
+    let pids = recorded_pids(state.path());
+    assert_eq!(pids.len(), 1);
+    // Attached and typing: longer than the timeout, the session stays (the page's states and
+    // empty acks are new client states).
+    mosh.run_until(Duration::from_secs(8), |_| false).await;
+    mosh.type_bytes(b"echo still-$((40+2))\n");
+    assert!(
+        mosh.run_until(Duration::from_secs(10), |s| s.server_state().contains(b"still-42")).await,
+        "the attached session ended: {:?}",
+        mosh.screen_text()
+    );
+    // The page goes away without quitting (a closed tab): the shell waits for the timeout,
+    // then mosh-server ends itself and the relay forgets it.
+    drop(mosh);
+    let gone = async {
+        while pids.iter().any(|&p| std::path::Path::new(&format!("/proc/{p}")).exists()) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), gone)
+        .await
+        .expect("mosh-server still runs a minute after its idle timeout");
+    let (status, body) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+    assert_eq!(status, 200);
+    assert!(!body.contains(&ready.session), "the ended session is still listed: {body}");
+    assert!(recorded_pids(state.path()).is_empty(), "its record is still in the state dir");
+    relay.stop().await;
+}

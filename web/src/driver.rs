@@ -33,7 +33,7 @@ use crate::paste::{PasteFiles, UploadStream, read_file};
 use crate::relay_link::{self, RelayLink};
 use crate::screen::Screen;
 use crate::stats;
-use crate::storage::NonceStore;
+use crate::storage::{self, NonceStore};
 use crate::xterm::Terminal;
 
 /// Control-stream pings: a relay killed without a goodbye (or a dead network path) shows up
@@ -44,6 +44,12 @@ const PING_DEADLINE: Duration = Duration::from_secs(7);
 const OVERLAY_TICK: Duration = Duration::from_secs(1);
 /// Upload progress redraws at most this often (acks come every few milliseconds).
 const PASTE_REDRAW: Duration = Duration::from_millis(100);
+/// The tab's saved session (what a reload continues) is refreshed this often, and when the page
+/// goes away; a crash loses what came after (the keys typed since are sent again, nothing more).
+const SAVE_INTERVAL: Duration = Duration::from_secs(2);
+/// Datagrams of a session restored before any link told its limit (the smallest a browser link
+/// has; the first `ready` sets the real one).
+const RESTORED_MTU: usize = 1200;
 
 /// Link-level counters (the core keeps its own).
 #[derive(Debug, Default)]
@@ -94,6 +100,10 @@ struct State {
     status: Status,
     session: Option<ClientSession<Complete>>,
     session_id: Option<String>,
+    /// The session's key as text, for the tab's saved session. A secret: never logged.
+    key_text: Option<String>,
+    /// The session was restored from the tab's storage and no relay has confirmed it yet.
+    restored: bool,
     nonces: Option<NonceStore>,
     /// The session's timer (`poll_timeout`).
     timer: Option<Timeout>,
@@ -103,6 +113,8 @@ struct State {
     echo: EchoMeter,
     /// `performance.now()` when the first frame with server content was written.
     first_frame_ms: Option<f64>,
+    /// `performance.now()` when a session restored from the tab's storage was first drawn.
+    restored_ms: Option<f64>,
     /// Predictive echo's mode, for the session (when it starts) and `stats()`.
     predict: tern::predict::PredictConfig,
     relay: RelayState,
@@ -126,12 +138,15 @@ impl Driver {
             status: Status::Connecting,
             session: None,
             session_id: None,
+            key_text: None,
+            restored: false,
             nonces: None,
             timer: None,
             early_input: Vec::new(),
             screen: Screen::default(),
             echo: EchoMeter::new(),
             first_frame_ms: None,
+            restored_ms: None,
             predict: tern::predict::PredictConfig::default(),
             relay: RelayState::default(),
             paste: PasteState::default(),
@@ -143,8 +158,10 @@ impl Driver {
         &self.term
     }
 
-    /// Starts the overlay clock and the connection loop.
+    /// Restores the tab's saved session (its screen shows at once), then starts the overlay
+    /// clock, the saving clock and the connection loop.
     pub fn start(self: &Rc<Self>) {
+        self.restore();
         let weak = Rc::downgrade(self);
         Interval::new(ms(OVERLAY_TICK), move || {
             if let Some(d) = weak.upgrade() {
@@ -152,7 +169,82 @@ impl Driver {
             }
         })
         .forget();
+        let weak = Rc::downgrade(self);
+        Interval::new(ms(SAVE_INTERVAL), move || {
+            if let Some(d) = weak.upgrade() {
+                d.save();
+            }
+        })
+        .forget();
         wasm_bindgen_futures::spawn_local(Driver::connection_loop(Rc::clone(self)));
+    }
+
+    /// The session this tab had before a reload, if it saved one: it becomes the session now,
+    /// drawn before the relay is even asked; the first `ready` confirms it (or the relay says
+    /// it is over, and a new one starts).
+    fn restore(self: &Rc<Self>) {
+        let Some(saved) = storage::load_saved_session() else { return };
+        let resumed = saved.fits(&self.target).then(|| {
+            let key = saved.key_text.parse().ok()?;
+            let config = self.session_config(key, &saved.key_text, RESTORED_MTU);
+            ClientSession::resume(config.0, &saved.point, now()).ok().map(|s| (s, config.1))
+        });
+        let Some(Some((session, nonces))) = resumed else {
+            storage::forget_session();
+            return;
+        };
+        {
+            let mut st = self.st.borrow_mut();
+            st.session = Some(session);
+            st.nonces = Some(nonces);
+            st.session_id = Some(saved.session_id);
+            st.key_text = Some(saved.key_text);
+            st.restored = true;
+            st.screen.forget();
+        }
+        self.render(false);
+        self.st.borrow_mut().restored_ms = Some(now_ms());
+        self.flush(false);
+    }
+
+    /// Writes the tab's saved session (see [`SAVE_INTERVAL`]); nothing while there is none.
+    pub fn save(&self) {
+        let st = self.st.borrow();
+        let (Some(session), Some(id), Some(key_text)) =
+            (st.session.as_ref(), st.session_id.as_ref(), st.key_text.as_ref())
+        else {
+            return;
+        };
+        if session.is_closed() || st.status.is_final() {
+            return;
+        }
+        storage::save_session(&relay_client::SavedSession {
+            session_id: id.clone(),
+            key_text: key_text.clone(),
+            point: session.resume_point(),
+        });
+    }
+
+    /// A session's configuration for this page, with the nonce bounds kept for its key.
+    fn session_config(
+        &self,
+        key: tern::wire::Key,
+        key_text: &str,
+        max_datagram_size: usize,
+    ) -> (SessionConfig, NonceStore) {
+        let (store, first_seq, first_fragment_id) = NonceStore::load(key_text);
+        let mut config = SessionConfig::new(key, self.term.cols().max(1), self.term.rows().max(1));
+        // The browser silently drops datagrams above its limit.
+        config.mtu = max_datagram_size.min(config.mtu);
+        config.first_seq = first_seq;
+        config.first_fragment_id = first_fragment_id;
+        config.seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
+        // Send keys from inside the input handler: a 1 ms gathering timer becomes >= 4 ms in a
+        // browser (nested timers are clamped), and xterm.js already hands a burst or a paste over
+        // in one call, so there is nothing to gather.
+        config.min_delay = Duration::ZERO;
+        config.predict = self.st.try_borrow().map_or_else(|_| Default::default(), |st| st.predict);
+        (config, store)
     }
 
     fn set_status(&self, status: Status, message: &str) {
@@ -187,7 +279,26 @@ impl Driver {
         if let Some(l) = link {
             l.close();
         }
+        // Nothing left to continue: a reload starts a new session.
+        storage::forget_session();
         self.set_status(Status::Ended, message);
+    }
+
+    /// When the session came from the tab's storage and no relay has confirmed it: forgets it
+    /// (and the saved copy) and says so. Returns whether it did.
+    fn drop_restored(&self) -> bool {
+        let mut st = self.st.borrow_mut();
+        if !st.restored {
+            return false;
+        }
+        st.restored = false;
+        st.session = None;
+        st.session_id = None;
+        st.key_text = None;
+        st.nonces = None;
+        drop(st);
+        storage::forget_session();
+        true
     }
 
     fn is_over(&self) -> bool {
@@ -207,6 +318,10 @@ impl Driver {
                     backoff.link_ended(started, now());
                 }
                 Err(ConnectError::Fatal { code, message }) => return self.fail(code, &message),
+                Err(ConnectError::Ended(_)) if self.drop_restored() => {
+                    // The shell the tab saved is gone: a new session, right away.
+                    continue;
+                }
                 Err(ConnectError::Ended(message)) => return self.end(&message),
                 Err(ConnectError::Retry(why)) => self.st.borrow_mut().relay.last_error = Some(why),
             }
@@ -267,8 +382,17 @@ impl Driver {
             st.relay.message = None;
             st.relay.joiner = Joiner::new();
             st.relay.link = Some(Rc::clone(&link));
-            if st.session.is_none() {
-                self.start_session(st, key, &key_text, link.max_datagram_size, &ready.session);
+            if st.restored && st.key_text.as_deref() != Some(key_text.as_str()) {
+                // Not the session the tab saved after all: start afresh with the relay's.
+                st.session = None;
+            }
+            st.restored = false;
+            match st.session.as_mut() {
+                None => {
+                    self.start_session(st, key, &key_text, link.max_datagram_size, &ready.session)
+                }
+                // A session that goes on over a new link: that link's datagram limit.
+                Some(s) => s.set_mtu(link.max_datagram_size),
             }
             std::mem::take(&mut st.early_input)
         };
@@ -298,22 +422,13 @@ impl Driver {
         max_datagram_size: usize,
         session_id: &str,
     ) {
-        let (store, first_seq, first_fragment_id) = NonceStore::load(key_text);
-        let mut config = SessionConfig::new(key, self.term.cols().max(1), self.term.rows().max(1));
-        // The browser silently drops datagrams above its limit.
-        config.mtu = max_datagram_size.min(config.mtu);
-        config.first_seq = first_seq;
-        config.first_fragment_id = first_fragment_id;
-        config.seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
-        // Send keys from inside the input handler: a 1 ms gathering timer becomes >= 4 ms in a
-        // browser (nested timers are clamped), and xterm.js already hands a burst or a paste over
-        // in one call, so there is nothing to gather.
-        config.min_delay = Duration::ZERO;
+        let (mut config, store) = self.session_config(key, key_text, max_datagram_size);
         config.predict = st.predict;
         st.session = Some(ClientSession::new(config, now()));
         st.nonces = Some(store);
         st.screen.forget();
         st.session_id = Some(session_id.to_string());
+        st.key_text = Some(key_text.to_string());
     }
 
     /// Runs one live link: datagrams here, control messages and pings beside; returns when the
@@ -568,15 +683,22 @@ impl Driver {
         }
     }
 
-    /// The page is going away: start mosh's quit handshake (best effort).
-    pub fn quit(self: &Rc<Self>) {
+    /// The page is going away (a reload, a closed tab): the shell keeps running; the tab saves
+    /// where it stands, so a reload continues it.
+    pub fn leave(&self) {
+        self.save();
+    }
+
+    /// The person ends the session: mosh's quit handshake (the shell gets a hangup), and
+    /// nothing for a reload to continue.
+    pub fn end_session(self: &Rc<Self>) {
         {
             let mut st = self.st.borrow_mut();
-            st.status = Status::Ended;
             if let Some(s) = st.session.as_mut() {
                 s.shutdown(now());
             }
         }
+        storage::forget_session();
         self.flush(false);
     }
 
@@ -821,6 +943,7 @@ impl Driver {
             ("joinerEvicted", (st.relay.joiner.evicted as f64).into()),
             ("firstReadyMs", opt_ms(st.relay.first_ready_ms)),
             ("firstFrameMs", opt_ms(st.first_frame_ms)),
+            ("restoredMs", opt_ms(st.restored_ms)),
             ("lastError", st.relay.last_error.as_deref().map_or(JsValue::NULL, JsValue::from)),
             ("core", st.session.as_ref().map_or(JsValue::NULL, stats::core)),
             ("echo", stats::echo(&st.echo.summary())),

@@ -155,9 +155,16 @@ impl Client {
         self.driver.set_hold_keys(hold);
     }
 
-    /// The page is going away: start mosh's quit handshake (best effort; a reload starts a new
-    /// session, and the old mosh-server should not linger).
-    pub fn quit(&self) {
-        self.driver.quit();
+    /// The page is going away (`pagehide`): the shell keeps running, and the tab saves where
+    /// it stands so that a reload continues it (docs/BROWSER.md, "Reload").
+    pub fn leave(&self) {
+        self.driver.leave();
+    }
+
+    /// Ends the session for good: mosh's quit handshake (the shell gets a hangup). The page
+    /// then shows that the session is over.
+    #[wasm_bindgen(js_name = endSession)]
+    pub fn end_session(&self) {
+        self.driver.end_session();
     }
 }

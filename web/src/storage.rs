@@ -47,3 +47,27 @@ impl NonceStore {
         }
     }
 }
+
+/// Where this tab keeps the session a reload continues (`sessionStorage`: per tab, kept across
+/// reloads, gone with the tab; see `tern::relay_client::SavedSession`).
+const SAVED_SESSION: &str = "tern.session";
+
+/// The session this tab saved, if any (and readable).
+pub fn load_saved_session() -> Option<tern::relay_client::SavedSession> {
+    let text = storage()?.get_item(SAVED_SESSION).ok()??;
+    tern::relay_client::SavedSession::decode(&text)
+}
+
+/// Keeps `saved` for the next page in this tab. A full or disabled storage only loses the resume.
+pub fn save_session(saved: &tern::relay_client::SavedSession) {
+    if let Some(s) = storage() {
+        let _ = s.set_item(SAVED_SESSION, &saved.encode());
+    }
+}
+
+/// The session is over (or unusable): a reload starts a new one.
+pub fn forget_session() {
+    if let Some(s) = storage() {
+        let _ = s.remove_item(SAVED_SESSION);
+    }
+}

@@ -8,10 +8,12 @@
 //!  Target::hello(..) ─▶ Hello ─▶ [control stream] ─▶ ServerMessage ─▶ answer() ─▶ Ready | ConnectError
 //!  Target::session_key(ready) ─▶ the mosh key (the relay's in spawn mode, the page's in bridge mode)
 //!  Backoff: pauses between attempts; Status: what the page shows
+//!  SavedSession: what the tab keeps so a reload continues the shell (session id, key, ResumePoint)
 //! ```
 
 mod backoff;
 mod connect;
+mod saved;
 mod status;
 
 pub use backoff::{BACKOFF_FIRST, BACKOFF_MAX, Backoff, STABLE_LINK};
@@ -19,4 +21,5 @@ pub use connect::{
     ConnectError, ControlEvent, Target, answer, check_info, control_after_ready, info_response,
     webtransport_patience,
 };
+pub use saved::SavedSession;
 pub use status::{FailCode, Status};

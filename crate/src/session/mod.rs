@@ -9,7 +9,7 @@ use std::time::Duration;
 
 pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
-pub use resume::{ResumeError, ResumePoint};
+pub use resume::{RESUME_STATE_GAP, ResumeError, ResumePoint};
 
 use crate::predict::{PredictConfig, Predictor};
 use crate::terminal::Framebuffer;
@@ -237,6 +237,12 @@ impl<S: ServerState> ClientSession<S> {
     pub fn display_frame(&mut self) -> Option<Framebuffer> {
         let fb = self.transport.remote().framebuffer()?;
         Some(self.predictor.overlay(fb))
+    }
+
+    /// Datagrams are at most `mtu` bytes from now on (a new link to the server with its own
+    /// limit: the browser silently drops larger ones).
+    pub fn set_mtu(&mut self, mtu: usize) {
+        self.transport.set_mtu(mtu.clamp(crate::wire::MIN_MTU, crate::wire::DEFAULT_MTU));
     }
 
     /// The predictor, for its counters and triggers.

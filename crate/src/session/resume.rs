@@ -28,6 +28,11 @@ use crate::time::Instant;
 use crate::transport::{SyncState, Transport, UserStream};
 use crate::wire::StateNum;
 
+/// A resumed client numbers its states this far above the point's `input_next`: a point written
+/// before a crash may be older than the last states sent (at one per key, far fewer than this
+/// between two saves a few seconds apart). State numbers are 64-bit: room for 2^43 takeovers.
+pub const RESUME_STATE_GAP: u64 = 1 << 20;
+
 /// Leads every encoded point; the digit is the format's version.
 const MAGIC: &[u8; 4] = b"TRP1";
 /// A screen or input larger than this is not a point this code wrote.
@@ -217,6 +222,9 @@ impl ClientSession<Complete> {
         let screen = point.server_state()?;
         let pending = point.pending_input()?;
         let mut config = config;
+        // A point saved a moment before a crash (no `pagehide`) may predate states the old
+        // client still sent: skip far above them, so no number names two different states.
+        let input_next = StateNum(point.input_next.0.saturating_add(RESUME_STATE_GAP));
         config.first_seq = config.first_seq.max(point.next_seq);
         config.first_fragment_id = config.first_fragment_id.max(point.next_fragment_id);
         let transport = Transport::resumed(
@@ -224,7 +232,7 @@ impl ClientSession<Complete> {
             &config.key,
             (point.input_acked, UserStream::default()),
             pending,
-            point.input_next,
+            input_next,
             (point.server_num, screen),
             now,
         );

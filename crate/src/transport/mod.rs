@@ -230,6 +230,11 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
         self.packets.next_seq()
     }
 
+    /// Whole datagrams are at most `mtu` bytes from now on (a link with another limit).
+    pub fn set_mtu(&mut self, mtu: usize) {
+        self.fragmenter.set_mtu(mtu);
+    }
+
     /// The next fragment id (persist it with the key, like the sequence number).
     pub fn next_fragment_id(&self) -> u64 {
         self.fragmenter.next_id()

@@ -104,6 +104,7 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
         ports: c.mosh_port_range,
         command: c.mosh_command.clone(),
         timeout: c.spawn_timeout(),
+        idle_timeout: c.session_idle_timeout(),
     };
     let spawned = spawn_mosh_server(&spec).await.map_err(|e| {
         tracing::warn!("spawning mosh-server failed: {e:#}");

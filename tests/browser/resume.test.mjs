@@ -1,0 +1,110 @@
+// A reload continues the shell (issue 13): the page, the real tern-relay (spawn mode), the real
+// mosh-server. The tab saves a ResumePoint in sessionStorage (when it goes away, and every 2 s);
+// the reloaded page draws that screen before it asks the relay anything, then takes the session
+// over; keys typed up to the reload arrive once, in order.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
+  waitForPrompt, typeLine, tempDir, cleanupState,
+} from './helpers.mjs';
+
+const token = 'test-token-' + Math.random().toString(36).slice(2);
+let port, stateDir, relay, browser, page;
+
+before(async () => {
+  port = await freePort();
+  stateDir = tempDir('tern-relay-state-');
+  relay = await startRelay({ port, token, stateDir });
+  browser = await launchBrowser();
+  page = browser.page;
+});
+
+after(async () => {
+  await browser?.close();
+  await stopRelay(relay);
+  cleanupState(stateDir);
+  if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
+});
+
+/// What xterm.js shows (what the person sees), not the core's model.
+const shown = (p) => p.evaluate(() => {
+  const b = window.tern.term.buffer.active;
+  const rows = [];
+  for (let y = 0; y < window.tern.term.rows; y++) rows.push(b.getLine(b.viewportY + y)?.translateToString(true) ?? '');
+  return rows.join('\n');
+});
+
+const pidAfter = (text, label) => text.match(new RegExp(`^${label}-(\\d+)$`, 'm'))?.[1];
+
+/// pids of the mosh-servers the relay recorded.
+const recordedPids = () => readdirSync(join(stateDir, 'sessions'))
+  .map((f) => JSON.parse(readFileSync(join(stateDir, 'sessions', f), 'utf8')).pid);
+const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+
+test('a reload shows the old screen at once and continues the same shell', async () => {
+  await page.goto(relay.url);
+  await waitForPrompt(page);
+  await typeLine(page, 'echo marker-$$');
+  const pid = await until(async () => pidAfter(await screen(page), 'marker'), { what: 'marker-PID' });
+  const before = await stats(page);
+  assert.equal(before.restoredMs, null, 'a first load restores nothing');
+
+  // Keys typed up to the moment of the reload (no wait for their echo).
+  await page.keyboard.type('echo again-', { delay: 0 });
+  await page.reload();
+
+  // Before anything is typed: the old screen, drawn into xterm.js before the relay answered.
+  await until(async () => (await stats(page))?.restoredMs != null, { what: 'the restored screen' });
+  const restored = await stats(page);
+  assert.ok(restored.firstReadyMs === null || restored.restoredMs < restored.firstReadyMs,
+    `drawn before the relay's ready (${restored.restoredMs} < ${restored.firstReadyMs})`);
+  assert.match(await shown(page), new RegExp(`^marker-${pid}$`, 'm'), 'the old screen in xterm.js');
+  assert.ok(restored.restoredMs < 1500, `old screen ${restored.restoredMs} ms after navigation`);
+  await page.screenshot({ path: join(ARTIFACTS, 'resume-after-reload.png') });
+
+  // The same shell, and `echo again-` typed before the reload arrived once, in order.
+  await until(async () => (await stats(page)).phase === 'live', { what: 'the session live again' });
+  await page.keyboard.type('$$');
+  await page.keyboard.press('Enter');
+  const again = await until(async () => pidAfter(await screen(page), 'again'), { what: 'again-PID' });
+  assert.equal(again, pid, 'the same shell after the reload');
+  assert.doesNotMatch(await screen(page), /again-again-|echo again-echo/, 'nothing doubled');
+  const s = await stats(page);
+  assert.equal(s.session, before.session, 'the same relay session');
+  assert.equal(s.core.droppedUnknownBase + s.core.applyFailures + s.core.authFailures, 0, JSON.stringify(s.core));
+  assert.equal(recordedPids().length, 1, 'no second mosh-server was started');
+});
+
+test('a second reload right after the first continues it too', async () => {
+  const pid = pidAfter(await screen(page), 'marker');
+  await page.reload();
+  await waitForPrompt(page);
+  await until(async () => (await stats(page)).phase === 'live', { what: 'live' });
+  await typeLine(page, 'echo third-$$');
+  assert.equal(await until(async () => pidAfter(await screen(page), 'third'), { what: 'third-PID' }), pid);
+});
+
+test('exit ends the shell; a reload then starts a new one', async () => {
+  const oldPid = Number(pidAfter(await screen(page), 'marker'));
+  const [server] = recordedPids();
+  await typeLine(page, 'exit');
+  await until(async () => (await stats(page)).phase === 'ended', { what: 'the session to end' });
+  await until(() => !alive(server), { what: 'mosh-server to exit', timeout: 20000 });
+  await page.reload();
+  await waitForPrompt(page);
+  assert.equal((await stats(page)).restoredMs, null, 'nothing saved to restore');
+  await typeLine(page, 'echo fresh-$$');
+  const fresh = await until(async () => pidAfter(await screen(page), 'fresh'), { what: 'fresh-PID' });
+  assert.notEqual(Number(fresh), oldPid, 'a new shell');
+});
+
+test('End session ends the shell at once', async () => {
+  const pids = recordedPids().filter(alive);
+  assert.equal(pids.length, 1);
+  await page.evaluate(() => window.tern.endSession());
+  await until(async () => (await stats(page)).phase === 'ended', { what: 'the session to end' });
+  await until(() => !alive(pids[0]), { what: 'mosh-server to exit', timeout: 20000 });
+});
