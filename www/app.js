@@ -219,6 +219,7 @@ async function main() {
         document.body.dataset.link = kind;
         if (kind === 'websocket') pill('TCP fallback', 'quiet');
       },
+      session: holdSession,
       title: (t) => { document.title = t ? `${t} — tern` : 'tern'; },
       bell: () => {
         document.body.classList.remove('bell');
@@ -260,7 +261,39 @@ async function main() {
   // reload continues it (`exit`, or tern.endSession(), ends it).
   window.addEventListener('pagehide', () => client.leave());
 
+  // A duplicated tab copies sessionStorage, saved session included, while the original tab still
+  // drives it: continue it only when no other tab holds its lock (a reload's old page releases
+  // it as it unloads).
+  const saved = client.savedSessionId();
+  if (saved && !(await acquireSession(saved, SESSION_LOCK_WAIT_MS))) client.forgetSavedSession();
   client.start();
+}
+
+// One page drives a relay session: it holds a Web Lock named after the session for its life.
+const SESSION_LOCK_WAIT_MS = 1000;
+const heldSessions = new Set();
+const lockName = (id) => `tern.session.${id}`;
+
+function holdSession(id) {
+  if (!navigator.locks || heldSessions.has(id)) return;
+  heldSessions.add(id);
+  navigator.locks.request(lockName(id), () => new Promise(() => {}));
+}
+
+// Resolves true once this page holds the session's lock, false if another page keeps it longer
+// than `ms` (or true where the browser has no Web Locks: nothing to check against).
+function acquireSession(id, ms) {
+  if (!navigator.locks) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), ms);
+    navigator.locks.request(lockName(id), { signal: abort.signal }, () => {
+      clearTimeout(timer);
+      heldSessions.add(id);
+      resolve(true);
+      return new Promise(() => {});
+    }).catch(() => resolve(false));
+  });
 }
 
 main().catch((e) => notice('error', 'Tern failed to start', String(e && e.message || e)));

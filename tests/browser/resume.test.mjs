@@ -87,9 +87,37 @@ test('a second reload right after the first continues it too', async () => {
   assert.equal(await until(async () => pidAfter(await screen(page), 'third'), { what: 'third-PID' }), pid);
 });
 
+test('a duplicated tab does not take the session over while the original drives it', async () => {
+  const pid = pidAfter(await screen(page), 'marker');
+  // What "Duplicate tab" does: a new tab with a copy of this one's sessionStorage (saved session,
+  // token and nonce bounds included).
+  const copied = await page.evaluate(() => Object.fromEntries(Object.entries(sessionStorage)));
+  assert.ok(copied['tern.session'], 'the tab saved its session');
+  const twin = await browser.context.newPage();
+  try {
+    await twin.addInitScript((entries) => {
+      if (sessionStorage.getItem('tern.copied')) return;
+      for (const [k, v] of Object.entries(entries)) sessionStorage.setItem(k, v);
+      sessionStorage.setItem('tern.copied', '1');
+    }, copied);
+    await twin.goto(new URL(relay.url).origin + '/');
+    await waitForPrompt(twin);
+    await typeLine(twin, 'echo twin-$$');
+    const twinPid = await until(async () => pidAfter(await screen(twin), 'twin'), { what: 'twin-PID' });
+    assert.notEqual(twinPid, pid, 'the duplicate got a shell of its own');
+    assert.equal((await stats(twin)).restoredMs, null);
+    // The original still drives its shell.
+    await typeLine(page, 'echo still-$$');
+    assert.equal(await until(async () => pidAfter(await screen(page), 'still'), { what: 'still-PID' }), pid);
+    await twin.evaluate(() => window.tern.endSession());
+  } finally {
+    await twin.close();
+  }
+});
+
 test('exit ends the shell; a reload then starts a new one', async () => {
   const oldPid = Number(pidAfter(await screen(page), 'marker'));
-  const [server] = recordedPids();
+  const [server] = recordedPids().filter(alive);
   await typeLine(page, 'exit');
   await until(async () => (await stats(page)).phase === 'ended', { what: 'the session to end' });
   await until(() => !alive(server), { what: 'mosh-server to exit', timeout: 20000 });

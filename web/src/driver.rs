@@ -202,6 +202,9 @@ impl Driver {
             st.restored = true;
             st.screen.forget();
         }
+        if let Some(id) = self.st.borrow().session_id.clone() {
+            self.hooks.session(&id);
+        }
         self.render(false);
         self.st.borrow_mut().restored_ms = Some(now_ms());
         self.flush(false);
@@ -396,6 +399,9 @@ impl Driver {
             }
             std::mem::take(&mut st.early_input)
         };
+        if let Some(id) = self.st.borrow().session_id.clone() {
+            self.hooks.session(&id);
+        }
         self.set_status(if ready.resumed { Status::Resumed } else { Status::Connected }, "");
         self.hooks.link(link.kind());
         if early.is_empty() {

@@ -75,6 +75,12 @@ impl Hooks {
 
     /// `link(kind)`: how the session reaches the relay now, `webtransport` or `websocket` (the TCP
     /// fallback).
+    /// This page now drives the relay session `id` (new, or continued after a reload): the page
+    /// holds a lock on it for its life, so that a duplicated tab does not take it over too.
+    pub fn session(&self, id: &str) {
+        self.call("session", &[id.into()]);
+    }
+
     pub fn link(&self, kind: &str) {
         self.call("link", &[kind.into()]);
     }

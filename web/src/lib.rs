@@ -155,6 +155,20 @@ impl Client {
         self.driver.set_hold_keys(hold);
     }
 
+    /// The relay session this tab saved before a reload, if any (the page checks that no other
+    /// tab drives it before [`start`](Self::start) continues it).
+    #[wasm_bindgen(js_name = savedSessionId)]
+    pub fn saved_session_id(&self) -> Option<String> {
+        crate::storage::load_saved_session().map(|s| s.session_id)
+    }
+
+    /// Forgets the tab's saved session: [`start`](Self::start) then begins a new one (a
+    /// duplicated tab, whose copied storage names a session the original tab still drives).
+    #[wasm_bindgen(js_name = forgetSavedSession)]
+    pub fn forget_saved_session(&self) {
+        crate::storage::forget_session();
+    }
+
     /// The page is going away (`pagehide`): the shell keeps running, and the tab saves where
     /// it stands so that a reload continues it (docs/BROWSER.md, "Reload").
     pub fn leave(&self) {
