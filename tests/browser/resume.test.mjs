@@ -15,6 +15,8 @@ const token = 'test-token-' + Math.random().toString(36).slice(2);
 let port, stateDir, relay, browser, page;
 
 before(async () => {
+  // Every client datagram's sequence number, as the relay forwarded it (see the last test).
+  process.env.RUST_LOG = 'info,tern_relay::seqs=trace';
   port = await freePort();
   stateDir = tempDir('tern-relay-state-');
   relay = await startRelay({ port, token, stateDir });
@@ -135,4 +137,21 @@ test('End session ends the shell at once', async () => {
   await page.evaluate(() => window.tern.endSession());
   await until(async () => (await stats(page)).phase === 'ended', { what: 'the session to end' });
   await until(() => !alive(pids[0]), { what: 'mosh-server to exit', timeout: 20000 });
+});
+
+test('no sequence number repeats under a session key, across the reloads and tabs above', async () => {
+  const seen = new Map();
+  let count = 0;
+  for (const line of relay.log().split('\n')) {
+    const m = line.match(/tern_relay::seqs:.*session=(\S+) seq=(\d+)/) ?? line.match(/session=(\S+).*seq=(\d+).*client datagram/);
+    if (!m) continue;
+    count++;
+    const [, session, seq] = m;
+    if (!seen.has(session)) seen.set(session, new Set());
+    const seqs = seen.get(session);
+    assert.ok(!seqs.has(seq), `session ${session} reused sequence number ${seq}`);
+    seqs.add(seq);
+  }
+  assert.ok(count > 100, `the relay logged the sequence numbers (${count})`);
+  assert.ok(seen.size >= 3, `sessions seen: ${seen.size}`);
 });

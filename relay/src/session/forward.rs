@@ -28,6 +28,9 @@ const WARN_INTERVAL: Duration = Duration::from_secs(10);
 /// each hop of a keystroke's echo (`RUST_LOG=tern_relay::hops=trace`; tests/browser/echo-bench.mjs
 /// `--hops`). Off unless asked: a disabled trace event costs a branch.
 const HOPS: &str = "tern_relay::hops";
+/// The log target of each client datagram's sequence number (never its content), for the
+/// nonce-reuse checks of tests/browser/resume.test.mjs (`RUST_LOG=tern_relay::seqs=trace`).
+const SEQS: &str = "tern_relay::seqs";
 
 /// Why a bridged session is over.
 #[derive(Debug)]
@@ -147,6 +150,12 @@ impl<'a> Bridge<'a> {
         // Errors (e.g. ECONNREFUSED from an earlier ICMP) are transient for UDP.
         let _ = self.session.udp.send(&d).await;
         tracing::trace!(target: HOPS, len = d.len(), "browser → server");
+        // The nonce's sequence number is in the clear (its first 8 bytes, direction bit on top):
+        // tests check that no number repeats under a session's key across reloads and tabs.
+        if let Some(nonce) = d.get(..8).and_then(|n| <[u8; 8]>::try_from(n).ok()) {
+            let seq = u64::from_be_bytes(nonce) & !(1 << 63);
+            tracing::trace!(target: SEQS, session = %self.id(), seq, "client datagram");
+        }
         ControlFlow::Continue(())
     }
 
