@@ -4,6 +4,7 @@
 //!
 //! - [`echo`]: `echo-bench.mjs`, keystroke echo through linkemu at one RTT (issue row 1).
 //! - [`paste`]: `paste-bench.mjs`, a picture pasted over a rate-limited link (issue row 3).
+//! - [`resume`]: `resume-bench.mjs`, reloads of a page with a running shell (issue 13).
 //!
 //! A missing `node`, Chromium or mosh-server makes the script fail, and that failure is returned
 //! as an error (the suite lists it as a problem, and the quick test fails on problems): a
@@ -246,4 +247,25 @@ pub fn paste(setup: &PasteSetup) -> anyhow::Result<PasteRun> {
         );
     }
     Ok(run)
+}
+
+/// What `resume-bench.mjs --json` prints: per reload, ms on the reloaded page's clock.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeRun {
+    /// The page's script started → the saved screen drawn.
+    pub old_screen_ms: Vec<f64>,
+    /// The relay's `ready` on the new link → the first new server state.
+    pub live_ms: Vec<f64>,
+    /// The page's first request to the relay → the first new server state.
+    pub live_from_request_ms: Vec<f64>,
+    /// Navigation start → the saved screen drawn, and → live.
+    pub nav_to_old_ms: Vec<f64>,
+    pub nav_to_live_ms: Vec<f64>,
+}
+
+/// Reloads a page with a running shell `reloads` times behind an emulated link of `rtt_ms`.
+pub fn resume(rtt_ms: u64, reloads: usize) -> anyhow::Result<ResumeRun> {
+    let args = ["--rtt".to_string(), rtt_ms.to_string(), "--reloads".into(), reloads.to_string()];
+    node_json("resume-bench.mjs", &args)
 }

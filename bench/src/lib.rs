@@ -37,10 +37,12 @@ pub enum Part {
     Relay,
     Paste,
     Predict,
+    Resume,
 }
 
 impl Part {
-    pub const ALL: [Part; 5] = [Part::Echo, Part::Frames, Part::Relay, Part::Paste, Part::Predict];
+    pub const ALL: [Part; 6] =
+        [Part::Echo, Part::Frames, Part::Relay, Part::Paste, Part::Predict, Part::Resume];
 
     pub fn parse(name: &str) -> Option<Part> {
         match name {
@@ -49,6 +51,7 @@ impl Part {
             "relay" => Some(Part::Relay),
             "paste" => Some(Part::Paste),
             "predict" => Some(Part::Predict),
+            "resume" => Some(Part::Resume),
             _ => None,
         }
     }
@@ -80,6 +83,9 @@ pub struct Options {
     /// Links of the predictive-echo scenario, and whether it types the short trace.
     pub predict_links: Vec<LinkSetting>,
     pub predict_quick_trace: bool,
+    /// RTTs of the reload scenario, and reloads at each.
+    pub resume_rtts_ms: Vec<u64>,
+    pub resume_reloads: usize,
 }
 
 impl Options {
@@ -115,6 +121,8 @@ impl Options {
                 LinkSetting { rtt_ms: 200, jitter_ms: 20, loss: 0.01 },
             ],
             predict_quick_trace: false,
+            resume_rtts_ms: vec![0, 200],
+            resume_reloads: 7,
         }
     }
 
@@ -144,6 +152,8 @@ impl Options {
             },
             predict_links: vec![LinkSetting::rtt(200)],
             predict_quick_trace: true,
+            resume_rtts_ms: vec![0],
+            resume_reloads: 2,
         }
     }
 }
@@ -166,6 +176,7 @@ pub fn run(options: &Options) -> Report {
             Part::Relay => relay_rows(options, &mut report),
             Part::Paste => paste_rows(options, &mut report),
             Part::Predict => predict_rows(options, &mut report),
+            Part::Resume => resume_rows(options, &mut report),
         }
     }
     report.machine.load_after = machine::load();
@@ -646,6 +657,55 @@ fn relay_rows(options: &Options, report: &mut Report) {
 /// most 20 ms slower than idle, nothing sent again for a picture pasted twice.
 const PASTE_UPLOAD_RATIO: f64 = 1.05;
 const PASTE_ECHO_ABOVE_IDLE_MS: f64 = 20.0;
+
+/// A reloaded page draws its saved screen within this of its script starting...
+const RESUME_OLD_SCREEN_MS: f64 = 300.0;
+/// ...and is live within one RTT and this of its new link's `ready`.
+const RESUME_LIVE_SLACK_MS: f64 = 300.0;
+
+fn resume_rows(options: &Options, report: &mut Report) {
+    for &rtt_ms in &options.resume_rtts_ms {
+        progress(&format!("resume: {} reloads at RTT {rtt_ms} ms", options.resume_reloads));
+        let run = match browser::resume(rtt_ms, options.resume_reloads) {
+            Ok(run) => run,
+            Err(e) => {
+                report.problems.push(format!("resume, RTT {rtt_ms} ms failed: {e:#}"));
+                continue;
+            }
+        };
+        if let Some(m) = median(&run.old_screen_ms) {
+            report.row(
+                format!("reload to the old screen drawn, median, RTT {rtt_ms} ms"),
+                m,
+                "ms",
+                format!("≤ {RESUME_OLD_SCREEN_MS:.0} ms after the page's script started"),
+                m <= RESUME_OLD_SCREEN_MS,
+            );
+        }
+        if let Some(m) = median(&run.live_ms) {
+            let target = rtt_ms as f64 + RESUME_LIVE_SLACK_MS;
+            report.row(
+                format!("reload to the first new server state, median, RTT {rtt_ms} ms"),
+                m,
+                "ms",
+                format!("≤ {target:.0} ms (1 RTT + {RESUME_LIVE_SLACK_MS:.0}) after the new link's ready"),
+                m <= target,
+            );
+        }
+        let label = format!("RTT {rtt_ms} ms");
+        for (what, v) in [
+            ("navigation → old screen", &run.nav_to_old_ms),
+            ("first request to the relay → live", &run.live_from_request_ms),
+            ("navigation → live", &run.nav_to_live_ms),
+        ] {
+            if let (Some(m), Some(p)) = (median(v), p95(v)) {
+                report.detail("resume", format!("{label}: {what} median"), m, "ms");
+                report.detail("resume", format!("{label}: {what} p95"), p, "ms");
+            }
+        }
+        report.detail("resume", format!("{label}: reloads"), run.old_screen_ms.len() as f64, "");
+    }
+}
 
 fn paste_rows(options: &Options, report: &mut Report) {
     let setup = &options.paste;

@@ -39,10 +39,9 @@
 // Prints a summary, and with --json one JSON object on the last line with the raw samples (the
 // suite computes medians and p95s itself, as for the other clients).
 import dgram from 'node:dgram';
-import net from 'node:net';
 import {
   inOwnNetns, startTunLink, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
-  tempDir, sleep, cleanupState, startLinkemu, cliArg,
+  tempDir, sleep, cleanupState, startLinkemu, cliArg, delayProxy,
 } from './helpers.mjs';
 
 const arg = cliArg;
@@ -61,27 +60,6 @@ if (HOPS && TRANSPORT !== 'webtransport') throw new Error('--hops times WebTrans
 if (HOPS) process.env.RUST_LOG = 'info,tern_relay::hops=trace';
 if (!['webtransport', 'websocket'].includes(TRANSPORT)) throw new Error(`--transport ${TRANSPORT}?`);
 
-/// A TCP proxy that delays every chunk by `delayMs` in each direction (order kept: equal delays).
-function delayProxy(listenPort, targetPort, delayMs) {
-  const sockets = new Set();
-  const later = (to) => (chunk) => setTimeout(() => to.write(chunk), delayMs);
-  const server = net.createServer((client) => {
-    const upstream = net.connect(targetPort, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      s.setNoDelay(true);
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-      s.on('error', () => { client.destroy(); upstream.destroy(); });
-    }
-    client.on('data', later(upstream));
-    upstream.on('data', later(client));
-    client.on('end', () => setTimeout(() => upstream.end(), delayMs));
-    upstream.on('end', () => setTimeout(() => client.end(), delayMs));
-  });
-  return new Promise((res) => server.listen(listenPort, '127.0.0.1', () => res({
-    stop: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(r); }),
-  })));
-}
 // 52 distinct letters: every key's echo is told apart from its neighbours'.
 const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
 if (WARMUP + KEYS > LETTERS.length) throw new Error(`at most ${LETTERS.length} keys`);

@@ -2,7 +2,7 @@
 // Firefox with TERN_BROWSER=firefox, see ./firefox.mjs).
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, connect } from 'node:net';
 import { createSocket } from 'node:dgram';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
@@ -257,4 +257,26 @@ export async function startLinkemu({ listenPort, targetPort, link = '', up = '',
 export function cliArg(name, dflt) {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : dflt;
+}
+
+/// A TCP proxy that delays every chunk by `delayMs` in each direction (order kept: equal delays).
+export function delayProxy(listenPort, targetPort, delayMs) {
+  const sockets = new Set();
+  const later = (to) => (chunk) => setTimeout(() => to.write(chunk), delayMs);
+  const server = createServer((client) => {
+    const upstream = connect(targetPort, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      s.setNoDelay(true);
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => { client.destroy(); upstream.destroy(); });
+    }
+    client.on('data', later(upstream));
+    upstream.on('data', later(client));
+    client.on('end', () => setTimeout(() => upstream.end(), delayMs));
+    upstream.on('end', () => setTimeout(() => client.end(), delayMs));
+  });
+  return new Promise((res) => server.listen(listenPort, '127.0.0.1', () => res({
+    stop: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(r); }),
+  })));
 }

@@ -115,6 +115,10 @@ struct State {
     first_frame_ms: Option<f64>,
     /// `performance.now()` when a session restored from the tab's storage was first drawn.
     restored_ms: Option<f64>,
+    /// `performance.now()` when this page first asked the relay (`/api/info`).
+    first_connect_ms: Option<f64>,
+    /// `performance.now()` when this page first got a new server state (the session is live).
+    live_ms: Option<f64>,
     /// Predictive echo's mode, for the session (when it starts) and `stats()`.
     predict: tern::predict::PredictConfig,
     relay: RelayState,
@@ -147,6 +151,8 @@ impl Driver {
             echo: EchoMeter::new(),
             first_frame_ms: None,
             restored_ms: None,
+            first_connect_ms: None,
+            live_ms: None,
             predict: tern::predict::PredictConfig::default(),
             relay: RelayState::default(),
             paste: PasteState::default(),
@@ -348,7 +354,11 @@ impl Driver {
 
     /// One attempt: info, WebTransport, hello/ready, and the session if this is the first.
     async fn connect_once(self: &Rc<Self>) -> Result<Rc<RelayLink>, ConnectError> {
-        self.st.borrow_mut().relay.counters.info_requests += 1;
+        {
+            let mut st = self.st.borrow_mut();
+            st.relay.counters.info_requests += 1;
+            st.first_connect_ms.get_or_insert(now_ms());
+        }
         let asked = now();
         let info = relay_link::fetch_info(&self.target.token).await?;
         let patience = relay_client::webtransport_patience(now().saturating_duration_since(asked));
@@ -404,11 +414,12 @@ impl Driver {
         }
         self.set_status(if ready.resumed { Status::Resumed } else { Status::Connected }, "");
         self.hooks.link(link.kind());
+        // The core sends at once over the new link (mosh-server roams to the relay's new socket;
+        // what went out while there was none is sent again).
+        if let Some(s) = self.st.borrow_mut().session.as_mut() {
+            s.link_up(now());
+        }
         if early.is_empty() {
-            // Lets the core send at once, so mosh-server roams to the relay's new socket.
-            if let Some(s) = self.st.borrow_mut().session.as_mut() {
-                s.handle_timeout(now());
-            }
             self.flush(false);
         } else {
             self.send_input(&early);
@@ -598,6 +609,7 @@ impl Driver {
             });
         }
         if changed {
+            self.st.borrow_mut().live_ms.get_or_insert(now_ms());
             self.render(from_server);
         }
         if let Some(reason) = closed {
@@ -950,6 +962,8 @@ impl Driver {
             ("firstReadyMs", opt_ms(st.relay.first_ready_ms)),
             ("firstFrameMs", opt_ms(st.first_frame_ms)),
             ("restoredMs", opt_ms(st.restored_ms)),
+            ("firstConnectMs", opt_ms(st.first_connect_ms)),
+            ("liveMs", opt_ms(st.live_ms)),
             ("lastError", st.relay.last_error.as_deref().map_or(JsValue::NULL, JsValue::from)),
             ("core", st.session.as_ref().map_or(JsValue::NULL, stats::core)),
             ("echo", stats::echo(&st.echo.summary())),

@@ -239,6 +239,17 @@ impl<S: ServerState> ClientSession<S> {
         Some(self.predictor.overlay(fb))
     }
 
+    /// A new link to the server is up (a reconnect, a resumed session's first): whatever went
+    /// out before may have been lost with the old one, so the state goes out again at once (it
+    /// also makes mosh-server roam to the new path without waiting for a timer).
+    pub fn link_up(&mut self, now: Instant) {
+        if self.closed {
+            return;
+        }
+        self.transport.path_changed(now);
+        self.after_input(now);
+    }
+
     /// Datagrams are at most `mtu` bytes from now on (a new link to the server with its own
     /// limit: the browser silently drops larger ones).
     pub fn set_mtu(&mut self, mtu: usize) {

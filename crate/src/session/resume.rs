@@ -237,9 +237,11 @@ impl ClientSession<Complete> {
             now,
         );
         let mut session = Self::with_transport(config.clone(), transport, now);
-        if (config.cols, config.rows) != (point.screen_cols, point.screen_rows) {
-            session.handle_resize(now, config.cols, config.rows);
-        }
+        // The window size, even when unchanged: a non-empty first state makes mosh-server
+        // acknowledge within its 100 ms ack delay (an empty one waits for its 3 s heartbeat), so
+        // the session is live a round trip after the link opens (a same-size resize changes
+        // nothing on the server: no SIGWINCH).
+        session.handle_resize(now, config.cols, config.rows);
         session.after_input(now);
         Ok(session)
     }

@@ -230,6 +230,11 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
         self.packets.next_seq()
     }
 
+    /// See [`Sender::path_changed`].
+    pub fn path_changed(&mut self, now: Instant) {
+        self.sender.path_changed(now);
+    }
+
     /// Whole datagrams are at most `mtu` bytes from now on (a link with another limit).
     pub fn set_mtu(&mut self, mtu: usize) {
         self.fragmenter.set_mtu(mtu);

@@ -186,6 +186,19 @@ impl<S: SyncState> Sender<S> {
         Some(self.front().sent_at)
     }
 
+    /// A new path to the peer opened (what was sent before may never have left): send at once,
+    /// as a diff from the acknowledged state, instead of waiting for the retransmission timer.
+    pub fn path_changed(&mut self, now: Instant) {
+        let long_ago = Instant::ZERO;
+        for sent in self.sent.iter_mut().skip(1) {
+            sent.sent_at = long_ago;
+        }
+        self.next_ack_at = now;
+        if self.current != self.front().state {
+            self.min_delay_since = Some(now);
+        }
+    }
+
     pub fn start_shutdown(&mut self, now: Instant) {
         if self.shutdown.is_none() {
             self.shutdown = Some(Shutdown { started: now, tries: 0 });
