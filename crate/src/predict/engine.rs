@@ -396,7 +396,10 @@ impl Predictor {
             self.place(now, row, at, Some(Cell::blank(bg)), carrier, server);
             self.mark_typed(row, at);
         } else {
-            for i in at..width {
+            // The text after the cursor moves left, up to the first gap of two blanks (what lies
+            // beyond, a right prompt, stays: as for an insert).
+            let end = self.text_run_end(row, col, server);
+            for i in at..end.max(col) {
                 let content = if i + 2 >= width { None } else { self.value(row, i + 1, server) };
                 self.place(now, row, i, content, carrier, server);
             }
