@@ -6,18 +6,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use tern::session::{CloseReason, HostLog, SessionConfig};
-use tern_native::{MoshServer, MoshServerOptions, NativeClient};
+use tern_native::{MoshServer, NativeClient};
 
-/// A fresh mosh-server running `/bin/sh` with a fixed prompt.
-pub fn start_server() -> MoshServer {
-    let options = MoshServerOptions {
-        command: vec!["/bin/sh".into()],
-        env: vec![("PS1".into(), "$ ".into()), ("ENV".into(), String::new())],
-        ..MoshServerOptions::default()
-    };
-    MoshServer::start(&options)
-        .unwrap_or_else(|e| panic!("mosh-server is required for this test: {e}"))
-}
+mod support;
+use support::start_sh_server;
 
 fn connect(server: &MoshServer) -> NativeClient<HostLog> {
     let addr: SocketAddr = ([127, 0, 0, 1], server.port).into();
@@ -35,7 +27,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A fresh server and a client that has seen its prompt.
 fn session_at_prompt() -> (MoshServer, NativeClient<HostLog>) {
-    let server = start_server();
+    let server = start_sh_server();
     let mut client = connect(&server);
     assert!(
         wait_for(&mut client, b"$ "),

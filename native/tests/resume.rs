@@ -10,19 +10,12 @@ use std::time::Duration;
 
 use tern::session::{ResumePoint, SessionConfig};
 use tern::terminal::{Complete, screen_text};
-use tern_native::{MoshServer, MoshServerOptions, NativeClient};
+use tern_native::{MoshServer, NativeClient};
+
+mod support;
+use support::start_sh_server;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-fn start_server() -> MoshServer {
-    let options = MoshServerOptions {
-        command: vec!["/bin/sh".into()],
-        env: vec![("PS1".into(), "$ ".into()), ("ENV".into(), String::new())],
-        ..MoshServerOptions::default()
-    };
-    MoshServer::start(&options)
-        .unwrap_or_else(|e| panic!("mosh-server is required for this test: {e}"))
-}
 
 fn addr(server: &MoshServer) -> SocketAddr {
     ([127, 0, 0, 1], server.port).into()
@@ -81,7 +74,7 @@ fn resume(server: &MoshServer, point: &ResumePoint, cols: u16) -> NativeClient<C
 
 #[test]
 fn a_new_client_continues_the_shell_with_the_old_screen_shown_at_once() {
-    let server = start_server();
+    let server = start_sh_server();
     let (mut old, pid) = first_client(&server);
     old.run_for(Duration::from_millis(300)).expect("udp");
     let point = old.session().resume_point();
@@ -111,7 +104,7 @@ fn a_new_client_continues_the_shell_with_the_old_screen_shown_at_once() {
 
 #[test]
 fn keys_typed_up_to_the_switch_arrive_once_in_order() {
-    let server = start_server();
+    let server = start_sh_server();
     let (mut old, pid) = first_client(&server);
     // Typed in three bursts; the point is taken at once after the last: some of it may be on
     // the wire, some acknowledged, some not sent at all.
@@ -138,7 +131,7 @@ fn keys_typed_up_to_the_switch_arrive_once_in_order() {
 
 #[test]
 fn a_second_takeover_from_the_taken_over_client_works_too() {
-    let server = start_server();
+    let server = start_sh_server();
     let (old, pid) = first_client(&server);
     let point = old.session().resume_point();
     drop(old);
