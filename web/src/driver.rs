@@ -190,10 +190,11 @@ impl Driver {
     /// it is over, and a new one starts).
     fn restore(self: &Rc<Self>) {
         let Some(saved) = storage::load_saved_session() else { return };
+        let predict = self.st.borrow().predict;
         let resumed = saved.fits(&self.target).then(|| {
             let key = saved.key_text.parse().ok()?;
-            let config = self.session_config(key, &saved.key_text, RESTORED_MTU);
-            ClientSession::resume(config.0, &saved.point, now()).ok().map(|s| (s, config.1))
+            let (config, nonces) = self.session_config(key, &saved.key_text, RESTORED_MTU, predict);
+            ClientSession::resume(config, &saved.point, now()).ok().map(|s| (s, nonces))
         });
         let Some(Some((session, nonces))) = resumed else {
             storage::forget_session();
@@ -240,6 +241,7 @@ impl Driver {
         key: tern::wire::Key,
         key_text: &str,
         max_datagram_size: usize,
+        predict: tern::predict::PredictConfig,
     ) -> (SessionConfig, NonceStore) {
         let (store, first_seq, first_fragment_id) = NonceStore::load(key_text);
         let mut config = SessionConfig::new(key, self.term.cols().max(1), self.term.rows().max(1));
@@ -252,7 +254,7 @@ impl Driver {
         // browser (nested timers are clamped), and xterm.js already hands a burst or a paste over
         // in one call, so there is nothing to gather.
         config.min_delay = Duration::ZERO;
-        config.predict = self.st.try_borrow().map_or_else(|_| Default::default(), |st| st.predict);
+        config.predict = predict;
         (config, store)
     }
 
@@ -439,8 +441,7 @@ impl Driver {
         max_datagram_size: usize,
         session_id: &str,
     ) {
-        let (mut config, store) = self.session_config(key, key_text, max_datagram_size);
-        config.predict = st.predict;
+        let (config, store) = self.session_config(key, key_text, max_datagram_size, st.predict);
         st.session = Some(ClientSession::new(config, now()));
         st.nonces = Some(store);
         st.screen.forget();

@@ -136,10 +136,10 @@ impl ResumePoint {
 
     /// The screen it holds, rebuilt.
     pub fn server_state(&self) -> Result<Complete, ResumeError> {
-        let mut state = Complete::new(self.screen_cols, self.screen_rows);
         if self.screen_cols == 0 || self.screen_rows == 0 {
             return Err(ResumeError::Invalid("screen", "a size of 0".into()));
         }
+        let mut state = Complete::new(self.screen_cols, self.screen_rows);
         state.apply(&self.screen).map_err(|e| ResumeError::Invalid("screen", e.to_string()))?;
         Ok(state)
     }
