@@ -1,7 +1,7 @@
 //! The prediction state machine: epochs, cell and cursor predictions, judging, triggers, overlay.
 //! PREDICTION.md's section numbers are cited where a rule comes from.
 
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::terminal::{Attrs, Cell, Color, Framebuffer, Pos, Size};
@@ -311,7 +311,7 @@ impl Predictor {
                 }
             }
             if let Some(cells) = cells {
-                fb.rows[row] = Rc::new(cells);
+                fb.rows[row] = Arc::new(cells);
             }
         }
         self.counters.drawn += newly_drawn;

@@ -3,6 +3,7 @@
 mod echo_meter;
 mod host_log;
 mod resume;
+mod shadow;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use std::time::Duration;
 pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
 pub use resume::{RESUME_STATE_GAP, ResumeError, ResumePoint};
+pub use shadow::{Shadow, ShadowError, ShadowSummary};
 
 use crate::predict::{PredictConfig, Predictor};
 use crate::terminal::Framebuffer;

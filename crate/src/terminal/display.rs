@@ -17,7 +17,7 @@
 //! [`Complete`]: super::Complete
 
 use std::io::Write;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::cell::{Cell, Renditions};
 use super::framebuffer::{Framebuffer, Row};
@@ -93,8 +93,8 @@ impl FrameState {
 
 /// A row that proves the screen scrolled: the same row object, or equal and not blank (equal
 /// blank rows prove nothing; mosh tells them apart by a generation counter).
-fn same_row(a: &Rc<Row>, b: &Rc<Row>) -> bool {
-    Rc::ptr_eq(a, b) || (a == b && !a.is_default_blank())
+fn same_row(a: &Arc<Row>, b: &Arc<Row>) -> bool {
+    Arc::ptr_eq(a, b) || (a == b && !a.is_default_blank())
 }
 
 impl Renderer {
@@ -165,7 +165,7 @@ fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<
     }
 
     // What the output terminal holds, row by row (only consulted when `initialized`).
-    let mut old_rows: Vec<Rc<Row>> = if initialized { last.rows.clone() } else { Vec::new() };
+    let mut old_rows: Vec<Arc<Row>> = if initialized { last.rows.clone() } else { Vec::new() };
     let mut frame_y = 0;
 
     if initialized {
@@ -209,7 +209,7 @@ fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<
                 frame.append(b"\x1b[r");
                 frame.cursor = None;
             }
-            let blank = Rc::new(Row::new(width, Default::default()));
+            let blank = Arc::new(Row::new(width, Default::default()));
             for i in 0..=bottom {
                 old_rows[i] = if i + lines_scrolled <= bottom {
                     old_rows[i + lines_scrolled].clone()

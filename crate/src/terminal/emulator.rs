@@ -9,7 +9,7 @@
 //! xterm (MOSH-PROTOCOL.md 8.4): we chose to match what the stock mosh-client shows, so screens
 //! compare equal with it, rather than mosh-server's own cursor model.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::cell::{Attrs, Color, Renditions};
 use super::framebuffer::{Framebuffer, MouseEncoding, MouseReporting, Size};
@@ -211,7 +211,7 @@ fn csi(fb: &mut Framebuffer, p: &Params, key: &str) {
             0 => fb.clear_tab(col),
             3 => {
                 fb.default_tabs = false;
-                Rc::make_mut(&mut fb.tabs).iter_mut().for_each(|t| *t = false);
+                Arc::make_mut(&mut fb.tabs).iter_mut().for_each(|t| *t = false);
             }
             _ => {}
         },
@@ -269,7 +269,7 @@ fn csi(fb: &mut Framebuffer, p: &Params, key: &str) {
 
 fn osc_dispatch(fb: &mut Framebuffer, osc: &str) {
     if let Some(payload) = osc.strip_prefix("52;c;") {
-        fb.clipboard = Rc::from(payload);
+        fb.clipboard = Arc::from(payload);
         return;
     }
     let mut chars = osc.chars();
@@ -289,7 +289,7 @@ fn osc_dispatch(fb: &mut Framebuffer, osc: &str) {
     }
     fb.title_initialized = true;
     let title: String = osc.chars().take(MAX_TITLE_CHARS).skip(offset).collect();
-    let title: Rc<str> = Rc::from(title);
+    let title: Arc<str> = Arc::from(title);
     if set_icon {
         fb.icon_name = title.clone();
     }

@@ -1,11 +1,12 @@
 //! The framebuffer: rows of cells shared between snapshots, cursor, pen and terminal modes.
 //!
 //! This is mosh's `Terminal::Framebuffer` (cells plus `DrawState`). Snapshots of the server's
-//! state are cloned on every received state, so rows are `Rc<Row>` and copied on write
-//! (`Rc::make_mut`), as mosh shares row pointers: a clone costs one pointer copy per row.
+//! state are cloned on every received state, so rows are `Arc<Row>` (`Arc`: a relay keeps a
+//! session's screen in a multi-threaded server) and copied on write
+//! (`Arc::make_mut`), as mosh shares row pointers: a clone costs one pointer copy per row.
 
 use std::fmt;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::cell::{Cell, Color, Renditions};
 
@@ -227,7 +228,7 @@ impl Default for SavedCursor {
 pub struct Framebuffer {
     pub(crate) width: usize,
     pub(crate) height: usize,
-    pub(crate) rows: Vec<Rc<Row>>,
+    pub(crate) rows: Vec<Arc<Row>>,
     pub(crate) cursor_row: usize,
     pub(crate) cursor_col: usize,
     /// The cell a following combining character joins; `None` after a resize moved it off screen.
@@ -238,12 +239,12 @@ pub struct Framebuffer {
     pub(crate) pen: Renditions,
     pub(crate) saved: SavedCursor,
     pub(crate) default_tabs: bool,
-    pub(crate) tabs: Rc<Vec<bool>>,
+    pub(crate) tabs: Arc<Vec<bool>>,
     pub(crate) modes: Modes,
-    pub(crate) title: Rc<str>,
-    pub(crate) icon_name: Rc<str>,
+    pub(crate) title: Arc<str>,
+    pub(crate) icon_name: Arc<str>,
     pub(crate) title_initialized: bool,
-    pub(crate) clipboard: Rc<str>,
+    pub(crate) clipboard: Arc<str>,
     pub(crate) bell_count: u32,
 }
 
@@ -254,7 +255,7 @@ impl Framebuffer {
     pub fn new(size: Size) -> Framebuffer {
         let width = usize::from(size.cols.max(1));
         let height = usize::from(size.rows.max(1));
-        let blank = Rc::new(Row::new(width, Color::Default));
+        let blank = Arc::new(Row::new(width, Color::Default));
         Framebuffer {
             width,
             height,
@@ -268,12 +269,12 @@ impl Framebuffer {
             pen: Renditions::DEFAULT,
             saved: SavedCursor::default(),
             default_tabs: true,
-            tabs: Rc::new(default_tabs(0, width, Vec::new())),
+            tabs: Arc::new(default_tabs(0, width, Vec::new())),
             modes: Modes::default(),
-            title: Rc::from(""),
-            icon_name: Rc::from(""),
+            title: Arc::from(""),
+            icon_name: Arc::from(""),
             title_initialized: false,
-            clipboard: Rc::from(""),
+            clipboard: Arc::from(""),
             bell_count: 0,
         }
     }
@@ -291,7 +292,7 @@ impl Framebuffer {
     pub fn cursor(&self) -> Pos {
         Pos { row: self.cursor_row as u16, col: self.cursor_col as u16 }
     }
-    pub fn rows(&self) -> &[Rc<Row>] {
+    pub fn rows(&self) -> &[Arc<Row>] {
         &self.rows
     }
     pub fn row(&self, row: usize) -> Option<&Row> {
@@ -421,11 +422,11 @@ impl Framebuffer {
     pub(crate) fn bg(&self) -> Color {
         self.pen.bg
     }
-    pub(crate) fn new_row(&self) -> Rc<Row> {
-        Rc::new(Row::new(self.width, self.bg()))
+    pub(crate) fn new_row(&self) -> Arc<Row> {
+        Arc::new(Row::new(self.width, self.bg()))
     }
     pub(crate) fn row_mut(&mut self, row: usize) -> &mut Row {
-        Rc::make_mut(&mut self.rows[row])
+        Arc::make_mut(&mut self.rows[row])
     }
     pub(crate) fn reset_cell(&mut self, row: usize, col: usize) {
         let bg = self.bg();
@@ -541,12 +542,12 @@ impl Framebuffer {
     }
     pub(crate) fn set_tab(&mut self) {
         let col = self.cursor_col;
-        if let Some(t) = Rc::make_mut(&mut self.tabs).get_mut(col) {
+        if let Some(t) = Arc::make_mut(&mut self.tabs).get_mut(col) {
             *t = true;
         }
     }
     pub(crate) fn clear_tab(&mut self, col: usize) {
-        if let Some(t) = Rc::make_mut(&mut self.tabs).get_mut(col) {
+        if let Some(t) = Arc::make_mut(&mut self.tabs).get_mut(col) {
             *t = false;
         }
     }
@@ -624,7 +625,7 @@ impl Framebuffer {
             self.scroll_top = 0;
             self.scroll_bottom = height - 1;
         }
-        let tabs = Rc::make_mut(&mut self.tabs);
+        let tabs = Arc::make_mut(&mut self.tabs);
         if self.default_tabs {
             let old = std::mem::take(tabs);
             *tabs = default_tabs(old_width.min(width), width, old);
@@ -644,7 +645,7 @@ impl Framebuffer {
         if old_width != width {
             let bg = self.bg();
             for row in self.rows.iter_mut().take(old_height.min(height)) {
-                Rc::make_mut(row).resize(width, bg);
+                Arc::make_mut(row).resize(width, bg);
             }
         }
     }
@@ -663,7 +664,7 @@ impl PartialEq for Framebuffer {
     fn eq(&self, other: &Framebuffer) -> bool {
         self.width == other.width
             && self.height == other.height
-            && self.rows.iter().zip(&other.rows).all(|(a, b)| Rc::ptr_eq(a, b) || a == b)
+            && self.rows.iter().zip(&other.rows).all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
             && self.same_state(other, true)
     }
 }

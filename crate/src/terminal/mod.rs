@@ -1,7 +1,7 @@
 //! The server's terminal as the client keeps it: framebuffer, mosh's emulator, and the renderer.
 //!
 //! ```text
-//!  HostBytes ──> Emulator (parser + mosh semantics) ──> Framebuffer (rows shared via Rc)
+//!  HostBytes ──> Emulator (parser + mosh semantics) ──> Framebuffer (rows shared via Arc)
 //!                                                            │
 //!  Complete = Framebuffer + echo_ack: the SyncState the transport keeps per server state
 //!                                                            │

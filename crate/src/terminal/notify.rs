@@ -4,7 +4,7 @@
 //! never part of the synchronized state. The wording is mosh's with our own prefix `tern: `; the
 //! quit hint (`[To quit: Ctrl-^ .]`) is left out because a browser tab quits by closing.
 
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::cell::{Attrs, Cell, Color, Renditions};
@@ -113,7 +113,7 @@ pub fn overlay_notification(fb: &Framebuffer, note: &Notification<'_>) -> Frameb
             _ => {}
         }
     }
-    out.rows[0] = Rc::new(row);
+    out.rows[0] = Arc::new(row);
     out
 }
 

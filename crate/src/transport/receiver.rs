@@ -121,6 +121,11 @@ impl<S: SyncState> Receiver<S> {
         self.newest_entry().arrived
     }
 
+    /// The held state `num`, if held.
+    pub fn state(&self, num: StateNum) -> Option<&S> {
+        self.states.iter().find(|s| s.num == num).map(|s| &s.state)
+    }
+
     /// How many states are held (usually one to three).
     pub fn held(&self) -> usize {
         self.states.len()
