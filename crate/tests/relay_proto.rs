@@ -62,15 +62,29 @@ fn server_messages() {
         max_datagram_size: 1211,
         framing: FRAMING_VERSION,
         resumed: false,
+        seq_floor: 0,
+        point: None,
     };
     round_trip(
         &ServerMessage::Ready(ready.clone()),
-        r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"max_datagram_size":1211,"framing":1,"resumed":false}"#,
+        r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"max_datagram_size":1211,"framing":1,"resumed":false,"seq_floor":0}"#,
     );
-    let spawned = Ready { key: Some("PWSoCIVurTVBGXAj873xNg".into()), resumed: true, ..ready };
+    let spawned = Ready {
+        key: Some("PWSoCIVurTVBGXAj873xNg".into()),
+        resumed: true,
+        seq_floor: 4096,
+        point: Some("VFJQMQ==".into()),
+        ..ready
+    };
     round_trip(
         &ServerMessage::Ready(spawned.clone()),
-        r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"key":"PWSoCIVurTVBGXAj873xNg","max_datagram_size":1211,"framing":1,"resumed":true}"#,
+        r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"key":"PWSoCIVurTVBGXAj873xNg","max_datagram_size":1211,"framing":1,"resumed":true,"seq_floor":4096,"point":"VFJQMQ=="}"#,
+    );
+    assert!(!format!("{spawned:?}").contains("VFJQ"), "Debug hides the point");
+    round_trip(&ServerMessage::Moved, r#"{"type":"moved"}"#);
+    round_trip(
+        &ClientMessage::Seed { point: "VFJQMQ==".into() },
+        r#"{"type":"seed","point":"VFJQMQ=="}"#,
     );
     assert!(!format!("{spawned:?}").contains("PWSo"), "Debug hides the key");
     round_trip(
@@ -149,9 +163,18 @@ fn info_and_api_bodies() {
     assert_eq!(decode::<RelayInfo>(line.as_bytes()).unwrap(), unavailable);
     round_trip(
         &SessionList {
-            sessions: vec![SessionSummary { id: "ab".into(), port: 60001, created: 7 }],
+            sessions: vec![SessionSummary {
+                id: "ab".into(),
+                port: 60001,
+                created: 7,
+                last_active: 9,
+                cols: 80,
+                rows: 24,
+                title: "vim \"a\"".into(),
+                attached: true,
+            }],
         },
-        r#"{"sessions":[{"id":"ab","port":60001,"created":7}]}"#,
+        r#"{"sessions":[{"id":"ab","port":60001,"created":7,"last_active":9,"cols":80,"rows":24,"title":"vim \"a\"","attached":true}]}"#,
     );
     round_trip(
         &ApiError {

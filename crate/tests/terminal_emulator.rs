@@ -284,8 +284,8 @@ fn snapshots_share_unchanged_rows() {
     let mut b = a.clone();
     b.feed_host_bytes(b"!");
     let (ra, rb) = (a.framebuffer().rows(), b.framebuffer().rows());
-    assert!(std::rc::Rc::ptr_eq(&ra[0], &rb[0]));
-    assert!(!std::rc::Rc::ptr_eq(&ra[1], &rb[1]));
+    assert!(std::sync::Arc::ptr_eq(&ra[0], &rb[0]));
+    assert!(!std::sync::Arc::ptr_eq(&ra[1], &rb[1]));
     assert_eq!(screen_text(a.framebuffer()).rows[1], "world");
 }
 

@@ -94,8 +94,7 @@ fn wait_for(client: &mut NativeClient<Complete>, needle: &str) -> bool {
 }
 
 #[test]
-fn a_client_with_nothing_saved_takes_over_from_the_shadow_with_the_screen_and_the_keys_in_flight()
-{
+fn a_client_with_nothing_saved_takes_over_from_the_shadow_with_the_screen_and_the_keys_in_flight() {
     let server = start_sh_server();
     let forwarder = Forwarder::start(&server);
     let config = |cols| SessionConfig::new(server.key.clone(), cols, 24);

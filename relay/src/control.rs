@@ -15,7 +15,7 @@ pub use tern::relay_proto::{DecodeError, LineBuffer, decode, encode_line};
 pub enum ReadError {
     #[error("control stream closed")]
     Closed,
-    #[error("control message longer than {MAX_MESSAGE} bytes")]
+    #[error("control message too long")]
     TooLarge,
     /// The text never quotes the input (see [`DecodeError`]).
     #[error("malformed control message: {0}")]
@@ -34,6 +34,11 @@ pub struct LineReader<R> {
 impl<R: AsyncRead + Unpin> LineReader<R> {
     pub fn new(inner: R) -> Self {
         Self { inner, lines: LineBuffer::new(MAX_MESSAGE) }
+    }
+
+    /// Accepts lines up to `limit` bytes from now on (larger once the page is admitted).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.lines.set_limit(limit);
     }
 
     /// The next line, without its newline. Cancel-safe: bytes read stay in the buffer.

@@ -278,7 +278,7 @@ fn api(shared: &Shared, req: &Request<Incoming>, path: &str, peer: SocketAddr) -
     }
     match path {
         "/api/info" => json(StatusCode::OK, &info(shared)),
-        "/api/sessions" => json(StatusCode::OK, &sessions(shared)),
+        tern::relay_proto::SESSIONS_PATH => json(StatusCode::OK, &sessions(shared)),
         _ => error(StatusCode::NOT_FOUND, "not_found", "no such API route"),
     }
 }
@@ -325,13 +325,25 @@ pub(crate) fn info(shared: &Shared) -> RelayInfo {
 
 /// Spawned mosh-servers still alive, without their keys.
 fn sessions(shared: &Shared) -> SessionList {
-    let alive = shared.state.as_ref().map(|s| s.alive()).unwrap_or_default();
-    SessionList {
-        sessions: alive
-            .into_iter()
-            .map(|r| SessionSummary { id: r.id, port: r.port, created: r.created })
-            .collect(),
-    }
+    let Some(store) = shared.state.as_ref() else { return SessionList { sessions: Vec::new() } };
+    let sessions = store
+        .alive()
+        .into_iter()
+        .map(|r| {
+            let s = shared.registry.summary(store, &r);
+            SessionSummary {
+                id: r.id,
+                port: r.port,
+                created: r.created,
+                last_active: s.last_active,
+                cols: s.cols,
+                rows: s.rows,
+                title: s.title,
+                attached: s.attached,
+            }
+        })
+        .collect();
+    SessionList { sessions }
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<Body> {

@@ -31,6 +31,7 @@ mod http;
 pub mod limits;
 pub mod logging;
 pub mod paste;
+mod registry;
 mod session;
 mod shared;
 pub mod spawn;
@@ -176,6 +177,7 @@ impl Relay {
             auth: AuthLimiter::new(),
             certs,
             state,
+            registry: registry::Registry::new(),
             pastes,
             port: local_addr.port(),
             spawn_lock: tokio::sync::Mutex::new(()),
@@ -259,6 +261,10 @@ impl Relay {
         let _ = http.await;
         certs.abort();
         prune.abort();
+        // Sessions outlive the relay: keep the newest copy of each for the next one.
+        if let Some(state) = &self.shared.state {
+            self.shared.registry.save_all(state);
+        }
         tracing::info!("tern-relay stopped");
     }
 
@@ -284,7 +290,8 @@ async fn prune_sessions(shared: Arc<Shared>) {
     loop {
         tick.tick().await;
         // Listing prunes: a record whose pid is gone is removed with its file.
-        let _ = state.alive();
+        let alive = state.alive();
+        shared.registry.retain_spawned(&alive);
     }
 }
 

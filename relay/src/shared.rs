@@ -8,6 +8,7 @@ use crate::auth::{AuthLimiter, Token};
 use crate::cert::CertManager;
 use crate::config::Config;
 use crate::paste::PasteStore;
+use crate::registry::Registry;
 use crate::state::StateStore;
 
 /// State every task of the relay shares.
@@ -19,6 +20,8 @@ pub(crate) struct Shared {
     pub certs: Arc<CertManager>,
     /// Spawn mode only.
     pub state: Option<StateStore>,
+    /// Who drives each mosh-server, nonce bounds, the relay's copies of sessions.
+    pub registry: Registry,
     /// The paste directory; `None` in bridge mode without `--paste-dir`.
     pub pastes: Option<Arc<PasteStore>>,
     pub port: u16,

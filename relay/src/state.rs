@@ -1,7 +1,9 @@
 //! The state directory: one private file per spawned mosh-server, so a restarted relay finds them.
 //!
-//! Layout: `<dir>/sessions/<id>.json` holding a [`SessionRecord`]. The directory is 0700 and every
-//! file 0600 because records carry mosh keys. Files are written to a temporary name and renamed,
+//! Layout: `<dir>/sessions/<id>.json` holding a [`SessionRecord`], and `<id>.shadow` holding the
+//! relay's copy of the session (`tern::session::Shadow`, saved as a resume point: the screen and
+//! the input in flight, plaintext). The directory is 0700 and every file 0600 because records carry
+//! mosh keys and shadows the session's content. Files are written to a temporary name and renamed,
 //! so a relay killed mid-write leaves either the old record or the new one, never half of one.
 
 use std::collections::HashMap;
@@ -26,6 +28,10 @@ pub struct SessionRecord {
     pub pid: Option<u32>,
     /// Unix seconds when it was spawned.
     pub created: u64,
+    /// Every client sequence number below this may have been forwarded to this mosh-server: a
+    /// restarted relay forwards only numbers from here on (see `crate::registry`).
+    #[serde(default)]
+    pub seq_reserved: u64,
 }
 
 impl std::fmt::Debug for SessionRecord {
@@ -36,6 +42,7 @@ impl std::fmt::Debug for SessionRecord {
             .field("key", &"<redacted>")
             .field("pid", &self.pid)
             .field("created", &self.created)
+            .field("seq_reserved", &self.seq_reserved)
             .finish()
     }
 }
@@ -103,10 +110,23 @@ impl StateStore {
                 Some(r) => {
                     tracing::info!(session = %r.id, pid = ?r.pid, "pruning record of a mosh-server that is gone");
                     let _ = fs::remove_file(&path);
+                    if valid_id(&r.id) {
+                        let _ = fs::remove_file(sessions.join(format!("{}.shadow", r.id)));
+                    }
                 }
                 None => {
                     tracing::warn!(path = %path.display(), "ignoring unreadable session record");
                 }
+            }
+        }
+        // A saved session copy whose record is gone (pruned above, or removed by hand).
+        for entry in fs::read_dir(&sessions).map_err(io_err(&sessions))?.flatten() {
+            let path = entry.path();
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            if path.extension().and_then(|e| e.to_str()) == Some("shadow")
+                && !records.contains_key(stem)
+            {
+                let _ = fs::remove_file(&path);
             }
         }
         Ok(StateStore { dir: sessions, records: Mutex::new(records) })
@@ -116,11 +136,21 @@ impl StateStore {
         self.dir.join(format!("{id}.json"))
     }
 
-    /// Writes a record (0600, atomically) and remembers it.
-    pub fn insert(&self, record: SessionRecord) -> Result<(), StateError> {
-        let path = self.path_of(&record.id);
-        let tmp = self.dir.join(format!("{}.tmp", record.id));
-        let bytes = serde_json::to_vec_pretty(&record).expect("a record always serializes");
+    fn shadow_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.shadow"))
+    }
+
+    /// Writes `bytes` to `path` (0600, atomically: a temporary file renamed over it); `durable`
+    /// waits for the disk too (records: a machine crash must not lose a reservation; a session
+    /// copy is useless after one anyway, its mosh-server is gone too).
+    fn write_private(
+        &self,
+        path: &Path,
+        tmp_name: &str,
+        bytes: &[u8],
+        durable: bool,
+    ) -> Result<(), StateError> {
+        let tmp = self.dir.join(tmp_name);
         let write = || -> std::io::Result<()> {
             let mut f = fs::OpenOptions::new()
                 .write(true)
@@ -128,23 +158,56 @@ impl StateStore {
                 .truncate(true)
                 .mode(0o600)
                 .open(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-            fs::rename(&tmp, &path)
+            f.write_all(bytes)?;
+            if durable {
+                f.sync_all()?;
+            }
+            fs::rename(&tmp, path)
         };
-        write().map_err(io_err(&path))?;
+        write().map_err(io_err(path))
+    }
+
+    /// Writes a record (0600, atomically) and remembers it.
+    pub fn insert(&self, record: SessionRecord) -> Result<(), StateError> {
+        let path = self.path_of(&record.id);
+        let bytes = serde_json::to_vec_pretty(&record).expect("a record always serializes");
+        self.write_private(&path, &format!("{}.tmp", record.id), &bytes, true)?;
         self.lock().insert(record.id.clone(), record);
         Ok(())
+    }
+
+    /// Raises a record's `seq_reserved` (on disk before it returns).
+    pub fn reserve_seq(&self, id: &str, bound: u64) -> Result<(), StateError> {
+        let Some(mut record) = self.get(id) else { return Ok(()) };
+        record.seq_reserved = record.seq_reserved.max(bound);
+        self.insert(record)
+    }
+
+    /// Saves the relay's copy of a session (0600, atomically).
+    pub fn save_shadow(&self, id: &str, bytes: &[u8]) -> Result<(), StateError> {
+        if !valid_id(id) {
+            return Ok(());
+        }
+        self.write_private(&self.shadow_path(id), &format!("{id}.shadow.tmp"), bytes, false)
+    }
+
+    /// The saved copy of a session, if any.
+    pub fn load_shadow(&self, id: &str) -> Option<Vec<u8>> {
+        if !valid_id(id) {
+            return None;
+        }
+        fs::read(self.shadow_path(id)).ok()
     }
 
     pub fn get(&self, id: &str) -> Option<SessionRecord> {
         self.lock().get(id).cloned()
     }
 
-    /// Forgets a record, on disk too.
+    /// Forgets a record, on disk too, with the session's saved copy.
     pub fn remove(&self, id: &str) {
         self.lock().remove(id);
         let _ = fs::remove_file(self.path_of(id));
+        let _ = fs::remove_file(self.shadow_path(id));
     }
 
     /// All records whose mosh-server still runs; prunes the others.
@@ -215,6 +278,7 @@ mod tests {
             key: "AAAAAAAAAAAAAAAAAAAAAA".into(),
             pid,
             created: 1,
+            seq_reserved: 0,
         }
     }
 

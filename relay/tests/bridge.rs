@@ -215,7 +215,13 @@ async fn wrong_or_missing_token_is_refused_everywhere() {
 async fn bad_clients_do_not_disturb_a_concurrent_session() {
     let token = test_token("robust");
     let echo = echo_server().await;
-    let mut config = bridge_config(&token, &[&format!("127.0.0.1:{}", echo.port())]);
+    // The flooder has a mosh-server of its own: a second page on the good one's would take it
+    // over (the newest page drives, tested below).
+    let other = echo_server().await;
+    let mut config = bridge_config(
+        &token,
+        &[&format!("127.0.0.1:{}", echo.port()), &format!("127.0.0.1:{}", other.port())],
+    );
     config.datagram_rate = 200;
     config.datagram_burst = 50;
     let relay = TestRelay::start(config).await;
@@ -255,7 +261,7 @@ async fn bad_clients_do_not_disturb_a_concurrent_session() {
     let _ = silent.send_datagram(b"unauthenticated");
 
     // An authenticated flooder: a short bounded flood is rate limited, not fatal.
-    let (flood, _fc, _) = bridged(&relay, &token, echo).await;
+    let (flood, _fc, _) = bridged(&relay, &token, other).await;
     let started = std::time::Instant::now();
     let mut sent = 0;
     for i in 0..3000u32 {
@@ -285,7 +291,7 @@ async fn bad_clients_do_not_disturb_a_concurrent_session() {
 
     // The good session is unaffected, and new sessions still work.
     assert_eq!(echo_once(&good, b"after").await, b"after");
-    let (fresh, _c, _) = bridged(&relay, &token, echo).await;
+    let (fresh, _c, _) = bridged(&relay, &token, other).await;
     assert_eq!(echo_once(&fresh, b"fresh").await, b"fresh");
     relay.stop().await;
     assert_not_logged(&token, "token");
@@ -477,5 +483,25 @@ async fn self_signed_https_serves_the_api_with_the_webtransport_certificate() {
     let mut buf = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(5), plain.read_to_end(&mut buf)).await;
     assert!(!String::from_utf8_lossy(&buf).contains("HTTP/1.1 200"));
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn a_second_page_on_the_same_server_takes_it_over_and_the_first_is_told() {
+    let token = test_token("moved");
+    let echo = echo_server().await;
+    let relay =
+        TestRelay::start(bridge_config(&token, &[&format!("127.0.0.1:{}", echo.port())])).await;
+    let (first, mut first_control, ready) = bridged(&relay, &token, echo).await;
+    assert_eq!(ready.seq_floor, 0, "nobody used this server through the relay yet");
+    // A mosh datagram's first 8 bytes are its sequence number.
+    let mut numbered = 41u64.to_be_bytes().to_vec();
+    numbered.extend_from_slice(b" and some payload");
+    assert_eq!(echo_once(&first, &numbered).await, numbered);
+
+    let (second, _second_control, ready) = bridged(&relay, &token, echo).await;
+    assert_eq!(ready.seq_floor, 42, "the new page starts above every number forwarded");
+    assert_eq!(first_control.next().await, ServerMessage::Moved);
+    assert_eq!(echo_once(&second, b"the newest drives").await, b"the newest drives");
     relay.stop().await;
 }

@@ -33,7 +33,7 @@ async fn spawned_mosh_server_answers_typing_through_the_relay() {
         mosh.run_until(Duration::from_secs(10), |s| s.has_heard_server()).await,
         "no datagram from mosh-server through the relay"
     );
-    // Garbage through the bridge reaches mosh-server, which drops what fails authentication.
+    // Garbage through the bridge: the relay knows the key and forwards only authentic datagrams.
     for n in 0..50usize {
         let junk: Vec<u8> = (0..(n * 37) % 1100 + 1).map(|i| (i ^ n) as u8).collect();
         let _ = mosh.conn.send_datagram(&junk);
@@ -122,7 +122,8 @@ async fn relay_restart_keeps_the_shell_and_keys_typed_meanwhile() {
     assert!(resumed.resumed);
     assert_eq!(resumed.port, ready.port);
     assert_eq!(resumed.key, ready.key);
-    mosh.reattach(conn, control);
+    assert!(resumed.seq_floor > 0, "above what the first relay forwarded");
+    mosh.reattach(conn, control, resumed.seq_floor);
     assert!(
         mosh.run_until(Duration::from_secs(15), |s| {
             number_after(&String::from_utf8_lossy(s.server_state().bytes()), "again-").is_some()
@@ -135,6 +136,71 @@ async fn relay_restart_keeps_the_shell_and_keys_typed_meanwhile() {
     assert_eq!(pid_before, pid_after, "a different shell answered");
     relay.stop().await;
     assert_not_logged(&token, "token");
+}
+
+#[tokio::test]
+async fn another_device_resumes_from_the_relays_copy_and_the_first_page_is_told() {
+    let token = test_token("device");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let (mut first, ready) = spawned_session(&relay, &token).await;
+    first.type_bytes(b"echo marker-$$-m\n");
+    assert!(
+        first
+            .run_until(Duration::from_secs(10), |s| {
+                number_after(&String::from_utf8_lossy(s.server_state().bytes()), "marker-")
+                    .is_some()
+            })
+            .await,
+        "no marker: {:?}",
+        first.screen_text()
+    );
+    let pid = number_after(&first.screen_text(), "marker-").unwrap();
+    // Keys on their way when the other device takes over: they must arrive once.
+    first.type_bytes(b"echo one-");
+    first.run_until(Duration::from_millis(50), |_| false).await;
+
+    // The list shows it, attached, with its size.
+    let (status, body) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+    assert_eq!(status, 200);
+    let list: tern::relay_proto::SessionList = tern::relay_proto::decode(body.as_bytes()).unwrap();
+    let listed = list.sessions.iter().find(|s| s.id == ready.session).expect("listed");
+    assert!(listed.attached, "{listed:?}");
+    assert_eq!((listed.cols, listed.rows), (80, 24));
+
+    // Another device: nothing saved, the session id from the list.
+    let conn = connect(&relay, None).await.expect("connects");
+    let (control, reply) = hello(&conn, spawn_hello(Some(&token), Some(&ready.session))).await;
+    let taken = expect_ready(reply);
+    let point = tern::relay_client::decode_point(taken.point.as_deref().expect("the relay's copy"))
+        .expect("a valid point");
+    assert!(taken.seq_floor > 0 && point.next_seq == taken.seq_floor);
+    let key = taken.key.clone().unwrap();
+    let mut second = MoshOverRelay::resume(conn, control, &key, &point);
+    assert!(
+        second.screen_text().contains(&format!("marker-{pid}-m")),
+        "the screen shows before the server answers: {}",
+        second.screen_text()
+    );
+    // The first page is told, and what it sends now is not forwarded.
+    let told = tokio::time::timeout(Duration::from_secs(5), first.control.next()).await;
+    assert_eq!(told.expect("told in time"), tern_relay::control::ServerMessage::Moved);
+    first.type_bytes(b"lost-");
+    second.type_bytes(b"two-$$\n");
+    assert!(
+        second
+            .run_until(Duration::from_secs(10), |s| {
+                tern::terminal::screen_text(s.server_state().framebuffer())
+                    .rows
+                    .iter()
+                    .any(|r| r == &format!("one-two-{pid}"))
+            })
+            .await,
+        "keys in flight at the switch arrived once, in order, in the same shell: {}",
+        second.screen_text()
+    );
+    relay.stop().await;
 }
 
 #[tokio::test]

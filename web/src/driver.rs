@@ -20,7 +20,10 @@ use gloo_timers::callback::{Interval, Timeout};
 use gloo_timers::future::TimeoutFuture;
 use js_sys::Uint8Array;
 use tern::paste::{KeyAction, PasteProgress, PasteQueue};
-use tern::relay_client::{self, Backoff, ConnectError, ControlEvent, FailCode, Status, Target};
+use tern::relay_client::{
+    self, Backoff, ConnectError, ControlEvent, FailCode, Status, Takeover, Target,
+};
+use tern::relay_proto::Mode;
 use tern::relay_proto::framing::Joiner;
 use tern::relay_proto::{ClientMessage, UploadReply, decode};
 use tern::session::{ClientSession, CloseReason, EchoMeter, Event, SessionConfig};
@@ -162,6 +165,10 @@ impl Driver {
 
     pub fn term(&self) -> &Terminal {
         &self.term
+    }
+
+    pub fn token(&self) -> String {
+        self.target.token.clone()
     }
 
     /// Restores the tab's saved session (its screen shows at once), then starts the overlay
@@ -380,6 +387,8 @@ impl Driver {
                 return Err(e);
             }
         };
+        let mut seed = None;
+        let mut cannot_resume = false;
         let early = {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
@@ -402,15 +411,43 @@ impl Driver {
                 st.session = None;
             }
             st.restored = false;
-            match st.session.as_mut() {
-                None => {
-                    self.start_session(st, key, &key_text, link.max_datagram_size, &ready.session)
+            let local = st.session.as_ref().map(ClientSession::resume_point);
+            let mtu = link.max_datagram_size;
+            match relay_client::takeover(local.as_ref(), &ready) {
+                Takeover::Fresh => self.start_session(st, key, &key_text, mtu, &ready.session),
+                Takeover::KeepLocal => {
+                    if let Some(s) = st.session.as_mut() {
+                        // A session that goes on over a new link: that link's datagram limit.
+                        s.set_mtu(mtu);
+                    }
+                    // The relay's copy may be older than ours (a relay restart): it takes ours.
+                    if info.mode == Mode::Spawn {
+                        seed = local;
+                    }
                 }
-                // A session that goes on over a new link: that link's datagram limit.
-                Some(s) => s.set_mtu(link.max_datagram_size),
+                Takeover::Adopt(point) => {
+                    if let Err(e) = self.adopt(st, key, &key_text, mtu, &ready.session, &point) {
+                        link.close();
+                        return Err(ConnectError::Fatal { code: FailCode::BadKey, message: e });
+                    }
+                }
+                Takeover::CannotResume => cannot_resume = true,
+            }
+            if let Some(s) = st.session.as_mut() {
+                // Nothing below the floor is forwarded: another page, or this one before a
+                // reload, used those numbers.
+                s.raise_next_seq(ready.seq_floor);
             }
             std::mem::take(&mut st.early_input)
         };
+        if cannot_resume {
+            link.close();
+            self.cannot_resume();
+            return Err(ConnectError::Retry("cannot resume".into()));
+        }
+        if let Some(point) = seed {
+            link.send_control(&ClientMessage::Seed { point: relay_client::encode_point(&point) });
+        }
         if let Some(id) = self.st.borrow().session_id.clone() {
             self.hooks.session(&id);
         }
@@ -447,6 +484,79 @@ impl Driver {
         st.screen.forget();
         st.session_id = Some(session_id.to_string());
         st.key_text = Some(key_text.to_string());
+    }
+
+    /// Continues the session from the relay's copy of it (this page has nothing saved, or another
+    /// page drove it since): the screen as the relay last saw it shows at once.
+    fn adopt(
+        &self,
+        st: &mut State,
+        key: tern::wire::Key,
+        key_text: &str,
+        max_datagram_size: usize,
+        session_id: &str,
+        point: &tern::session::ResumePoint,
+    ) -> Result<(), String> {
+        let (config, store) = self.session_config(key, key_text, max_datagram_size, st.predict);
+        let session = ClientSession::resume(config, point, now())
+            .map_err(|e| format!("The relay's copy of the session is unusable: {e}"))?;
+        st.session = Some(session);
+        st.nonces = Some(store);
+        st.screen.forget();
+        st.session_id = Some(session_id.to_string());
+        st.key_text = Some(key_text.to_string());
+        Ok(())
+    }
+
+    /// Nothing here or at the relay can continue the session the page names.
+    fn cannot_resume(&self) {
+        {
+            let mut st = self.st.borrow_mut();
+            st.timer = None;
+            st.session = None;
+            st.relay.link = None;
+        }
+        storage::forget_session();
+        self.set_status(
+            Status::CannotResume,
+            "This session cannot be resumed from here: its state was kept in the browser tab that \
+             ran it, and this tab has none.",
+        );
+    }
+
+    /// Another page took the session over: stop (no reconnecting) until the person takes it back.
+    fn moved(&self) {
+        let link = {
+            let mut st = self.st.borrow_mut();
+            st.timer = None;
+            st.relay.link.take()
+        };
+        if let Some(l) = link {
+            l.close();
+        }
+        self.set_status(
+            Status::Moved,
+            "This session is open in another window now. Take it back to continue here.",
+        );
+    }
+
+    /// The person takes the session back after it moved: connect again (the relay moves it away
+    /// from the other page, and this one continues from the relay's copy).
+    pub fn take_back(self: &Rc<Self>) {
+        if self.st.borrow().status != Status::Moved {
+            return;
+        }
+        self.set_status(Status::Connecting, "");
+        wasm_bindgen_futures::spawn_local(Driver::connection_loop(Rc::clone(self)));
+    }
+
+    /// Continue the relay session `id`, which this page has nothing saved of (chosen from the
+    /// relay's session list): the relay's copy gives the screen. Call before [`Driver::start`].
+    pub fn resume_session(&self, id: &str) {
+        let mut st = self.st.borrow_mut();
+        if st.session.is_none() {
+            st.session_id = Some(id.to_string());
+        }
     }
 
     /// Runs one live link: datagrams here, control messages and pings beside; returns when the
@@ -487,6 +597,7 @@ impl Driver {
             match line.as_deref().map(relay_client::control_after_ready) {
                 Some(ControlEvent::Alive) => d.st.borrow_mut().relay.last_control_ms = now_ms(),
                 Some(ControlEvent::SessionOver(message)) => return d.end(&message),
+                Some(ControlEvent::Moved) => return d.moved(),
                 Some(ControlEvent::LinkOver) | None => return link.close(),
             }
         }
@@ -944,6 +1055,8 @@ impl Driver {
             Status::Connected | Status::Resumed => "live",
             Status::Reconnecting => "reconnecting",
             Status::Ended => "ended",
+            Status::Moved => "moved",
+            Status::CannotResume => "cannot_resume",
             Status::Failed(_) => "failed",
         };
         let opt_ms = |v: Option<f64>| v.map_or(JsValue::NULL, JsValue::from);

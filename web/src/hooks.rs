@@ -14,6 +14,10 @@ pub enum StatusKind {
     Resumed = "resumed",
     Reconnecting = "reconnecting",
     Ended = "ended",
+    /// Another page took the session over (`Client.takeBack()` takes it back).
+    Moved = "moved",
+    /// Bridge mode: nothing here can continue the session the address names.
+    CannotResume = "cannot_resume",
     BadToken = "bad_token",
     RateLimited = "rate_limited",
     NoWebTransport = "no_webtransport",
@@ -30,6 +34,8 @@ impl From<Status> for StatusKind {
             Status::Resumed => StatusKind::Resumed,
             Status::Reconnecting => StatusKind::Reconnecting,
             Status::Ended => StatusKind::Ended,
+            Status::Moved => StatusKind::Moved,
+            Status::CannotResume => StatusKind::CannotResume,
             Status::Failed(FailCode::BadToken) => StatusKind::BadToken,
             Status::Failed(FailCode::RateLimited) => StatusKind::RateLimited,
             Status::Failed(FailCode::NoWebTransport) => StatusKind::NoWebTransport,

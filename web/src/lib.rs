@@ -169,6 +169,42 @@ impl Client {
         crate::storage::forget_session();
     }
 
+    /// The sessions running on a spawn-mode relay, for a page with nothing saved to offer:
+    /// `[{ id, created, lastActive, cols, rows, title, attached }]` (times in Unix seconds),
+    /// oldest first. Rejects with the reason when the relay cannot be asked.
+    #[wasm_bindgen(js_name = listSessions)]
+    pub async fn list_sessions(&self) -> Result<JsValue, JsValue> {
+        let list = relay_link::fetch_sessions(&self.driver.token())
+            .await
+            .map_err(|e| JsValue::from_str(&e.to_string()))?;
+        Ok(list.sessions.iter().map(stats::session_summary).collect::<js_sys::Array>().into())
+    }
+
+    /// Continues the session `id` chosen from [`list_sessions`](Self::list_sessions) instead of
+    /// starting a new one (call before [`start`](Self::start)).
+    #[wasm_bindgen(js_name = resumeSession)]
+    pub fn resume_session(&self, id: &str) {
+        self.driver.resume_session(id);
+    }
+
+    /// After the `moved` status: take the session back from the page that has it now.
+    #[wasm_bindgen(js_name = takeBack)]
+    pub fn take_back(&self) {
+        self.driver.take_back();
+    }
+
+    /// The port and key of a pasted `MOSH CONNECT <port> <key>` line, `{ port, key }`, or
+    /// `null` when it holds none (bridge mode's connect form).
+    #[wasm_bindgen(js_name = parseMoshConnect)]
+    pub fn parse_mosh_connect(line: &str) -> JsValue {
+        match tern::relay_client::parse_mosh_connect(line) {
+            Some((port, key)) => {
+                hooks::object(&[("port", port.into()), ("key", key.into())]).into()
+            }
+            None => JsValue::NULL,
+        }
+    }
+
     /// The page is going away (`pagehide`): the shell keeps running, and the tab saves where
     /// it stands so that a reload continues it (docs/BROWSER.md, "Reload").
     pub fn leave(&self) {

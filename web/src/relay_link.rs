@@ -9,9 +9,11 @@ use std::time::Duration;
 use crate::websocket::{WsCarrier, WsReader, WsWriter};
 use js_sys::{Reflect, Uint8Array};
 use tern::relay_client::{self, ConnectError};
-use tern::relay_proto::control::{MAX_MESSAGE, Ready};
+use tern::relay_proto::control::{MAX_SESSION_MESSAGE, Ready};
 use tern::relay_proto::upload::MAX_REPLY;
-use tern::relay_proto::{ClientMessage, Hello, INFO_PATH, LineBuffer, RelayInfo};
+use tern::relay_proto::{
+    ClientMessage, Hello, INFO_PATH, LineBuffer, RelayInfo, SESSIONS_PATH, SessionList,
+};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -57,17 +59,29 @@ fn retry(what: &str, e: JsValue) -> ConnectError {
 /// `GET /api/info` (under the page's directory) with the token, read by
 /// `relay_client::info_response`.
 pub async fn fetch_info(token: &str) -> Result<RelayInfo, ConnectError> {
+    let (status, body) = get_api(token, INFO_PATH).await?;
+    relay_client::info_response(status, &body)
+}
+
+/// `GET /api/sessions`: the spawned sessions still running.
+pub async fn fetch_sessions(token: &str) -> Result<SessionList, ConnectError> {
+    let (status, body) = get_api(token, SESSIONS_PATH).await?;
+    relay_client::sessions_response(status, &body)
+}
+
+/// One authorized GET of the relay's API: status and body.
+async fn get_api(token: &str, route: &str) -> Result<(u16, Vec<u8>), ConnectError> {
     let window = web_sys::window().ok_or(ConnectError::Retry("no window".into()))?;
     let headers = Headers::new().map_err(|e| retry("headers", e))?;
     if headers.set("Authorization", &format!("Bearer {token}")).is_err() {
         // Not a valid header value: the relay would refuse it anyway.
-        return relay_client::info_response(401, b"");
+        return Ok((401, Vec::new()));
     }
     let init = RequestInit::new();
     init.set_method("GET");
     init.set_headers(&headers);
     init.set_cache(RequestCache::NoStore);
-    let url = under_page(INFO_PATH)?;
+    let url = under_page(route)?;
     let request = Request::new_with_str_and_init(&url, &init).map_err(|e| retry("request", e))?;
     let response: Response =
         wasm_bindgen_futures::JsFuture::from(window.fetch_with_request(&request))
@@ -78,7 +92,7 @@ pub async fn fetch_info(token: &str) -> Result<RelayInfo, ConnectError> {
         Ok(p) => wasm_bindgen_futures::JsFuture::from(p).await.map_err(|e| retry("info", e))?,
         Err(e) => return Err(retry("info", e)),
     };
-    relay_client::info_response(response.status(), &Uint8Array::new(&body).to_vec())
+    Ok((response.status(), Uint8Array::new(&body).to_vec()))
 }
 
 /// Where a stream's bytes come from.
@@ -309,7 +323,7 @@ impl RelayLink {
         let datagrams_out = datagrams.writable().get_writer().map_err(|e| retry("datagrams", e))?;
         let datagrams_in: ReadableStreamDefaultReader =
             datagrams.readable().get_reader().unchecked_into();
-        let (control_out, control_in) = open_bidi(&transport, MAX_MESSAGE)
+        let (control_out, control_in) = open_bidi(&transport, MAX_SESSION_MESSAGE)
             .await
             .map_err(|e| ConnectError::Retry(format!("control stream: {e}")))?;
         Ok(RelayLink {
@@ -325,7 +339,8 @@ impl RelayLink {
     async fn websocket(token: &str) -> Result<RelayLink, String> {
         let carrier = WsCarrier::open(token).await?;
         let control_out = StreamWriter::WebSocket(carrier.control_writer());
-        let control_in = StreamLines::new(Source::WebSocket(carrier.control_reader()), MAX_MESSAGE);
+        let control_in =
+            StreamLines::new(Source::WebSocket(carrier.control_reader()), MAX_SESSION_MESSAGE);
         Ok(RelayLink {
             carrier: Carrier::WebSocket(carrier),
             control_out,

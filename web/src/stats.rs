@@ -28,6 +28,19 @@ fn opt_str(s: Option<&str>) -> JsValue {
 }
 
 /// `stats().echo`.
+/// One row of the relay's session list (`Client.listSessions`).
+pub fn session_summary(s: &tern::relay_proto::SessionSummary) -> JsValue {
+    object(&[
+        ("id", s.id.as_str().into()),
+        ("created", big(s.created)),
+        ("lastActive", big(s.last_active)),
+        ("cols", num(s.cols)),
+        ("rows", num(s.rows)),
+        ("title", s.title.as_str().into()),
+        ("attached", s.attached.into()),
+    ])
+}
+
 pub fn echo(s: &EchoSummary) -> JsValue {
     let samples: js_sys::Array =
         s.samples.iter().map(|d| JsValue::from(d.as_secs_f64() * 1000.0)).collect();

@@ -2,8 +2,9 @@
 
 use crate::relay_proto::control::Ready;
 use crate::relay_proto::framing::FRAMING_VERSION;
+use crate::relay_proto::line::Message;
 use crate::relay_proto::{
-    ErrorCode, Hello, Mode, PROTOCOL_VERSION, RelayInfo, ServerMessage, decode,
+    ErrorCode, Hello, Mode, PROTOCOL_VERSION, RelayInfo, ServerMessage, SessionList, decode,
 };
 use crate::wire::Key;
 use std::time::Duration;
@@ -28,6 +29,16 @@ pub enum ConnectError {
     Ended(String),
     /// The relay is unreachable or went away meanwhile: try again after a pause.
     Retry(String),
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::Fatal { message, .. }
+            | ConnectError::Ended(message)
+            | ConnectError::Retry(message) => f.write_str(message),
+        }
+    }
 }
 
 impl ConnectError {
@@ -95,6 +106,15 @@ impl Target {
 /// `GET /api/info`'s answer: 401 and 429 are final (no retry storm against the relay's rate
 /// limiter); other statuses and network trouble are worth a retry.
 pub fn info_response(status: u16, body: &[u8]) -> Result<RelayInfo, ConnectError> {
+    api_response(status, body)
+}
+
+/// `GET /api/sessions`'s answer (as [`info_response`]).
+pub fn sessions_response(status: u16, body: &[u8]) -> Result<SessionList, ConnectError> {
+    api_response(status, body)
+}
+
+fn api_response<M: Message>(status: u16, body: &[u8]) -> Result<M, ConnectError> {
     match status {
         200 => decode(body).map_err(|e| {
             ConnectError::fatal(
@@ -117,6 +137,17 @@ pub fn info_response(status: u16, body: &[u8]) -> Result<RelayInfo, ConnectError
         )),
         s => Err(ConnectError::Retry(format!("relay answered HTTP {s}"))),
     }
+}
+
+/// The port and key of a `MOSH CONNECT <port> <key>` line as `mosh-server new` prints it (with or
+/// without the words, surrounding text ignored); `None` when it holds no valid port and key.
+pub fn parse_mosh_connect(line: &str) -> Option<(u16, String)> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "CONNECT").map_or(0, |i| i + 1);
+    let port: u16 = words.get(at)?.parse().ok().filter(|&p| p != 0)?;
+    let key = words.get(at + 1)?;
+    key.parse::<Key>().ok()?;
+    Some((port, (*key).to_string()))
 }
 
 /// Whether this page can use the relay `info` describes.
@@ -159,7 +190,7 @@ pub fn answer(line: Option<&[u8]>) -> Result<Ready, ConnectError> {
         ServerMessage::Error { code, message } | ServerMessage::Ended { code, message } => {
             Err(refusal(code, message))
         }
-        ServerMessage::Pong => Err(closed()),
+        ServerMessage::Pong | ServerMessage::Moved => Err(closed()),
     }
 }
 
@@ -182,6 +213,8 @@ pub enum ControlEvent {
     SessionOver(String),
     /// This link is finished (the relay is going away, or timed us out): reconnect.
     LinkOver,
+    /// Another page took the session over: stop, and offer to take it back.
+    Moved,
 }
 
 /// Reads one control line received after `ready`.
@@ -191,6 +224,7 @@ pub fn control_after_ready(line: &[u8]) -> ControlEvent {
             ControlEvent::SessionOver(format!("The session is over: {message}"))
         }
         Ok(ServerMessage::Ended { .. } | ServerMessage::Error { .. }) => ControlEvent::LinkOver,
+        Ok(ServerMessage::Moved) => ControlEvent::Moved,
         Ok(ServerMessage::Pong | ServerMessage::Ready(_)) | Err(_) => ControlEvent::Alive,
     }
 }
@@ -214,6 +248,18 @@ mod tests {
     }
 
     #[test]
+    fn mosh_connect_lines_are_read_as_printed() {
+        let key = "PWSoCIVurTVBGXAj873xNg";
+        let want = Some((60001, key.to_string()));
+        assert_eq!(parse_mosh_connect(&format!("MOSH CONNECT 60001 {key}")), want);
+        assert_eq!(parse_mosh_connect(&format!("\r\nMOSH CONNECT 60001 {key}\r\n")), want);
+        assert_eq!(parse_mosh_connect(&format!("60001 {key}")), want);
+        assert_eq!(parse_mosh_connect("MOSH CONNECT 60001 short"), None);
+        assert_eq!(parse_mosh_connect(&format!("MOSH CONNECT 0 {key}")), None);
+        assert_eq!(parse_mosh_connect("nonsense"), None);
+    }
+
+    #[test]
     fn hello_carries_version_token_target_and_resume() {
         let h = target(true).hello(Mode::Bridge, Some("ab"), 1200);
         assert_eq!(h.protocol, Some(PROTOCOL_VERSION));
@@ -234,6 +280,8 @@ mod tests {
             max_datagram_size: 1211,
             framing: FRAMING_VERSION,
             resumed: false,
+            seq_floor: 0,
+            point: None,
         };
         let ok = answer(Some(&line(&ServerMessage::Ready(ready.clone())))).unwrap();
         assert_eq!(target(false).session_key(&ok).unwrap().1, "PWSoCIVurTVBGXAj873xNg");

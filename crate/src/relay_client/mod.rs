@@ -9,17 +9,20 @@
 //!  Target::session_key(ready) ─▶ the mosh key (the relay's in spawn mode, the page's in bridge mode)
 //!  Backoff: pauses between attempts; Status: what the page shows
 //!  SavedSession: what the tab keeps so a reload continues the shell (session id, key, ResumePoint)
+//!  takeover(local, ready): continue from the tab's point or the relay's copy of the session
 //! ```
 
 mod backoff;
 mod connect;
 mod saved;
 mod status;
+mod takeover;
 
 pub use backoff::{BACKOFF_FIRST, BACKOFF_MAX, Backoff, STABLE_LINK};
 pub use connect::{
     ConnectError, ControlEvent, Target, answer, check_info, control_after_ready, info_response,
-    webtransport_patience,
+    parse_mosh_connect, sessions_response, webtransport_patience,
 };
 pub use saved::SavedSession;
 pub use status::{FailCode, Status};
+pub use takeover::{Takeover, decode_point, encode_point, takeover};

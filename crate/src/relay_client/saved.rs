@@ -7,9 +7,6 @@
 //! `sessionStorage`, which only this origin's pages in this tab can read, as the page itself
 //! holds it in memory.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-
 use super::Target;
 use crate::session::ResumePoint;
 
@@ -28,7 +25,7 @@ pub struct SavedSession {
 impl SavedSession {
     /// One line each: header, session id, key, the point in base64.
     pub fn encode(&self) -> String {
-        let point = STANDARD.encode(self.point.encode());
+        let point = super::encode_point(&self.point);
         format!("{HEADER}\n{}\n{}\n{point}", self.session_id, self.key_text)
     }
 
@@ -41,7 +38,7 @@ impl SavedSession {
         }
         let session_id = lines.next()?.to_string();
         let key_text = lines.next()?.to_string();
-        let point = ResumePoint::decode(&STANDARD.decode(lines.next()?).ok()?).ok()?;
+        let point = super::decode_point(lines.next()?)?;
         if lines.next().is_some()
             || session_id.is_empty()
             || key_text.parse::<crate::wire::Key>().is_err()

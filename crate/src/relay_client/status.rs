@@ -58,13 +58,17 @@ pub enum Status {
     Reconnecting,
     /// The shell exited or the session was closed: over for good.
     Ended,
+    /// Another page took the session over; this one waits to be asked to take it back.
+    Moved,
+    /// Bridge mode: the mosh-server has had a client, and this tab saved nothing to continue it.
+    CannotResume,
     /// Retrying cannot help.
     Failed(FailCode),
 }
 
 impl Status {
-    /// Over for good: no more reconnects.
+    /// No more reconnects (until the person asks, for `Moved`).
     pub fn is_final(self) -> bool {
-        matches!(self, Status::Ended | Status::Failed(_))
+        matches!(self, Status::Ended | Status::Failed(_) | Status::Moved | Status::CannotResume)
     }
 }

@@ -7,8 +7,12 @@
 use super::json::{DecodeError, Fields, ObjectWriter};
 use super::line::Message;
 
-/// Longest control message accepted, newline included. A hello is a few hundred bytes.
+/// Longest control message accepted before the relay answers, newline included: a hello is a few
+/// hundred bytes, and nothing is buffered for a browser that has not shown its token yet.
 pub const MAX_MESSAGE: usize = 4096;
+/// Longest control message once a session is ready (both ways): a `ready` or `seed` carries a
+/// resume point, the screen included (a 300x100 screen in many colours is a few hundred kB).
+pub const MAX_SESSION_MESSAGE: usize = 4 << 20;
 
 /// How the relay finds the mosh-server of a browser session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +47,12 @@ impl Mode {
 pub enum ClientMessage {
     Hello(Hello),
     Ping,
+    /// Spawn mode, after `ready`: the page took the session over with a point of its own (a
+    /// reload): the relay's copy of the session adopts it where it is newer (it may be stale after
+    /// a relay restart). Base64 of [`ResumePoint::encode`](crate::session::ResumePoint::encode).
+    Seed {
+        point: String,
+    },
 }
 
 /// The first message: who I am (token) and which mosh-server I want.
@@ -92,6 +102,14 @@ pub struct Ready {
     pub framing: u8,
     /// True when this attached to an existing mosh-server.
     pub resumed: bool,
+    /// The lowest sequence number the relay forwards from this page: above every one it ever
+    /// forwarded to this mosh-server. The page sends from here (or above); nothing below is passed
+    /// on, so no (direction, sequence number) pair repeats under the key, whatever pages do.
+    pub seq_floor: u64,
+    /// Spawn mode, resuming: the relay's copy of the session as a resume point (base64 of
+    /// [`ResumePoint::encode`](crate::session::ResumePoint::encode)), for a page with nothing
+    /// saved or with a point older than what another page did since. A secret, like the key.
+    pub point: Option<String>,
 }
 
 impl std::fmt::Debug for Ready {
@@ -104,6 +122,8 @@ impl std::fmt::Debug for Ready {
             .field("max_datagram_size", &self.max_datagram_size)
             .field("framing", &self.framing)
             .field("resumed", &self.resumed)
+            .field("seq_floor", &self.seq_floor)
+            .field("point", &self.point.as_ref().map(|p| p.len()))
             .finish()
     }
 }
@@ -123,6 +143,9 @@ pub enum ServerMessage {
         message: String,
     },
     Pong,
+    /// Another page took this session over: this one is no longer forwarded. It may take the
+    /// session back by connecting again (which moves it away from the other).
+    Moved,
 }
 
 impl ServerMessage {
@@ -248,6 +271,9 @@ impl Message for ClientMessage {
             ClientMessage::Ping => {
                 w.str("type", "ping");
             }
+            ClientMessage::Seed { point } => {
+                w.str("type", "seed").str("point", point);
+            }
         }
     }
 
@@ -278,6 +304,10 @@ impl Message for ClientMessage {
                 f.only(&["type"])?;
                 Ok(ClientMessage::Ping)
             }
+            "seed" => {
+                f.only(&["type", "point"])?;
+                Ok(ClientMessage::Seed { point: f.str("point")? })
+            }
             _ => Err(DecodeError::data("unknown value", "type")),
         }
     }
@@ -294,7 +324,9 @@ impl Message for ServerMessage {
                     .opt_str("key", r.key.as_deref())
                     .u64("max_datagram_size", r.max_datagram_size as u64)
                     .u64("framing", r.framing.into())
-                    .bool("resumed", r.resumed);
+                    .bool("resumed", r.resumed)
+                    .u64("seq_floor", r.seq_floor)
+                    .opt_str("point", r.point.as_deref());
             }
             ServerMessage::Error { code, message } | ServerMessage::Ended { code, message } => {
                 let kind =
@@ -303,6 +335,9 @@ impl Message for ServerMessage {
             }
             ServerMessage::Pong => {
                 w.str("type", "pong");
+            }
+            ServerMessage::Moved => {
+                w.str("type", "moved");
             }
         }
     }
@@ -319,10 +354,13 @@ impl Message for ServerMessage {
                 max_datagram_size: f.int("max_datagram_size")?,
                 framing: f.int("framing")?,
                 resumed: f.bool("resumed")?,
+                seq_floor: f.u64("seq_floor")?,
+                point: f.opt_str("point")?,
             })),
             "error" => Ok(ServerMessage::Error { code: code()?, message: f.str("message")? }),
             "ended" => Ok(ServerMessage::Ended { code: code()?, message: f.str("message")? }),
             "pong" => Ok(ServerMessage::Pong),
+            "moved" => Ok(ServerMessage::Moved),
             _ => Err(DecodeError::data("unknown value", "type")),
         }
     }

@@ -70,6 +70,15 @@ pub struct SessionSummary {
     pub port: u16,
     /// Unix seconds.
     pub created: u64,
+    /// Unix seconds of the last datagram from a page (`created` when none came yet).
+    pub last_active: u64,
+    /// The screen's size and the title the program set, as the relay's copy of the session has
+    /// them (0x0 and empty when it has none, e.g. after a relay restart before any page came).
+    pub cols: u16,
+    pub rows: u16,
+    pub title: String,
+    /// Whether a page drives it right now (resuming it elsewhere moves it away from that page).
+    pub attached: bool,
 }
 
 /// The body of every API error (401, 404, 405, 429).
@@ -146,7 +155,14 @@ impl Message for RelayInfo {
 impl Message for SessionList {
     fn write(&self, w: &mut ObjectWriter<'_>) {
         w.objects("sessions", &self.sessions, |w, s| {
-            w.str("id", &s.id).u64("port", s.port.into()).u64("created", s.created);
+            w.str("id", &s.id)
+                .u64("port", s.port.into())
+                .u64("created", s.created)
+                .u64("last_active", s.last_active)
+                .u64("cols", s.cols.into())
+                .u64("rows", s.rows.into())
+                .str("title", &s.title)
+                .bool("attached", s.attached);
         });
     }
 
@@ -160,6 +176,11 @@ impl Message for SessionList {
                     id: s.str("id")?,
                     port: s.int("port")?,
                     created: s.u64("created")?,
+                    last_active: s.u64("last_active")?,
+                    cols: s.int("cols")?,
+                    rows: s.int("rows")?,
+                    title: s.str("title")?,
+                    attached: s.bool("attached")?,
                 })
             })
             .collect::<Result<_, DecodeError>>()?;

@@ -38,6 +38,11 @@ impl LineBuffer {
         self.limit
     }
 
+    /// Changes the longest line accepted (a stream whose messages grow once a peer is trusted).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
     /// Appends bytes read from the stream.
     pub fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);

@@ -34,12 +34,14 @@ pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).
 /// Both ends are built from this crate; a mismatch means a page from another relay build.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Path of the WebTransport endpoint (`https://HOST:PORT/wt`).
 pub const WEBTRANSPORT_PATH: &str = "/wt";
 
 /// Path of the relay's info route.
 pub const INFO_PATH: &str = "/api/info";
+/// The running sessions (spawn mode), for a page with nothing saved to choose from.
+pub const SESSIONS_PATH: &str = "/api/sessions";
 
 pub use websocket::WEBSOCKET_PATH;

@@ -11,7 +11,7 @@ use std::time::Duration;
 pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
 pub use resume::{RESUME_STATE_GAP, ResumeError, ResumePoint};
-pub use shadow::{Shadow, ShadowError, ShadowSummary};
+pub use shadow::{ClientDatagram, Shadow, ShadowError, ShadowSummary};
 
 use crate::predict::{PredictConfig, Predictor};
 use crate::terminal::Framebuffer;
@@ -250,6 +250,12 @@ impl<S: ServerState> ClientSession<S> {
         }
         self.transport.path_changed(now);
         self.after_input(now);
+    }
+
+    /// Numbers datagrams from `floor` on, if below it: a relay forwards only numbers above every
+    /// one it forwarded under the key (another page's, one from before a reload).
+    pub fn raise_next_seq(&mut self, floor: u64) {
+        self.transport.raise_next_seq(floor);
     }
 
     /// Datagrams are at most `mtu` bytes from now on (a new link to the server with its own

@@ -34,6 +34,14 @@ pub struct ShadowSummary {
     pub title: String,
 }
 
+/// An authentic client datagram, opened (see [`Shadow::open_client`]).
+#[derive(Debug)]
+pub struct ClientDatagram {
+    /// Its sequence number.
+    pub seq: u64,
+    payload: Vec<u8>,
+}
+
 /// Why the shadow has no point to give.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShadowError {
@@ -83,11 +91,19 @@ impl Shadow {
     /// The shadow of a session from its start (the relay spawned its server).
     pub fn new(key: &Key, now: Instant) -> Self {
         // mosh-server's state 0 is a blank 80x24 screen; its first diff resizes it.
-        Shadow::from_parts(key, Receiver::new(Complete::new(80, 24), now, ReceivePolicy::AllRetained), now)
+        Shadow::from_parts(
+            key,
+            Receiver::new(Complete::new(80, 24), now, ReceivePolicy::AllRetained),
+            now,
+        )
     }
 
     /// A shadow taken up again from a point (a save of the shadow, or what a page holds).
-    pub fn from_point(key: &Key, point: &ResumePoint, now: Instant) -> Result<Self, super::ResumeError> {
+    pub fn from_point(
+        key: &Key,
+        point: &ResumePoint,
+        now: Instant,
+    ) -> Result<Self, super::ResumeError> {
         let screen = point.server_state()?;
         let mut shadow = Shadow::from_parts(
             key,
@@ -120,8 +136,12 @@ impl Shadow {
     /// The input side of a point: the acknowledged state (its content is what came before, which
     /// only the server needs) and the pending events as the newest state after it.
     fn seed_input(&mut self, point: &ResumePoint, now: Instant) -> Result<(), super::ResumeError> {
-        self.input =
-            Receiver::resumed(UserStream::default(), point.input_acked, now, ReceivePolicy::AllRetained);
+        self.input = Receiver::resumed(
+            UserStream::default(),
+            point.input_acked,
+            now,
+            ReceivePolicy::AllRetained,
+        );
         self.input_acked = point.input_acked;
         self.input_newest = point.input_acked;
         let last = StateNum(point.input_next.0.saturating_sub(1));
@@ -145,7 +165,8 @@ impl Shadow {
     /// Sequence numbers and fragment ids only ever go up.
     pub fn seed(&mut self, key: &Key, point: &ResumePoint, now: Instant) -> bool {
         let newer = point.server_num > self.screen.newest_num()
-            || (point.server_num == self.screen.newest_num() && point.input_acked > self.input_acked);
+            || (point.server_num == self.screen.newest_num()
+                && point.input_acked > self.input_acked);
         if !newer {
             return false;
         }
@@ -160,6 +181,28 @@ impl Shadow {
 
     /// A datagram from the client, as forwarded to the server.
     pub fn client_datagram(&mut self, now: Instant, datagram: &[u8]) {
+        match self.open_client(now, datagram) {
+            Ok(opened) => self.absorb_client(now, opened),
+            Err(_) => self.unreadable += 1,
+        }
+    }
+
+    /// Authenticates a client datagram (a relay forwards only authentic ones: a forged one could
+    /// claim any sequence number). Changes nothing the shadow reports.
+    pub fn open_client(
+        &mut self,
+        now: Instant,
+        datagram: &[u8],
+    ) -> Result<ClientDatagram, WireError> {
+        let opened = self.from_client.open(now, datagram)?;
+        let seq = crate::wire::Nonce::of_datagram(datagram)
+            .map(|n| n.seq)
+            .ok_or(WireError::DatagramTooShort { len: datagram.len() })?;
+        Ok(ClientDatagram { seq, payload: opened.payload })
+    }
+
+    /// Takes in an authentic client datagram (from [`Shadow::open_client`]) that was forwarded.
+    pub fn absorb_client(&mut self, now: Instant, datagram: ClientDatagram) {
         if self.read_client(now, datagram).is_err() {
             self.unreadable += 1;
         }
@@ -172,14 +215,14 @@ impl Shadow {
         }
     }
 
-    fn read_client(&mut self, now: Instant, datagram: &[u8]) -> Result<(), WireError> {
-        let opened = self.from_client.open(now, datagram)?;
-        let seq = crate::wire::Nonce::of_datagram(datagram).map(|n| n.seq);
-        self.client_seq = self.client_seq.max(seq);
-        let fragment = Fragment::parse(&opened.payload)?;
+    fn read_client(&mut self, now: Instant, datagram: ClientDatagram) -> Result<(), WireError> {
+        self.client_seq = self.client_seq.max(Some(datagram.seq));
+        let fragment = Fragment::parse(&datagram.payload)?;
         self.client_fragment_id = self.client_fragment_id.max(Some(fragment.id));
         self.changed = true;
-        let Some(instruction) = self.client_fragments.add(&opened.payload)? else { return Ok(()) };
+        let Some(instruction) = self.client_fragments.add(&datagram.payload)? else {
+            return Ok(());
+        };
         if instruction.new_num != StateNum::SHUTDOWN {
             self.input_newest = self.input_newest.max(instruction.new_num);
         }
@@ -234,8 +277,13 @@ impl Shadow {
             // Nothing sent after the acknowledged state (or the ack is of the newest).
             (_, newest) if newest <= self.input_acked => Vec::new(),
             (Some(base), _) => {
-                let events = self.input.newest().events_after(base).ok_or(ShadowError::InputOutOfStep)?;
-                if events.is_empty() { Vec::new() } else { crate::wire::encode_user_message(&events) }
+                let events =
+                    self.input.newest().events_after(base).ok_or(ShadowError::InputOutOfStep)?;
+                if events.is_empty() {
+                    Vec::new()
+                } else {
+                    crate::wire::encode_user_message(&events)
+                }
             }
             (None, _) => return Err(ShadowError::InputOutOfStep),
         };

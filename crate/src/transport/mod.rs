@@ -230,6 +230,11 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
         self.packets.next_seq()
     }
 
+    /// Sends from sequence number `floor` on, if below it (the relay forwards nothing lower).
+    pub fn raise_next_seq(&mut self, floor: u64) {
+        self.packets.raise_next_seq(floor);
+    }
+
     /// See [`Sender::path_changed`].
     pub fn path_changed(&mut self, now: Instant) {
         self.sender.path_changed(now);

@@ -75,6 +75,11 @@ impl PacketLayer {
         self.next_seq
     }
 
+    /// Skips ahead to `floor` if below it (never back: a number once used stays used).
+    pub fn raise_next_seq(&mut self, floor: u64) {
+        self.next_seq = self.next_seq.max(floor);
+    }
+
     pub fn sending_direction(&self) -> Direction {
         self.sending
     }

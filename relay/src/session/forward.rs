@@ -1,6 +1,7 @@
 //! The bridge of a ready session: browser datagrams to the mosh-server's UDP socket (rate
-//! limited, passed on as they are), server datagrams framed to the browser, pings answered,
-//! paste streams handed off, until something ends the session.
+//! limited, checked by the registry for nonce safety, passed on as they are), server datagrams
+//! framed to the browser, both shown to the relay's copy of the session, pings and seeds
+//! answered, paste streams handed off, until something ends the session or another page takes it.
 
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use super::link::{BrowserLink, RecvHalf, SendHalf};
 use crate::control::{ClientMessage, ErrorCode, ReadError, ServerMessage};
 use crate::framing::{MAX_PARTS, Splitter};
 use crate::limits::TokenBucket;
+use crate::registry::{SAVE_INTERVAL, Verdict, datagram_seq};
 use crate::shared::Shared;
 use crate::state::pid_alive;
 
@@ -39,6 +41,8 @@ pub(super) enum End {
     Ended { code: ErrorCode, message: String },
     /// The browser closed the connection or the control stream: nobody to tell.
     BrowserGone(&'static str),
+    /// Another page took the session over (the `moved` line).
+    Moved,
 }
 
 impl End {
@@ -74,7 +78,10 @@ pub(super) async fn run(
     let mut liveness = tokio::time::interval(LIVENESS_INTERVAL);
     let idle = shared.config.idle_timeout();
     let watch_pid = session.target.pid.is_some();
-    loop {
+    let mut moved = session.attach.moved_signal();
+    let mut save = tokio::time::interval(SAVE_INTERVAL);
+    let store = shared.state.as_ref();
+    let end = loop {
         let step = tokio::select! {
             d = conn.receive_datagram() => bridge.on_browser_datagram(d).await,
             r = session.udp.recv(&mut buf) => bridge.on_server_datagram(r.map(|n| &buf[..n])),
@@ -85,11 +92,26 @@ pub(super) async fn run(
                 format!("no datagram from the browser for {} s", idle.as_secs()),
             )),
             _ = liveness.tick(), if watch_pid => bridge.check_alive(),
+            _ = moved.fired() => ControlFlow::Break(End::Moved),
+            _ = save.tick(), if store.is_some() => {
+                if let Some(store) = store {
+                    session.attach.save(store, false);
+                }
+                ControlFlow::Continue(())
+            }
         };
         if let ControlFlow::Break(end) = step {
-            return end;
+            break end;
         }
+    };
+    if let Some(store) = store {
+        session.attach.save(store, true);
     }
+    let (stale, after_move) = session.attach.dropped();
+    if stale + after_move > 0 {
+        tracing::info!(session = %session.target.session, stale, after_move, "client datagrams not forwarded (sequence number not above every earlier one, or sent after another page took over)");
+    }
+    end
 }
 
 /// The state of one session's forwarding.
@@ -147,13 +169,17 @@ impl<'a> Bridge<'a> {
             }
             return ControlFlow::Continue(());
         }
+        match self.session.attach.client_datagram(self.shared.state.as_ref(), &d) {
+            Verdict::Forward => {}
+            Verdict::Stale => return ControlFlow::Continue(()),
+            Verdict::Moved => return ControlFlow::Break(End::Moved),
+        }
         // Errors (e.g. ECONNREFUSED from an earlier ICMP) are transient for UDP.
         let _ = self.session.udp.send(&d).await;
         tracing::trace!(target: HOPS, len = d.len(), "browser → server");
-        // The nonce's sequence number is in the clear (its first 8 bytes, direction bit on top):
-        // tests check that no number repeats under a session's key across reloads and tabs.
-        if let Some(nonce) = d.get(..8).and_then(|n| <[u8; 8]>::try_from(n).ok()) {
-            let seq = u64::from_be_bytes(nonce) & !(1 << 63);
+        // The nonce's sequence number is in the clear: tests check that no number forwarded
+        // repeats under a session's key across reloads, tabs and devices.
+        if let Some(seq) = datagram_seq(&d) {
             tracing::trace!(target: SEQS, session = %self.id(), seq, "client datagram");
         }
         ControlFlow::Continue(())
@@ -169,6 +195,7 @@ impl<'a> Bridge<'a> {
                 return self.check_alive();
             }
         };
+        self.session.attach.server_datagram(payload);
         self.frames.clear();
         let limit = datagram_limit(self.shared, self.conn, self.session.hello.max_datagram_size);
         if self.splitter.split(payload, limit, &mut self.frames).is_err() {
@@ -197,6 +224,10 @@ impl<'a> Bridge<'a> {
                     return ControlFlow::Continue(());
                 }
                 End::BrowserGone("control stream closed")
+            }
+            Ok(ClientMessage::Seed { point }) => {
+                self.session.attach.seed(&point);
+                return ControlFlow::Continue(());
             }
             Ok(ClientMessage::Hello(_)) => End::ended(ErrorCode::BadRequest, "hello sent twice"),
             Err(ReadError::Closed) | Err(ReadError::Io(_)) => {

@@ -29,7 +29,8 @@ use wtransport::endpoint::IncomingSession;
 use wtransport::endpoint::endpoint_side::Server;
 
 use crate::auth::AuthOutcome;
-use crate::control::{FRAMING_VERSION, Hello, Ready, ServerMessage};
+use crate::control::{FRAMING_VERSION, Hello, MAX_SESSION_MESSAGE, Ready, ServerMessage};
+use crate::registry::Attach;
 use crate::shared::Shared;
 use forward::End;
 use handshake::{Admitted, HELLO_TIMEOUT, LINGER, Stop};
@@ -42,6 +43,8 @@ struct Attached {
     target: Target,
     /// Connected to the target; a fresh one per browser session.
     udp: UdpSocket,
+    /// This page's hold on the mosh-server: nonce bounds, the relay's copy, moved or not.
+    attach: Attach,
     /// The `--max-sessions` slot, released when the session ends.
     _slot: OwnedSemaphorePermit,
 }
@@ -158,10 +161,12 @@ async fn serve(shared: Arc<Shared>, conn: &BrowserLink, pre_authed: bool, peer: 
     };
     let span = tracing::info_span!("session", id = %session.target.session, %peer);
     let limit = forward::datagram_limit(&shared, conn, session.hello.max_datagram_size);
-    let ready = ready(&shared, &session.target, limit);
+    let ready = ready(&shared, &session, limit);
     if control.send.write_all(&ready.to_line()).await.is_err() {
         return;
     }
+    // From now on the page may send its own resume point (`seed`).
+    control.reader.set_limit(MAX_SESSION_MESSAGE);
     let t = &session.target;
     tracing::info!(parent: &span, port = t.port, resumed = t.resumed, max_datagram = limit, link = conn.kind(), "bridging");
     let end = forward::run(&shared, conn, &mut control, &session).await;
@@ -179,10 +184,18 @@ async fn open(
     let Admitted { hello, slot } = handshake::admit(shared, control, pre_authed, peer).await?;
     let target = target::attach(shared, &hello).await?;
     let udp = target::connect_udp(target.addr).await?;
-    Ok(Attached { hello, target, udp, _slot: slot })
+    // Last: from here on this page drives, and the one before it is told it was moved.
+    let attach = match (&target.record, &shared.state) {
+        (Some(record), Some(store)) => {
+            shared.registry.attach_spawned(store, record, target.resumed)
+        }
+        _ => shared.registry.attach_bridge(target.addr),
+    };
+    Ok(Attached { hello, target, udp, attach, _slot: slot })
 }
 
-fn ready(shared: &Shared, target: &Target, max_datagram_size: usize) -> ServerMessage {
+fn ready(shared: &Shared, session: &Attached, max_datagram_size: usize) -> ServerMessage {
+    let target = &session.target;
     ServerMessage::Ready(Ready {
         session: target.session.clone(),
         mode: shared.config.mode(),
@@ -191,20 +204,27 @@ fn ready(shared: &Shared, target: &Target, max_datagram_size: usize) -> ServerMe
         max_datagram_size,
         framing: FRAMING_VERSION,
         resumed: target.resumed,
+        seq_floor: session.attach.seq_floor,
+        point: session.attach.point.clone(),
     })
 }
 
 /// Logs why the session ended and, if the browser can still hear it, says so (`ended`).
 async fn say_goodbye(send: &mut SendHalf, end: End, span: &tracing::Span) {
-    let (code, message) = match end {
-        End::Ended { code, message } => (code, message),
+    let line = match end {
+        End::Ended { code, message } => {
+            tracing::info!(parent: span, reason = code.as_str(), "session over: {message}");
+            ServerMessage::Ended { code, message }.to_line()
+        }
+        End::Moved => {
+            tracing::info!(parent: span, "another page took the session over");
+            ServerMessage::Moved.to_line()
+        }
         End::BrowserGone(why) => {
             tracing::info!(parent: span, "session over: {why}");
             return;
         }
     };
-    tracing::info!(parent: span, reason = code.as_str(), "session over: {message}");
-    let line = ServerMessage::Ended { code, message }.to_line();
     let _ = tokio::time::timeout(LINGER, async {
         send.write_all(&line).await?;
         send.finish().await

@@ -23,18 +23,21 @@ pub(super) struct Target {
     /// A spawned mosh-server's pid, watched while bridged.
     pub pid: Option<u32>,
     pub resumed: bool,
+    /// Spawn mode: the session's record (for the registry).
+    pub record: Option<SessionRecord>,
 }
 
 impl Target {
     /// A spawned mosh-server, which listens on loopback.
     fn spawned(record: SessionRecord, resumed: bool) -> Self {
         Target {
-            session: record.id,
+            session: record.id.clone(),
             addr: SocketAddr::from(([127, 0, 0, 1], record.port)),
             port: record.port,
-            key: Some(record.key),
+            key: Some(record.key.clone()),
             pid: record.pid,
             resumed,
+            record: Some(record),
         }
     }
 }
@@ -116,6 +119,7 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
         key: spawned.key,
         pid: spawned.pid,
         created: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs(),
+        seq_reserved: 0,
     };
     tracing::info!(session = %record.id, port = record.port, pid = ?record.pid, "spawned mosh-server");
     if let Err(e) = state.insert(record.clone()) {
@@ -145,7 +149,15 @@ async fn bridge(shared: &Shared, hello: &Hello) -> Result<Target, Refusal> {
             )?
         }
     };
-    Ok(Target { session: new_session_id(), addr, port, key: None, pid: None, resumed: false })
+    Ok(Target {
+        session: new_session_id(),
+        addr,
+        port,
+        key: None,
+        pid: None,
+        resumed: false,
+        record: None,
+    })
 }
 
 fn new_session_id() -> String {

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use base64::Engine;
-use tern::session::{ClientSession, HostLog, SessionConfig};
+use tern::session::{ClientSession, HostLog, ResumePoint, ServerState, SessionConfig};
+use tern::terminal::Complete;
 use tern::time::Instant as CoreInstant;
 use tern_relay::config::Config;
 use tern_relay::control::{ClientMessage, Hello, LineReader, ServerMessage};
@@ -261,8 +262,8 @@ pub async fn recv_joined(conn: &Connection, joiner: &mut Joiner) -> Option<Vec<u
 // ---------------------------------------------------------------- mosh over the relay
 
 /// A tern `ClientSession` whose datagrams travel over a relay WebTransport connection.
-pub struct MoshOverRelay {
-    pub session: ClientSession<HostLog>,
+pub struct MoshOverRelay<S: ServerState = HostLog> {
+    pub session: ClientSession<S>,
     pub conn: Connection,
     pub joiner: Joiner,
     origin: std::time::Instant,
@@ -272,13 +273,44 @@ pub struct MoshOverRelay {
     pub control: Control,
 }
 
-impl MoshOverRelay {
+impl MoshOverRelay<HostLog> {
     pub fn new(conn: Connection, control: Control, key: &str, mtu: usize) -> Self {
         let key = key.parse().expect("relay hands out a valid key");
         let mut config = SessionConfig::new(key, 80, 24);
         config.mtu = mtu;
         config.seed = 7;
-        let session = ClientSession::new(config, CoreInstant::ZERO);
+        MoshOverRelay::with_session(conn, control, ClientSession::new(config, CoreInstant::ZERO))
+    }
+
+    pub fn screen_contains(&self, s: &str) -> bool {
+        self.session.server_state().contains(s.as_bytes())
+    }
+
+    pub fn screen_text(&self) -> String {
+        String::from_utf8_lossy(self.session.server_state().bytes()).into_owned()
+    }
+}
+
+impl MoshOverRelay<Complete> {
+    /// A client that takes a session over from `point` (a page with nothing saved, given the
+    /// relay's copy in `ready.point`).
+    pub fn resume(conn: Connection, control: Control, key: &str, point: &ResumePoint) -> Self {
+        let key = key.parse().expect("relay hands out a valid key");
+        let mut config = SessionConfig::new(key, 80, 24);
+        config.mtu = 1200;
+        let session =
+            ClientSession::resume(config, point, CoreInstant::ZERO).expect("the point applies");
+        MoshOverRelay::with_session(conn, control, session)
+    }
+
+    /// The screen as text, rows joined by newlines.
+    pub fn screen_text(&self) -> String {
+        tern::terminal::screen_text(self.session.server_state().framebuffer()).rows.join("\n")
+    }
+}
+
+impl<S: ServerState> MoshOverRelay<S> {
+    fn with_session(conn: Connection, control: Control, session: ClientSession<S>) -> Self {
         let mut m = MoshOverRelay {
             session,
             conn,
@@ -316,11 +348,14 @@ impl MoshOverRelay {
         self.flush();
     }
 
-    /// Moves to a new relay connection (a reconnecting browser).
-    pub fn reattach(&mut self, conn: Connection, control: Control) {
+    /// Moves to a new relay connection (a reconnecting browser), numbering datagrams from the
+    /// `ready`'s `seq_floor` on, as the page does (the relay forwards nothing below it).
+    pub fn reattach(&mut self, conn: Connection, control: Control, seq_floor: u64) {
         self.conn = conn;
         self.control = control;
         self.joiner = Joiner::new();
+        self.session.raise_next_seq(seq_floor);
+        self.session.link_up(self.now());
         self.flush();
     }
 
@@ -328,7 +363,7 @@ impl MoshOverRelay {
     pub async fn run_until(
         &mut self,
         timeout: Duration,
-        mut done: impl FnMut(&ClientSession<HostLog>) -> bool,
+        mut done: impl FnMut(&ClientSession<S>) -> bool,
     ) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -373,14 +408,6 @@ impl MoshOverRelay {
             }
             self.flush();
         }
-    }
-
-    pub fn screen_contains(&self, s: &str) -> bool {
-        self.session.server_state().contains(s.as_bytes())
-    }
-
-    pub fn screen_text(&self) -> String {
-        String::from_utf8_lossy(self.session.server_state().bytes()).into_owned()
     }
 }
 

@@ -1,0 +1,115 @@
+//! Which resume point a page continues from when the relay says `ready` to a resume: its own
+//! (saved in the tab) or the relay's copy of the session (spawn mode).
+//!
+//! The relay's copy saw every datagram it forwarded; the page's point has what it typed and may
+//! not have sent (offline). mosh-server must see the client's input only ever grow: a point that
+//! misses input the server already has would make the next state go backwards. So:
+//!
+//! - the relay saw client states the page's point does not have (another page drove since, or the
+//!   tab's save is older than what it sent before a crash): the relay's point;
+//! - otherwise the page's own point (it has everything the relay saw, and maybe more), and the
+//!   page seeds the relay's copy with it (after a relay restart the copy may be older);
+//! - no point of its own (another browser or device): the relay's point;
+//! - no point anywhere but the server has had a client before (bridge mode, storage cleared):
+//!   this page cannot continue it.
+
+use crate::relay_proto::control::Ready;
+use crate::session::ResumePoint;
+
+/// What a page does on `ready`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Takeover {
+    /// A new session (nothing to continue).
+    Fresh,
+    /// Continue from the page's own point, and send it to the relay as a seed.
+    KeepLocal,
+    /// Continue from the relay's point.
+    Adopt(ResumePoint),
+    /// The server has had a client, and nothing here can continue it.
+    CannotResume,
+}
+
+/// Decides (see the module documentation). `local` is the point the page continues from now, if
+/// any; a relay point that does not decode is ignored (the page's own, or nothing).
+pub fn takeover(local: Option<&ResumePoint>, ready: &Ready) -> Takeover {
+    let relay = ready.point.as_deref().and_then(decode_point);
+    match (local, relay) {
+        (Some(mine), Some(theirs)) if theirs.input_next > mine.input_next => {
+            Takeover::Adopt(theirs)
+        }
+        (Some(_), _) => Takeover::KeepLocal,
+        (None, Some(theirs)) => Takeover::Adopt(theirs),
+        (None, None) if ready.seq_floor > 0 => Takeover::CannotResume,
+        (None, None) => Takeover::Fresh,
+    }
+}
+
+/// The text form a point travels in (`ready.point`, `seed.point`).
+pub fn encode_point(point: &ResumePoint) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(point.encode())
+}
+
+pub fn decode_point(text: &str) -> Option<ResumePoint> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
+    ResumePoint::decode(&bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relay_proto::Mode;
+    use crate::wire::StateNum;
+
+    fn point(input_next: u64, server_num: u64) -> ResumePoint {
+        ResumePoint {
+            server_num: StateNum(server_num),
+            screen_cols: 80,
+            screen_rows: 24,
+            screen: Vec::new(),
+            input_acked: StateNum(input_next - 1),
+            input_next: StateNum(input_next),
+            input_pending: Vec::new(),
+            next_seq: 10,
+            next_fragment_id: 5,
+        }
+    }
+
+    fn ready(point: Option<&ResumePoint>, seq_floor: u64) -> Ready {
+        Ready {
+            session: "s".into(),
+            mode: Mode::Spawn,
+            port: 1,
+            key: None,
+            max_datagram_size: 1200,
+            framing: 1,
+            resumed: true,
+            seq_floor,
+            point: point.map(encode_point),
+        }
+    }
+
+    #[test]
+    fn the_newer_input_wins_and_a_page_with_nothing_takes_the_relays() {
+        let mine = point(40, 100);
+        // Another page drove since: its states are numbered far above ours.
+        let other = point(40 + crate::session::RESUME_STATE_GAP, 90);
+        assert_eq!(takeover(Some(&mine), &ready(Some(&other), 7)), Takeover::Adopt(other.clone()));
+        // The relay saw what we saw (or less: keys we typed offline): ours.
+        assert_eq!(takeover(Some(&mine), &ready(Some(&point(40, 120)), 7)), Takeover::KeepLocal);
+        assert_eq!(takeover(Some(&mine), &ready(Some(&point(35, 90)), 7)), Takeover::KeepLocal);
+        assert_eq!(takeover(Some(&mine), &ready(None, 7)), Takeover::KeepLocal);
+        assert_eq!(takeover(None, &ready(Some(&other), 7)), Takeover::Adopt(other));
+    }
+
+    #[test]
+    fn nothing_anywhere_is_fresh_only_for_a_server_nobody_used() {
+        assert_eq!(takeover(None, &ready(None, 0)), Takeover::Fresh);
+        assert_eq!(takeover(None, &ready(None, 12)), Takeover::CannotResume);
+        // A point that does not decode is no point.
+        let mut garbled = ready(None, 0);
+        garbled.point = Some("not base64!".into());
+        assert_eq!(takeover(None, &garbled), Takeover::Fresh);
+    }
+}

@@ -1,0 +1,561 @@
+//! Who drives each mosh-server, and what the relay keeps of it between pages.
+//!
+//! One [`Entry`] per mosh-server the relay forwards to (spawn mode: per session id; bridge mode:
+//! per target address). Each page that attaches gets an [`Attach`] with a serial number; the
+//! newest attach drives, and an older one learns it was moved (its page offers to take the session
+//! back). Every client datagram passes [`Attach::client_datagram`], which is where nonce safety is
+//! enforced, whatever the pages do:
+//!
+//! - only the newest attach's datagrams are forwarded;
+//! - spawn mode (the relay knows the key): a datagram is forwarded only if it is authentic and its
+//!   sequence number is above every one forwarded to this mosh-server before (a reordered one is
+//!   dropped: to mosh that is a lost datagram), so no (direction, sequence number) pair can reach
+//!   the server twice under its key, whatever pages do; the bound survives relay restarts: the
+//!   record holds `seq_reserved`, raised (on disk, before the datagram goes out) in blocks of
+//!   [`SEQ_BLOCK`], and a restarted relay forwards only from there;
+//! - bridge mode (the key is the page's): the relay cannot tell a real datagram from garbage, so
+//!   it drops none for its number (one forged high number would otherwise block the session); it
+//!   remembers the highest plausible number forwarded and tells the next page to start above it.
+//!
+//! In spawn mode an entry also holds the session's [`Shadow`] (the relay knows the key): what a
+//! page with nothing saved resumes from, the size and title the session list shows. It is saved to
+//! the state directory when it changed (at most every [`SAVE_INTERVAL`]) and when a page leaves.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tern::relay_client::{decode_point, encode_point};
+use tern::session::{ResumePoint, Shadow};
+use tern::wire::Key;
+use tokio::sync::watch;
+
+use crate::state::{SessionRecord, StateStore};
+
+/// Sequence numbers reserved on disk per write (a write every 65,536 client datagrams).
+pub const SEQ_BLOCK: u64 = 1 << 16;
+/// Bridge mode: a number this far above the highest so far is not believed (garbage, not a mosh
+/// client, which never skips this far) and does not raise the next page's floor.
+const BRIDGE_MAX_JUMP: u64 = 1 << 32;
+/// A changed shadow is saved at most this often while a page drives (and when it leaves). A relay
+/// killed without warning loses at most this much of the copy (see docs/RELAY.md).
+pub const SAVE_INTERVAL: Duration = Duration::from_millis(250);
+/// The first bytes of a saved shadow: format and version.
+const SHADOW_MAGIC: &[u8; 4] = b"TSH1";
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
+}
+
+/// Every entry, by name.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    /// The shadows' clock starts here.
+    epoch: std::time::Instant,
+    entries: Mutex<HashMap<String, Arc<Entry>>>,
+}
+
+/// One mosh-server's drivers and copy.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    name: String,
+    state: Mutex<EntryState>,
+    /// The serial of the attach that drives now.
+    current: watch::Sender<u64>,
+}
+
+#[derive(Debug)]
+struct EntryState {
+    /// The newest attach's serial (0: none yet).
+    attaches: u64,
+    attached: bool,
+    /// The lowest sequence number that may still be forwarded.
+    next_seq: u64,
+    /// Spawn mode: the bound on disk (`SessionRecord::seq_reserved`); `None` in bridge mode.
+    reserved: Option<u64>,
+    key: Option<Key>,
+    /// Spawn mode: the relay's copy (it also authenticates client datagrams).
+    shadow: Option<Shadow>,
+    /// Whether the copy follows the session (false for one started blank after a relay restart
+    /// with no saved copy, until a page seeds it): only then is it offered and listed.
+    copy_valid: bool,
+    /// Unix seconds of the last datagram from a page.
+    last_active: u64,
+    /// Datagrams not forwarded because their sequence number was not above every earlier one,
+    /// or (spawn mode) because they did not authenticate.
+    dropped_seq: u64,
+    /// Datagrams not forwarded because a newer page drives.
+    dropped_moved: u64,
+}
+
+/// What happens to a client datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Forward,
+    /// Not above every number forwarded before: dropped.
+    Stale,
+    /// A newer page drives: dropped, and this page is told.
+    Moved,
+}
+
+/// One page's hold on a mosh-server (see the module documentation).
+#[derive(Debug)]
+pub(crate) struct Attach {
+    entry: Arc<Entry>,
+    serial: u64,
+    /// Where this page's sequence numbers must start (`ready.seq_floor`).
+    pub seq_floor: u64,
+    /// Spawn mode, resuming: the shadow's point for `ready.point`.
+    pub point: Option<String>,
+    moved: watch::Receiver<u64>,
+    epoch: std::time::Instant,
+    last_save: Mutex<std::time::Instant>,
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Registry { epoch: std::time::Instant::now(), entries: Mutex::default() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Entry>>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn now(&self) -> tern::time::Instant {
+        tern::time::Instant::from_micros(self.epoch.elapsed().as_micros() as u64)
+    }
+
+    /// The entry of a spawned session, created from its record (and saved copy) when the relay
+    /// first hears of it. `new_spawn`: the server was spawned just now, so the copy starts blank.
+    fn spawned(&self, store: &StateStore, record: &SessionRecord, new_spawn: bool) -> Arc<Entry> {
+        let mut entries = self.lock();
+        if let Some(e) = entries.get(&record.id) {
+            return Arc::clone(e);
+        }
+        let key = record.key.parse::<Key>().ok();
+        let now = self.now();
+        let saved = if new_spawn { None } else { store.load_shadow(&record.id) };
+        let restored = key.as_ref().and_then(|k| {
+            let (point, last_active) = decode_saved(saved.as_deref()?)?;
+            Some((Shadow::from_point(k, &point, now).ok()?, last_active))
+        });
+        let (shadow, copy_valid, last_active) = match (restored, &key) {
+            (Some((shadow, last_active)), _) => (Some(shadow), true, last_active),
+            (None, Some(k)) => (Some(Shadow::new(k, now)), new_spawn, record.created),
+            (None, None) => (None, false, record.created),
+        };
+        let entry = Arc::new(Entry {
+            name: record.id.clone(),
+            state: Mutex::new(EntryState {
+                attaches: 0,
+                attached: false,
+                next_seq: record.seq_reserved,
+                reserved: Some(record.seq_reserved),
+                key,
+                shadow,
+                copy_valid,
+                last_active,
+                dropped_seq: 0,
+                dropped_moved: 0,
+            }),
+            current: watch::Sender::new(0),
+        });
+        entries.insert(record.id.clone(), Arc::clone(&entry));
+        entry
+    }
+
+    /// A page attaches to a spawned session: it drives from now on. `resuming`: it asked for an
+    /// existing session (it gets the shadow's point).
+    pub fn attach_spawned(
+        &self,
+        store: &StateStore,
+        record: &SessionRecord,
+        resuming: bool,
+    ) -> Attach {
+        let entry = self.spawned(store, record, !resuming);
+        self.attach(entry, resuming)
+    }
+
+    /// A page attaches to a mosh-server named in bridge mode (in memory only: the key is the
+    /// page's).
+    pub fn attach_bridge(&self, target: std::net::SocketAddr) -> Attach {
+        let name = format!("bridge:{target}");
+        let entry = Arc::clone(self.lock().entry(name.clone()).or_insert_with(|| {
+            Arc::new(Entry {
+                name,
+                state: Mutex::new(EntryState {
+                    attaches: 0,
+                    attached: false,
+                    next_seq: 0,
+                    reserved: None,
+                    key: None,
+                    shadow: None,
+                    copy_valid: false,
+                    last_active: unix_now(),
+                    dropped_seq: 0,
+                    dropped_moved: 0,
+                }),
+                current: watch::Sender::new(0),
+            })
+        }));
+        self.attach(entry, false)
+    }
+
+    fn attach(&self, entry: Arc<Entry>, resuming: bool) -> Attach {
+        let (serial, seq_floor, point) = {
+            let mut st = entry.lock();
+            st.attaches += 1;
+            st.attached = true;
+            let point = if resuming && st.copy_valid {
+                st.shadow.as_ref().and_then(|s| match s.resume_point() {
+                    Ok(p) => Some(encode_point(&ResumePoint { next_seq: st.next_seq, ..p })),
+                    Err(e) => {
+                        tracing::info!(session = %entry.name, "no resume point from the relay's copy: {e}");
+                        None
+                    }
+                })
+            } else {
+                None
+            };
+            (st.attaches, st.next_seq, point)
+        };
+        // The page that drove until now is told (its forwarding loop watches this).
+        entry.current.send_replace(serial);
+        let moved = entry.current.subscribe();
+        Attach {
+            entry,
+            serial,
+            seq_floor,
+            point,
+            moved,
+            epoch: self.epoch,
+            last_save: Mutex::new(std::time::Instant::now()),
+        }
+    }
+
+    /// What `/api/sessions` shows of a spawned session: size and title (0x0 and empty when the
+    /// relay has no copy), last activity, whether a page drives it.
+    pub fn summary(&self, store: &StateStore, record: &SessionRecord) -> Summary {
+        let entry = self.spawned(store, record, false);
+        let st = entry.lock();
+        let shown = st.shadow.as_ref().filter(|_| st.copy_valid).map(Shadow::summary);
+        Summary {
+            cols: shown.as_ref().map_or(0, |s| s.cols),
+            rows: shown.as_ref().map_or(0, |s| s.rows),
+            title: shown.map(|s| s.title).unwrap_or_default(),
+            last_active: st.last_active,
+            attached: st.attached,
+        }
+    }
+
+    /// Saves every changed copy now (the relay is stopping).
+    pub fn save_all(&self, store: &StateStore) {
+        let entries: Vec<Arc<Entry>> = self.lock().values().cloned().collect();
+        for entry in entries {
+            entry.save(store);
+        }
+    }
+
+    /// Forgets every spawned entry whose session is not in `alive` (its server exited).
+    pub fn retain_spawned(&self, alive: &[SessionRecord]) {
+        self.lock()
+            .retain(|name, _| name.starts_with("bridge:") || alive.iter().any(|r| &r.id == name));
+    }
+}
+
+/// Resolves when a newer page took a session over (see [`Attach::moved_signal`]).
+#[derive(Debug)]
+pub(crate) struct MovedSignal {
+    rx: watch::Receiver<u64>,
+    serial: u64,
+}
+
+impl MovedSignal {
+    pub async fn fired(&mut self) {
+        loop {
+            if *self.rx.borrow_and_update() != self.serial {
+                return;
+            }
+            if self.rx.changed().await.is_err() {
+                // The entry is gone (cannot happen while an attach holds it): never resolve.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+/// See [`Registry::summary`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Summary {
+    pub cols: u16,
+    pub rows: u16,
+    pub title: String,
+    pub last_active: u64,
+    pub attached: bool,
+}
+
+impl Entry {
+    fn lock(&self) -> MutexGuard<'_, EntryState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Saves the copy if it changed since the last save.
+    fn save(&self, store: &StateStore) {
+        let bytes = {
+            let mut st = self.lock();
+            let last_active = st.last_active;
+            let Some(shadow) = st.shadow.as_mut() else { return };
+            if !shadow.take_changed() {
+                return;
+            }
+            match shadow.resume_point() {
+                Ok(point) => encode_saved(&point, last_active),
+                Err(_) => return,
+            }
+        };
+        if let Err(e) = store.save_shadow(&self.name, &bytes) {
+            tracing::warn!(session = %self.name, "cannot save the session's copy: {e:#}");
+        }
+    }
+}
+
+/// The sequence number in a datagram's clear nonce (its first 8 bytes, direction bit on top).
+pub(crate) fn datagram_seq(datagram: &[u8]) -> Option<u64> {
+    let nonce: [u8; 8] = datagram.get(..8)?.try_into().ok()?;
+    Some(u64::from_be_bytes(nonce) & !(1 << 63))
+}
+
+impl Attach {
+    fn now(&self) -> tern::time::Instant {
+        tern::time::Instant::from_micros(self.epoch.elapsed().as_micros() as u64)
+    }
+
+    /// A datagram from this attach's page: forward it or not (see the module documentation).
+    /// `store`: spawn mode's state directory, for the sequence reservation.
+    pub fn client_datagram(&self, store: Option<&StateStore>, datagram: &[u8]) -> Verdict {
+        let now = self.now();
+        let mut st = self.entry.lock();
+        if st.attaches != self.serial {
+            st.dropped_moved += 1;
+            return Verdict::Moved;
+        }
+        st.last_active = unix_now();
+        let st = &mut *st;
+        let Some(shadow) = st.shadow.as_mut() else {
+            // Bridge mode: forwarded as it is; a plausible number raises the next page's floor.
+            if let Some(seq) = datagram_seq(datagram) {
+                if seq >= st.next_seq && seq - st.next_seq < BRIDGE_MAX_JUMP {
+                    st.next_seq = seq + 1;
+                }
+            }
+            return Verdict::Forward;
+        };
+        let Ok(opened) = shadow.open_client(now, datagram) else {
+            st.dropped_seq += 1;
+            return Verdict::Stale;
+        };
+        let seq = opened.seq;
+        if seq < st.next_seq {
+            st.dropped_seq += 1;
+            return Verdict::Stale;
+        }
+        if let (Some(reserved), Some(store)) = (st.reserved, store) {
+            if seq >= reserved {
+                let bound = seq.saturating_add(SEQ_BLOCK);
+                // On disk before the datagram goes out: a relay restarted after this forwards
+                // nothing numbered below `bound`.
+                if let Err(e) = store.reserve_seq(&self.entry.name, bound) {
+                    tracing::error!(session = %self.entry.name, "cannot reserve sequence numbers: {e:#}; not forwarding");
+                    st.dropped_seq += 1;
+                    return Verdict::Stale;
+                }
+                st.reserved = Some(bound);
+            }
+        }
+        st.next_seq = seq + 1;
+        shadow.absorb_client(now, opened);
+        Verdict::Forward
+    }
+
+    /// A datagram from the server, to this attach's page.
+    pub fn server_datagram(&self, datagram: &[u8]) {
+        let now = self.now();
+        let mut st = self.entry.lock();
+        if st.attaches == self.serial {
+            if let Some(shadow) = st.shadow.as_mut() {
+                shadow.server_datagram(now, datagram);
+            }
+        }
+    }
+
+    /// The page continues from a point of its own (a reload): the relay's copy adopts it where it
+    /// is newer (after a relay restart it may be older), or starts from it when there is none.
+    pub fn seed(&self, text: &str) {
+        let Some(point) = decode_point(text) else {
+            tracing::info!(session = %self.entry.name, "ignoring a seed that does not decode");
+            return;
+        };
+        let now = self.now();
+        let mut st = self.entry.lock();
+        if st.attaches != self.serial {
+            return;
+        }
+        let Some(key) = st.key.clone() else { return };
+        let valid = st.copy_valid;
+        match st.shadow.as_mut() {
+            Some(shadow) if valid => {
+                shadow.seed(&key, &point, now);
+            }
+            _ => {
+                // A blank copy (a relay restart with none saved) becomes the page's. Sequence
+                // numbers stay the registry's: they only ever go up.
+                if let Ok(seeded) = Shadow::from_point(&key, &point, now) {
+                    st.shadow = Some(seeded);
+                    st.copy_valid = true;
+                }
+            }
+        }
+    }
+
+    /// What resolves when a newer page takes over.
+    pub fn moved_signal(&self) -> MovedSignal {
+        MovedSignal { rx: self.moved.clone(), serial: self.serial }
+    }
+
+    /// Saves the copy when it changed, at most every [`SAVE_INTERVAL`] unless `now_anyway`.
+    pub fn save(&self, store: &StateStore, now_anyway: bool) {
+        {
+            let mut last = self.last_save.lock().unwrap_or_else(|e| e.into_inner());
+            if !now_anyway && last.elapsed() < SAVE_INTERVAL {
+                return;
+            }
+            *last = std::time::Instant::now();
+        }
+        self.entry.save(store);
+    }
+
+    /// Counters for the log when the page goes.
+    pub fn dropped(&self) -> (u64, u64) {
+        let st = self.entry.lock();
+        (st.dropped_seq, st.dropped_moved)
+    }
+}
+
+impl Drop for Attach {
+    fn drop(&mut self) {
+        let mut st = self.entry.lock();
+        if st.attaches == self.serial {
+            st.attached = false;
+        }
+    }
+}
+
+/// A saved shadow: magic, last activity (unix seconds, little-endian), the point.
+fn encode_saved(point: &ResumePoint, last_active: u64) -> Vec<u8> {
+    let mut out = SHADOW_MAGIC.to_vec();
+    out.extend_from_slice(&last_active.to_le_bytes());
+    out.extend_from_slice(&point.encode());
+    out
+}
+
+fn decode_saved(bytes: &[u8]) -> Option<(ResumePoint, u64)> {
+    let rest = bytes.strip_prefix(SHADOW_MAGIC)?;
+    let (when, point) = rest.split_at_checked(8)?;
+    let last_active = u64::from_le_bytes(when.try_into().ok()?);
+    Some((ResumePoint::decode(point).ok()?, last_active))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "zr0jtuYVKJnfJHP/XOOsbQ";
+
+    /// An authentic client datagram numbered `seq` (its content does not matter here).
+    fn datagram(seq: u64) -> Vec<u8> {
+        let key: Key = KEY.parse().unwrap();
+        let mut packets =
+            tern::wire::PacketLayer::with_next_seq(&key, tern::wire::Direction::ToServer, seq);
+        packets.seal(tern::time::Instant::ZERO, &[0; 12]).unwrap()
+    }
+
+    /// The same number, not sealed under the key.
+    fn forged(seq: u64) -> Vec<u8> {
+        let mut d = seq.to_be_bytes().to_vec();
+        d.extend_from_slice(&[0; 30]);
+        d
+    }
+
+    fn record(id: &str) -> SessionRecord {
+        SessionRecord {
+            id: id.into(),
+            port: 1,
+            key: KEY.into(),
+            pid: None,
+            created: 5,
+            seq_reserved: 0,
+        }
+    }
+
+    #[test]
+    fn only_the_newest_page_is_forwarded_and_only_rising_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(dir.path()).unwrap();
+        store.insert(record("00000000aaaaaaaa")).unwrap();
+        let reg = Registry::new();
+        let r = store.get("00000000aaaaaaaa").unwrap();
+        let first = reg.attach_spawned(&store, &r, false);
+        assert_eq!(first.seq_floor, 0);
+        for seq in [0, 1, 5] {
+            assert_eq!(first.client_datagram(Some(&store), &datagram(seq)), Verdict::Forward);
+        }
+        // A repeat, a reordered one: never passed on.
+        assert_eq!(first.client_datagram(Some(&store), &datagram(5)), Verdict::Stale);
+        assert_eq!(first.client_datagram(Some(&store), &datagram(3)), Verdict::Stale);
+        let second = reg.attach_spawned(&store, &r, true);
+        assert_eq!(second.seq_floor, 6, "above every number forwarded");
+        assert_eq!(first.client_datagram(Some(&store), &datagram(100)), Verdict::Moved);
+        assert_eq!(second.client_datagram(Some(&store), &datagram(5)), Verdict::Stale);
+        assert_eq!(second.client_datagram(Some(&store), &datagram(6)), Verdict::Forward);
+        // A forged high number is not forwarded and does not block the real ones after it.
+        assert_eq!(second.client_datagram(Some(&store), &forged(1 << 40)), Verdict::Stale);
+        assert_eq!(second.client_datagram(Some(&store), &datagram(7)), Verdict::Forward);
+        assert_eq!(first.dropped(), (4, 1));
+        // The reservation is on disk: a restarted relay starts above it.
+        let reserved = store.get("00000000aaaaaaaa").unwrap().seq_reserved;
+        assert!(reserved > 6, "{reserved}");
+        let restarted = Registry::new();
+        let store2 = StateStore::open(dir.path()).unwrap();
+        let r2 = store2.get("00000000aaaaaaaa").unwrap();
+        let third = restarted.attach_spawned(&store2, &r2, true);
+        assert_eq!(third.seq_floor, reserved);
+        assert_eq!(third.client_datagram(Some(&store2), &datagram(8)), Verdict::Stale);
+        assert_eq!(third.client_datagram(Some(&store2), &datagram(reserved)), Verdict::Forward);
+    }
+
+    #[tokio::test]
+    async fn the_older_page_learns_it_was_moved() {
+        let reg = Registry::new();
+        let target = "127.0.0.1:60001".parse().unwrap();
+        let first = reg.attach_bridge(target);
+        let mut signal = first.moved_signal();
+        // Bridge mode cannot authenticate: everything of the driving page goes through, and a
+        // plausible number raises the next page's floor (an absurd one does not).
+        assert_eq!(first.client_datagram(None, &forged(40)), Verdict::Forward);
+        assert_eq!(first.client_datagram(None, &forged(1 << 50)), Verdict::Forward);
+        let second = reg.attach_bridge(target);
+        tokio::time::timeout(Duration::from_secs(1), signal.fired()).await.expect("told");
+        assert_eq!(second.seq_floor, 41);
+        assert_eq!(first.client_datagram(None, &forged(41)), Verdict::Moved);
+    }
+
+    #[test]
+    fn a_saved_copy_round_trips_and_garbage_is_no_copy() {
+        let shadow = Shadow::new(&KEY.parse().unwrap(), tern::time::Instant::ZERO);
+        let point = shadow.resume_point().unwrap();
+        let bytes = encode_saved(&point, 77);
+        assert_eq!(decode_saved(&bytes), Some((point, 77)));
+        assert_eq!(decode_saved(b"TSH1"), None);
+        assert_eq!(decode_saved(&bytes[..bytes.len() - 1]), None);
+    }
+}
