@@ -198,9 +198,7 @@ impl Client {
     #[wasm_bindgen(js_name = parseMoshConnect)]
     pub fn parse_mosh_connect(line: &str) -> JsValue {
         match tern::relay_client::parse_mosh_connect(line) {
-            Some((port, key)) => {
-                hooks::object(&[("port", port.into()), ("key", key.into())]).into()
-            }
+            Some((port, key)) => hooks::object(&[("port", port.into()), ("key", key.into())]),
             None => JsValue::NULL,
         }
     }
