@@ -27,7 +27,11 @@ function takeParams() {
     : undefined;
   // Predictive echo: #predict=adaptive|always|never|experimental, #predict_overwrite=1.
   const prediction = { mode: get('predict') || 'adaptive', overwrite: get('predict_overwrite') === '1' };
-  return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined, prediction };
+  // #session=new starts a new session without offering the running ones; #session=ID resumes that
+  // one. Taken once: a reload of this tab continues what it chose (its saved session).
+  const session = frag.get('session') || sessionStorage.getItem('tern.choice') || undefined;
+  sessionStorage.removeItem('tern.choice');
+  return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined, prediction, session };
 }
 
 // Bytes for people (decimal units, as network rates are).
@@ -99,19 +103,35 @@ function wirePaste(client) {
   });
 }
 
-function notice(kind, title, text, action) {
+// The card over the terminal for what stops the session: a title, a text, up to two actions
+// (`{ label, run }`), optionally the bridge-mode connect form.
+function notice(kind, title, text, action, second, { form = false } = {}) {
   const box = $('notice');
   box.className = kind;
   $('notice-title').textContent = title;
   $('notice-text').textContent = text;
-  const button = $('notice-action');
-  button.hidden = !action;
-  if (action) {
-    button.textContent = action.label;
-    button.onclick = action.run;
+  for (const [button, a] of [[$('notice-action'), action], [$('notice-second'), second]]) {
+    button.hidden = !a;
+    if (a) {
+      button.textContent = a.label;
+      button.onclick = a.run;
+    }
   }
+  $('connect-form').hidden = !form;
   box.hidden = false;
   $('pill').hidden = true;
+  (form ? $('connect-line') : $('notice-action')).focus();
+}
+
+function hideNotice() {
+  $('notice').hidden = true;
+  window.tern?.term.focus();
+}
+
+// Starts over in this tab with a new session (not the chooser).
+function startNew() {
+  sessionStorage.setItem('tern.choice', 'new');
+  location.reload();
 }
 
 function pill(text, kind = '') {
@@ -121,7 +141,8 @@ function pill(text, kind = '') {
   p.hidden = !text;
 }
 
-const newSession = { label: 'Start a new session', run: () => location.reload() };
+const newSession = { label: 'Start a new session', run: startNew };
+let client;
 
 // One place for every status the client reports: `kind` is the client's StatusKind
 // (web/src/hooks.rs), `code` says which failure when kind is 'failed'.
@@ -134,12 +155,23 @@ function onStatus(kind, message, code) {
     case 'resumed':
       pill('');
       $('notice').hidden = true;
+      document.body.classList.add('live');
       break;
     case 'reconnecting':
       pill('Reconnecting…');
       break;
     case 'ended':
+      document.body.classList.remove('live');
       notice('ended', 'Session ended', message, newSession);
+      break;
+    case 'moved':
+      document.body.classList.remove('live');
+      notice('moved', 'Session moved to another window', message,
+        { label: 'Take it back', run: () => { hideNotice(); client.takeBack(); } });
+      break;
+    case 'cannot_resume':
+      document.body.classList.remove('live');
+      notice('moved', 'This session cannot be resumed here', message, undefined, undefined, { form: true });
       break;
     case 'bad_token':
       notice('error', 'Wrong or missing token', message);
@@ -158,7 +190,7 @@ function onStatus(kind, message, code) {
   }
 }
 
-const theme = {
+const darkTheme = {
   background: '#16181d',
   foreground: '#d7dae0',
   cursor: '#61afef',
@@ -171,8 +203,96 @@ const theme = {
   brightBlue: '#6cb6ff', brightMagenta: '#d495e6', brightCyan: '#6fcbd6', brightWhite: '#e6e9ef',
 };
 
+// For a system in light mode (the settings panel of a later change lets the person choose).
+const lightTheme = {
+  background: '#fafafa',
+  foreground: '#2b2f36',
+  cursor: '#2f6fbf',
+  cursorAccent: '#fafafa',
+  selectionBackground: '#cfd8e6',
+  black: '#2b2f36', red: '#c4363f', green: '#3d8a2f', yellow: '#9a6b00',
+  blue: '#2f6fbf', magenta: '#9a3fb5', cyan: '#16808c', white: '#8a909b',
+  brightBlack: '#6b717c', brightRed: '#d9434c', brightGreen: '#4a9c3a', brightYellow: '#b07d00',
+  brightBlue: '#3d82d6', brightMagenta: '#ad52c8', brightCyan: '#1c94a1', brightWhite: '#c5c9d1',
+};
+
+const lightScheme = window.matchMedia?.('(prefers-color-scheme: light)');
+const theme = () => (lightScheme?.matches ? lightTheme : darkTheme);
+
+// Relative times for the session list ("5 min ago").
+function ago(unixSeconds) {
+  const s = Math.max(0, Date.now() / 1000 - unixSeconds);
+  if (s < 60) return 'just now';
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86400)} d ago`;
+}
+
+// A page with nothing saved, on a relay with sessions running: offer them (Resume) and a new one.
+// Resolves to a session id or 'new'.
+async function chooseSession(list) {
+  const box = $('chooser');
+  const rows = $('chooser-list');
+  rows.replaceChildren();
+  pill('');
+  return new Promise((resolve) => {
+    const done = (choice) => { box.hidden = true; resolve(choice); };
+    for (const s of [...list].reverse()) {
+      const row = document.createElement('li');
+      const text = document.createElement('div');
+      const name = document.createElement('div');
+      name.className = 'name';
+      name.textContent = s.title || 'Shell';
+      const meta = document.createElement('div');
+      meta.className = 'meta';
+      const size = s.cols ? `${s.cols}×${s.rows} · ` : '';
+      meta.textContent = `${size}started ${ago(s.created)} · active ${ago(s.lastActive)}`;
+      text.append(name, meta);
+      if (s.attached) {
+        const badge = document.createElement('span');
+        badge.className = 'badge';
+        badge.textContent = 'open in another window';
+        name.append(' ', badge);
+      }
+      const resume = document.createElement('button');
+      resume.type = 'button';
+      resume.textContent = 'Resume';
+      resume.setAttribute('aria-label', `Resume ${s.title || 'shell'} (started ${ago(s.created)})`);
+      resume.onclick = () => done(s.id);
+      row.append(text, resume);
+      rows.append(row);
+    }
+    $('chooser-new').onclick = () => done('new');
+    box.hidden = false;
+    rows.querySelector('button')?.focus();
+  });
+}
+
+// Bridge mode, nothing to continue: the person pastes a new mosh-server's MOSH CONNECT line.
+function wireConnectForm() {
+  $('connect-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const parsed = Client.parseMoshConnect($('connect-line').value);
+    if (!parsed) {
+      $('connect-error').textContent = 'That is not a MOSH CONNECT line (it reads MOSH CONNECT <port> <key>).';
+      return;
+    }
+    sessionStorage.setItem('tern.port', String(parsed.port));
+    sessionStorage.setItem('tern.key', parsed.key);
+    startNew();
+  });
+}
+
+// The End session button: asks first (leaving the page keeps the shell; this stops it).
+function wireEndButton() {
+  $('end').onclick = () => notice('confirm', 'End this session?',
+    'The shell and everything running in it get a hangup. Closing or reloading the page keeps it running; this does not.',
+    { label: 'End session', run: () => { hideNotice(); client.endSession(); } },
+    { label: 'Cancel', run: hideNotice });
+}
+
 async function main() {
-  const { token, bridge, wtPort, prediction } = takeParams();
+  const { token, bridge, wtPort, prediction, session } = takeParams();
   if (!token) {
     notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
     return;
@@ -192,8 +312,9 @@ async function main() {
     cursorStyle: 'block',
     scrollback: 2000,
     allowProposedApi: false,
-    theme,
+    theme: theme(),
   });
+  lightScheme?.addEventListener('change', () => { term.options.theme = theme(); });
   const fit = new FitAddon();
   term.loadAddon(fit);
   term.open($('terminal'));
@@ -201,7 +322,6 @@ async function main() {
   term.focus();
 
   await init();
-  let client;
   client = new Client(term, {
     token,
     bridge,
@@ -236,6 +356,7 @@ async function main() {
     cancelPaste: () => client.cancelPaste(),
     setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
     endSession: () => client.endSession(),
+    takeBack: () => client.takeBack(),
   };
   wirePaste(client);
   try {
@@ -261,6 +382,20 @@ async function main() {
   // it as it unloads).
   const saved = client.savedSessionId();
   if (saved && !(await acquireSession(saved, SESSION_LOCK_WAIT_MS))) client.forgetSavedSession();
+  if (!client.savedSessionId()) {
+    // Nothing of its own to continue: the address may name a session, or the relay may have some
+    // running (another browser's, a closed tab's) to offer.
+    let choice = session;
+    if (!choice && !bridge) {
+      const list = await client.listSessions().catch(() => []);
+      choice = list.length ? await chooseSession(list) : 'new';
+      pill('Connecting…', 'info');
+      term.focus();
+    }
+    if (choice && choice !== 'new') client.resumeSession(choice);
+  }
+  wireConnectForm();
+  wireEndButton();
   client.start();
   // The GPU renderer where there is WebGL2 (the DOM renderer otherwise), loaded after the first
   // draw: its module is one more round trip, which a reloaded page's saved screen need not wait.

@@ -1,9 +1,10 @@
 //! Who drives each mosh-server, and what the relay keeps of it between pages.
 //!
 //! One [`Entry`] per mosh-server the relay forwards to (spawn mode: per session id; bridge mode:
-//! per target address). Each page that attaches gets an [`Attach`] with a serial number; the
-//! newest attach drives, and an older one learns it was moved (its page offers to take the session
-//! back). Every client datagram passes [`Attach::client_datagram`], which is where nonce safety is
+//! per target address). Each page that attaches gets an [`Attach`] with a serial number. A page
+//! drives from its first datagram on, when it is newer than the one driving (a page that attaches
+//! and then finds it cannot continue the session takes nothing away); the older one learns it was
+//! moved (its page offers to take the session back, which is a new attach). Every client datagram passes [`Attach::client_datagram`], which is where nonce safety is
 //! enforced, whatever the pages do:
 //!
 //! - only the newest attach's datagrams are forwarded;
@@ -34,6 +35,9 @@ use crate::state::{SessionRecord, StateStore};
 
 /// Sequence numbers reserved on disk per write (a write every 65,536 client datagrams).
 pub const SEQ_BLOCK: u64 = 1 << 16;
+/// A new page's floor is this far above the numbers forwarded when it attached: the page driving
+/// until its first datagram goes on meanwhile (milliseconds; nowhere near this many datagrams).
+const FLOOR_MARGIN: u64 = 1 << 20;
 /// Bridge mode: a number this far above the highest so far is not believed (garbage, not a mosh
 /// client, which never skips this far) and does not raise the next page's floor.
 const BRIDGE_MAX_JUMP: u64 = 1 << 32;
@@ -60,14 +64,17 @@ pub(crate) struct Registry {
 pub(crate) struct Entry {
     name: String,
     state: Mutex<EntryState>,
-    /// The serial of the attach that drives now.
-    current: watch::Sender<u64>,
+    /// The serial of the attach that drives now (0: none yet).
+    driver: watch::Sender<u64>,
 }
 
 #[derive(Debug)]
 struct EntryState {
     /// The newest attach's serial (0: none yet).
     attaches: u64,
+    /// The serial of the attach that drives (the newest that sent a datagram).
+    driver: u64,
+    /// Whether the driving page is still connected.
     attached: bool,
     /// The lowest sequence number that may still be forwarded.
     next_seq: u64,
@@ -148,6 +155,7 @@ impl Registry {
             name: record.id.clone(),
             state: Mutex::new(EntryState {
                 attaches: 0,
+                driver: 0,
                 attached: false,
                 next_seq: record.seq_reserved,
                 reserved: Some(record.seq_reserved),
@@ -158,14 +166,14 @@ impl Registry {
                 dropped_seq: 0,
                 dropped_moved: 0,
             }),
-            current: watch::Sender::new(0),
+            driver: watch::Sender::new(0),
         });
         entries.insert(record.id.clone(), Arc::clone(&entry));
         entry
     }
 
-    /// A page attaches to a spawned session: it drives from now on. `resuming`: it asked for an
-    /// existing session (it gets the shadow's point).
+    /// A page attaches to a spawned session (it drives from its first datagram). `resuming`: it
+    /// asked for an existing session (it gets the shadow's point).
     pub fn attach_spawned(
         &self,
         store: &StateStore,
@@ -185,6 +193,7 @@ impl Registry {
                 name,
                 state: Mutex::new(EntryState {
                     attaches: 0,
+                    driver: 0,
                     attached: false,
                     next_seq: 0,
                     reserved: None,
@@ -195,7 +204,7 @@ impl Registry {
                     dropped_seq: 0,
                     dropped_moved: 0,
                 }),
-                current: watch::Sender::new(0),
+                driver: watch::Sender::new(0),
             })
         }));
         self.attach(entry, false)
@@ -205,10 +214,13 @@ impl Registry {
         let (serial, seq_floor, point) = {
             let mut st = entry.lock();
             st.attaches += 1;
-            st.attached = true;
+            // Above everything forwarded, with room for what the driving page sends until this one
+            // takes over; 0 only for a server nobody used through this relay.
+            let used = st.driver != 0 || st.next_seq != 0;
+            let floor = if used { st.next_seq.saturating_add(FLOOR_MARGIN) } else { 0 };
             let point = if resuming && st.copy_valid {
                 st.shadow.as_ref().and_then(|s| match s.resume_point() {
-                    Ok(p) => Some(encode_point(&ResumePoint { next_seq: st.next_seq, ..p })),
+                    Ok(p) => Some(encode_point(&ResumePoint { next_seq: floor, ..p })),
                     Err(e) => {
                         tracing::info!(session = %entry.name, "no resume point from the relay's copy: {e}");
                         None
@@ -217,11 +229,9 @@ impl Registry {
             } else {
                 None
             };
-            (st.attaches, st.next_seq, point)
+            (st.attaches, floor, point)
         };
-        // The page that drove until now is told (its forwarding loop watches this).
-        entry.current.send_replace(serial);
-        let moved = entry.current.subscribe();
+        let moved = entry.driver.subscribe();
         Attach {
             entry,
             serial,
@@ -273,7 +283,7 @@ pub(crate) struct MovedSignal {
 impl MovedSignal {
     pub async fn fired(&mut self) {
         loop {
-            if *self.rx.borrow_and_update() != self.serial {
+            if *self.rx.borrow_and_update() > self.serial {
                 return;
             }
             if self.rx.changed().await.is_err() {
@@ -335,9 +345,15 @@ impl Attach {
     pub fn client_datagram(&self, store: Option<&StateStore>, datagram: &[u8]) -> Verdict {
         let now = self.now();
         let mut st = self.entry.lock();
-        if st.attaches != self.serial {
+        if st.driver > self.serial {
             st.dropped_moved += 1;
             return Verdict::Moved;
+        }
+        if st.driver < self.serial {
+            // This page takes over; the one driving until now is told (its loop watches this).
+            st.driver = self.serial;
+            st.attached = true;
+            self.entry.driver.send_replace(self.serial);
         }
         st.last_active = unix_now();
         let st = &mut *st;
@@ -381,7 +397,7 @@ impl Attach {
     pub fn server_datagram(&self, datagram: &[u8]) {
         let now = self.now();
         let mut st = self.entry.lock();
-        if st.attaches == self.serial {
+        if st.driver == self.serial {
             if let Some(shadow) = st.shadow.as_mut() {
                 shadow.server_datagram(now, datagram);
             }
@@ -397,7 +413,7 @@ impl Attach {
         };
         let now = self.now();
         let mut st = self.entry.lock();
-        if st.attaches != self.serial {
+        if st.driver > self.serial {
             return;
         }
         let Some(key) = st.key.clone() else { return };
@@ -444,7 +460,7 @@ impl Attach {
 impl Drop for Attach {
     fn drop(&mut self) {
         let mut st = self.entry.lock();
-        if st.attaches == self.serial {
+        if st.driver == self.serial {
             st.attached = false;
         }
     }
@@ -513,13 +529,17 @@ mod tests {
         assert_eq!(first.client_datagram(Some(&store), &datagram(5)), Verdict::Stale);
         assert_eq!(first.client_datagram(Some(&store), &datagram(3)), Verdict::Stale);
         let second = reg.attach_spawned(&store, &r, true);
-        assert_eq!(second.seq_floor, 6, "above every number forwarded");
-        assert_eq!(first.client_datagram(Some(&store), &datagram(100)), Verdict::Moved);
+        let floor = second.seq_floor;
+        assert_eq!(floor, 6 + FLOOR_MARGIN, "above every number forwarded, with room");
+        // Until the new page sends, the old one still drives (a page that attaches and then
+        // cannot continue takes nothing away).
+        assert_eq!(first.client_datagram(Some(&store), &datagram(100)), Verdict::Forward);
+        assert_eq!(second.client_datagram(Some(&store), &datagram(floor)), Verdict::Forward);
+        assert_eq!(first.client_datagram(Some(&store), &datagram(floor + 10)), Verdict::Moved);
         assert_eq!(second.client_datagram(Some(&store), &datagram(5)), Verdict::Stale);
-        assert_eq!(second.client_datagram(Some(&store), &datagram(6)), Verdict::Forward);
         // A forged high number is not forwarded and does not block the real ones after it.
         assert_eq!(second.client_datagram(Some(&store), &forged(1 << 40)), Verdict::Stale);
-        assert_eq!(second.client_datagram(Some(&store), &datagram(7)), Verdict::Forward);
+        assert_eq!(second.client_datagram(Some(&store), &datagram(floor + 1)), Verdict::Forward);
         assert_eq!(first.dropped(), (4, 1));
         // The reservation is on disk: a restarted relay starts above it.
         let reserved = store.get("00000000aaaaaaaa").unwrap().seq_reserved;
@@ -528,8 +548,8 @@ mod tests {
         let store2 = StateStore::open(dir.path()).unwrap();
         let r2 = store2.get("00000000aaaaaaaa").unwrap();
         let third = restarted.attach_spawned(&store2, &r2, true);
-        assert_eq!(third.seq_floor, reserved);
-        assert_eq!(third.client_datagram(Some(&store2), &datagram(8)), Verdict::Stale);
+        assert_eq!(third.seq_floor, reserved + FLOOR_MARGIN);
+        assert_eq!(third.client_datagram(Some(&store2), &datagram(floor + 2)), Verdict::Stale);
         assert_eq!(third.client_datagram(Some(&store2), &datagram(reserved)), Verdict::Forward);
     }
 
@@ -544,8 +564,9 @@ mod tests {
         assert_eq!(first.client_datagram(None, &forged(40)), Verdict::Forward);
         assert_eq!(first.client_datagram(None, &forged(1 << 50)), Verdict::Forward);
         let second = reg.attach_bridge(target);
+        assert_eq!(second.seq_floor, 41 + FLOOR_MARGIN);
+        assert_eq!(second.client_datagram(None, &forged(second.seq_floor)), Verdict::Forward);
         tokio::time::timeout(Duration::from_secs(1), signal.fired()).await.expect("told");
-        assert_eq!(second.seq_floor, 41);
         assert_eq!(first.client_datagram(None, &forged(41)), Verdict::Moved);
     }
 

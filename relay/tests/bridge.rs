@@ -500,8 +500,9 @@ async fn a_second_page_on_the_same_server_takes_it_over_and_the_first_is_told() 
     assert_eq!(echo_once(&first, &numbered).await, numbered);
 
     let (second, _second_control, ready) = bridged(&relay, &token, echo).await;
-    assert_eq!(ready.seq_floor, 42, "the new page starts above every number forwarded");
-    assert_eq!(first_control.next().await, ServerMessage::Moved);
+    assert!(ready.seq_floor >= 42, "the new page starts above every number forwarded");
+    // It drives from its first datagram on; the first page is told.
     assert_eq!(echo_once(&second, b"the newest drives").await, b"the newest drives");
+    assert_eq!(first_control.next().await, ServerMessage::Moved);
     relay.stop().await;
 }

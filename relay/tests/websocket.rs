@@ -179,12 +179,17 @@ async fn the_same_session_runs_over_the_websocket() {
 async fn a_flooding_or_malformed_client_harms_only_itself() {
     let token = test_token("ws");
     let echo = echo_server().await;
-    let relay =
-        TestRelay::start(bridge_config(&token, &[&format!("127.0.0.1:{}", echo.port())])).await;
+    // The other clients have mosh-servers of their own: a second page on the good one's would
+    // take it over (the newest page drives).
+    let (other, third) = (echo_server().await, echo_server().await);
+    let allow: Vec<String> =
+        [echo, other, third].iter().map(|a| format!("127.0.0.1:{}", a.port())).collect();
+    let allow: Vec<&str> = allow.iter().map(String::as_str).collect();
+    let relay = TestRelay::start(bridge_config(&token, &allow)).await;
     let (mut good, _) = bridged_session(&relay, &token, echo).await;
 
     // A flood of datagrams and streams from a second client, then an oversized frame.
-    let (mut bad, _) = bridged_session(&relay, &token, echo).await;
+    let (mut bad, _) = bridged_session(&relay, &token, other).await;
     for i in 0..2000u32 {
         let _ = bad.send(Message::Binary(Frame::Datagram(&[7u8; 1000]).encode().into())).await;
         if i % 100 == 0 {
@@ -205,7 +210,7 @@ async fn a_flooding_or_malformed_client_harms_only_itself() {
     }
     assert!(closed, "the flooding socket is closed");
     // Garbage from a third: an unknown frame kind ends its link.
-    let (mut odd, _) = bridged_session(&relay, &token, echo).await;
+    let (mut odd, _) = bridged_session(&relay, &token, third).await;
     let _ = odd.send(Message::Binary(vec![0x7f, 1, 2].into())).await;
     assert!(next_frame(&mut odd).await.is_none() || next_frame(&mut odd).await.is_none());
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import {
   ROOT, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, tempDir, sleep,
   cleanupState,
+  newSession,
 } from './helpers.mjs';
 
 const keystrokes = Number(process.argv[2] || 200);
@@ -23,7 +24,7 @@ try {
   for (let i = 0; i < 3; i++) {
     // A fresh navigation each time: a new mosh-server and shell per load.
     await page.goto('about:blank');
-    await page.goto(relay.url);
+    await page.goto(newSession(relay.url));
     await until(async () => /[$#] ?$/m.test(await screen(page)), { timeout: 20000, what: 'prompt' });
     // performance.now() counts from navigation start.
     loads.push(await page.evaluate(() => performance.now()));

@@ -144,7 +144,7 @@ try {
   // Prediction off: this measures the echo path against mosh-client's protocol-level echo (the
   // predictive rows measure prediction). With it on, a letter already drawn as a prediction makes
   // the server's echo frame write nothing to xterm.js, and only the slow poll saw the echo.
-  await page.goto(`${origin}/#predict=never&wt_port=${wtPort}&token=${token}`);
+  await page.goto(`${origin}/#session=new&predict=never&wt_port=${wtPort}&token=${token}`);
   await waitForPrompt(page, 30000);
   // A short, known prompt so the typed letters are easy to find on its line.
   await typeLine(page, "PS1='tern$ '; clear");

@@ -11,6 +11,7 @@ import { readFileSync, statSync } from 'node:fs';
 import {
   ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
   waitForPrompt, typeLine, tempDir, cleanupState,
+  newSession,
 } from './helpers.mjs';
 import { makePng, pasteFile, sha256 } from './paste-lib.mjs';
 
@@ -59,7 +60,7 @@ after(async () => {
 
 test('through a TCP-only forwarder the session runs over the WebSocket within 3 s', async () => {
   const started = Date.now();
-  await page.goto(`http://127.0.0.1:${forwarderPort}/#token=${token}&wt_port=${deadUdpPort}`);
+  await page.goto(`http://127.0.0.1:${forwarderPort}/#session=new&token=${token}&wt_port=${deadUdpPort}`);
   await waitForPrompt(page);
   const tookMs = Date.now() - started;
   const s = await stats(page);
@@ -114,7 +115,7 @@ test('the session survives a relay restart behind the forwarder', async () => {
 
 test('with UDP reachable the page uses WebTransport', async () => {
   const other = await browser.context.newPage();
-  await other.goto(relay.url);
+  await other.goto(newSession(relay.url));
   await waitForPrompt(other);
   assert.equal((await stats(other)).transport, 'webtransport');
   assert.equal((await stats(other)).websocketLinks, 0);

@@ -280,3 +280,24 @@ export function delayProxy(listenPort, targetPort, delayMs) {
     stop: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(r); }),
   })));
 }
+
+/// The page's address asking for a new session (`#session=new`): without it, a page with nothing
+/// saved on a relay with sessions running offers them first (the session chooser).
+export const newSession = (url) => url.replace('#', '#session=new&');
+
+/// Screenshots of the page as it is now, in dark and light, desktop and phone sizes:
+/// `test-artifacts/NAME-{dark,light}-{desktop,phone}.png`. Restores the desktop size and the
+/// system's scheme after.
+export async function screenshotsOfState(page, name) {
+  const desktop = page.viewportSize() ?? { width: 1280, height: 720 };
+  for (const scheme of ['dark', 'light']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const [size, viewport] of [['desktop', desktop], ['phone', { width: 390, height: 844 }]]) {
+      await page.setViewportSize(viewport);
+      await sleep(150);
+      await page.screenshot({ path: join(ARTIFACTS, `${name}-${scheme}-${size}.png`) });
+    }
+  }
+  await page.setViewportSize(desktop);
+  await page.emulateMedia({ colorScheme: null });
+}

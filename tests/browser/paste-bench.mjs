@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
   tempDir, sleep, cleanupState, startLinkemu, cliArg,
+  newSession,
 } from './helpers.mjs';
 import { makePng, loadFile, pasteLoaded } from './paste-lib.mjs';
 
@@ -53,7 +54,7 @@ try {
   });
   browser = await launchBrowser();
   const page = browser.page;
-  await page.goto(relay.url.replace('#token=', `#wt_port=${emuPort}&token=`));
+  await page.goto(newSession(relay.url.replace('#token=', `#wt_port=${emuPort}&token=`)));
   await waitForPrompt(page, 30000);
   await typeLine(page, 'cat >/dev/null');
   await sleep(1000);

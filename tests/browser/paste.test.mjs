@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import {
   ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
   waitForPrompt, typeLine, tempDir, sleep, cleanupState, startLinkemu,
+  newSession,
 } from './helpers.mjs';
 import { makePng, sha256, loadFile, pasteLoaded, pasteFile } from './paste-lib.mjs';
 
@@ -21,7 +22,7 @@ before(async () => {
   relay = await startRelay({ port, token, stateDir, args: relayArgs() });
   browser = await launchBrowser();
   page = browser.page;
-  await page.goto(relay.url);
+  await page.goto(newSession(relay.url));
   await waitForPrompt(page);
 });
 
@@ -108,7 +109,7 @@ test('a page that forgot the paste asks the relay, which has it: 0 bytes', async
   // A second tab has no memory of the first one's pastes; the relay's answer decides.
   const other = await browser.context.newPage();
   try {
-    await other.goto(relay.url);
+    await other.goto(newSession(relay.url));
     await waitForPrompt(other);
     const png = makePng(300_000, 1);
     await pasteFile(other, png);
@@ -130,7 +131,7 @@ async function slowPage(rate) {
   emu = await startLinkemu({ listenPort: emuPort, targetPort: port, up: `rate=${rate},queue-delay=200ms`, link: 'delay=5ms' });
   const p = await browser.context.newPage();
   p.on('console', (m) => browser.consoleLog.push(`slow ${m.type()}: ${m.text()}`));
-  await p.goto(relay.url.replace('#token=', `#wt_port=${emuPort}&token=`));
+  await p.goto(newSession(relay.url.replace('#token=', `#wt_port=${emuPort}&token=`)));
   await waitForPrompt(p);
   return p;
 }

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import {
   freePort, startRelay, stopRelay, startLinkemu, tempDir, cleanupState, until, screen, sleep,
+  newSession,
 } from './helpers.mjs';
 
 /// A secret made of characters nothing else in the session shows (no command, prompt or output
@@ -88,7 +89,7 @@ export async function startRig({ rtt }) {
       ready: (tag) => until(() => existsSync(join(home, `ready-${tag}`)),
         { interval: 2, timeout: 10000, what: `ready-${tag}` }),
       /// The page's address: WebTransport through linkemu, with the prediction settings.
-      url: ({ mode = 'adaptive', overwrite = false } = {}) => relay.url.replace('#token=',
+      url: ({ mode = 'adaptive', overwrite = false } = {}) => newSession(relay.url).replace('#token=',
         `#wt_port=${emuPort}&predict=${mode}${overwrite ? '&predict_overwrite=1' : ''}&token=`),
       /// Freezes the link (linkemu stopped with SIGSTOP: nothing moves either way) and thaws it.
       freeze: () => emu.child.kill('SIGSTOP'),

@@ -34,7 +34,7 @@ try {
   emu = await startLinkemu({ listenPort: emuPort, targetPort: port, link: `delay=${RTT / 2}ms` });
   browser = await launchBrowser();
   const page = browser.page;
-  await page.goto(`http://127.0.0.1:${proxyPort}/#wt_port=${emuPort}&token=${token}`);
+  await page.goto(`http://127.0.0.1:${proxyPort}/#session=new&wt_port=${emuPort}&token=${token}`);
   await waitForPrompt(page, 30000);
   await typeLine(page, 'echo marker-$$');
   const marker = await until(async () => (await screen(page)).match(/^marker-\d+$/m)?.[0], { what: 'the marker' });

@@ -1,14 +1,16 @@
-// A reload continues the shell (issue 13): the page, the real tern-relay (spawn mode), the real
-// mosh-server. The tab saves a ResumePoint in sessionStorage (when it goes away, and every 2 s);
-// the reloaded page draws that screen before it asks the relay anything, then takes the session
-// over; keys typed up to the reload arrive once, in order.
+// The session survives a reload and a change of browser (issue 13): the page, the real tern-relay
+// (spawn mode), the real mosh-server. The tab saves a ResumePoint in sessionStorage (when it goes
+// away, and every 2 s); the reloaded page draws that screen before it asks the relay anything,
+// then takes the session over; keys typed up to the reload arrive once, in order. A browser with
+// nothing saved is offered the running sessions and resumes from the relay's copy; the page that
+// had it is told it moved and can take it back.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
-  waitForPrompt, typeLine, tempDir, cleanupState,
+  waitForPrompt, typeLine, tempDir, cleanupState, screenshotsOfState,
 } from './helpers.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
@@ -28,7 +30,7 @@ after(async () => {
   await browser?.close();
   await stopRelay(relay);
   cleanupState(stateDir);
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
+  if (process.exitCode || process.env.TERN_SHOW_CONSOLE) console.log(browser?.consoleLog.join('\n'));
 });
 
 /// What xterm.js shows (what the person sees), not the core's model.
@@ -42,7 +44,7 @@ const shown = (p) => p.evaluate(() => {
 const pidAfter = (text, label) => text.match(new RegExp(`^${label}-(\\d+)$`, 'm'))?.[1];
 
 /// pids of the mosh-servers the relay recorded.
-const recordedPids = () => readdirSync(join(stateDir, 'sessions'))
+const recordedPids = () => readdirSync(join(stateDir, 'sessions')).filter((f) => f.endsWith('.json'))
   .map((f) => JSON.parse(readFileSync(join(stateDir, 'sessions', f), 'utf8')).pid);
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
@@ -103,6 +105,14 @@ test('a duplicated tab does not take the session over while the original drives 
       sessionStorage.setItem('tern.copied', '1');
     }, copied);
     await twin.goto(new URL(relay.url).origin + '/');
+    // Its copied session is driven by the original: it offers the sessions running instead.
+    await twin.waitForSelector('#chooser:not([hidden]) #chooser-list li');
+    const listed = await twin.locator('#chooser-list li').allTextContents();
+    assert.equal(listed.length, 1, listed.join(' | '));
+    assert.match(listed[0], /open in another window/);
+    assert.match(listed[0], /\d+×\d+ · started just now/);
+    await screenshotsOfState(twin, 'resume-chooser');
+    await twin.click('#chooser-new');
     await waitForPrompt(twin);
     await typeLine(twin, 'echo twin-$$');
     const twinPid = await until(async () => pidAfter(await screen(twin), 'twin'), { what: 'twin-PID' });
@@ -114,6 +124,52 @@ test('a duplicated tab does not take the session over while the original drives 
     await twin.evaluate(() => window.tern.endSession());
   } finally {
     await twin.close();
+  }
+});
+
+test('another browser resumes the running session from the list; the first page is told it moved', async () => {
+  const pid = pidAfter(await screen(page), 'marker');
+  // Keys on their way at the moment of the switch (no Enter, no wait for the echo).
+  await page.keyboard.type('echo one-', { delay: 0 });
+  await until(async () => (await screen(page)).includes('echo one-'), { what: 'the keys echoed' });
+  const other = await launchBrowser();
+  try {
+    // The URL as tern-relay printed it, in a browser with no storage of this relay at all.
+    await other.page.goto(relay.url);
+    await other.page.waitForSelector('#chooser:not([hidden]) #chooser-list li');
+    const rows = await other.page.locator('#chooser-list li').allTextContents();
+    assert.equal(rows.length, 1, rows.join(' | '));
+    assert.match(rows[0], /open in another window/);
+    await other.page.click('#chooser-list li button');
+    // Its screen, from the relay's copy, before anything is typed here.
+    await until(async () => (await shown(other.page)).includes(`marker-${pid}`), { what: "the relay's copy of the screen" });
+    assert.match(await shown(other.page), /echo one-$/m, 'the keys in flight are on the screen');
+    // The first page says so, and can take it back.
+    await page.waitForSelector('#notice.moved:not([hidden])');
+    assert.equal((await stats(page)).phase, 'moved');
+    assert.match(await page.textContent('#notice'), /another window/);
+    await screenshotsOfState(page, 'resume-moved');
+    // What the first page types now goes nowhere; what the new one types follows the keys in flight.
+    await page.keyboard.type('lost', { delay: 0 });
+    await until(async () => (await stats(other.page))?.phase === 'live', { what: 'the new page live' });
+    await other.page.keyboard.type('two-$$');
+    await other.page.keyboard.press('Enter');
+    await until(async () => pidAfter(await screen(other.page), 'one-two'), { what: 'one-two-PID' });
+    assert.equal(pidAfter(await screen(other.page), 'one-two'), pid, 'the same shell; the keys arrived once, in order');
+    assert.doesNotMatch(await screen(other.page), /lost|one-one-/, 'nothing from the moved page, nothing doubled');
+
+    // Take it back: the first page continues from the relay's copy (what the other one did shows).
+    await page.click('#notice-action');
+    await until(async () => (await stats(page)).phase === 'live', { what: 'taken back' });
+    await until(async () => /^one-two-\d+$/m.test(await shown(page)), { what: "the other page's output, here" });
+    await other.page.waitForSelector('#notice.moved:not([hidden])');
+    await typeLine(page, 'echo back-$$');
+    assert.equal(await until(async () => pidAfter(await screen(page), 'back'), { what: 'back-PID' }), pid);
+    const s = await stats(page);
+    assert.equal(s.core.droppedUnknownBase + s.core.applyFailures + s.core.authFailures, 0, JSON.stringify(s.core));
+    assert.equal(recordedPids().length, 1, 'no second mosh-server was started');
+  } finally {
+    await other.close();
   }
 });
 
@@ -131,12 +187,24 @@ test('exit ends the shell; a reload then starts a new one', async () => {
   assert.notEqual(Number(fresh), oldPid, 'a new shell');
 });
 
-test('End session ends the shell at once', async () => {
+test('End session asks first, then ends the shell at once', async () => {
   const pids = recordedPids().filter(alive);
   assert.equal(pids.length, 1);
-  await page.evaluate(() => window.tern.endSession());
+  await page.waitForSelector('#end', { state: 'visible' });
+  await screenshotsOfState(page, 'resume-live-end-button');
+  await page.click('#end');
+  await page.waitForSelector('#notice.confirm:not([hidden])');
+  await screenshotsOfState(page, 'resume-end-confirm');
+  // Cancel keeps it.
+  await page.click('#notice-second');
+  assert.equal(await page.isHidden('#notice'), true);
+  assert.equal((await stats(page)).phase, 'live');
+  await page.click('#end');
+  await page.click('#notice-action');
   await until(async () => (await stats(page)).phase === 'ended', { what: 'the session to end' });
   await until(() => !alive(pids[0]), { what: 'mosh-server to exit', timeout: 20000 });
+  await page.waitForSelector('#notice.ended:not([hidden])');
+  await screenshotsOfState(page, 'resume-ended');
 });
 
 test('no sequence number repeats under a session key, across the reloads and tabs above', async () => {

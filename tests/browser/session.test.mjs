@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import {
   ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
   waitForPrompt, typeLine, tempDir, sleep, cleanupState,
+  newSession,
 } from './helpers.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
@@ -26,7 +27,7 @@ after(async () => {
 });
 
 test('a prompt shows and a command runs', async () => {
-  await page.goto(relay.url);
+  await page.goto(newSession(relay.url));
   await waitForPrompt(page);
   assert.equal(new URL(page.url()).hash, '', 'the token is taken out of the address bar');
   await typeLine(page, 'echo tern-$((6*7))');

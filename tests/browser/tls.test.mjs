@@ -25,6 +25,7 @@ import { chromium } from 'playwright-core';
 import {
   ARTIFACTS, freePort, startRelay, stopRelay, until, screen, stats, waitForPrompt, typeLine,
   tempDir, cleanupState, sleep,
+  newSession,
 } from './helpers.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
@@ -140,7 +141,7 @@ test('--tls-cert from a CA the browser trusts: HTTPS page and WebTransport witho
   const home = homeTrusting(ca);
   const plain = await chromiumWithHome(home);
   cleanups.push(() => plain.close());
-  await plain.page.goto(relay.url);
+  await plain.page.goto(newSession(relay.url));
   await waitForPrompt(plain.page);
   assert.equal((await stats(plain.page)).transport, 'websocket');
   assert.notEqual(await wtOpens(plain.page, 'localhost', port), 'open');
@@ -155,7 +156,7 @@ test('--tls-cert from a CA the browser trusts: HTTPS page and WebTransport witho
     rmSync(home, { recursive: true, force: true });
   });
   const { page } = browser;
-  const response = await page.goto(relay.url);
+  const response = await page.goto(newSession(relay.url));
   assert.equal(response.status(), 200);
   assert.equal(await page.evaluate(() => location.protocol), 'https:');
   await waitForPrompt(page);
@@ -246,7 +247,7 @@ test('--base-path /tern/ behind nginx: page, /api/info and the WebSocket under t
   const base = `http://127.0.0.1:${nginx.port}/tern/`;
 
   // WebTransport blocked: the page must find the WebSocket at /tern/ws through nginx.
-  await page.goto(`${base}#token=${token}&wt_port=${deadUdpPort}`);
+  await page.goto(`${base}#session=new&token=${token}&wt_port=${deadUdpPort}`);
   await waitForPrompt(page);
   const s = await stats(page);
   assert.equal(s.transport, 'websocket', `the fallback through the proxy carries the session (${JSON.stringify(s)})`);

@@ -526,6 +526,11 @@ impl Driver {
 
     /// Another page took the session over: stop (no reconnecting) until the person takes it back.
     fn moved(&self) {
+        // Final first: the connection loop sees it when the link it served ends.
+        self.set_status(
+            Status::Moved,
+            "This session is open in another window now. Take it back to continue here.",
+        );
         let link = {
             let mut st = self.st.borrow_mut();
             st.timer = None;
@@ -534,10 +539,6 @@ impl Driver {
         if let Some(l) = link {
             l.close();
         }
-        self.set_status(
-            Status::Moved,
-            "This session is open in another window now. Take it back to continue here.",
-        );
     }
 
     /// The person takes the session back after it moved: connect again (the relay moves it away

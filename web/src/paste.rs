@@ -9,7 +9,6 @@ use js_sys::Uint8Array;
 use tern::paste::UploadJob;
 use tern::time::Instant;
 use tern::upload::ContentHash;
-use wasm_bindgen::prelude::*;
 
 use crate::relay_link::{StreamLines, StreamWriter, describe};
 
@@ -67,18 +66,15 @@ pub struct UploadStream {
     pub serial: u32,
     pub writer: StreamWriter,
     pub lines: Rc<StreamLines>,
-    /// Swallows rejected writes (a stream aborted by cancel or a dying link); each would
-    /// otherwise be an "uncaught (in promise)" in the console.
-    ignore: Closure<dyn FnMut(JsValue)>,
 }
 
 impl UploadStream {
     pub fn new(serial: u32, writer: StreamWriter, lines: StreamLines) -> Self {
-        UploadStream { serial, writer, lines: Rc::new(lines), ignore: Closure::new(|_| {}) }
+        UploadStream { serial, writer, lines: Rc::new(lines) }
     }
 
     pub fn write(&self, bytes: &[u8]) {
-        self.writer.write(bytes, &self.ignore);
+        self.writer.write(bytes);
     }
 
     /// Writes what the pacer releases now; returns the bytes written. Not awaited: the window

@@ -156,10 +156,10 @@ pub enum StreamWriter {
 
 impl StreamWriter {
     /// Queues a copy of `bytes` (the stream keeps the chunk until it is sent).
-    pub fn write(&self, bytes: &[u8], ignore: &Closure<dyn FnMut(JsValue)>) {
+    pub fn write(&self, bytes: &[u8]) {
         match self {
             StreamWriter::WebTransport(w) => {
-                let _ = w.write_with_chunk(&Uint8Array::from(bytes)).catch(ignore);
+                let _ = ignore_rejection(w.write_with_chunk(&Uint8Array::from(bytes)));
             }
             StreamWriter::WebSocket(w) => w.write(bytes),
         }
@@ -203,9 +203,6 @@ pub struct RelayLink {
     control_in: StreamLines,
     /// The largest datagram this browser sends (`datagrams.maxDatagramSize` over WebTransport).
     pub max_datagram_size: usize,
-    /// Swallows the rejections of writes on a closing transport (else each one is an
-    /// "uncaught (in promise)" in the console). Datagrams are unreliable anyway.
-    ignore: Closure<dyn FnMut(JsValue)>,
 }
 
 /// The datagram size the page uses over the WebSocket: what Chromium allows over WebTransport,
@@ -241,7 +238,7 @@ impl RelayLink {
             false => Self::websocket(token).await.map_err(ConnectError::Retry)?,
         };
         let hello = ClientMessage::Hello(hello(link.max_datagram_size));
-        link.control_out.write(&hello.to_line(), &link.ignore);
+        link.control_out.write(&hello.to_line());
         // The answer must come within the open timeout whichever way the link came.
         let answer = {
             let closer = link.closer();
@@ -331,7 +328,6 @@ impl RelayLink {
             control_out,
             control_in,
             max_datagram_size,
-            ignore: Closure::new(|_| {}),
         })
     }
 
@@ -346,7 +342,6 @@ impl RelayLink {
             control_out,
             control_in,
             max_datagram_size: WEBSOCKET_DATAGRAM,
-            ignore: Closure::new(|_| {}),
         })
     }
 
@@ -376,7 +371,7 @@ impl RelayLink {
         match &self.carrier {
             Carrier::WebTransport { datagrams_out, .. } => {
                 let chunk = Uint8Array::from(bytes);
-                let _ = datagrams_out.write_with_chunk(&chunk).catch(&self.ignore);
+                let _ = ignore_rejection(datagrams_out.write_with_chunk(&chunk));
             }
             Carrier::WebSocket(ws) => ws.send_datagram(bytes),
         }
@@ -399,7 +394,7 @@ impl RelayLink {
 
     /// Sends one control message.
     pub fn send_control(&self, message: &ClientMessage) {
-        self.control_out.write(&message.to_line(), &self.ignore);
+        self.control_out.write(&message.to_line());
     }
 
     /// The next control line, or `None` once the stream ended (or broke its line limit).
@@ -426,7 +421,7 @@ impl RelayLink {
                 close(transport);
                 // Firefox (153) leaves a pending `datagrams.readable` read unsettled after
                 // close(), so next_datagram() would wait forever; cancelling the reader ends it.
-                let _ = datagrams_in.cancel().catch(&self.ignore);
+                let _ = ignore_rejection(datagrams_in.cancel());
             }
             Carrier::WebSocket(ws) => ws.close(),
         }
@@ -443,6 +438,18 @@ async fn open_bidi(
     let writer = bidi.writable().get_writer().map_err(|e| describe(&e))?;
     let reader: ReadableStreamDefaultReader = bidi.readable().get_reader().unchecked_into();
     Ok((StreamWriter::WebTransport(writer), StreamLines::new(Source::WebTransport(reader), limit)))
+}
+
+/// Marks a promise's rejection as handled (a write to a link that closed meanwhile, say): nothing
+/// to do about it, and an unhandled one would be logged as an error. One handler for the page's
+/// life: a promise may settle after the link that made it is gone, and a handler freed with the
+/// link would then be called after being dropped.
+pub fn ignore_rejection(promise: js_sys::Promise) -> js_sys::Promise {
+    thread_local! {
+        static IGNORE: &'static Closure<dyn FnMut(JsValue)> =
+            Box::leak(Box::new(Closure::new(|_: JsValue| {})));
+    }
+    IGNORE.with(|ignore| promise.catch(ignore))
 }
 
 /// Closes a WebTransport through Reflect, so that a throw (closing one that already failed, say)

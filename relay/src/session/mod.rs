@@ -170,9 +170,21 @@ async fn serve(shared: Arc<Shared>, conn: &BrowserLink, pre_authed: bool, peer: 
     let t = &session.target;
     tracing::info!(parent: &span, port = t.port, resumed = t.resumed, max_datagram = limit, link = conn.kind(), "bridging");
     let end = forward::run(&shared, conn, &mut control, &session).await;
+    let moved = matches!(end, End::Moved);
     say_goodbye(&mut control.send, end, &span).await;
+    if moved {
+        // The page closes the link once it has read `moved`: closed from here first, it might see
+        // the link drop before the line and reconnect, taking the session back unasked.
+        let _ = tokio::time::timeout(MOVED_LINGER, async {
+            while conn.receive_datagram().await.is_some() {}
+        })
+        .await;
+    }
     conn.close(0, "session over");
 }
+
+/// How long a moved page's link stays open for the page to close it.
+const MOVED_LINGER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Admits the hello and attaches it to its mosh-server.
 async fn open(

@@ -1,0 +1,101 @@
+// Bridge mode and the session's survival (issue 13): the relay forwards to mosh-servers started
+// by hand (`mosh-server new`), so only the page knows the key and the session's state. A reload
+// continues from the tab's storage; a browser with nothing saved says the session cannot be
+// resumed from there and connects to a new mosh-server when given its MOSH CONNECT line.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import {
+  freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
+  tempDir, cleanupState, screenshotsOfState,
+} from './helpers.mjs';
+
+const token = 'test-token-' + Math.random().toString(36).slice(2);
+let port, stateDir, relay, browser;
+const servers = [];
+
+/// `mosh-server new` on loopback running /bin/sh: its port, key and pid, as a person would start
+/// one. Fails loudly without mosh-server (`npm test` installs it).
+function moshServerNew() {
+  const run = spawnSync('mosh-server', ['new', '-i', '127.0.0.1', '-p', '60400:60999', '-c', '256',
+    '--', '/bin/sh'], {
+    env: { ...process.env, LANG: 'C.UTF-8', PS1: '$ ', ENV: '' },
+    encoding: 'utf8',
+  });
+  assert.equal(run.error, undefined, `mosh-server is required for this test: ${run.error}`);
+  const m = run.stdout.match(/MOSH CONNECT (\d+) (\S+)/);
+  assert.ok(m, `mosh-server printed no MOSH CONNECT line: ${run.stdout} ${run.stderr}`);
+  const pid = Number(run.stderr.match(/pid = (\d+)/)?.[1]);
+  const server = { port: Number(m[1]), key: m[2], line: m[0], pid };
+  servers.push(server);
+  return server;
+}
+
+const pidOf = (text, label) => text.match(new RegExp(`^${label}-(\\d+)$`, 'm'))?.[1];
+
+before(async () => {
+  port = await freePort();
+  stateDir = tempDir('tern-relay-state-');
+  relay = await startRelay({ port, token, stateDir, args: ['--bridge', '--allow', '127.0.0.1:60400-60999'] });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await stopRelay(relay);
+  cleanupState(stateDir);
+  // The mosh-servers started here (they outlive their clients by design).
+  for (const s of servers) {
+    try { if (s.pid > 1) process.kill(s.pid, 'SIGTERM'); } catch { /* gone */ }
+  }
+  if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
+});
+
+const bridgeUrl = (s) => `http://127.0.0.1:${port}/#token=${token}&host=127.0.0.1&port=${s.port}&key=${encodeURIComponent(s.key)}`;
+
+test('a reload in bridge mode continues the shell from the tab', async () => {
+  const server = moshServerNew();
+  const { page } = browser;
+  await page.goto(bridgeUrl(server));
+  await waitForPrompt(page);
+  await typeLine(page, 'echo marker-$$');
+  const pid = await until(async () => pidOf(await screen(page), 'marker'), { what: 'marker-PID' });
+  await page.keyboard.type('echo again-', { delay: 0 });
+  await page.reload();
+  await until(async () => (await stats(page))?.restoredMs != null, { what: 'the restored screen' });
+  assert.match(await screen(page), new RegExp(`^marker-${pid}$`, 'm'));
+  await until(async () => (await stats(page)).phase === 'live', { what: 'live again' });
+  await page.keyboard.type('$$');
+  await page.keyboard.press('Enter');
+  assert.equal(await until(async () => pidOf(await screen(page), 'again'), { what: 'again-PID' }), pid);
+});
+
+test('with nothing saved, the page says it cannot resume and connects to a new mosh-server', async () => {
+  const [first] = servers;
+  const other = await launchBrowser();
+  try {
+    const { page } = other;
+    await page.goto(bridgeUrl(first));
+    await page.waitForSelector('#notice:not([hidden]) #connect-form:not([hidden])');
+    assert.match(await page.textContent('#notice'), /cannot be resumed/);
+    assert.equal((await stats(page)).phase, 'cannot_resume');
+    await screenshotsOfState(page, 'bridge-cannot-resume');
+    // Something that is not a MOSH CONNECT line: said so, nothing happens.
+    await page.fill('#connect-line', 'hello');
+    await page.click('#connect-form button[type=submit]');
+    assert.match(await page.textContent('#connect-error'), /not a MOSH CONNECT line/);
+    // A new mosh-server's line, pasted as mosh-server printed it.
+    const fresh = moshServerNew();
+    await page.fill('#connect-line', `\r\n${fresh.line}\r\n`);
+    await page.click('#connect-form button[type=submit]');
+    await waitForPrompt(page);
+    await typeLine(page, 'echo two-$$');
+    const pid = await until(async () => pidOf(await screen(page), 'two'), { what: 'two-PID' });
+    assert.notEqual(pid, pidOf(await screen(browser.page), 'marker'), 'a shell of its own');
+    // The first tab still drives the first server.
+    await typeLine(browser.page, 'echo still-$$');
+    await until(async () => pidOf(await screen(browser.page), 'still'), { what: 'still-PID' });
+  } finally {
+    await other.close();
+  }
+});
