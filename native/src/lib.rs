@@ -11,6 +11,5 @@ pub mod script;
 
 pub use client::{NativeClient, ResumeFailed};
 pub use mosh_server::{
-    ConnectLineError, DEFAULT_START_TIMEOUT, MoshServer, MoshServerOptions, ServerPort, StartError,
-    parse_connect_line,
+    DEFAULT_START_TIMEOUT, MoshServer, MoshServerOptions, ServerPort, StartError,
 };

@@ -10,9 +10,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use tern::session::{HostLog, SessionConfig};
-use tern_native::{
-    ConnectLineError, MoshServer, MoshServerOptions, NativeClient, ServerPort, StartError,
-};
+use tern::wire::ConnectLineError;
+use tern_native::{MoshServer, MoshServerOptions, NativeClient, ServerPort, StartError};
 
 const KEY: &str = "PWSoCIVurTVBGXAj873xNg";
 

@@ -139,15 +139,18 @@ fn api_response<M: Message>(status: u16, body: &[u8]) -> Result<M, ConnectError>
     }
 }
 
-/// The port and key of a `MOSH CONNECT <port> <key>` line as `mosh-server new` prints it (with or
-/// without the words, surrounding text ignored); `None` when it holds no valid port and key.
-pub fn parse_mosh_connect(line: &str) -> Option<(u16, String)> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let at = words.iter().position(|w| *w == "CONNECT").map_or(0, |i| i + 1);
-    let port: u16 = words.get(at)?.parse().ok().filter(|&p| p != 0)?;
-    let key = words.get(at + 1)?;
-    key.parse::<Key>().ok()?;
-    Some((port, (*key).to_string()))
+/// The port and key of a `MOSH CONNECT <port> <key>` line a person pasted: the line as
+/// `mosh-server new` printed it, anywhere in the text (other lines, blanks around it), or just
+/// `<port> <key>`. `None` when no line holds a valid port and key.
+pub fn parse_mosh_connect(text: &str) -> Option<(u16, String)> {
+    text.lines().find_map(|line| {
+        let line = line.trim();
+        let from = line
+            .find("MOSH CONNECT ")
+            .map_or_else(|| format!("MOSH CONNECT {line}"), |at| line[at..].to_string());
+        let (port, key) = crate::wire::parse_connect_line(&from).ok()?;
+        Some((port, key.to_base64()))
+    })
 }
 
 /// Whether this page can use the relay `info` describes.

@@ -17,6 +17,7 @@
 
 mod cipher;
 mod compress;
+mod connect_line;
 mod error;
 mod fragment;
 mod key;
@@ -26,6 +27,7 @@ mod proto;
 
 pub use cipher::{Cipher, MAX_SEQ, NONCE_LEN, Nonce, TAG_LEN};
 pub use compress::MAX_INFLATED_LEN;
+pub use connect_line::{ConnectLineError, parse_connect_line};
 pub use error::WireError;
 pub use fragment::{
     DATAGRAM_OVERHEAD, DEFAULT_MTU, FRAGMENT_HEADER_LEN, Fragment, Fragmenter, IPV6_MTU,
