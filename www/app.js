@@ -387,7 +387,9 @@ async function main() {
     // running (another browser's, a closed tab's) to offer.
     let choice = session;
     if (!choice && !bridge) {
-      const list = await client.listSessions().catch(() => []);
+      const list = await client.listSessions();
+      // null: the relay refused (a wrong token, say); the status hook has said why.
+      if (list === null) return;
       choice = list.length ? await chooseSession(list) : 'new';
       pill('Connecting…', 'info');
       term.focus();

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tern::relay_client::{decode_point, encode_point};
-use tern::session::{ResumePoint, Shadow};
+use tern::session::{ClientDatagram, ResumePoint, Shadow};
 use tern::wire::Key;
 use tokio::sync::watch;
 
@@ -93,6 +93,9 @@ struct EntryState {
     dropped_seq: u64,
     /// Datagrams not forwarded because a newer page drives.
     dropped_moved: u64,
+    /// The last client datagram forwarded, opened, for the copy to take in once it is on its way
+    /// ([`Attach::after_forward`]): the copy's work never delays a keystroke.
+    unabsorbed: Option<ClientDatagram>,
 }
 
 /// What happens to a client datagram.
@@ -165,6 +168,7 @@ impl Registry {
                 last_active,
                 dropped_seq: 0,
                 dropped_moved: 0,
+                unabsorbed: None,
             }),
             driver: watch::Sender::new(0),
         });
@@ -203,6 +207,7 @@ impl Registry {
                     last_active: unix_now(),
                     dropped_seq: 0,
                     dropped_moved: 0,
+                    unabsorbed: None,
                 }),
                 driver: watch::Sender::new(0),
             })
@@ -389,11 +394,21 @@ impl Attach {
             }
         }
         st.next_seq = seq + 1;
-        shadow.absorb_client(now, opened);
+        st.unabsorbed = Some(opened);
         Verdict::Forward
     }
 
-    /// A datagram from the server, to this attach's page.
+    /// After a forwarded client datagram went out: the copy takes it in (inflating, applying).
+    pub fn after_forward(&self) {
+        let now = self.now();
+        let mut st = self.entry.lock();
+        let st = &mut *st;
+        if let (Some(opened), Some(shadow)) = (st.unabsorbed.take(), st.shadow.as_mut()) {
+            shadow.absorb_client(now, opened);
+        }
+    }
+
+    /// A datagram from the server, once forwarded to this attach's page.
     pub fn server_datagram(&self, datagram: &[u8]) {
         let now = self.now();
         let mut st = self.entry.lock();

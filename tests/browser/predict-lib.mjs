@@ -89,8 +89,8 @@ export async function startRig({ rtt }) {
       ready: (tag) => until(() => existsSync(join(home, `ready-${tag}`)),
         { interval: 2, timeout: 10000, what: `ready-${tag}` }),
       /// The page's address: WebTransport through linkemu, with the prediction settings.
-      url: ({ mode = 'adaptive', overwrite = false } = {}) => newSession(relay.url).replace('#token=',
-        `#wt_port=${emuPort}&predict=${mode}${overwrite ? '&predict_overwrite=1' : ''}&token=`),
+      url: ({ mode = 'adaptive', overwrite = false } = {}) => newSession(relay.url.replace('#token=',
+        `#wt_port=${emuPort}&predict=${mode}${overwrite ? '&predict_overwrite=1' : ''}&token=`)),
       /// Freezes the link (linkemu stopped with SIGSTOP: nothing moves either way) and thaws it.
       freeze: () => emu.child.kill('SIGSTOP'),
       thaw: () => emu.child.kill('SIGCONT'),

@@ -58,6 +58,7 @@ const RESTORED_MTU: usize = 1200;
 #[derive(Debug, Default)]
 struct LinkCounters {
     info_requests: u32,
+    session_list_requests: u32,
     connects: u32,
     readies: u32,
     datagrams_in: u64,
@@ -167,8 +168,10 @@ impl Driver {
         &self.term
     }
 
-    pub fn token(&self) -> String {
-        self.target.token.clone()
+    /// `GET /api/sessions` (counted in `stats().sessionListRequests`).
+    pub async fn list_sessions(&self) -> Result<tern::relay_proto::SessionList, ConnectError> {
+        self.st.borrow_mut().relay.counters.session_list_requests += 1;
+        relay_link::fetch_sessions(&self.target.token).await
     }
 
     /// Restores the tab's saved session (its screen shows at once), then starts the overlay
@@ -1065,6 +1068,7 @@ impl Driver {
             ("phase", phase.into()),
             ("session", st.session_id.as_deref().map_or(JsValue::NULL, JsValue::from)),
             ("infoRequests", c.info_requests.into()),
+            ("sessionListRequests", c.session_list_requests.into()),
             ("connects", c.connects.into()),
             ("readies", c.readies.into()),
             ("linkDatagramsIn", (c.datagrams_in as f64).into()),

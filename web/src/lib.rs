@@ -171,13 +171,21 @@ impl Client {
 
     /// The sessions running on a spawn-mode relay, for a page with nothing saved to offer:
     /// `[{ id, created, lastActive, cols, rows, title, attached }]` (times in Unix seconds),
-    /// oldest first. Rejects with the reason when the relay cannot be asked.
+    /// oldest first; `[]` when the relay cannot be asked now (connecting will retry); `null` when
+    /// asking showed that connecting cannot succeed (a wrong token, say): the status hook has
+    /// said why, and the page should not start.
     #[wasm_bindgen(js_name = listSessions)]
-    pub async fn list_sessions(&self) -> Result<JsValue, JsValue> {
-        let list = relay_link::fetch_sessions(&self.driver.token())
-            .await
-            .map_err(|e| JsValue::from_str(&e.to_string()))?;
-        Ok(list.sessions.iter().map(stats::session_summary).collect::<js_sys::Array>().into())
+    pub async fn list_sessions(&self) -> JsValue {
+        match self.driver.list_sessions().await {
+            Ok(list) => {
+                list.sessions.iter().map(stats::session_summary).collect::<js_sys::Array>().into()
+            }
+            Err(tern::relay_client::ConnectError::Fatal { code, message }) => {
+                self.driver.fail(code, &message);
+                JsValue::NULL
+            }
+            Err(_) => js_sys::Array::new().into(),
+        }
     }
 
     /// Continues the session `id` chosen from [`list_sessions`](Self::list_sessions) instead of

@@ -177,6 +177,7 @@ impl<'a> Bridge<'a> {
         // Errors (e.g. ECONNREFUSED from an earlier ICMP) are transient for UDP.
         let _ = self.session.udp.send(&d).await;
         tracing::trace!(target: HOPS, len = d.len(), "browser → server");
+        self.session.attach.after_forward();
         // The nonce's sequence number is in the clear: tests check that no number forwarded
         // repeats under a session's key across reloads, tabs and devices.
         if let Some(seq) = datagram_seq(&d) {
@@ -195,7 +196,6 @@ impl<'a> Bridge<'a> {
                 return self.check_alive();
             }
         };
-        self.session.attach.server_datagram(payload);
         self.frames.clear();
         let limit = datagram_limit(self.shared, self.conn, self.session.hello.max_datagram_size);
         if self.splitter.split(payload, limit, &mut self.frames).is_err() {
@@ -209,6 +209,8 @@ impl<'a> Bridge<'a> {
             }
             tracing::trace!(target: HOPS, len = f.len(), "server → browser");
         }
+        // The relay's copy after the page's: its work never delays a frame.
+        self.session.attach.server_datagram(payload);
         ControlFlow::Continue(())
     }
 
