@@ -305,6 +305,17 @@ async fn a_session_no_page_attaches_ends_after_the_idle_timeout_and_its_record_g
     // The page goes away without quitting (a closed tab): the shell waits for the timeout,
     // then mosh-server ends itself and the relay forgets it.
     drop(mosh);
+    // The relay's copy of the session is saved when the page goes (private: it is the session's
+    // plaintext).
+    let copy = state.path().join("sessions").join(format!("{}.shadow", ready.session));
+    let saved = async {
+        while !copy.exists() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), saved).await.expect("the copy is saved");
+    let mode = std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
     let gone = async {
         while pids.iter().any(|&p| std::path::Path::new(&format!("/proc/{p}")).exists()) {
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -317,5 +328,8 @@ async fn a_session_no_page_attaches_ends_after_the_idle_timeout_and_its_record_g
     assert_eq!(status, 200);
     assert!(!body.contains(&ready.session), "the ended session is still listed: {body}");
     assert!(recorded_pids(state.path()).is_empty(), "its record is still in the state dir");
+    let left: Vec<_> =
+        std::fs::read_dir(state.path().join("sessions")).unwrap().flatten().collect();
+    assert!(left.is_empty(), "the record and the copy are removed: {left:?}");
     relay.stop().await;
 }
