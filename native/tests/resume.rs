@@ -13,25 +13,10 @@ use tern::terminal::{Complete, screen_text};
 use tern_native::{MoshServer, NativeClient};
 
 mod support;
-use support::start_sh_server;
-
-const TIMEOUT: Duration = Duration::from_secs(10);
+use support::{TIMEOUT, start_sh_server, text, wait_for};
 
 fn addr(server: &MoshServer) -> SocketAddr {
     ([127, 0, 0, 1], server.port).into()
-}
-
-fn text(client: &NativeClient<Complete>) -> String {
-    screen_text(client.session().server_state().framebuffer()).rows.join("\n")
-}
-
-/// Runs until the screen holds `needle`.
-fn wait_for(client: &mut NativeClient<Complete>, needle: &str) -> bool {
-    client
-        .run_until(TIMEOUT, |s| {
-            screen_text(s.server_state().framebuffer()).rows.join("\n").contains(needle)
-        })
-        .expect("udp")
 }
 
 /// The shell's PID, from the `marker-PID` line its `echo marker-$$` printed.

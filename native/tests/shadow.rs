@@ -11,14 +11,12 @@ use std::thread;
 use std::time::Duration;
 
 use tern::session::{ResumePoint, SessionConfig, Shadow};
-use tern::terminal::{Complete, screen_text};
+use tern::terminal::Complete;
 use tern::time::Instant;
 use tern_native::{MoshServer, NativeClient};
 
 mod support;
-use support::start_sh_server;
-
-const TIMEOUT: Duration = Duration::from_secs(10);
+use support::{start_sh_server, text, wait_for};
 
 /// A UDP forwarder between one client and the server that shows every datagram to a shadow, as
 /// tern-relay does.
@@ -79,18 +77,6 @@ impl Drop for Forwarder {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
-}
-
-fn text(client: &NativeClient<Complete>) -> String {
-    screen_text(client.session().server_state().framebuffer()).rows.join("\n")
-}
-
-fn wait_for(client: &mut NativeClient<Complete>, needle: &str) -> bool {
-    client
-        .run_until(TIMEOUT, |s| {
-            screen_text(s.server_state().framebuffer()).rows.join("\n").contains(needle)
-        })
-        .expect("udp")
 }
 
 #[test]

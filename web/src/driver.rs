@@ -275,6 +275,13 @@ impl Driver {
 
     /// Retrying cannot help: stop and say why.
     pub fn fail(&self, code: FailCode, message: &str) {
+        self.stop(Status::Failed(code), message);
+    }
+
+    /// Stops at a final `status` (no reconnecting): the session's timer and the link go. The
+    /// status is set first, so the connection loop sees it when the link it served ends.
+    fn stop(&self, status: Status, message: &str) {
+        self.set_status(status, message);
         let link = {
             let mut st = self.st.borrow_mut();
             st.timer = None;
@@ -283,7 +290,6 @@ impl Driver {
         if let Some(l) = link {
             l.close();
         }
-        self.set_status(Status::Failed(code), message);
     }
 
     /// The session is over for good (shell exited, or the relay says the session is gone).
@@ -529,19 +535,10 @@ impl Driver {
 
     /// Another page took the session over: stop (no reconnecting) until the person takes it back.
     fn moved(&self) {
-        // Final first: the connection loop sees it when the link it served ends.
-        self.set_status(
+        self.stop(
             Status::Moved,
             "This session is open in another window now. Take it back to continue here.",
         );
-        let link = {
-            let mut st = self.st.borrow_mut();
-            st.timer = None;
-            st.relay.link.take()
-        };
-        if let Some(l) = link {
-            l.close();
-        }
     }
 
     /// The person takes the session back after it moved: connect again (the relay moves it away

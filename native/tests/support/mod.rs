@@ -1,6 +1,28 @@
 //! What the native interop tests share.
+// Each test file uses what it needs of this.
+#![allow(dead_code)]
 
-use tern_native::{MoshServer, MoshServerOptions};
+use std::time::Duration;
+
+use tern::terminal::{Complete, screen_text};
+use tern_native::{MoshServer, MoshServerOptions, NativeClient};
+
+/// How long a test waits for the screen to show what it expects.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The client's server screen as text, rows joined by newlines.
+pub fn text(client: &NativeClient<Complete>) -> String {
+    screen_text(client.session().server_state().framebuffer()).rows.join("\n")
+}
+
+/// Runs the client until its screen holds `needle` (or [`TIMEOUT`]); whether it did.
+pub fn wait_for(client: &mut NativeClient<Complete>, needle: &str) -> bool {
+    client
+        .run_until(TIMEOUT, |s| {
+            screen_text(s.server_state().framebuffer()).rows.join("\n").contains(needle)
+        })
+        .expect("udp")
+}
 
 /// A fresh mosh-server running `/bin/sh` with the prompt `$ `. Panics, loudly, when mosh-server is
 /// not installed: `npm test` installs it, and a test that needs a real peer never skips.
