@@ -380,8 +380,13 @@ async function main() {
   // A duplicated tab copies sessionStorage, saved session included, while the original tab still
   // drives it: continue it only when no other tab holds its lock (a reload's old page releases
   // it as it unloads).
+  // This tab's own session (a reload) may still be held by the page being unloaded: wait a moment.
+  // The browser's last session (a tab opened again) is continued only if no tab drives it now.
+  // An address that names what to do (#session=new or an id) overrides the browser's last session.
+  if (session && !client.savedSessionIsTabs()) client.forgetSavedSession();
   const saved = client.savedSessionId();
-  if (saved && !(await acquireSession(saved, SESSION_LOCK_WAIT_MS))) client.forgetSavedSession();
+  const wait = client.savedSessionIsTabs() ? SESSION_LOCK_WAIT_MS : 0;
+  if (saved && !(await acquireSession(saved, wait))) client.forgetSavedSession();
   if (!client.savedSessionId()) {
     // Nothing of its own to continue: the address may name a session, or the relay may have some
     // running (another browser's, a closed tab's) to offer.
@@ -430,6 +435,17 @@ function holdSession(id) {
 // than `ms` (or true where the browser has no Web Locks: nothing to check against).
 function acquireSession(id, ms) {
   if (!navigator.locks) return Promise.resolve(true);
+  if (ms === 0) {
+    return new Promise((resolve) => {
+      navigator.locks.request(lockName(id), { ifAvailable: true }, (lock) => {
+        if (!lock) return resolve(false);
+        heldSessions.add(id);
+        resolve(true);
+        // Held for the page's life: the callback's promise never settles.
+        return new Promise(() => {});
+      }).catch(() => resolve(false));
+    });
+  }
   return new Promise((resolve) => {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), ms);

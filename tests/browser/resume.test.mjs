@@ -91,10 +91,32 @@ test('a second reload right after the first continues it too', async () => {
   assert.equal(await until(async () => pidAfter(await screen(page), 'third'), { what: 'third-PID' }), pid);
 });
 
+test('closing the tab and opening the URL again continues the shell, its screen at once', async () => {
+  const pid = pidAfter(await screen(page), 'marker');
+  await page.keyboard.type('echo closed-', { delay: 0 });
+  await until(async () => (await screen(page)).includes('echo closed-'), { what: 'the keys echoed' });
+  await page.close();
+  // The printed URL in a new tab of the same browser (this tab's storage is empty).
+  page = await browser.context.newPage();
+  page.on('pageerror', (e) => browser.consoleLog.push(`pageerror: ${e.message}`));
+  await page.goto(relay.url);
+  await until(async () => (await stats(page))?.restoredMs != null, { what: 'the restored screen' });
+  const restored = await stats(page);
+  assert.ok(restored.firstReadyMs === null || restored.restoredMs < restored.firstReadyMs,
+    'drawn before the relay answered');
+  assert.equal(restored.sessionListRequests, 0, 'nothing to choose: the browser continues its last session');
+  assert.match(await shown(page), new RegExp(`^marker-${pid}$`, 'm'));
+  await until(async () => (await stats(page)).phase === 'live', { what: 'live' });
+  await typeLine(page, '$$');
+  assert.equal(await until(async () => pidAfter(await screen(page), 'closed'), { what: 'closed-PID' }), pid,
+    'the same shell, the keys typed before the tab closed arrived once');
+});
+
 test('a duplicated tab does not take the session over while the original drives it', async () => {
   const pid = pidAfter(await screen(page), 'marker');
   // What "Duplicate tab" does: a new tab with a copy of this one's sessionStorage (saved session,
   // token and nonce bounds included).
+  await until(() => page.evaluate(() => !!sessionStorage.getItem('tern.session')), { what: 'the tab saved its session' });
   const copied = await page.evaluate(() => Object.fromEntries(Object.entries(sessionStorage)));
   assert.ok(copied['tern.session'], 'the tab saved its session');
   const twin = await browser.context.newPage();

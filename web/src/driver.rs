@@ -199,7 +199,7 @@ impl Driver {
     /// drawn before the relay is even asked; the first `ready` confirms it (or the relay says
     /// it is over, and a new one starts).
     fn restore(self: &Rc<Self>) {
-        let Some(saved) = storage::load_saved_session() else { return };
+        let Some((saved, _)) = storage::load_saved_session() else { return };
         let predict = self.st.borrow().predict;
         let resumed = saved.fits(&self.target).then(|| {
             let key = saved.key_text.parse().ok()?;
@@ -207,7 +207,8 @@ impl Driver {
             ClientSession::resume(config, &saved.point, now()).ok().map(|s| (s, nonces))
         });
         let Some(Some((session, nonces))) = resumed else {
-            storage::forget_session();
+            // Not for this page (bridge mode, another server): the browser's copy stays.
+            storage::forget_session(None);
             return;
         };
         {
@@ -307,7 +308,7 @@ impl Driver {
             l.close();
         }
         // Nothing left to continue: a reload starts a new session.
-        storage::forget_session();
+        storage::forget_session(self.st.borrow().session_id.as_deref());
         self.set_status(Status::Ended, message);
     }
 
@@ -320,11 +321,11 @@ impl Driver {
         }
         st.restored = false;
         st.session = None;
-        st.session_id = None;
+        let id = st.session_id.take();
         st.key_text = None;
         st.nonces = None;
         drop(st);
-        storage::forget_session();
+        storage::forget_session(id.as_deref());
         true
     }
 
@@ -525,7 +526,7 @@ impl Driver {
             st.session = None;
             st.relay.link = None;
         }
-        storage::forget_session();
+        storage::forget_session(self.st.borrow().session_id.as_deref());
         self.set_status(
             Status::CannotResume,
             "This session cannot be resumed from here: its state was kept in the browser tab that \
@@ -829,7 +830,7 @@ impl Driver {
                 s.shutdown(now());
             }
         }
-        storage::forget_session();
+        storage::forget_session(self.st.borrow().session_id.as_deref());
         self.flush(false);
     }
 

@@ -155,18 +155,26 @@ impl Client {
         self.driver.set_hold_keys(hold);
     }
 
-    /// The relay session this tab saved before a reload, if any (the page checks that no other
-    /// tab drives it before [`start`](Self::start) continues it).
+    /// The relay session this page would continue, if any: the one this tab saved before a
+    /// reload, else the one this browser drove last (a tab opened again, the browser restarted).
+    /// The page checks that no other tab drives it before [`start`](Self::start) continues it.
     #[wasm_bindgen(js_name = savedSessionId)]
     pub fn saved_session_id(&self) -> Option<String> {
-        crate::storage::load_saved_session().map(|s| s.session_id)
+        crate::storage::load_saved_session().map(|(s, _)| s.session_id)
+    }
+
+    /// Whether that saved session is this tab's own (a reload: its previous page may still be
+    /// unloading, so the page waits a moment for it), rather than the browser's last.
+    #[wasm_bindgen(js_name = savedSessionIsTabs)]
+    pub fn saved_session_is_tabs(&self) -> bool {
+        matches!(crate::storage::load_saved_session(), Some((_, crate::storage::SavedIn::Tab)))
     }
 
     /// Forgets the tab's saved session: [`start`](Self::start) then begins a new one (a
     /// duplicated tab, whose copied storage names a session the original tab still drives).
     #[wasm_bindgen(js_name = forgetSavedSession)]
     pub fn forget_saved_session(&self) {
-        crate::storage::forget_session();
+        crate::storage::pass_over_saved_session();
     }
 
     /// The sessions running on a spawn-mode relay, for a page with nothing saved to offer:

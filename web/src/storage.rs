@@ -1,4 +1,6 @@
-//! Nonce counters kept in sessionStorage, so a page reload under the same key never reuses one.
+//! What a page keeps in browser storage: nonce counters (sessionStorage), so a page reload under
+//! the same key never reuses one, and the saved session a later page continues (this tab's, and the
+//! browser's last).
 //!
 //! mosh nonces (datagram sequence numbers) and fragment ids must never repeat under one key
 //! (MOSH-PROTOCOL.md 2.3, 3.2). Writing storage per datagram would be wasteful, so the shell
@@ -51,23 +53,75 @@ impl NonceStore {
 /// Where this tab keeps the session a reload continues (`sessionStorage`: per tab, kept across
 /// reloads, gone with the tab; see `tern::relay_client::SavedSession`).
 const SAVED_SESSION: &str = "tern.session";
+/// The same, in `localStorage` (this origin, kept when the tab closes or the browser restarts): the
+/// session this browser drove last, which a tab opened on the URL again continues.
+const LAST_SESSION: &str = "tern.last";
 
-/// The session this tab saved, if any (and readable).
-pub fn load_saved_session() -> Option<tern::relay_client::SavedSession> {
-    let text = storage()?.get_item(SAVED_SESSION).ok()??;
-    tern::relay_client::SavedSession::decode(&text)
+fn local_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok()?
 }
 
-/// Keeps `saved` for the next page in this tab. A full or disabled storage only loses the resume.
+thread_local! {
+    /// This page does not continue the browser's last session (another tab drives it).
+    static PASS_OVER_LAST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Where a saved session came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SavedIn {
+    /// This tab's (a reload).
+    Tab,
+    /// The browser's last session (a tab opened again, the browser restarted).
+    Browser,
+}
+
+/// The session this tab saved, else the one this browser drove last (and readable).
+pub fn load_saved_session() -> Option<(tern::relay_client::SavedSession, SavedIn)> {
+    let read = |s: web_sys::Storage, name| {
+        let text = s.get_item(name).ok()??;
+        tern::relay_client::SavedSession::decode(&text)
+    };
+    if let Some(saved) = storage().and_then(|s| read(s, SAVED_SESSION)) {
+        return Some((saved, SavedIn::Tab));
+    }
+    if PASS_OVER_LAST.with(std::cell::Cell::get) {
+        return None;
+    }
+    local_storage().and_then(|s| read(s, LAST_SESSION)).map(|saved| (saved, SavedIn::Browser))
+}
+
+/// Keeps `saved` for the next page in this tab, and as this browser's last session. A full or
+/// disabled storage only loses the resume.
 pub fn save_session(saved: &tern::relay_client::SavedSession) {
+    let text = saved.encode();
     if let Some(s) = storage() {
-        let _ = s.set_item(SAVED_SESSION, &saved.encode());
+        let _ = s.set_item(SAVED_SESSION, &text);
+    }
+    if let Some(s) = local_storage() {
+        let _ = s.set_item(LAST_SESSION, &text);
     }
 }
 
-/// The session is over (or unusable): a reload starts a new one.
-pub fn forget_session() {
+/// The session `id` is over (or unusable here): neither this tab nor the browser continues it.
+pub fn forget_session(id: Option<&str>) {
     if let Some(s) = storage() {
         let _ = s.remove_item(SAVED_SESSION);
     }
+    let Some(id) = id else { return };
+    if let Some(s) = local_storage() {
+        // Only if it is still the last one: another tab may have saved its own since.
+        let last = s.get_item(LAST_SESSION).ok().flatten();
+        if last.as_deref().and_then(tern::relay_client::SavedSession::decode).is_some_and(|l| l.session_id == id) {
+            let _ = s.remove_item(LAST_SESSION);
+        }
+    }
+}
+
+/// This page starts afresh although a session is saved (another tab drives it): it forgets the
+/// tab's copy and passes over the browser's, which stays for that other tab.
+pub fn pass_over_saved_session() {
+    if let Some(s) = storage() {
+        let _ = s.remove_item(SAVED_SESSION);
+    }
+    PASS_OVER_LAST.with(|p| p.set(true));
 }
