@@ -111,7 +111,11 @@ pub fn forget_session(id: Option<&str>) {
     if let Some(s) = local_storage() {
         // Only if it is still the last one: another tab may have saved its own since.
         let last = s.get_item(LAST_SESSION).ok().flatten();
-        if last.as_deref().and_then(tern::relay_client::SavedSession::decode).is_some_and(|l| l.session_id == id) {
+        if last
+            .as_deref()
+            .and_then(tern::relay_client::SavedSession::decode)
+            .is_some_and(|l| l.session_id == id)
+        {
             let _ = s.remove_item(LAST_SESSION);
         }
     }
