@@ -161,7 +161,8 @@ async function prepare(p) {
 const MODIFIERS = new Set(['Alt', 'Control', 'Meta', 'Shift', 'ControlOrMeta']);
 
 /// A puppeteer page with the playwright calls the tests use: keyboard.press('Control+U'),
-/// setViewportSize, locator(sel).waitFor/innerText; screenshots named browser-*.png are written
+/// setViewportSize, emulateMedia, waitForSelector, textContent, isHidden, fill, addInitScript,
+/// locator(sel).waitFor/innerText/allTextContents; screenshots named browser-*.png are written
 /// as firefox-*.png. Everything else is puppeteer's own (goto, url, evaluate, keyboard.type,
 /// screenshot, on, close have the same shape there).
 const adapted = new WeakMap();
@@ -187,6 +188,18 @@ export function adaptPage(p) {
     raw: p,
     setViewportSize: (size) => p.setViewport(size),
     viewportSize: () => p.viewport(),
+    emulateMedia: ({ colorScheme }) => p.emulateMediaFeatures(
+      colorScheme ? [{ name: 'prefers-color-scheme', value: colorScheme }] : []),
+    waitForSelector: (selector, { state, timeout = 30000 } = {}) => p.waitForSelector(selector,
+      { timeout, visible: state === 'visible' || undefined, hidden: state === 'hidden' || undefined }),
+    textContent: (selector) => p.$eval(selector, (el) => el.textContent),
+    isHidden: (selector) => p.$eval(selector, (el) => !el.checkVisibility()).catch(() => true),
+    // Sets the value as a paste would (typing a newline into a field would submit its form).
+    fill: (selector, text) => p.$eval(selector, (el, v) => {
+      el.value = v;
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+    }, text),
+    addInitScript: (fn, arg) => p.evaluateOnNewDocument(fn, arg),
     screenshot: (opts = {}) => p.screenshot({ ...opts, path: opts.path && firefoxArtifact(opts.path) }),
     locator: (selector) => ({
       async waitFor({ state = 'visible', timeout = 30000 } = {}) {
@@ -197,6 +210,7 @@ export function adaptPage(p) {
       },
       innerText: () => p.$eval(selector, (el) => el.innerText),
       textContent: () => p.$eval(selector, (el) => el.textContent),
+      allTextContents: () => p.$$eval(selector, (els) => els.map((el) => el.textContent)),
       isVisible: () => p.$eval(selector, (el) => el.checkVisibility()).catch(() => false),
     }),
   };

@@ -259,11 +259,14 @@ impl<R> Engine<R> {
                     };
                     // Send without the lock so arrivals are never held up by a slow send.
                     drop(st);
+                    // Stamped before the send: the receiver may answer (and the answer arrive
+                    // here) before the send call returns, and no answer may look earlier than this.
+                    let released = Instant::now();
                     let fate = match send(&p.route, &p.data) {
                         Ok(n) => {
                             bump(&d.counters.forwarded, 1);
                             bump(&d.counters.forwarded_bytes, n as u64);
-                            Fate::Forwarded { released: Instant::now() }
+                            Fate::Forwarded { released }
                         }
                         Err(_) => {
                             bump(&d.counters.send_errors, 1);

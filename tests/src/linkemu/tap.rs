@@ -15,8 +15,8 @@ use super::Dir;
 /// What became of one datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fate {
-    /// Sent on at `released`, just after the send call returned (on loopback the datagram is then
-    /// in the receiver's socket buffer).
+    /// Sent on at `released`, just before the send call (on loopback the datagram is in the
+    /// receiver's socket buffer microseconds later; an answer to it cannot arrive before this).
     Forwarded { released: Instant },
     /// Dropped by the random loss draw.
     DroppedLoss,
