@@ -375,18 +375,23 @@ async function main() {
   new ResizeObserver(refit).observe($('terminal'));
   // Leaving the page does not end the shell: the tab saves where the session stands, and a
   // reload continues it (`exit`, or tern.endSession(), ends it).
-  window.addEventListener('pagehide', () => client.leave());
+  window.addEventListener('pagehide', () => {
+    client.leave();
+    releaseSessions();
+  });
+  window.addEventListener('pageshow', (e) => {
+    const id = e.persisted && client.stats()?.session;
+    if (id) holdSession(id);
+  });
 
-  // A duplicated tab copies sessionStorage, saved session included, while the original tab still
-  // drives it: continue it only when no other tab holds its lock (a reload's old page releases
-  // it as it unloads).
-  // This tab's own session (a reload) may still be held by the page being unloaded: wait a moment.
-  // The browser's last session (a tab opened again) is continued only if no tab drives it now.
   // An address that names what to do (#session=new or an id) overrides the browser's last session.
   if (session && !client.savedSessionIsTabs()) client.forgetSavedSession();
+  // The saved session (this tab's, or the browser's last) is continued only when no other page
+  // drives it: a duplicated tab copies sessionStorage while the original still drives it, another
+  // tab may have the browser's last. The page being unloaded (a reload), or a tab just closed
+  // (Firefox releases its locks a moment after), gets a moment to let go.
   const saved = client.savedSessionId();
-  const wait = client.savedSessionIsTabs() ? SESSION_LOCK_WAIT_MS : 0;
-  if (saved && !(await acquireSession(saved, wait))) client.forgetSavedSession();
+  if (saved && !(await acquireSession(saved, SESSION_LOCK_WAIT_MS))) client.forgetSavedSession();
   if (!client.savedSessionId()) {
     // Nothing of its own to continue: the address may name a session, or the relay may have some
     // running (another browser's, a closed tab's) to offer.
@@ -420,42 +425,37 @@ async function loadWebgl(term) {
   }
 }
 
-// One page drives a relay session: it holds a Web Lock named after the session for its life.
+// One page drives a relay session: it holds a Web Lock named after the session until it goes
+// away. It lets go on `pagehide` itself: a browser may release a closed tab's locks only later
+// (Firefox does), and the tab opened next must not wait for that. A page back from the
+// back-forward cache takes its locks again.
 const SESSION_LOCK_WAIT_MS = 1000;
-const heldSessions = new Set();
+const heldSessions = new Map(); // id → release()
 const lockName = (id) => `tern.session.${id}`;
 
-function holdSession(id) {
-  if (!navigator.locks || heldSessions.has(id)) return;
-  heldSessions.add(id);
-  navigator.locks.request(lockName(id), () => new Promise(() => {}));
-}
-
-// Resolves true once this page holds the session's lock, false if another page keeps it longer
-// than `ms` (or true where the browser has no Web Locks: nothing to check against).
-function acquireSession(id, ms) {
+// Holds the lock until release() is called; resolves true once held, false if another page keeps
+// it longer than `ms` (or true where the browser has no Web Locks: nothing to check against).
+function acquireSession(id, ms = Infinity) {
   if (!navigator.locks) return Promise.resolve(true);
-  if (ms === 0) {
-    return new Promise((resolve) => {
-      navigator.locks.request(lockName(id), { ifAvailable: true }, (lock) => {
-        if (!lock) return resolve(false);
-        heldSessions.add(id);
-        resolve(true);
-        // Held for the page's life: the callback's promise never settles.
-        return new Promise(() => {});
-      }).catch(() => resolve(false));
-    });
-  }
+  if (heldSessions.has(id)) return Promise.resolve(true);
   return new Promise((resolve) => {
     const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), ms);
+    const timer = Number.isFinite(ms) ? setTimeout(() => abort.abort(), ms) : undefined;
     navigator.locks.request(lockName(id), { signal: abort.signal }, () => {
       clearTimeout(timer);
-      heldSessions.add(id);
       resolve(true);
-      return new Promise(() => {});
+      return new Promise((release) => heldSessions.set(id, release));
     }).catch(() => resolve(false));
   });
+}
+
+function holdSession(id) {
+  void acquireSession(id);
+}
+
+function releaseSessions() {
+  for (const release of heldSessions.values()) release();
+  heldSessions.clear();
 }
 
 main().catch((e) => notice('error', 'Tern failed to start', String(e && e.message || e)));

@@ -95,9 +95,14 @@ test('closing the tab and opening the URL again continues the shell, its screen 
   const pid = pidAfter(await screen(page), 'marker');
   await page.keyboard.type('echo closed-', { delay: 0 });
   await until(async () => (await screen(page)).includes('echo closed-'), { what: 'the keys echoed' });
-  await page.close();
-  // The printed URL in a new tab of the same browser (this tab's storage is empty).
-  page = await browser.context.newPage();
+  // Closed as a person closes a tab (its unload handlers run; the next tab is opened first, as the
+  // browser would otherwise close with its last tab).
+  const next = await browser.context.newPage();
+  const closed = new Promise((resolve) => page.once('close', resolve));
+  await page.close({ runBeforeUnload: true });
+  await closed;
+  // The printed URL in that new tab of the same browser (its storage is empty).
+  page = next;
   page.on('pageerror', (e) => browser.consoleLog.push(`pageerror: ${e.message}`));
   await page.goto(relay.url);
   await until(async () => (await stats(page))?.restoredMs != null, { what: 'the restored screen' });

@@ -163,8 +163,9 @@ impl Client {
         crate::storage::load_saved_session().map(|(s, _)| s.session_id)
     }
 
-    /// Whether that saved session is this tab's own (a reload: its previous page may still be
-    /// unloading, so the page waits a moment for it), rather than the browser's last.
+
+    /// Whether that saved session is this tab's own (a reload) rather than the browser's last:
+    /// an address that names a session (`#session=`) passes over only the browser's last.
     #[wasm_bindgen(js_name = savedSessionIsTabs)]
     pub fn saved_session_is_tabs(&self) -> bool {
         matches!(crate::storage::load_saved_session(), Some((_, crate::storage::SavedIn::Tab)))
