@@ -163,7 +163,6 @@ impl Client {
         crate::storage::load_saved_session().map(|(s, _)| s.session_id)
     }
 
-
     /// Whether that saved session is this tab's own (a reload) rather than the browser's last:
     /// an address that names a session (`#session=`) passes over only the browser's last.
     #[wasm_bindgen(js_name = savedSessionIsTabs)]
