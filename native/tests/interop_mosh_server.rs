@@ -26,7 +26,7 @@ fn wait_for(client: &mut NativeClient<HostLog>, needle: &[u8]) -> bool {
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A fresh server and a client that has seen its prompt.
-fn session_at_prompt() -> (MoshServer, NativeClient<HostLog>) {
+fn session_at_prompt() -> (support::ShServer, NativeClient<HostLog>) {
     let server = start_sh_server();
     let mut client = connect(&server);
     assert!(

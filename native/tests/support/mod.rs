@@ -24,14 +24,35 @@ pub fn wait_for(client: &mut NativeClient<Complete>, needle: &str) -> bool {
         .expect("udp")
 }
 
-/// A fresh mosh-server running `/bin/sh` with the prompt `$ `. Panics, loudly, when mosh-server is
-/// not installed: `npm test` installs it, and a test that needs a real peer never skips.
-pub fn start_sh_server() -> MoshServer {
+/// A fresh mosh-server running `/bin/sh` with the prompt `$ `, ended when the test drops it (a
+/// mosh-server a client spoke to never ends by itself). Panics, loudly, when mosh-server is not
+/// installed: `npm test` installs it, and a test that needs a real peer never skips.
+pub fn start_sh_server() -> ShServer {
     let options = MoshServerOptions {
         command: vec!["/bin/sh".into()],
         env: vec![("PS1".into(), "$ ".into()), ("ENV".into(), String::new())],
         ..MoshServerOptions::default()
     };
-    MoshServer::start(&options)
-        .unwrap_or_else(|e| panic!("mosh-server is required for this test: {e}"))
+    ShServer(
+        MoshServer::start(&options)
+            .unwrap_or_else(|e| panic!("mosh-server is required for this test: {e}")),
+    )
+}
+
+/// A test's mosh-server: ended (SIGTERM to the daemon, which hangs up its shell) when dropped.
+pub struct ShServer(pub MoshServer);
+
+impl std::ops::Deref for ShServer {
+    type Target = MoshServer;
+    fn deref(&self) -> &MoshServer {
+        &self.0
+    }
+}
+
+impl Drop for ShServer {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.pid {
+            let _ = std::process::Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
 }
