@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use super::cell::{Attrs, Color, Renditions};
-use super::framebuffer::{Framebuffer, MouseEncoding, MouseReporting, Size};
+use super::framebuffer::{Framebuffer, MouseEncoding, MouseReporting, Row, Size};
 use super::parser::{MAX_OSC_CHARS, Params, Parser, Perform};
 use super::width::print_width;
 
@@ -48,6 +48,22 @@ impl Emulator {
     /// mosh's Resize instruction (MOSH-PROTOCOL.md 8.3).
     pub fn resize(&mut self, size: Size) {
         self.fb.resize(size);
+    }
+    /// Keep the rows that scroll off the top of the main screen (for [`take_scrolled_off`]
+    /// (Self::take_scrolled_off)), as a terminal's scrollback would.
+    pub fn keep_scrolled_off(&mut self, keep: bool) {
+        self.fb.keep_scrolled_off = keep;
+        if !keep {
+            self.fb.scrolled_off.clear();
+        }
+    }
+    /// The rows that scrolled off the top of the main screen since the last call, oldest first.
+    pub fn take_scrolled_off(&mut self) -> Vec<Arc<Row>> {
+        std::mem::take(&mut self.fb.scrolled_off)
+    }
+    /// Whether an application switched to the alternate screen (its scrolling is not history).
+    pub fn in_alternate_screen(&self) -> bool {
+        self.fb.alternate_screen
     }
 }
 
@@ -161,6 +177,9 @@ fn set_mode(fb: &mut Framebuffer, p: &Params, on: bool) {
             25 => fb.modes.cursor_visible = on,
             1004 => fb.modes.mouse_focus_events = on,
             1007 => fb.modes.mouse_alternate_scroll = on,
+            // mosh ignores the alternate screen (one screen for both); only remembered so that a
+            // history keeps the main screen's lines, not a full-screen program's.
+            47 | 1047 | 1049 => fb.alternate_screen = on,
             2004 => fb.modes.bracketed_paste = on,
             _ => {}
         }

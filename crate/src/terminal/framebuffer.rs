@@ -246,6 +246,15 @@ pub struct Framebuffer {
     pub(crate) title_initialized: bool,
     pub(crate) clipboard: Arc<str>,
     pub(crate) bell_count: u32,
+    /// An application switched to the alternate screen (DECSET 47, 1047, 1049). mosh draws both
+    /// screens in one and so does this emulator; the flag only keeps the alternate screen's
+    /// scrolling out of a history. Not compared, not carried by a diff.
+    pub(crate) alternate_screen: bool,
+    /// Rows that left the top of the main screen by scrolling, in order, kept only while
+    /// `keep_scrolled_off` is set (a history recorder takes them; a client's states keep none, so
+    /// cloning them costs nothing). Not compared, not carried by a diff.
+    pub(crate) scrolled_off: Vec<Arc<Row>>,
+    pub(crate) keep_scrolled_off: bool,
 }
 
 impl Framebuffer {
@@ -276,6 +285,9 @@ impl Framebuffer {
             title_initialized: false,
             clipboard: Arc::from(""),
             bell_count: 0,
+            alternate_screen: false,
+            scrolled_off: Vec::new(),
+            keep_scrolled_off: false,
         }
     }
 
@@ -480,6 +492,11 @@ impl Framebuffer {
     }
     /// Scrolls the region up (`n` > 0) or down (`n` < 0), mosh's `Framebuffer::scroll`.
     pub(crate) fn scroll(&mut self, n: i64) {
+        if n > 0 && self.keep_scrolled_off && self.scroll_top == 0 && !self.alternate_screen {
+            // What a terminal with scrollback keeps: rows scrolled off the top of the screen.
+            let leaving = (n as usize).min(self.scroll_bottom + 1);
+            self.scrolled_off.extend(self.rows[..leaving].iter().cloned());
+        }
         if n >= 0 {
             self.delete_lines(self.scroll_top, n as usize);
         } else {
@@ -601,10 +618,15 @@ impl Framebuffer {
         let keep_icon = std::mem::take(&mut self.icon_name);
         let keep_init = self.title_initialized;
         let bell = self.bell_count;
+        let scrolled_off = std::mem::take(&mut self.scrolled_off);
+        let keep_scrolled_off = self.keep_scrolled_off;
         *self = fresh;
         self.icon_name = keep_icon;
         self.title_initialized = keep_init;
         self.bell_count = bell;
+        // A history recorder's, not the terminal's: a reset does not take it back.
+        self.scrolled_off = scrolled_off;
+        self.keep_scrolled_off = keep_scrolled_off;
     }
     /// DECSTR (mosh's `soft_reset`).
     pub(crate) fn soft_reset(&mut self) {

@@ -1,0 +1,174 @@
+//! Scrollback lines from rows that left the top of the screen: what a terminal with scrollback
+//! keeps, as text with its colours, the rows a long line wrapped over joined into one line.
+//!
+//! The rows come from [`Emulator::take_scrolled_off`](super::Emulator::take_scrolled_off) (every
+//! row the program scrolled off the main screen, however fast it printed; the alternate screen of
+//! a full-screen program is not history). A line is UTF-8 text with SGR sequences where its
+//! colours and attributes change, ending in the default pen: ready for a terminal (xterm.js) to
+//! print, or to search once the escapes are stripped ([`plain`]).
+
+use std::sync::Arc;
+
+use super::cell::Renditions;
+use super::framebuffer::Row;
+
+/// Joins scrolled-off rows into lines (a line soft-wrapped over several rows waits for its last).
+#[derive(Debug, Default)]
+pub struct HistoryLines {
+    /// The start of a wrapped line whose last row has not scrolled off yet.
+    partial: Vec<u8>,
+    /// The pen at the end of `partial`.
+    pen: Renditions,
+}
+
+impl HistoryLines {
+    pub fn new() -> Self {
+        HistoryLines::default()
+    }
+
+    /// Takes rows in the order they left the screen; returns the lines they completed.
+    pub fn push_rows(&mut self, rows: &[Arc<Row>]) -> Vec<String> {
+        let mut lines = Vec::new();
+        for row in rows {
+            self.append_row(row);
+            if !row.is_wrapped() {
+                lines.push(self.finish_line());
+            }
+        }
+        lines
+    }
+
+    fn append_row(&mut self, row: &Row) {
+        let cells = row.cells();
+        // A row that does not wrap ends at its last cell that is not a default blank.
+        let end = if row.is_wrapped() {
+            cells.len()
+        } else {
+            cells
+                .iter()
+                .rposition(|c| !(c.is_empty() && c.renditions == Renditions::DEFAULT))
+                .map_or(0, |i| i + 1)
+        };
+        let mut x = 0;
+        while x < end {
+            let cell = &cells[x];
+            if cell.renditions != self.pen {
+                cell.renditions.write_sgr(&mut self.partial);
+                self.pen = cell.renditions;
+            }
+            if cell.is_empty() {
+                self.partial.push(b' ');
+            } else {
+                self.partial.extend_from_slice(cell.text().as_bytes());
+            }
+            x += cell.width().max(1);
+        }
+    }
+
+    fn finish_line(&mut self) -> String {
+        if self.pen != Renditions::DEFAULT {
+            self.partial.extend_from_slice(b"\x1b[0m");
+            self.pen = Renditions::DEFAULT;
+        }
+        // Cells hold whole UTF-8 graphemes and SGR is ASCII: always valid.
+        String::from_utf8_lossy(&std::mem::take(&mut self.partial)).into_owned()
+    }
+}
+
+/// A history line without its escape sequences: what a search looks at.
+pub fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // CSI: ESC [ parameters final byte (0x40..=0x7e).
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if ('\x40'..='\x7e').contains(&c) {
+                        break;
+                    }
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::terminal::{Emulator, Size};
+
+    fn recorder(cols: u16, rows: u16) -> Emulator {
+        let mut e = Emulator::new(Size { cols, rows });
+        e.keep_scrolled_off(true);
+        e
+    }
+
+    fn history(e: &mut Emulator, h: &mut HistoryLines) -> Vec<String> {
+        h.push_rows(&e.take_scrolled_off())
+    }
+
+    #[test]
+    fn every_line_scrolled_off_is_kept_in_order_however_fast_it_came() {
+        let mut e = recorder(20, 5);
+        let mut h = HistoryLines::new();
+        let out: String = (1..=1000).map(|i| format!("{i}\r\n")).collect();
+        e.feed(out.as_bytes());
+        let lines: Vec<String> = history(&mut e, &mut h).iter().map(|l| plain(l)).collect();
+        // 5 rows: the last four numbers and the empty cursor row are still on the screen.
+        let want: Vec<String> = (1..=996).map(|i| i.to_string()).collect();
+        assert_eq!(lines, want);
+    }
+
+    #[test]
+    fn a_wrapped_line_comes_back_as_one_line_with_its_colours() {
+        let mut e = recorder(10, 3);
+        let mut h = HistoryLines::new();
+        e.feed(b"\x1b[31mred\x1b[0m plain text that wraps over three rows\r\nnext\r\n\r\n\r\n\r\n");
+        let lines = history(&mut e, &mut h);
+        assert_eq!(plain(&lines[0]), "red plain text that wraps over three rows");
+        assert!(lines[0].starts_with("\x1b[0;31mred\x1b[0m "), "{:?}", lines[0]);
+        assert_eq!(plain(&lines[1]), "next");
+    }
+
+    #[test]
+    fn the_alternate_screen_and_scroll_regions_below_the_top_are_not_history() {
+        let mut e = recorder(20, 4);
+        let mut h = HistoryLines::new();
+        e.feed(b"before-1\r\nbefore-2\r\nbefore-3\r\nbefore-4\r\n");
+        // A full-screen program: alternate screen, its own scrolling.
+        e.feed(b"\x1b[?1049h\x1b[H\x1b[2J");
+        for i in 0..20 {
+            e.feed(format!("vi-{i}\r\n").as_bytes());
+        }
+        e.feed(b"\x1b[?1049l");
+        // A status line kept at the top: the region below it scrolls, nothing leaves the screen.
+        e.feed(b"\x1b[2;4r\x1b[4;1H");
+        for i in 0..10 {
+            e.feed(format!("region-{i}\r\n").as_bytes());
+        }
+        e.feed(b"\x1b[r");
+        let lines: Vec<String> = history(&mut e, &mut h).iter().map(|l| plain(l)).collect();
+        assert_eq!(lines, ["before-1"], "only the main screen's own scroll");
+        assert!(!e.in_alternate_screen());
+    }
+
+    #[test]
+    fn nothing_is_kept_unless_asked() {
+        let mut e = Emulator::new(Size { cols: 10, rows: 2 });
+        e.feed(b"1\r\n2\r\n3\r\n");
+        assert!(e.take_scrolled_off().is_empty());
+        let mut e = recorder(10, 2);
+        e.feed(b"1\r\n2\r\n3\r\n\x1bc4\r\n5\r\n6\r\n");
+        assert_eq!(e.take_scrolled_off().len(), 4, "kept across a reset (RIS)");
+    }
+
+    #[test]
+    fn plain_strips_sgr_and_keeps_text() {
+        assert_eq!(plain("\x1b[0;1;38;5;200mhi\x1b[0m there"), "hi there");
+        assert_eq!(plain("é wide 中"), "é wide 中");
+    }
+}
