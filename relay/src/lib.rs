@@ -27,6 +27,7 @@ pub mod config;
 pub mod control;
 /// The relay→browser datagram framing; the codec is the core's, shared with the wasm client.
 pub use tern::relay_proto::framing;
+pub mod history;
 mod http;
 pub mod limits;
 pub mod logging;
