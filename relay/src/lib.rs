@@ -32,6 +32,7 @@ mod http;
 pub mod limits;
 pub mod logging;
 pub mod paste;
+pub mod record;
 mod registry;
 mod session;
 mod shared;

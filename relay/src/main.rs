@@ -5,8 +5,30 @@ use clap::Parser;
 use std::sync::Arc;
 use tern_relay::{Config, Relay, logging};
 
+fn main() -> std::process::ExitCode {
+    // `tern-relay record ...`: the pty recorder the relay puts between mosh-server and the shell
+    // (relay/src/record.rs). No runtime, no log: its stdout is the shell's terminal.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == "record") {
+        return match tern_relay::record::RecordArgs::parse(args) {
+            Ok(a) => match tern_relay::record::run(&a) {
+                Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
+                Err(e) => {
+                    eprintln!("tern-relay record: {e}");
+                    std::process::ExitCode::FAILURE
+                }
+            },
+            Err(e) => {
+                eprintln!("tern-relay record: {e}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
+    relay_main()
+}
+
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
+async fn relay_main() -> std::process::ExitCode {
     logging::init();
     match run().await {
         Ok(()) => std::process::ExitCode::SUCCESS,

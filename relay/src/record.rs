@@ -1,0 +1,193 @@
+//! `tern-relay record`: the pty recorder between mosh-server and the shell (issue 14), so that
+//! every line a program prints on the main screen is kept, however fast it comes.
+//!
+//! ```text
+//!  mosh-server ── its pty ── tern-relay record ── a pty of its own ── the shell
+//!                               │ output also into the core's Emulator: rows that scroll off the
+//!                               ▼ top of the main screen → HistoryLines → history file (0600)
+//! ```
+//!
+//! It must be invisible: the outer terminal is put in raw mode (every byte passes as it is, both
+//! ways; nothing is intercepted), the shell gets the same environment (TERM included) and a pty of
+//! the outer one's size, resized when that one is (SIGWINCH), and is the session leader with that
+//! pty as its controlling terminal (`setsid --ctty`), so job control works as without it. The
+//! recorder exits with the shell's status.
+//!
+//! Usage: `tern-relay record --history-dir DIR --session ID --history-lines N -- COMMAND...`
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+use rustix::termios::{
+    OptionalActions, Winsize, isatty, tcgetattr, tcgetwinsize, tcsetattr, tcsetwinsize,
+};
+use tern::terminal::{Emulator, HistoryLines, Size};
+
+use crate::history::HistoryWriter;
+
+/// What `record` was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordArgs {
+    pub history_dir: PathBuf,
+    pub session: String,
+    pub max_lines: usize,
+    pub command: Vec<OsString>,
+}
+
+impl RecordArgs {
+    /// Reads the arguments after `record`.
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<RecordArgs, String> {
+        let mut args = args.into_iter();
+        let (mut dir, mut session, mut max_lines) = (None, None, 100_000usize);
+        while let Some(a) = args.next() {
+            match a.to_str() {
+                Some("--") => break,
+                Some("--history-dir") => dir = args.next().map(PathBuf::from),
+                Some("--session") => session = args.next().and_then(|s| s.into_string().ok()),
+                Some("--history-lines") => {
+                    max_lines = args
+                        .next()
+                        .and_then(|n| n.to_str()?.parse().ok())
+                        .ok_or("--history-lines wants a number")?;
+                }
+                _ => return Err(format!("unknown argument {a:?}")),
+            }
+        }
+        let command: Vec<OsString> = args.collect();
+        match (dir, session, command.is_empty()) {
+            (Some(history_dir), Some(session), false) => {
+                Ok(RecordArgs { history_dir, session, max_lines, command })
+            }
+            _ => Err("usage: tern-relay record --history-dir DIR --session ID [--history-lines N] -- COMMAND...".into()),
+        }
+    }
+}
+
+/// Runs the command under the recorder; returns its exit code.
+pub fn run(args: &RecordArgs) -> io::Result<i32> {
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    grantpt(&master)?;
+    unlockpt(&master)?;
+    let slave_path = ptsname(&master, Vec::new())?;
+    let slave: OwnedFd = File::options()
+        .read(true)
+        .write(true)
+        .open(std::ffi::OsStr::from_bytes(slave_path.as_bytes()))?
+        .into();
+    let stdin = io::stdin();
+    let outer_is_tty = isatty(stdin.as_fd());
+    let size = if outer_is_tty { tcgetwinsize(stdin.as_fd()).ok() } else { None };
+    let size = size.unwrap_or(Winsize { ws_row: 24, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0 });
+    tcsetwinsize(&slave, size)?;
+
+    // Raw outer terminal: the inner pty does the line discipline, once.
+    let saved = if outer_is_tty {
+        let t = tcgetattr(stdin.as_fd())?;
+        let mut raw = t.clone();
+        raw.make_raw();
+        tcsetattr(stdin.as_fd(), OptionalActions::Now, &raw)?;
+        Some(t)
+    } else {
+        None
+    };
+    let result = serve(args, master, slave, size);
+    if let Some(t) = saved {
+        let _ = tcsetattr(io::stdin().as_fd(), OptionalActions::Now, &t);
+    }
+    result
+}
+
+fn size_of(w: Winsize) -> Size {
+    Size { cols: w.ws_col.max(1), rows: w.ws_row.max(1) }
+}
+
+fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> io::Result<i32> {
+    let mut child = Command::new("setsid")
+        .arg("--ctty")
+        .arg("--wait")
+        .args(&args.command)
+        .stdin(Stdio::from(slave.try_clone()?))
+        .stdout(Stdio::from(slave.try_clone()?))
+        .stderr(Stdio::from(slave))
+        .spawn()?;
+    let mut emulator = Emulator::new(size_of(size));
+    emulator.keep_scrolled_off(true);
+    let emulator = Arc::new(Mutex::new(emulator));
+    let mut writer = HistoryWriter::open(&args.history_dir, &args.session, args.max_lines)?;
+    let mut lines = HistoryLines::new();
+
+    // Keys: the outer terminal to the shell's pty, byte for byte.
+    let mut to_shell = File::from(master.try_clone()?);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        let mut stdin = io::stdin().lock();
+        while let Ok(n) = stdin.read(&mut buf) {
+            if n == 0 || to_shell.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    });
+    // Resizes: the outer pty's size to the inner one (its shell gets SIGWINCH) and the emulator.
+    let resize_master = master.try_clone()?;
+    let resize_emulator = Arc::clone(&emulator);
+    std::thread::spawn(move || follow_resizes(&resize_master, &resize_emulator, size));
+
+    // Output: to the outer terminal as it is, and through the emulator into the history.
+    let mut from_shell = File::from(master);
+    let mut stdout = io::stdout().lock();
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from_shell.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            // EIO: the shell's side closed (it exited).
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        stdout.write_all(&buf[..n])?;
+        stdout.flush()?;
+        let rows = {
+            let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
+            e.feed(&buf[..n]);
+            e.take_scrolled_off()
+        };
+        if !rows.is_empty() {
+            // A full disk loses history, never the session.
+            let _ = writer.append(&lines.push_rows(&rows));
+        }
+    }
+    let status = child.wait()?;
+    Ok(status.code().unwrap_or(1))
+}
+
+/// Copies the outer terminal's size to the inner pty (its shell gets SIGWINCH) and the emulator
+/// whenever the outer one changes (mosh-server resizes it on each Resize; this process gets
+/// SIGWINCH then).
+fn follow_resizes(master: &OwnedFd, emulator: &Mutex<Emulator>, mut last: Winsize) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+        return;
+    };
+    rt.block_on(async {
+        let Ok(mut winch) = signal(SignalKind::window_change()) else { return };
+        let stdin = io::stdin();
+        while winch.recv().await.is_some() {
+            let Ok(now) = tcgetwinsize(stdin.as_fd()) else { return };
+            if (now.ws_row, now.ws_col) == (last.ws_row, last.ws_col) {
+                continue;
+            }
+            last = now;
+            if tcsetwinsize(master, now).is_err() {
+                return;
+            }
+            emulator.lock().unwrap_or_else(|p| p.into_inner()).resize(size_of(now));
+        }
+    });
+}
