@@ -424,7 +424,10 @@ impl Driver {
             let local = st.session.as_ref().map(ClientSession::resume_point);
             let mtu = link.max_datagram_size;
             match relay_client::takeover(local.as_ref(), &ready) {
-                Takeover::Fresh => self.start_session(st, key, &key_text, mtu, &ready.session),
+                Takeover::Fresh => {
+                    // A new session cannot fail to start.
+                    let _ = self.begin_session(st, key, &key_text, mtu, &ready.session, None);
+                }
                 Takeover::KeepLocal => {
                     if let Some(s) = st.session.as_mut() {
                         // A session that goes on over a new link: that link's datagram limit.
@@ -436,7 +439,9 @@ impl Driver {
                     }
                 }
                 Takeover::Adopt(point) => {
-                    if let Err(e) = self.adopt(st, key, &key_text, mtu, &ready.session, &point) {
+                    let adopted =
+                        self.begin_session(st, key, &key_text, mtu, &ready.session, Some(&point));
+                    if let Err(e) = adopted {
                         link.close();
                         return Err(ConnectError::Fatal { code: FailCode::BadKey, message: e });
                     }
@@ -479,37 +484,24 @@ impl Driver {
         Ok(link)
     }
 
-    /// The first `ready`: the mosh session starts, under nonce bounds kept for this key.
-    fn start_session(
+    /// The session this page drives from now on, under nonce bounds kept for this key: a new one
+    /// (the first `ready`), or one continued from the relay's copy of it (`from`: this page has
+    /// nothing saved, or another page drove it since), whose screen shows at once.
+    fn begin_session(
         &self,
         st: &mut State,
         key: tern::wire::Key,
         key_text: &str,
         max_datagram_size: usize,
         session_id: &str,
-    ) {
-        let (config, store) = self.session_config(key, key_text, max_datagram_size, st.predict);
-        st.session = Some(ClientSession::new(config, now()));
-        st.nonces = Some(store);
-        st.screen.forget();
-        st.session_id = Some(session_id.to_string());
-        st.key_text = Some(key_text.to_string());
-    }
-
-    /// Continues the session from the relay's copy of it (this page has nothing saved, or another
-    /// page drove it since): the screen as the relay last saw it shows at once.
-    fn adopt(
-        &self,
-        st: &mut State,
-        key: tern::wire::Key,
-        key_text: &str,
-        max_datagram_size: usize,
-        session_id: &str,
-        point: &tern::session::ResumePoint,
+        from: Option<&tern::session::ResumePoint>,
     ) -> Result<(), String> {
         let (config, store) = self.session_config(key, key_text, max_datagram_size, st.predict);
-        let session = ClientSession::resume(config, point, now())
-            .map_err(|e| format!("The relay's copy of the session is unusable: {e}"))?;
+        let session = match from {
+            None => ClientSession::new(config, now()),
+            Some(point) => ClientSession::resume(config, point, now())
+                .map_err(|e| format!("The relay's copy of the session is unusable: {e}"))?,
+        };
         st.session = Some(session);
         st.nonces = Some(store);
         st.screen.forget();
