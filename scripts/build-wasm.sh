@@ -64,7 +64,7 @@ x=node_modules/@xterm
 [[ -f $x/xterm/lib/xterm.mjs ]] || { echo "[build-wasm] ERROR: node_modules missing (npm ci)" >&2; exit 1; }
 cp $x/xterm/lib/xterm.mjs $x/xterm/css/xterm.css $x/addon-fit/lib/addon-fit.mjs "$dist.tmp/xterm/"
 [[ -f $x/addon-webgl/lib/addon-webgl.mjs ]] && cp $x/addon-webgl/lib/addon-webgl.mjs "$dist.tmp/xterm/"
-cp www/index.html www/app.js www/style.css "$dist.tmp/"
+cp www/index.html www/*.js www/style.css "$dist.tmp/"
 
 rm -rf "$dist" && mv "$dist.tmp" "$dist"
 echo "$hash" >"$stamp"

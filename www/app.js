@@ -4,6 +4,7 @@
 import { Terminal } from './xterm/xterm.mjs';
 import { FitAddon } from './xterm/addon-fit.mjs';
 import init, { Client } from './pkg/tern.js';
+import { wireHistory } from './history.js';
 
 // When the page's script started (its modules loaded): the resume benchmark times the restored
 // screen from here.
@@ -219,6 +220,19 @@ const lightTheme = {
 const lightScheme = window.matchMedia?.('(prefers-color-scheme: light)');
 const theme = () => (lightScheme?.matches ? lightTheme : darkTheme);
 
+// The history view draws with the terminal's colours: its palette as CSS variables.
+const PALETTE = ['black', 'red', 'green', 'yellow', 'blue', 'magenta', 'cyan', 'white'];
+function paletteVars(t) {
+  const root = document.documentElement.style;
+  PALETTE.forEach((name, i) => {
+    root.setProperty(`--c${i}`, t[name]);
+    root.setProperty(`--c${i + 8}`, t[`bright${name[0].toUpperCase()}${name.slice(1)}`]);
+  });
+  root.setProperty('--term-fg', t.foreground);
+  root.setProperty('--term-bg', t.background);
+  root.setProperty('--term-selection', t.selectionBackground);
+}
+
 // Relative times for the session list ("5 min ago").
 function ago(unixSeconds) {
   const s = Math.max(0, Date.now() / 1000 - unixSeconds);
@@ -314,7 +328,8 @@ async function main() {
     allowProposedApi: false,
     theme: theme(),
   });
-  lightScheme?.addEventListener('change', () => { term.options.theme = theme(); });
+  paletteVars(theme());
+  lightScheme?.addEventListener('change', () => { term.options.theme = theme(); paletteVars(theme()); });
   const fit = new FitAddon();
   term.loadAddon(fit);
   term.open($('terminal'));
@@ -357,6 +372,7 @@ async function main() {
     setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
     endSession: () => client.endSession(),
     takeBack: () => client.takeBack(),
+    history: wireHistory({ client, term, Client, $ }),
   };
   wirePaste(client);
   try {

@@ -139,6 +139,7 @@ fn info_and_api_bodies() {
         },
         paste: PasteInfo { available: true, max_size: Some(1 << 26), reason: None },
         bridge_allow: vec!["127.0.0.1:60001-60999".into()],
+        history_lines: 100_000,
     };
     round_trip(
         &info,

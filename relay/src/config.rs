@@ -93,6 +93,17 @@ pub struct Config {
     #[arg(long = "session-idle-timeout", env = "TERN_RELAY_SESSION_IDLE_TIMEOUT", default_value_t = SESSION_IDLE_TIMEOUT_SECS)]
     pub session_idle_timeout_secs: u64,
 
+    /// Lines of each spawned session's history (every line its programs printed on the main
+    /// screen, kept by `tern-relay record` between mosh-server and the shell, for the page's
+    /// scrollback and search). 0: no recorder and no history beyond what a page saw.
+    #[arg(long, env = "TERN_RELAY_HISTORY_LINES", default_value_t = 100_000)]
+    pub history_lines: usize,
+
+    /// The `tern-relay` executable to run as the recorder (default: this one; a relay embedded in
+    /// another program, such as a test, names the real binary).
+    #[arg(long, env = "TERN_RELAY_RECORDER", hide = true)]
+    pub recorder: Option<PathBuf>,
+
     /// PEM certificate chain for HTTPS and WebTransport (instead of the self-signed one).
     #[arg(long, env = "TERN_RELAY_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

@@ -16,9 +16,10 @@ use tokio::net::TcpListener;
 use tern::relay_proto::Message;
 use tern::relay_proto::control::MAX_MESSAGE;
 use tern::relay_proto::framing::FRAMING_VERSION;
+use tern::relay_proto::history::{MAX_PAGE_LINES, MAX_REQUEST, MAX_SEARCH_HITS};
 use tern::relay_proto::{
-    ApiError, PROTOCOL_VERSION, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary,
-    WEBTRANSPORT_PATH,
+    ApiError, HISTORY_PATH, HISTORY_SEARCH_PATH, HistoryRequest, HistorySearch, PROTOCOL_VERSION,
+    PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary, WEBTRANSPORT_PATH,
 };
 
 use crate::assets;
@@ -76,6 +77,8 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
                     let path = path.to_string();
                     if path == WEBSOCKET_PATH {
                         websocket(&shared, req, peer)
+                    } else if path == HISTORY_PATH || path == HISTORY_SEARCH_PATH {
+                        history(&shared, req, &path, peer).await
                     } else {
                         handle(&shared, req, &path, peer)
                     }
@@ -247,6 +250,103 @@ fn handle(shared: &Shared, req: Request<Incoming>, path: &str, peer: SocketAddr)
 
 /// The API: every route needs `Authorization: Bearer TOKEN`, checked before anything else.
 fn api(shared: &Shared, req: &Request<Incoming>, path: &str, peer: SocketAddr) -> Response<Body> {
+    if let Err(refused) = authorize(shared, req, peer) {
+        return refused;
+    }
+    if req.method() != Method::GET {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only GET");
+    }
+    match path {
+        "/api/info" => json(StatusCode::OK, &info(shared)),
+        tern::relay_proto::SESSIONS_PATH => json(StatusCode::OK, &sessions(shared)),
+        _ => error(StatusCode::NOT_FOUND, "not_found", "no such API route"),
+    }
+}
+
+/// A session's history (`tern::relay_proto::history`): a page of lines or a search, `POST`ed
+/// as JSON. Read off the async threads: a 100,000-line history is a few megabytes of file.
+async fn history(
+    shared: &Shared,
+    req: Request<Incoming>,
+    path: &str,
+    peer: SocketAddr,
+) -> Response<Body> {
+    use http_body_util::BodyExt;
+    if let Err(refused) = authorize(shared, &req, peer) {
+        return refused;
+    }
+    if !same_origin(shared, req.headers()) {
+        return error(StatusCode::FORBIDDEN, "bad_origin", "this page's own origin only");
+    }
+    if req.method() != Method::POST {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only POST");
+    }
+    let body = match http_body_util::Limited::new(req.into_body(), MAX_REQUEST).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, "bad_request", "request too large"),
+    };
+    let Some(state) = shared.state.as_ref() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "no_history",
+            "this relay keeps no history in bridge mode: only what the page saw can be scrolled",
+        );
+    };
+    let dir = state.dir().to_path_buf();
+    let known = |id: &str| crate::state::valid_id(id) && state.get(id).is_some();
+    let bad = |e: tern::relay_proto::DecodeError| {
+        error(StatusCode::BAD_REQUEST, "bad_request", &format!("malformed request: {e}"))
+    };
+    let unknown = || error(StatusCode::NOT_FOUND, "unknown_session", "no such session");
+    let read = if path == HISTORY_PATH {
+        let r = match tern::relay_proto::decode::<HistoryRequest>(&body) {
+            Ok(r) => r,
+            Err(e) => return bad(e),
+        };
+        if !known(&r.session) {
+            return unknown();
+        }
+        let count = r.count.min(MAX_PAGE_LINES) as usize;
+        tokio::task::spawn_blocking(move || {
+            crate::history::read_page(&dir, &r.session, r.before, count)
+                .map(|page| tern::relay_proto::encode(&page))
+        })
+        .await
+    } else {
+        let s = match tern::relay_proto::decode::<HistorySearch>(&body) {
+            Ok(s) => s,
+            Err(e) => return bad(e),
+        };
+        if !known(&s.session) {
+            return unknown();
+        }
+        let query = match tern::terminal::SearchQuery::new(&s.pattern, s.case_sensitive, s.regex) {
+            Ok(q) => q,
+            Err(e) => return error(StatusCode::BAD_REQUEST, "bad_pattern", &e.to_string()),
+        };
+        tokio::task::spawn_blocking(move || {
+            crate::history::search(&dir, &s.session, &query, MAX_SEARCH_HITS as usize)
+                .map(|result| tern::relay_proto::encode(&result))
+        })
+        .await
+    };
+    match read {
+        Ok(Ok(bytes)) => json_bytes(StatusCode::OK, bytes),
+        Ok(Err(e)) => {
+            tracing::warn!("reading a history failed: {e}");
+            error(StatusCode::INTERNAL_SERVER_ERROR, "io", "the history could not be read")
+        }
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the history read failed"),
+    }
+}
+
+/// Checks `Authorization: Bearer TOKEN`; the response to send when it is missing or wrong.
+#[allow(clippy::result_large_err)]
+fn authorize(
+    shared: &Shared,
+    req: &Request<Incoming>,
+    peer: SocketAddr,
+) -> Result<(), Response<Body>> {
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -254,12 +354,12 @@ fn api(shared: &Shared, req: &Request<Incoming>, path: &str, peer: SocketAddr) -
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     match shared.auth.check(&shared.token, presented, peer.ip(), Instant::now()) {
-        AuthOutcome::Ok => {}
+        AuthOutcome::Ok => Ok(()),
         AuthOutcome::BadToken => {
             tracing::info!(%peer, "api request with a missing or wrong token");
             let mut r = error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return r;
+            Err(r)
         }
         AuthOutcome::RateLimited(wait) => {
             let retry = wait.as_secs() + 1;
@@ -270,16 +370,8 @@ fn api(shared: &Shared, req: &Request<Incoming>, path: &str, peer: SocketAddr) -
             };
             let mut r = json(StatusCode::TOO_MANY_REQUESTS, &body);
             r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry));
-            return r;
+            Err(r)
         }
-    }
-    if req.method() != Method::GET {
-        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only GET");
-    }
-    match path {
-        "/api/info" => json(StatusCode::OK, &info(shared)),
-        tern::relay_proto::SESSIONS_PATH => json(StatusCode::OK, &sessions(shared)),
-        _ => error(StatusCode::NOT_FOUND, "not_found", "no such API route"),
     }
 }
 
@@ -320,6 +412,7 @@ pub(crate) fn info(shared: &Shared) -> RelayInfo {
             .iter()
             .map(|r| format!("{}:{}-{}", r.host, r.ports.low, r.ports.high))
             .collect(),
+        history_lines: if shared.state.is_some() { c.history_lines as u64 } else { 0 },
     }
 }
 
@@ -361,7 +454,10 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response<Body> {
 }
 
 fn json(status: StatusCode, body: &impl Message) -> Response<Body> {
-    let bytes = tern::relay_proto::encode(body);
+    json_bytes(status, tern::relay_proto::encode(body))
+}
+
+fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     let mut r = Response::new(Body::new(Bytes::from(bytes)));
     *r.status_mut() = status;
     let h = r.headers_mut();

@@ -46,9 +46,11 @@ impl RecordArgs {
     pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<RecordArgs, String> {
         let mut args = args.into_iter();
         let (mut dir, mut session, mut max_lines) = (None, None, 100_000usize);
+        let mut login = false;
         while let Some(a) = args.next() {
             match a.to_str() {
                 Some("--") => break,
+                Some("--login") => login = true,
                 Some("--history-dir") => dir = args.next().map(PathBuf::from),
                 Some("--session") => session = args.next().and_then(|s| s.into_string().ok()),
                 Some("--history-lines") => {
@@ -60,14 +62,35 @@ impl RecordArgs {
                 _ => return Err(format!("unknown argument {a:?}")),
             }
         }
-        let command: Vec<OsString> = args.collect();
+        let mut command: Vec<OsString> = args.collect();
+        if login && command.is_empty() {
+            // As mosh-server does without a command: the user's shell, as a login shell.
+            command = vec![login_shell(), "-l".into()];
+        }
         match (dir, session, command.is_empty()) {
-            (Some(history_dir), Some(session), false) => {
+            (Some(history_dir), Some(session), false) if crate::state::valid_id(&session) => {
                 Ok(RecordArgs { history_dir, session, max_lines, command })
             }
-            _ => Err("usage: tern-relay record --history-dir DIR --session ID [--history-lines N] -- COMMAND...".into()),
+            _ => Err("usage: tern-relay record --history-dir DIR --session HEX-ID \
+                      [--history-lines N] (--login | -- COMMAND...)"
+                .into()),
         }
     }
+}
+
+/// The user's shell: `$SHELL` (mosh-server passes the relay's environment on), else the passwd
+/// entry's, else `/bin/sh`.
+fn login_shell() -> OsString {
+    if let Some(shell) = std::env::var_os("SHELL").filter(|s| !s.is_empty()) {
+        return shell;
+    }
+    let uid = rustix::process::getuid().as_raw().to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    passwd
+        .lines()
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.len() >= 7 && f[2] == uid && !f[6].is_empty())
+        .map_or_else(|| "/bin/sh".into(), |f| f[6].into())
 }
 
 /// Runs the command under the recorder; returns its exit code.

@@ -27,6 +27,41 @@ pub struct SpawnSpec {
     /// mosh-server ends itself after this long without a new client state (no page attached:
     /// an attached page sends one at least every 3 s). `None`: it runs until its shell exits.
     pub idle_timeout: Option<Duration>,
+    /// Run the shell under `tern-relay record`, keeping the session's history.
+    pub recorder: Option<Recorder>,
+}
+
+/// Where `tern-relay record` keeps a session's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorder {
+    /// This relay's own executable (it is also the recorder).
+    pub program: std::path::PathBuf,
+    pub history_dir: std::path::PathBuf,
+    pub session: String,
+    pub max_lines: usize,
+}
+
+impl Recorder {
+    /// mosh-server's command: the recorder, then `command` (the login shell when empty).
+    fn wrap(&self, command: &[String]) -> Vec<String> {
+        let mut argv = vec![
+            self.program.to_string_lossy().into_owned(),
+            "record".into(),
+            "--history-dir".into(),
+            self.history_dir.to_string_lossy().into_owned(),
+            "--session".into(),
+            self.session.clone(),
+            "--history-lines".into(),
+            self.max_lines.to_string(),
+        ];
+        if command.is_empty() {
+            argv.push("--login".into());
+        } else {
+            argv.push("--".into());
+            argv.extend(command.iter().cloned());
+        }
+        argv
+    }
 }
 
 /// A mosh-server that printed its connect line.
@@ -72,7 +107,10 @@ pub fn options(spec: &SpawnSpec) -> MoshServerOptions {
         locales: vec![spec.locale.clone()],
         bind: Some(Ipv4Addr::LOCALHOST.into()),
         port: Some(ServerPort::Range { low: spec.ports.low, high: spec.ports.high }),
-        command: spec.command.clone(),
+        command: match &spec.recorder {
+            Some(r) => r.wrap(&spec.command),
+            None => spec.command.clone(),
+        },
         env_remove: SECRET_ENV.iter().map(|name| (*name).to_owned()).collect(),
         // mosh-server's own idle shutdown (MOSH-PROTOCOL.md, environment): it works across relay
         // restarts, and the relay only has to prune records of servers that are gone.
@@ -110,7 +148,26 @@ mod tests {
             command: vec!["/bin/sh".into()],
             timeout: Duration::from_secs(5),
             idle_timeout: Some(Duration::from_secs(600)),
+            recorder: None,
         }
+    }
+
+    #[test]
+    fn a_recorded_session_runs_its_command_or_the_login_shell_under_the_recorder() {
+        let recorder = Recorder {
+            program: "/usr/bin/tern-relay".into(),
+            history_dir: "/state/sessions".into(),
+            session: "ab12cd34".into(),
+            max_lines: 500,
+        };
+        let with_command = SpawnSpec { recorder: Some(recorder.clone()), ..spec("mosh-server") };
+        assert_eq!(
+            arguments(&with_command).join(" "),
+            "new -l LANG=C.UTF-8 -i 127.0.0.1 -p 60001:60999 -- /usr/bin/tern-relay record \
+             --history-dir /state/sessions --session ab12cd34 --history-lines 500 -- /bin/sh"
+        );
+        let login = SpawnSpec { command: Vec::new(), ..with_command };
+        assert!(arguments(&login).join(" ").ends_with("--history-lines 500 --login"));
     }
 
     #[test]

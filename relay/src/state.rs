@@ -112,6 +112,7 @@ impl StateStore {
                     let _ = fs::remove_file(&path);
                     if valid_id(&r.id) {
                         let _ = fs::remove_file(sessions.join(format!("{}.shadow", r.id)));
+                        crate::history::remove(&sessions, &r.id);
                     }
                 }
                 None => {
@@ -119,17 +120,22 @@ impl StateStore {
                 }
             }
         }
-        // A saved session copy whose record is gone (pruned above, or removed by hand).
+        // A saved session copy or history whose record is gone (pruned above, or removed by
+        // hand).
         for entry in fs::read_dir(&sessions).map_err(io_err(&sessions))?.flatten() {
             let path = entry.path();
-            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-            if path.extension().and_then(|e| e.to_str()) == Some("shadow")
-                && !records.contains_key(stem)
-            {
+            let name = path.file_name().and_then(|s| s.to_str()).unwrap_or_default();
+            let owner = name.strip_suffix(".shadow").or_else(|| crate::history::owner_of(name));
+            if owner.is_some_and(|id| !records.contains_key(id)) {
                 let _ = fs::remove_file(&path);
             }
         }
         Ok(StateStore { dir: sessions, records: Mutex::new(records) })
+    }
+
+    /// Where sessions' files live (records, copies, histories).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     fn path_of(&self, id: &str) -> PathBuf {
@@ -203,11 +209,14 @@ impl StateStore {
         self.lock().get(id).cloned()
     }
 
-    /// Forgets a record, on disk too, with the session's saved copy.
+    /// Forgets a record, on disk too, with the session's saved copy and history.
     pub fn remove(&self, id: &str) {
         self.lock().remove(id);
         let _ = fs::remove_file(self.path_of(id));
         let _ = fs::remove_file(self.shadow_path(id));
+        if valid_id(id) {
+            crate::history::remove(&self.dir, id);
+        }
     }
 
     /// All records whose mosh-server still runs; prunes the others.

@@ -127,6 +127,8 @@ struct State {
     predict: tern::predict::PredictConfig,
     relay: RelayState,
     paste: PasteState,
+    /// Lines of history the relay keeps per session (`/api/info`); 0: none (bridge mode).
+    history_lines: u64,
 }
 
 /// One terminal session through tern-relay, as the page drives it.
@@ -159,6 +161,7 @@ impl Driver {
             live_ms: None,
             predict: tern::predict::PredictConfig::default(),
             relay: RelayState::default(),
+            history_lines: 0,
             paste: PasteState::default(),
         };
         Rc::new(Driver { term, target, hooks, wt_port, st: RefCell::new(st) })
@@ -382,7 +385,11 @@ impl Driver {
         let info = relay_link::fetch_info(&self.target.token).await?;
         let patience = relay_client::webtransport_patience(now().saturating_duration_since(asked));
         relay_client::check_info(&info, &self.target)?;
-        self.st.borrow_mut().relay.counters.connects += 1;
+        {
+            let mut st = self.st.borrow_mut();
+            st.relay.counters.connects += 1;
+            st.history_lines = if info.mode == Mode::Spawn { info.history_lines } else { 0 };
+        }
         let resume = self.st.borrow().session_id.clone();
         let port = self.wt_port.unwrap_or(info.port);
         let (link, ready) = RelayLink::open(&info, port, &self.target.token, patience, |max| {
@@ -774,7 +781,8 @@ impl Driver {
                 let frame = session
                     .display_frame()
                     .unwrap_or_else(|| session.server_state().framebuffer().clone());
-                let (bytes, changes) = st.screen.draw(&frame, &note);
+                let server = session.server_state().framebuffer();
+                let (bytes, changes) = st.screen.draw(server, &frame, &note);
                 // Every keystroke whose client state the server has acknowledged is echoed by
                 // the first frame with visible change written after that ack; when predictions
                 // are shown, a new server frame that changes nothing matches what was predicted,
@@ -1078,6 +1086,14 @@ impl Driver {
             ("echo", stats::echo(&st.echo.summary())),
             ("predict", stats::predict(st.predict, st.session.as_ref().map(|s| s.predictor()))),
             ("paste", stats::paste(&st.paste.queue, now())),
+            ("scrollbackRows", (st.screen.scrollback_rows as f64).into()),
         ])
+    }
+
+    /// The session whose history the relay keeps, with the token to ask for it.
+    pub fn history_target(&self) -> Option<(String, String)> {
+        let st = self.st.borrow();
+        let id = st.session_id.clone().filter(|_| st.history_lines > 0)?;
+        Some((self.target.token.clone(), id))
     }
 }

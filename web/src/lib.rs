@@ -231,4 +231,97 @@ impl Client {
     pub fn end_session(&self) {
         self.driver.end_session();
     }
+
+    /// Whether the relay keeps this session's whole history (spawn mode with its recorder):
+    /// then [`history_page`](Self::history_page) and [`search_history`](Self::search_history)
+    /// reach every line, not only the ones this page saw.
+    #[wasm_bindgen(js_name = historyAvailable)]
+    pub fn history_available(&self) -> bool {
+        self.driver.history_target().is_some()
+    }
+
+    /// Up to `count` history lines before line `before` (the newest when `null`):
+    /// `{ first, end, start, lines }`, lines `start..` oldest first, of a history holding lines
+    /// `first..end` (numbers stay put as the program prints more). Rejects with a message.
+    #[wasm_bindgen(js_name = historyPage)]
+    pub async fn history_page(&self, before: Option<f64>, count: u32) -> Result<JsValue, JsValue> {
+        use tern::relay_proto::{HISTORY_PATH, HistoryPage, HistoryRequest};
+        let (token, session) = self.history_target()?;
+        let request = HistoryRequest { session, before: before.map(|b| b as u64), count };
+        let page: HistoryPage = relay_link::history_call(&token, HISTORY_PATH, &request)
+            .await
+            .map_err(|e| JsValue::from_str(&e))?;
+        let lines: js_sys::Array = page.lines.iter().map(|l| JsValue::from_str(l)).collect();
+        Ok(hooks::object(&[
+            ("first", (page.first as f64).into()),
+            ("end", (page.end as f64).into()),
+            ("start", (page.start as f64).into()),
+            ("lines", lines.into()),
+        ]))
+    }
+
+    /// Searches the whole history on the relay: `{ first, end, hits, totalHits, truncated }`,
+    /// `hits` flat `[line, start, end, ...]` (characters of the line without its escapes),
+    /// oldest first. Rejects with a message (a bad regular expression, say).
+    #[wasm_bindgen(js_name = searchHistory)]
+    pub async fn search_history(
+        &self,
+        pattern: String,
+        case_sensitive: bool,
+        regex: bool,
+    ) -> Result<JsValue, JsValue> {
+        use tern::relay_proto::{HISTORY_SEARCH_PATH, HistorySearch, HistorySearchResult};
+        let (token, session) = self.history_target()?;
+        let request = HistorySearch { session, pattern, case_sensitive, regex };
+        let found: HistorySearchResult =
+            relay_link::history_call(&token, HISTORY_SEARCH_PATH, &request)
+                .await
+                .map_err(|e| JsValue::from_str(&e))?;
+        let hits: Vec<f64> =
+            found.hits.iter().flat_map(|h| [h.line as f64, h.start.into(), h.end.into()]).collect();
+        Ok(hooks::object(&[
+            ("first", (found.first as f64).into()),
+            ("end", (found.end as f64).into()),
+            ("hits", js_sys::Float64Array::from(&hits[..]).into()),
+            ("totalHits", (found.total_hits as f64).into()),
+            ("truncated", found.truncated.into()),
+        ]))
+    }
+
+    /// Matches in the page's own lines (its screen and the scrollback it saw), with the same
+    /// search as the relay's: flat `[lineIndex, start, end, ...]` in characters. Throws a
+    /// message for a pattern that cannot be searched.
+    #[wasm_bindgen(js_name = searchLines)]
+    pub fn search_lines(
+        lines: Vec<String>,
+        pattern: &str,
+        case_sensitive: bool,
+        regex: bool,
+    ) -> Result<Vec<u32>, JsValue> {
+        let query = tern::terminal::SearchQuery::new(pattern, case_sensitive, regex)
+            .map_err(|e| JsValue::from_str(&e.to_string()))?;
+        let mut out = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            for (start, end) in query.find(line) {
+                out.extend([i as u32, start as u32, end as u32]);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One history line as HTML for the history view: colours as classes (`f1`, `b4`, ...) or
+    /// inline styles, `marks` (flat `[start, end, ...]`) wrapped in `<mark>`, the `current` one
+    /// with class `current`.
+    #[wasm_bindgen(js_name = lineHtml)]
+    pub fn line_html(line: &str, marks: Vec<u32>, current: Option<u32>) -> String {
+        let marks: Vec<(usize, usize)> =
+            marks.chunks_exact(2).map(|m| (m[0] as usize, m[1] as usize)).collect();
+        tern::terminal::line_html(line, &marks, current.map(|c| c as usize))
+    }
+
+    fn history_target(&self) -> Result<(String, String), JsValue> {
+        self.driver.history_target().ok_or_else(|| {
+            JsValue::from_str("this relay keeps no history for this session (bridge mode)")
+        })
+    }
 }

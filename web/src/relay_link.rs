@@ -12,7 +12,7 @@ use tern::relay_client::{self, ConnectError};
 use tern::relay_proto::control::{MAX_SESSION_MESSAGE, Ready};
 use tern::relay_proto::upload::MAX_REPLY;
 use tern::relay_proto::{
-    ClientMessage, Hello, INFO_PATH, LineBuffer, RelayInfo, SESSIONS_PATH, SessionList,
+    ClientMessage, Hello, INFO_PATH, LineBuffer, Message, RelayInfo, SESSIONS_PATH, SessionList,
 };
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -69,8 +69,32 @@ pub async fn fetch_sessions(token: &str) -> Result<SessionList, ConnectError> {
     relay_client::sessions_response(status, &body)
 }
 
+/// `POST` a history request (`tern::relay_proto::history`): its answer, or what to tell the
+/// person.
+pub async fn history_call<Req: Message, Resp: Message>(
+    token: &str,
+    route: &str,
+    request: &Req,
+) -> Result<Resp, String> {
+    let body = tern::relay_proto::encode(request);
+    match call_api(token, "POST", route, Some(&body)).await {
+        Ok((status, body)) => relay_client::history_response(status, &body),
+        Err(e) => Err(format!("the relay cannot be reached ({e})")),
+    }
+}
+
 /// One authorized GET of the relay's API: status and body.
 async fn get_api(token: &str, route: &str) -> Result<(u16, Vec<u8>), ConnectError> {
+    call_api(token, "GET", route, None).await
+}
+
+/// One authorized request to the relay's API: status and body.
+async fn call_api(
+    token: &str,
+    method: &str,
+    route: &str,
+    body: Option<&[u8]>,
+) -> Result<(u16, Vec<u8>), ConnectError> {
     let window = web_sys::window().ok_or(ConnectError::Retry("no window".into()))?;
     let headers = Headers::new().map_err(|e| retry("headers", e))?;
     if headers.set("Authorization", &format!("Bearer {token}")).is_err() {
@@ -78,7 +102,11 @@ async fn get_api(token: &str, route: &str) -> Result<(u16, Vec<u8>), ConnectErro
         return Ok((401, Vec::new()));
     }
     let init = RequestInit::new();
-    init.set_method("GET");
+    init.set_method(method);
+    if let Some(body) = body {
+        let _ = headers.set("Content-Type", "application/json");
+        init.set_body(&Uint8Array::from(body));
+    }
     init.set_headers(&headers);
     init.set_cache(RequestCache::NoStore);
     let url = under_page(route)?;

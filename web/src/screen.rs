@@ -1,8 +1,10 @@
 //! The renderer adapter: the core's frame (server screen plus notification bar) into xterm.js,
-//! as the difference to what xterm.js already shows.
+//! as the difference to what xterm.js already shows, with the rows that scrolled off the server's
+//! screen pushed into xterm.js's scrollback first (`tern::terminal::push_rows`).
 
 use tern::terminal::{
-    Changes, Framebuffer, Notification, Renderer, SideEffects, overlay_notification,
+    Changes, Framebuffer, Notification, Renderer, SideEffects, overlay_notification, push_rows,
+    rows_scrolled_off,
 };
 
 /// What xterm.js shows and which side effects were reported.
@@ -10,7 +12,12 @@ use tern::terminal::{
 pub struct Screen {
     /// What xterm.js shows, as the renderer left it; `None` when unknown (start, after a resize).
     shown: Option<Framebuffer>,
+    /// The server's screen at the last draw (without predictions or the bar): where scrolling
+    /// is measured from.
+    server: Option<Framebuffer>,
     side_effects: SideEffects,
+    /// Rows pushed into xterm.js's scrollback so far (tests read it through the stats).
+    pub scrollback_rows: u64,
 }
 
 impl Screen {
@@ -18,14 +25,30 @@ impl Screen {
     /// next draw repaints everything.
     pub fn forget(&mut self) {
         self.shown = None;
+        self.server = None;
     }
 
-    /// The bytes that make xterm.js show `fb` with the notification bar (empty when it already
-    /// does), and the side effects (title, bell, clipboard) new since the last draw.
-    pub fn draw(&mut self, fb: &Framebuffer, note: &Notification<'_>) -> (Vec<u8>, Changes) {
-        let wanted = overlay_notification(fb, note);
-        let bytes = Renderer::new().render(self.shown.as_ref(), &wanted);
+    /// The bytes that make xterm.js show `frame` (the server's screen `server` with predictions)
+    /// with the notification bar (empty when it already does), and the side effects (title,
+    /// bell, clipboard) new since the last draw.
+    pub fn draw(
+        &mut self,
+        server: &Framebuffer,
+        frame: &Framebuffer,
+        note: &Notification<'_>,
+    ) -> (Vec<u8>, Changes) {
+        let mut bytes = Vec::new();
+        if let (Some(before), Some(shown)) = (&self.server, &mut self.shown) {
+            let gone = rows_scrolled_off(before, server);
+            if gone > 0 {
+                bytes = push_rows(shown, &before.rows()[..gone]);
+                self.scrollback_rows += gone as u64;
+            }
+        }
+        let wanted = overlay_notification(frame, note);
+        bytes.extend(Renderer::in_place().render(self.shown.as_ref(), &wanted));
         self.shown = Some(wanted);
-        (bytes, self.side_effects.observe(fb))
+        self.server = Some(server.clone());
+        (bytes, self.side_effects.observe(frame))
     }
 }

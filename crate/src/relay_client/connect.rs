@@ -114,6 +114,18 @@ pub fn sessions_response(status: u16, body: &[u8]) -> Result<SessionList, Connec
     api_response(status, body)
 }
 
+/// A history request's answer (`relay_proto::history`): the message, or what to tell the person
+/// (the relay's own message for a refused pattern or an unknown session).
+pub fn history_response<M: Message>(status: u16, body: &[u8]) -> Result<M, String> {
+    match status {
+        200 => decode(body).map_err(|e| format!("the relay's answer could not be read: {e}")),
+        _ => match decode::<crate::relay_proto::ApiError>(body) {
+            Ok(e) => Err(e.message),
+            Err(_) => Err(format!("the relay answered HTTP {status}")),
+        },
+    }
+}
+
 fn api_response<M: Message>(status: u16, body: &[u8]) -> Result<M, ConnectError> {
     match status {
         200 => decode(body).map_err(|e| {

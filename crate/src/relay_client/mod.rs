@@ -20,8 +20,8 @@ mod takeover;
 
 pub use backoff::{BACKOFF_FIRST, BACKOFF_MAX, Backoff, STABLE_LINK};
 pub use connect::{
-    ConnectError, ControlEvent, Target, answer, check_info, control_after_ready, info_response,
-    parse_mosh_connect, sessions_response, webtransport_patience,
+    ConnectError, ControlEvent, Target, answer, check_info, control_after_ready, history_response,
+    info_response, parse_mosh_connect, sessions_response, webtransport_patience,
 };
 pub use saved::SavedSession;
 pub use status::{FailCode, Status};

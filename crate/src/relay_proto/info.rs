@@ -26,6 +26,9 @@ pub struct RelayInfo {
     pub paste: PasteInfo,
     /// Bridge mode's allowlist as `HOST:LOW-HIGH`.
     pub bridge_allow: Vec<String>,
+    /// Lines of history the relay keeps per spawned session (`history`); 0 when it keeps none
+    /// (bridge mode, `--history-lines 0`): the page then scrolls only what it saw.
+    pub history_lines: u64,
 }
 
 impl RelayInfo {
@@ -116,7 +119,8 @@ impl Message for RelayInfo {
                     .opt_u64("max_size", self.paste.max_size)
                     .opt_str("reason", self.paste.reason.as_deref());
             })
-            .strings("bridge_allow", &self.bridge_allow);
+            .strings("bridge_allow", &self.bridge_allow)
+            .u64("history_lines", self.history_lines);
     }
 
     fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
@@ -148,6 +152,7 @@ impl Message for RelayInfo {
                 reason: p.opt_str("reason")?,
             },
             bridge_allow: f.strings("bridge_allow")?,
+            history_lines: f.u64("history_lines")?,
         })
     }
 }

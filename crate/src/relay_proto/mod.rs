@@ -6,6 +6,7 @@
 //!    control stream (first bidi):  hello ▶ ready | error;  ping ▶ pong;  ◀ ended     control
 //!    datagrams: page→relay raw mosh datagrams; relay→page framed                      framing
 //!    every further bidi stream: one paste upload                                      upload
+//!  page ─POST /api/history, /api/history/search (Bearer token)─▶ relay: pages, matches  history
 //!  page ══WebSocket /ws (when WebTransport cannot work)══▶ relay: the same, as frames   websocket
 //! ```
 //!
@@ -20,6 +21,7 @@
 
 pub mod control;
 pub mod framing;
+pub mod history;
 pub mod info;
 pub mod json;
 pub mod line;
@@ -27,6 +29,10 @@ pub mod upload;
 pub mod websocket;
 
 pub use control::{ClientMessage, ErrorCode, Hello, Mode, ServerMessage};
+pub use history::{
+    HISTORY_PATH, HISTORY_SEARCH_PATH, HistoryPage, HistoryRequest, HistorySearch,
+    HistorySearchResult, SearchHit,
+};
 pub use info::{ApiError, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary};
 pub use json::DecodeError;
 pub use line::{LineBuffer, LineError, Message, decode, encode, encode_line};
@@ -34,7 +40,7 @@ pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).
 /// Both ends are built from this crate; a mismatch means a page from another relay build.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Path of the WebTransport endpoint (`https://HOST:PORT/wt`).
 pub const WEBTRANSPORT_PATH: &str = "/wt";

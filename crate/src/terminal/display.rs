@@ -25,7 +25,10 @@ use super::framebuffer::{Framebuffer, Row};
 /// Turns (frame shown, frame wanted) into terminal bytes. Stateless; see the module docs.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Renderer {
-    _private: (),
+    /// Scroll with `CSI n S` inside a margin instead of line feeds: an output terminal with
+    /// scrollback (xterm.js) moves every row a line feed scrolls off its top into its scrollback,
+    /// margins or not, and the page decides itself what goes there (`scrollback`).
+    scroll_up_in_place: bool,
 }
 
 /// The output terminal as the renderer tracks it while emitting.
@@ -102,23 +105,33 @@ impl Renderer {
         Renderer::default()
     }
 
+    /// A renderer whose scrolling never feeds the output terminal's scrollback.
+    pub fn in_place() -> Renderer {
+        Renderer { scroll_up_in_place: true }
+    }
+
     /// The bytes that make a terminal showing `shown` show `wanted`. `None` means the terminal's
     /// contents are unknown (start, or after the terminal was resized): a full paint with a clear,
     /// re-sending title and modes but not bell or clipboard.
     pub fn render(&self, shown: Option<&Framebuffer>, wanted: &Framebuffer) -> Vec<u8> {
         match shown {
-            Some(last) => new_frame(true, last, wanted),
+            Some(last) => new_frame(true, last, wanted, self.scroll_up_in_place),
             None => {
                 let mut blank = Framebuffer::new(wanted.size());
                 blank.bell_count = wanted.bell_count;
                 blank.clipboard = wanted.clipboard.clone();
-                new_frame(false, &blank, wanted)
+                new_frame(false, &blank, wanted, self.scroll_up_in_place)
             }
         }
     }
 }
 
-fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<u8> {
+fn new_frame(
+    mut initialized: bool,
+    last: &Framebuffer,
+    f: &Framebuffer,
+    scroll_up_in_place: bool,
+) -> Vec<u8> {
     let mut frame = FrameState {
         out: Vec::with_capacity(64),
         cursor: None,
@@ -196,7 +209,11 @@ fn new_frame(mut initialized: bool, last: &Framebuffer, f: &Framebuffer) -> Vec<
             frame.update_rendition(Renditions::DEFAULT, true);
             let bottom = lines_scrolled + scroll_height - 1;
             let on_last_row = matches!(frame.cursor, Some((y, _)) if y + 1 == height);
-            if scroll_height + lines_scrolled == height && on_last_row {
+            if scroll_up_in_place {
+                // SU scrolls the margins without moving the cursor, and feeds no scrollback.
+                let _ = write!(frame.out, "\x1b[1;{}r\x1b[{}S\x1b[r", bottom + 1, lines_scrolled);
+                frame.cursor = None;
+            } else if scroll_height + lines_scrolled == height && on_last_row {
                 frame.append(b"\r");
                 frame.append_n(b'\n', lines_scrolled);
                 frame.cursor = Some((height - 1, 0));

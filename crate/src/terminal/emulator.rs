@@ -177,9 +177,8 @@ fn set_mode(fb: &mut Framebuffer, p: &Params, on: bool) {
             25 => fb.modes.cursor_visible = on,
             1004 => fb.modes.mouse_focus_events = on,
             1007 => fb.modes.mouse_alternate_scroll = on,
-            // mosh ignores the alternate screen (one screen for both); only remembered so that a
-            // history keeps the main screen's lines, not a full-screen program's.
-            47 | 1047 | 1049 => fb.alternate_screen = on,
+            // mosh ignores the alternate screen (one screen for both); a recorder keeps both.
+            47 | 1047 | 1049 => fb.switch_screen(n, on),
             2004 => fb.modes.bracketed_paste = on,
             _ => {}
         }

@@ -255,6 +255,10 @@ pub struct Framebuffer {
     /// cloning them costs nothing). Not compared, not carried by a diff.
     pub(crate) scrolled_off: Vec<Arc<Row>>,
     pub(crate) keep_scrolled_off: bool,
+    /// A recorder's main screen while the alternate one is shown (see [`switch_screen`]).
+    ///
+    /// [`switch_screen`]: Framebuffer::switch_screen
+    pub(crate) main_screen: Option<Vec<Arc<Row>>>,
 }
 
 impl Framebuffer {
@@ -288,6 +292,7 @@ impl Framebuffer {
             alternate_screen: false,
             scrolled_off: Vec::new(),
             keep_scrolled_off: false,
+            main_screen: None,
         }
     }
 
@@ -627,6 +632,36 @@ impl Framebuffer {
         // A history recorder's, not the terminal's: a reset does not take it back.
         self.scrolled_off = scrolled_off;
         self.keep_scrolled_off = keep_scrolled_off;
+    }
+    /// DECSET/DECRST 47, 1047, 1049: the alternate screen. mosh ignores it (both screens are one
+    /// and a full-screen program's last screen stays after it quits), and so does a client's
+    /// emulator, which must draw what mosh-server draws. A history recorder (`keep_scrolled_off`)
+    /// does what xterm does instead: the main screen is put aside while the program runs and
+    /// comes back when it quits, so the program's screens never scroll into the history and the
+    /// lines it covered are not lost.
+    pub(crate) fn switch_screen(&mut self, mode: i32, on: bool) {
+        if !self.keep_scrolled_off {
+            self.alternate_screen = on;
+            return;
+        }
+        if on && !self.alternate_screen {
+            if mode == 1049 {
+                self.save_cursor();
+            }
+            let blank = Arc::new(Row::new(self.width, Color::Default));
+            self.main_screen = Some(std::mem::replace(&mut self.rows, vec![blank; self.height]));
+        } else if !on && self.alternate_screen {
+            // A main screen of another size (resized meanwhile) is not worth reflowing here.
+            if let Some(rows) = self.main_screen.take().filter(|r| {
+                r.len() == self.height && r.iter().all(|row| row.cells().len() == self.width)
+            }) {
+                self.rows = rows;
+            }
+            if mode == 1049 {
+                self.restore_cursor();
+            }
+        }
+        self.alternate_screen = on;
     }
     /// DECSTR (mosh's `soft_reset`).
     pub(crate) fn soft_reset(&mut self) {

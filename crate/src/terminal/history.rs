@@ -99,7 +99,7 @@ pub fn plain(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::terminal::{Emulator, Size};
+    use crate::terminal::{Emulator, Size, screen_text};
 
     fn recorder(cols: u16, rows: u16) -> Emulator {
         let mut e = Emulator::new(Size { cols, rows });
@@ -154,6 +154,24 @@ mod tests {
         let lines: Vec<String> = history(&mut e, &mut h).iter().map(|l| plain(l)).collect();
         assert_eq!(lines, ["before-1"], "only the main screen's own scroll");
         assert!(!e.in_alternate_screen());
+    }
+
+    #[test]
+    fn the_lines_a_full_screen_program_covered_come_back_after_it_and_its_screen_does_not() {
+        let mut e = recorder(20, 4);
+        let mut h = HistoryLines::new();
+        e.feed(b"kept-1\r\nkept-2\r\n$ less");
+        // less without -X: the alternate screen, cleared, its own text, then back.
+        e.feed(b"\x1b[?1049h\x1b[H\x1b[2Jin-less-1\r\nin-less-2\r\nin-less-3\r\n:");
+        e.feed(b"\x1b[?1049l\r\n$ ");
+        assert_eq!(plain(&screen_text(e.framebuffer()).rows[0]), "kept-1");
+        e.feed(b"\r\n\r\n\r\n\r\n");
+        let lines: Vec<String> = history(&mut e, &mut h).iter().map(|l| plain(l)).collect();
+        assert_eq!(lines, ["kept-1", "kept-2", "$ less", "$ "]);
+        // A client's emulator keeps mosh's one screen: the program's last screen stays.
+        let mut client = Emulator::new(Size { cols: 20, rows: 4 });
+        client.feed(b"kept-1\r\n\x1b[?1049h\x1b[H\x1b[2Jin-less-1\x1b[?1049l");
+        assert_eq!(screen_text(client.framebuffer()).rows[0], "in-less-1");
     }
 
     #[test]

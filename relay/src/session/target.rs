@@ -10,7 +10,7 @@ use super::handshake::Refusal;
 use crate::config::{Mode, normalize_host};
 use crate::control::{ErrorCode, Hello};
 use crate::shared::Shared;
-use crate::spawn::{SpawnSpec, spawn_mosh_server};
+use crate::spawn::{Recorder, SpawnSpec, spawn_mosh_server};
 use crate::state::{SessionRecord, StateStore, valid_id};
 
 /// Where a session's datagrams go, and what to tell the browser. No `Debug`: it holds the key.
@@ -101,6 +101,30 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
         ));
     }
     let c = &shared.config;
+    let id = new_session_id();
+    // The recorder is this very executable (`tern-relay record`); without it (not found, or
+    // `--history-lines 0`) the session still works, with only the scrollback a page saw.
+    let program = c.recorder.clone().map_or_else(std::env::current_exe, Ok).and_then(|p| {
+        let is_relay = p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("tern-relay"));
+        if is_relay {
+            Ok(p)
+        } else {
+            Err(std::io::Error::other(format!("{} is not tern-relay", p.display())))
+        }
+    });
+    let recorder = match (c.history_lines, program) {
+        (0, _) => None,
+        (max_lines, Ok(program)) => Some(Recorder {
+            program,
+            history_dir: state.dir().to_path_buf(),
+            session: id.clone(),
+            max_lines,
+        }),
+        (_, Err(e)) => {
+            tracing::warn!("no history for new sessions: cannot find tern-relay itself: {e}");
+            None
+        }
+    };
     let spec = SpawnSpec {
         program: c.mosh_server_command.clone(),
         locale: c.mosh_locale.clone(),
@@ -108,13 +132,14 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
         command: c.mosh_command.clone(),
         timeout: c.spawn_timeout(),
         idle_timeout: c.session_idle_timeout(),
+        recorder,
     };
     let spawned = spawn_mosh_server(&spec).await.map_err(|e| {
         tracing::warn!("spawning mosh-server failed: {e:#}");
         Refusal::new(ErrorCode::SpawnFailed, format!("{e:#}"))
     })?;
     let record = SessionRecord {
-        id: new_session_id(),
+        id,
         port: spawned.port,
         key: spawned.key,
         pid: spawned.pid,

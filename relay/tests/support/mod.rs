@@ -115,6 +115,7 @@ pub fn spawn_config(state: &Path, token: &str) -> Config {
     c.token = Some(token.to_string());
     c.state_dir = Some(state.to_path_buf());
     c.mosh_command = vec!["/bin/sh".into()];
+    c.recorder = Some(env!("CARGO_BIN_EXE_tern-relay").into());
     c
 }
 
@@ -292,6 +293,14 @@ impl MoshOverRelay<HostLog> {
 }
 
 impl MoshOverRelay<Complete> {
+    /// A new client keeping the whole screen (rows, not a host byte log).
+    pub fn with_screen(conn: Connection, control: Control, key: &str) -> Self {
+        let key = key.parse().expect("relay hands out a valid key");
+        let mut config = SessionConfig::new(key, 80, 24);
+        config.mtu = 1200;
+        MoshOverRelay::with_session(conn, control, ClientSession::new(config, CoreInstant::ZERO))
+    }
+
     /// A client that takes a session over from `point` (a page with nothing saved, given the
     /// relay's copy in `ready.point`).
     pub fn resume(conn: Connection, control: Control, key: &str, point: &ResumePoint) -> Self {
@@ -473,4 +482,28 @@ pub async fn http_get_with_head(
     let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     (status, head.to_lowercase(), body.to_string())
+}
+
+/// `POST path` with a JSON body over plain HTTP/1.1; returns status and body.
+pub async fn http_post(
+    addr: SocketAddr,
+    path: &str,
+    bearer: Option<&str>,
+    body: &[u8],
+) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let auth = bearer.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    let mut resp = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut resp)).await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&resp).into_owned();
+    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    (status, body.to_string())
 }
