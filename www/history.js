@@ -65,6 +65,7 @@ export class History {
     if (!this.client.historyAvailable()) return false;
     const wasOpen = this.isOpen;
     this.view.hidden = false;
+    document.body.classList.add('history-open');
     this.measure();
     try {
       await this.refresh();
@@ -85,6 +86,10 @@ export class History {
   close() {
     if (!this.isOpen) return;
     this.view.hidden = true;
+    document.body.classList.remove('history-open');
+    // Nothing of it stays in the DOM while closed.
+    this.linesBox.replaceChildren();
+    this.drawn = '';
     this.term.focus();
   }
 

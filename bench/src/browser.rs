@@ -46,8 +46,17 @@ fn build_page() -> anyhow::Result<()> {
 
 /// Runs `node tests/browser/<script> <args> --json` and parses its last line.
 fn node_json<T: for<'de> Deserialize<'de>>(script: &str, args: &[String]) -> anyhow::Result<T> {
+    node_json_with(script, args, &[])
+}
+
+fn node_json_with<T: for<'de> Deserialize<'de>>(
+    script: &str,
+    args: &[String],
+    env: &[(&str, String)],
+) -> anyhow::Result<T> {
     build_page()?;
     let out = Command::new("node")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .arg(format!("tests/browser/{script}"))
         .args(args)
         .arg("--json")
@@ -268,4 +277,73 @@ pub struct ResumeRun {
 pub fn resume(rtt_ms: u64, reloads: usize) -> anyhow::Result<ResumeRun> {
     let args = ["--rtt".to_string(), rtt_ms.to_string(), "--reloads".into(), reloads.to_string()];
     node_json("resume-bench.mjs", &args)
+}
+
+/// What `history-bench.mjs --json` prints.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryRun {
+    pub history_lines: u64,
+    /// Numbers found in the history and the screen, in order, once, in percent of those printed.
+    pub completeness: f64,
+    /// A wheel turn up at the top of the page's scrollback → the history view's lines drawn.
+    pub first_page_ms: Vec<f64>,
+    /// A search for one line of the whole history → its match drawn.
+    pub search_ms: Vec<f64>,
+    pub disk_bytes: f64,
+    pub recorder_rss_kb: f64,
+    pub relay_rss_kb: f64,
+}
+
+/// `seq 1 LINES` in a spawned shell, then the history read and searched; with `release`, by a
+/// release relay (what people run; the browser tests and quick mode use the debug one).
+pub fn history(lines: u64, repeat: usize, release: bool) -> anyhow::Result<HistoryRun> {
+    let args = ["--lines".to_string(), lines.to_string(), "--repeat".into(), repeat.to_string()];
+    let env = if release { vec![("TERN_RELAY_BIN", release_relay()?)] } else { Vec::new() };
+    node_json_with("history-bench.mjs", &args, &env)
+}
+
+fn release_relay() -> anyhow::Result<String> {
+    let status = Command::new("cargo")
+        .args(["build", "--release", "-q", "-p", "tern-relay"])
+        .current_dir(root())
+        .status()
+        .context("running cargo build --release -p tern-relay")?;
+    if !status.success() {
+        bail!("building the release relay failed ({status})");
+    }
+    let target =
+        std::env::var("CARGO_TARGET_DIR").map_or_else(|_| root().join("target"), PathBuf::from);
+    Ok(target.join("release/tern-relay").to_string_lossy().into_owned())
+}
+
+/// What `recorder_echo --json` (relay/examples) prints: key-to-echo through a pty, µs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecorderEcho {
+    pub direct_median_us: f64,
+    pub recorded_median_us: f64,
+    pub direct_p99_us: f64,
+    pub recorded_p99_us: f64,
+}
+
+/// The recorder's cost on a key's echo, side by side with a pty without it (`release`: built
+/// optimized, as tern-relay is installed).
+pub fn recorder_echo(keys: usize, release: bool) -> anyhow::Result<RecorderEcho> {
+    let profile: &[&str] = if release { &["--release"] } else { &[] };
+    let out = Command::new("cargo")
+        .arg("run")
+        .args(profile)
+        .args(["-q", "-p", "tern-relay", "--example", "recorder_echo", "--"])
+        .args([keys.to_string(), "1000".into(), "--json".into()])
+        .current_dir(root())
+        .output()
+        .context("running the recorder_echo example")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!("recorder_echo failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+    }
+    let line =
+        stdout.lines().rev().find(|l| l.starts_with('{')).context("no JSON from recorder_echo")?;
+    serde_json::from_str(line).with_context(|| format!("parsing recorder_echo's JSON: {line}"))
 }

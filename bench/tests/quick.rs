@@ -38,6 +38,10 @@ fn quick_run_produces_every_row_with_the_right_schema() {
         "page load to first screen, UDP blocked − UDP open, RTT 50 ms",
         "reload to the old screen drawn, median, RTT 0 ms",
         "reload to the first new server state, median, RTT 0 ms",
+        "history complete after seq 1 20000",
+        "history: wheel up → first page drawn, median",
+        "history: search of 20000 lines → match shown, median",
+        "recorder: added to a key's echo, median (pty, RTT 0)",
     ] {
         assert!(names.contains(&expected), "no row {expected:?} in {names:#?}");
     }

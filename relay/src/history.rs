@@ -3,9 +3,9 @@
 //!
 //! Two files in the state directory, `<id>.history` (current) and `<id>.history.1` (previous),
 //! one line each (a line is text with SGR escapes, `tern::terminal::HistoryLines`; it never holds a
-//! newline). When the current file has half the limit, it becomes the previous one (renamed over
-//! it) and a new current starts: the history keeps between half and all of `max_lines`, with one
-//! rename and no copying. Lines are numbered from the session's first (0); `<id>.history.base`
+//! newline). When the current file has `max_lines`, it becomes the previous one (renamed over
+//! it) and a new current starts: the history always holds at least the newest `max_lines` lines
+//! (and at most twice as many), with one rename and no copying. Lines are numbered from the session's first (0); `<id>.history.base`
 //! holds the number of the previous file's first line, written before each rotation, so numbers
 //! stay put while lines are dropped. Files are 0600 (they are the session's output). A reader may
 //! catch the writer mid-line: a last line without its newline is not read yet.
@@ -50,8 +50,8 @@ pub struct HistoryWriter {
     file: File,
     /// Lines in the current file.
     lines: usize,
-    /// Lines per file: half the history's limit (at least 1).
-    half: usize,
+    /// Lines per file: the history's limit (at least 1).
+    per_file: usize,
 }
 
 impl HistoryWriter {
@@ -60,14 +60,14 @@ impl HistoryWriter {
         let Paths { current, previous, base } = paths(dir, id);
         let file = open_append(&current)?;
         let lines = count_lines(&current)?;
-        Ok(HistoryWriter { current, previous, base, file, lines, half: (max_lines / 2).max(1) })
+        Ok(HistoryWriter { current, previous, base, file, lines, per_file: max_lines.max(1) })
     }
 
     /// Appends `lines`, starting a new file whenever the current one is full.
     pub fn append(&mut self, lines: &[String]) -> io::Result<()> {
         let mut buf = Vec::new();
         for line in lines {
-            if self.lines >= self.half {
+            if self.lines >= self.per_file {
                 self.file.write_all(&buf)?;
                 buf.clear();
                 self.rotate()?;
@@ -234,10 +234,10 @@ mod tests {
         assert_eq!(page, want);
         w.append(&lines(4..=23)).unwrap();
         let all = read_page(dir.path(), "abc", None, 100).unwrap();
-        // Between half and all of the limit, the newest, in order, numbered from the first ever
-        // (line N has number N - 1).
+        // At least the limit and at most twice it, the newest, in order, numbered from the first
+        // ever (line N has number N - 1).
         assert_eq!(all.end, 23);
-        assert!((5..=10).contains(&(all.end - all.first)), "{all:?}");
+        assert!((10..=20).contains(&(all.end - all.first)), "{all:?}");
         assert_eq!(all.start, all.first);
         assert_eq!(all.lines, lines(all.first as usize + 1..=23));
         let page = read_page(dir.path(), "abc", Some(20), 2).unwrap();

@@ -113,6 +113,9 @@ pub fn run(args: &RecordArgs) -> io::Result<i32> {
     // Raw outer terminal: the inner pty does the line discipline, once.
     let saved = if outer_is_tty {
         let t = tcgetattr(stdin.as_fd())?;
+        // The shell's pty gets the outer one's settings (iutf8, which mosh-server sets, the
+        // control characters), as the shell would have them without the recorder.
+        tcsetattr(&slave, OptionalActions::Now, &t)?;
         let mut raw = t.clone();
         raw.make_raw();
         tcsetattr(stdin.as_fd(), OptionalActions::Now, &raw)?;
@@ -201,16 +204,20 @@ fn follow_resizes(master: &OwnedFd, emulator: &Mutex<Emulator>, mut last: Winsiz
     rt.block_on(async {
         let Ok(mut winch) = signal(SignalKind::window_change()) else { return };
         let stdin = io::stdin();
-        while winch.recv().await.is_some() {
+        // Looks once before the first SIGWINCH: a resize while the recorder was starting (after
+        // it read the size, before it listened) sent its signal to no one.
+        loop {
             let Ok(now) = tcgetwinsize(stdin.as_fd()) else { return };
-            if (now.ws_row, now.ws_col) == (last.ws_row, last.ws_col) {
-                continue;
+            if (now.ws_row, now.ws_col) != (last.ws_row, last.ws_col) {
+                last = now;
+                if tcsetwinsize(master, now).is_err() {
+                    return;
+                }
+                emulator.lock().unwrap_or_else(|p| p.into_inner()).resize(size_of(now));
             }
-            last = now;
-            if tcsetwinsize(master, now).is_err() {
+            if winch.recv().await.is_none() {
                 return;
             }
-            emulator.lock().unwrap_or_else(|p| p.into_inner()).resize(size_of(now));
         }
     });
 }

@@ -62,10 +62,8 @@ test('seq 1 100000: every number is in the history, in order, once', async () =>
   const numbers = all.filter((l) => /^\d+$/.test(l.trim())).map(Number);
   assert.equal(numbers.length, 100000, `${numbers.length} numbers`);
   assert.ok(numbers.every((n, i) => n === i + 1), 'in order, once');
-  assert.ok(history.length > 99970, `${history.length} lines in the history`);
-  // What the page saw went into xterm.js's scrollback too: far fewer lines (mosh sent few frames).
-  const s = await stats(page);
-  assert.ok(s.scrollbackRows > 0, 'rows pushed into the scrollback');
+  const rows = await page.evaluate(() => window.tern.term.rows);
+  assert.ok(history.length >= 100000 - rows, `${history.length} lines in the history`);
 });
 
 test('search finds a line printed 50,000 lines ago and scrolls the history to it', async () => {
@@ -107,7 +105,7 @@ test('scrolling up past what the page saw opens the history, with colours and wh
   const long = 'x'.repeat(300);
   await run(`mkdir -p /tmp/tern-ls-$$/a-dir && touch /tmp/tern-ls-$$/a-file && ls --color=always /tmp/tern-ls-$$; rm -r /tmp/tern-ls-$$; echo ${long}; seq -f 'after-%g' 1 80`, 'after-80');
   const page1 = await page.evaluate(() => window.tern.history.page(null, 200));
-  const dirLine = page1.lines.find((l) => l.includes('a-dir'));
+  const dirLine = page1.lines.find((l) => l.includes('a-dir') && !l.includes('mkdir'));
   assert.ok(dirLine, 'the ls line is in the history');
   assert.match(dirLine, /\x1b\[[0-9;]*34m[^\x1b]*a-dir/, `a directory in blue: ${JSON.stringify(dirLine)}`);
   assert.equal(page1.lines.filter((l) => l === long).length, 1, 'the wrapped line comes back as one line');
@@ -117,15 +115,17 @@ test('scrolling up past what the page saw opens the history, with colours and wh
   await page.mouse.move(400, 300);
   await page.mouse.wheel(0, -300);
   await page.waitForSelector('#history:not([hidden]) .hl');
-  const drawn = await page.evaluate(() => {
+  const drawn = await until(() => page.evaluate(() => {
     const lines = [...document.querySelectorAll('#history .hl')];
-    return {
-      blueDir: lines.some((l) => [...l.querySelectorAll('span')].some((s) => /\bf4\b|\bf12\b/.test(s.className) && s.textContent.includes('a-dir'))),
+    const dir = lines.find((l) => l.textContent.startsWith('a-dir'));
+    return dir && {
+      dirHtml: dir.innerHTML,
+      blueDir: [...dir.querySelectorAll('span')].some((s) => /\bf4\b|\bf12\b/.test(s.className) && s.textContent === 'a-dir'),
       long: lines.some((l) => l.textContent === 'x'.repeat(300)),
       info: document.getElementById('history-info').textContent,
     };
-  });
-  assert.ok(drawn.blueDir, 'the directory drawn blue');
+  }), { what: 'the ls line in the history view' });
+  assert.ok(drawn.blueDir, `the directory drawn blue: ${drawn.dirHtml}`);
   assert.ok(drawn.long, 'the long line drawn as one line');
   assert.match(drawn.info, /History: [\d,]+ lines/);
   await screenshotsOfState(page, 'history-view');
@@ -151,7 +151,7 @@ test('vi and less stay out of the history; the lines before vi are still there a
   await page.keyboard.press('q');
   await run("rm /tmp/tern-vi-$$; seq -f 'after-vi-%g' 1 60", 'after-vi-60');
   const history = await page.evaluate(() => window.tern.history.lines());
-  assert.deepEqual(history.filter((l) => l.includes('in-vi-')), [], 'no vi or less screen in the history');
+  assert.deepEqual(history.filter((l) => l.startsWith('in-vi-')), [], 'no vi or less screen in the history');
   for (let i = 1; i <= 30; i++) assert.ok(history.includes(`before-vi-${i}`), `before-vi-${i} kept`);
 });
 
@@ -179,18 +179,18 @@ function moshServerNew() {
   return server;
 }
 
-test('bridge mode: lines printed slowly go into xterm.js scrollback, in order, once', async () => {
+test('bridge mode: lines printed slowly (more than a screen) go into xterm.js scrollback, in order, once', async () => {
   const s = moshServerNew();
   const other = await launchBrowser();
   try {
     const p = other.page;
     await p.goto(`http://127.0.0.1:${bridgePort}/#token=${token}&host=127.0.0.1&port=${s.port}&key=${encodeURIComponent(s.key)}`);
     await waitForPrompt(p);
-    await p.keyboard.type('for i in $(seq 1 30); do echo slow-$i; sleep 0.1; done; echo done-$((6*7))');
+    await p.keyboard.type('for i in $(seq 1 80); do echo slow-$i; sleep 0.04; done; echo done-$((6*7))');
     await p.keyboard.press('Enter');
     await until(async () => (await screen(p)).includes('done-42'), { timeout: 30000, what: 'the slow loop' });
     const lines = (await xtermLines(p)).filter((l) => /^slow-\d+$/.test(l));
-    assert.deepEqual(lines, Array.from({ length: 30 }, (_, i) => `slow-${i + 1}`));
+    assert.deepEqual(lines, Array.from({ length: 80 }, (_, i) => `slow-${i + 1}`));
     const st = await stats(p);
     assert.ok(st.scrollbackRows >= 10, `${st.scrollbackRows} rows pushed`);
     assert.equal(await p.evaluate(() => window.tern.history.available()), false);
@@ -198,7 +198,8 @@ test('bridge mode: lines printed slowly go into xterm.js scrollback, in order, o
     assert.ok(!(await xtermLines(p)).some((l) => /mosh: |Last contact/.test(l)));
     // Find searches what this page holds.
     const found = await p.evaluate(() => window.tern.history.find('slow-3', {}));
-    assert.equal(found.count, 2, JSON.stringify(found));
+    // slow-3 and slow-30..slow-39 (and not the command line, which has slow-$i).
+    assert.equal(found.count, 11, JSON.stringify(found));
     await screenshotsOfState(p, 'history-bridge-find');
   } finally {
     await other.close();

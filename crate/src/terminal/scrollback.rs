@@ -21,9 +21,10 @@ use std::sync::Arc;
 use super::display::Renderer;
 use super::framebuffer::{Framebuffer, Row};
 
-/// A row that proves the screen scrolled: the same row, or an equal one that is not blank.
+/// A row that proves the screen scrolled: the same or an equal row that is not blank (blank rows
+/// are often one shared row, and prove nothing).
 fn proves(a: &Arc<Row>, b: &Arc<Row>) -> bool {
-    Arc::ptr_eq(a, b) || (a == b && !a.is_default_blank())
+    !a.is_default_blank() && (Arc::ptr_eq(a, b) || a == b)
 }
 
 /// How many rows left the top of the screen from `prev` to `next` (0 when it did not scroll, a
@@ -107,6 +108,19 @@ mod tests {
         let before = e.framebuffer().clone();
         e.feed(b"\r\n$ ");
         assert_eq!(rows_scrolled_off(&before, e.framebuffer()), 1);
+    }
+
+    #[test]
+    fn a_shared_blank_row_at_the_bottom_proves_nothing() {
+        let mut e = screen(b"1\r\n2\r\n3\r\n4\r\n");
+        let mut before = e.framebuffer().clone();
+        e.feed(b"5\r\n");
+        let mut after = e.framebuffer().clone();
+        // One blank row object in both frames' last row, as a client's states share it.
+        let blank = Arc::new(Row::new(20, Default::default()));
+        before.rows[4] = blank.clone();
+        after.rows[4] = blank;
+        assert_eq!(rows_scrolled_off(&before, &after), 1);
     }
 
     #[test]

@@ -1,0 +1,216 @@
+//! Benchmark: what `tern-relay record` (the pty recorder of issue 14) adds to a key's echo.
+//!
+//! Two programs echo each key they read, each on a pty of its own whose master this benchmark
+//! holds (as mosh-server holds the user's): `cat -u` on a raw terminal, once directly and once
+//! under the recorder (which then runs `cat -u` on a raw pty of its own). The echo goes through
+//! the program, not the line discipline, as a shell's (readline's) does. One byte is written to
+//! the master and timed until it comes back; the two setups take turns in batches (the first
+//! one alternating), so that the machine's noise falls on both alike. Prints the median, p90 and
+//! p99 of each and the difference of the medians; asserts nothing.
+//!
+//! `cargo run --release -p tern-relay --example recorder_echo [KEYS] [GAP_US]`: KEYS per setup
+//! (2000), GAP_US the pause between keys in µs (1000; typing is far slower, but the programs
+//! sleep between keys either way).
+//!
+//! The recorder is this same executable run as `recorder_echo record ...`: it calls
+//! `tern_relay::record::run` exactly as `tern-relay record` does (an example cannot rely on
+//! cargo having built the `tern-relay` binary).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+use rustix::termios::{OptionalActions, Winsize, tcgetattr, tcsetattr, tcsetwinsize};
+
+/// On the echoing pty: raw, no echo of its own, then say so and echo every byte as it comes.
+const ECHO: &str = "stty raw -echo && printf R && exec cat -u";
+const BATCH: usize = 100;
+const WARMUP: usize = 50;
+
+fn main() {
+    let mut args = std::env::args_os().skip(1);
+    let first = args.next();
+    if first.as_deref().is_some_and(|a| a == "record") {
+        // The recorder, as `tern-relay record ARGS` runs it.
+        let code = match tern_relay::record::RecordArgs::parse(args) {
+            Ok(a) => tern_relay::record::run(&a).unwrap_or_else(|e| {
+                eprintln!("recorder: {e}");
+                1
+            }),
+            Err(e) => {
+                eprintln!("recorder: {e}");
+                2
+            }
+        };
+        std::process::exit(code);
+    }
+    let json = std::env::args().any(|a| a == "--json");
+    let number = |a: Option<OsString>, default: u64| {
+        a.and_then(|a| a.to_str()?.parse().ok()).unwrap_or(default)
+    };
+    let keys = usize::try_from(number(first, 2000)).unwrap_or(2000).max(BATCH);
+    let gap = Duration::from_micros(number(args.next(), 1000));
+
+    let history = tempfile::tempdir().expect("a temporary directory");
+    let me = std::env::current_exe().expect("this executable");
+    let mut direct = Echo::start(Command::new("sh").args(["-c", ECHO]));
+    let mut recorded = Echo::start(
+        Command::new(me).arg("record").arg("--history-dir").arg(history.path()).args([
+            "--session",
+            "0123456789abcdef",
+            "--",
+            "sh",
+            "-c",
+            ECHO,
+        ]),
+    );
+
+    for _ in 0..WARMUP {
+        direct.key(gap);
+        recorded.key(gap);
+    }
+    let (mut d, mut r) = (Vec::with_capacity(keys), Vec::with_capacity(keys));
+    for batch in 0..keys.div_ceil(BATCH) {
+        let n = BATCH.min(keys - batch * BATCH);
+        let mut direct_batch = || (0..n).for_each(|_| d.push(direct.key(gap)));
+        let mut recorded_batch = || (0..n).for_each(|_| r.push(recorded.key(gap)));
+        if batch % 2 == 0 {
+            direct_batch();
+            recorded_batch();
+        } else {
+            recorded_batch();
+            direct_batch();
+        }
+    }
+    direct.stop();
+    recorded.stop();
+
+    let (d, r) = (Stats::of(d), Stats::of(r));
+    println!(
+        "key-to-echo latency through a pty, {keys} keys each, {} µs between keys, \
+         interleaved in batches of {BATCH}",
+        gap.as_micros()
+    );
+    println!("{:<38}{:>10}{:>10}{:>10}", "µs", "median", "p90", "p99");
+    println!("{:<38}{:>10.1}{:>10.1}{:>10.1}", "direct (cat -u)", d.median, d.p90, d.p99);
+    println!(
+        "{:<38}{:>10.1}{:>10.1}{:>10.1}",
+        "recorded (tern-relay record cat -u)", r.median, r.p90, r.p99
+    );
+    println!(
+        "{:<38}{:>+10.1}{:>+10.1}{:>+10.1}",
+        "recorder adds",
+        r.median - d.median,
+        r.p90 - d.p90,
+        r.p99 - d.p99
+    );
+    if json {
+        // For tern-bench's `history` rows: one JSON object on the last line.
+        println!(
+            "{{\"keys\":{keys},\"directMedianUs\":{:.1},\"recordedMedianUs\":{:.1},\
+             \"directP99Us\":{:.1},\"recordedP99Us\":{:.1}}}",
+            d.median, r.median, d.p99, r.p99
+        );
+    }
+}
+
+/// A program echoing keys on a pty of its own: the pty's master and the program.
+struct Echo {
+    master: File,
+    child: Child,
+    next: u8,
+}
+
+impl Echo {
+    /// Starts `command` on a new 80x24 pty, as its session leader (`setsid --ctty`, as
+    /// mosh-server starts its child), and waits until it echoes.
+    fn start(command: &mut Command) -> Echo {
+        let (master, slave) = pty();
+        // Raw from the start, as mosh-server's pty is once the program asks for it.
+        let mut t = tcgetattr(&slave).expect("tcgetattr");
+        t.make_raw();
+        tcsetattr(&slave, OptionalActions::Now, &t).expect("tcsetattr");
+        let program = command.get_program().to_owned();
+        let args: Vec<OsString> = command.get_args().map(ToOwned::to_owned).collect();
+        let child = Command::new("setsid")
+            .arg("--ctty")
+            .arg(program)
+            .args(args)
+            .stdin(Stdio::from(slave.try_clone().expect("dup")))
+            .stdout(Stdio::from(slave.try_clone().expect("dup")))
+            .stderr(Stdio::from(slave))
+            .spawn()
+            .expect("the echoing program starts");
+        let mut echo = Echo { master: File::from(master), child, next: b'a' };
+        let mut ready = [0u8; 1];
+        loop {
+            echo.master.read_exact(&mut ready).expect("the program says it is ready");
+            if ready[0] == b'R' {
+                break echo;
+            }
+        }
+    }
+
+    /// Pauses `gap`, then times one key from the write to the master until its echo is read.
+    fn key(&mut self, gap: Duration) -> Duration {
+        std::thread::sleep(gap);
+        let key = self.next;
+        self.next = if key == b'z' { b'a' } else { key + 1 };
+        let mut buf = [0u8; 64];
+        let start = Instant::now();
+        self.master.write_all(&[key]).expect("write a key");
+        loop {
+            let n = self.master.read(&mut buf).expect("read the echo");
+            assert!(n > 0, "the program exited");
+            if buf[..n].contains(&key) {
+                return start.elapsed();
+            }
+        }
+    }
+
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A pty pair of 80x24: (master, slave).
+fn pty() -> (OwnedFd, OwnedFd) {
+    let master =
+        openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("a pty");
+    grantpt(&master).expect("grantpt");
+    unlockpt(&master).expect("unlockpt");
+    let name = ptsname(&master, Vec::new()).expect("ptsname");
+    let slave: OwnedFd = File::options()
+        .read(true)
+        .write(true)
+        .open(std::ffi::OsStr::from_bytes(name.as_bytes()))
+        .expect("the pty's slave")
+        .into();
+    tcsetwinsize(&master, Winsize { ws_row: 24, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0 })
+        .expect("window size");
+    (master, slave)
+}
+
+/// Median, p90 and p99 in µs.
+struct Stats {
+    median: f64,
+    p90: f64,
+    p99: f64,
+}
+
+impl Stats {
+    fn of(mut samples: Vec<Duration>) -> Stats {
+        samples.sort();
+        let at = |p: usize| {
+            let i = (samples.len() * p / 100).min(samples.len() - 1);
+            samples[i].as_secs_f64() * 1e6
+        };
+        Stats { median: at(50), p90: at(90), p99: at(99) }
+    }
+}
