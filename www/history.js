@@ -8,10 +8,30 @@
 //   search, opens the history view over the terminal: a virtual list that fetches the lines it
 //   shows from the relay, page by page, newest first, so a 100,000-line history costs nothing
 //   until someone looks.
-// The colours and the search are the core's (Client.lineHtml, Client.searchLines and the relay's
-// search): this file only moves lines into the DOM.
+// The colours are the core's (Client.lineHtml), the history's search the relay's (the core's
+// SearchQuery); this file moves lines into the DOM and searches the few the page holds itself.
 
 const PAGE = 400; // lines per request
+
+// Matches in the page's own lines (its screen, and in bridge mode all xterm.js holds): flat
+// [lineIndex, start, end, ...] in characters, as the relay's search (the core's SearchQuery)
+// reports them. The browser's own RegExp: a few thousand lines need no engine of ours, and the
+// page stays small (the regex crate would add about 250 KB gzipped to the wasm). Throws a
+// SyntaxError saying what is wrong with a bad pattern.
+export function searchLines(lines, pattern, caseSensitive, regex) {
+  if (!pattern) return [];
+  const source = regex ? pattern : pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const re = new RegExp(source, caseSensitive ? 'gu' : 'giu');
+  const out = [];
+  lines.forEach((line, i) => {
+    for (const m of line.matchAll(re)) {
+      if (!m[0].length) continue;
+      const start = [...line.slice(0, m.index)].length;
+      out.push(i, start, start + [...m[0]].length);
+    }
+  });
+  return out;
+}
 const OVERSCAN = 60; // lines drawn above and below what is visible
 
 // A key pressed while the history view has the focus, as the bytes a terminal would send, so that
@@ -313,7 +333,7 @@ export class Finder {
         if (found.truncated) note = ` (newest ${found.hits.length.toLocaleString()} shown)`;
       }
       const { from, lines } = this.bufferLines(relay);
-      const hits = this.Client.searchLines(lines, pattern, caseSensitive, regex);
+      const hits = searchLines(lines, pattern, caseSensitive, regex);
       for (let i = 0; i < hits.length; i += 3) {
         matches.push({ where: 'buffer', line: from + hits[i], start: hits[i + 1], end: hits[i + 2] });
       }

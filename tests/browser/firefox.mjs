@@ -161,7 +161,8 @@ async function prepare(p) {
 const MODIFIERS = new Set(['Alt', 'Control', 'Meta', 'Shift', 'ControlOrMeta']);
 
 /// A puppeteer page with the playwright calls the tests use: keyboard.press('Control+U'),
-/// setViewportSize, emulateMedia, waitForSelector, textContent, isHidden, fill, addInitScript,
+/// mouse.wheel(dx, dy), setViewportSize, emulateMedia, waitForSelector, textContent, isHidden,
+/// fill, addInitScript,
 /// locator(sel).waitFor/innerText/allTextContents; screenshots named browser-*.png are written
 /// as firefox-*.png. Everything else is puppeteer's own (goto, url, evaluate, keyboard.type,
 /// screenshot, on, close have the same shape there).
@@ -183,8 +184,15 @@ export function adaptPage(p) {
       for (const m of mods.reverse()) await p.keyboard.up(m);
     },
   };
+  // Playwright's wheel(deltaX, deltaY); puppeteer's takes an object.
+  const mouse = {
+    move: (x, y, opts) => p.mouse.move(x, y, opts),
+    wheel: (deltaX, deltaY) => p.mouse.wheel({ deltaX, deltaY }),
+    click: (x, y, opts) => p.mouse.click(x, y, opts),
+  };
   const extra = {
     keyboard,
+    mouse,
     raw: p,
     setViewportSize: (size) => p.setViewport(size),
     viewportSize: () => p.viewport(),

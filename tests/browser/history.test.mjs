@@ -94,7 +94,7 @@ test('search finds a line printed 50,000 lines ago and scrolls the history to it
   assert.equal(r.count, 20, JSON.stringify(r));
   const bad = await page.evaluate(() => window.tern.history.find('([a-', { regex: true }));
   assert.ok(bad.error, JSON.stringify(bad));
-  assert.match(await page.textContent('#find-count'), /regex|parse|unclosed|error/i);
+  assert.match(await page.textContent('#find-count'), /regex|regular expression|unclosed|unterminated|error/i);
   await screenshotsOfState(page, 'history-search-bad-pattern');
   await page.keyboard.press('Escape');
   assert.equal(await page.isHidden('#find'), true);

@@ -288,27 +288,6 @@ impl Client {
         ]))
     }
 
-    /// Matches in the page's own lines (its screen and the scrollback it saw), with the same
-    /// search as the relay's: flat `[lineIndex, start, end, ...]` in characters. Throws a
-    /// message for a pattern that cannot be searched.
-    #[wasm_bindgen(js_name = searchLines)]
-    pub fn search_lines(
-        lines: Vec<String>,
-        pattern: &str,
-        case_sensitive: bool,
-        regex: bool,
-    ) -> Result<Vec<u32>, JsValue> {
-        let query = tern::terminal::SearchQuery::new(pattern, case_sensitive, regex)
-            .map_err(|e| JsValue::from_str(&e.to_string()))?;
-        let mut out = Vec::new();
-        for (i, line) in lines.iter().enumerate() {
-            for (start, end) in query.find(line) {
-                out.extend([i as u32, start as u32, end as u32]);
-            }
-        }
-        Ok(out)
-    }
-
     /// One history line as HTML for the history view: colours as classes (`f1`, `b4`, ...) or
     /// inline styles, `marks` (flat `[start, end, ...]`) wrapped in `<mark>`, the `current` one
     /// with class `current`.
