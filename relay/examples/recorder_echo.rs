@@ -37,17 +37,10 @@ fn main() {
     let first = args.next();
     if first.as_deref().is_some_and(|a| a == "record") {
         // The recorder, as `tern-relay record ARGS` runs it.
-        let code = match tern_relay::record::RecordArgs::parse(args) {
-            Ok(a) => tern_relay::record::run(&a).unwrap_or_else(|e| {
-                eprintln!("recorder: {e}");
-                1
-            }),
-            Err(e) => {
-                eprintln!("recorder: {e}");
-                2
-            }
-        };
-        std::process::exit(code);
+        std::process::exit(match tern_relay::record::main(args) {
+            c if c == std::process::ExitCode::SUCCESS => 0,
+            _ => 1,
+        });
     }
     let json = std::env::args().any(|a| a == "--json");
     let number = |a: Option<OsString>, default: u64| {

@@ -10,19 +10,7 @@ fn main() -> std::process::ExitCode {
     // (relay/src/record.rs). No runtime, no log: its stdout is the shell's terminal.
     let mut args = std::env::args_os().skip(1);
     if args.next().is_some_and(|a| a == "record") {
-        return match tern_relay::record::RecordArgs::parse(args) {
-            Ok(a) => match tern_relay::record::run(&a) {
-                Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
-                Err(e) => {
-                    eprintln!("tern-relay record: {e}");
-                    std::process::ExitCode::FAILURE
-                }
-            },
-            Err(e) => {
-                eprintln!("tern-relay record: {e}");
-                std::process::ExitCode::from(2)
-            }
-        };
+        return tern_relay::record::main(args);
     }
     relay_main()
 }

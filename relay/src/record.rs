@@ -78,6 +78,23 @@ impl RecordArgs {
     }
 }
 
+/// `tern-relay record ARGS` (ARGS after `record`): runs the recorder, exits as its command did.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> std::process::ExitCode {
+    match RecordArgs::parse(args) {
+        Ok(a) => match run(&a) {
+            Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(e) => {
+                eprintln!("tern-relay record: {e}");
+                std::process::ExitCode::FAILURE
+            }
+        },
+        Err(e) => {
+            eprintln!("tern-relay record: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
 /// The user's shell: `$SHELL` (mosh-server passes the relay's environment on), else the passwd
 /// entry's, else `/bin/sh`.
 fn login_shell() -> OsString {

@@ -23,6 +23,16 @@ pub fn start_reference_server(home: &Path) -> MoshServer {
 /// [`start_reference_server`] with more environment (applied last: it may replace `PS1`), such as
 /// [`crate::typing::typing_env`]. mosh-server starts the shell in HOME.
 pub fn start_reference_server_with(home: &Path, extra_env: &[(String, String)]) -> MoshServer {
+    start_server(home, extra_env, &[])
+}
+
+/// [`start_reference_server`] with its shell under `wrapper` (the recorder of spawn mode, say:
+/// `[tern-record, --history-dir, DIR, --session, ID, --]`).
+pub fn start_wrapped_server(home: &Path, wrapper: &[String]) -> MoshServer {
+    start_server(home, &[], wrapper)
+}
+
+fn start_server(home: &Path, extra_env: &[(String, String)], wrapper: &[String]) -> MoshServer {
     let mut env: Vec<(String, String)> = vec![
         ("HOME".into(), home.display().to_string()),
         ("PATH".into(), "/usr/bin:/bin".into()),
@@ -32,7 +42,11 @@ pub fn start_reference_server_with(home: &Path, extra_env: &[(String, String)]) 
     env.extend(extra_env.iter().cloned());
     let options = MoshServerOptions {
         program: require_program("mosh-server"),
-        command: vec!["/bin/bash".into(), "--norc".into(), "--noprofile".into()],
+        command: wrapper
+            .iter()
+            .cloned()
+            .chain(["/bin/bash".into(), "--norc".into(), "--noprofile".into()])
+            .collect(),
         env,
         clear_env: true,
         ..MoshServerOptions::default()

@@ -1,9 +1,11 @@
 //! Tern's screens against the stock mosh-client's, workload by workload.
 //!
 //! Each workload script (`tests/mosh-client-harness/workloads/*.script`, the probe's language) runs
-//! three times against fresh, identically started mosh-servers: through the stock mosh-client in
-//! tmux (the reference), through Tern's probe directly, and through Tern's probe across the link
-//! emulator at 200 ms RTT with 5 % loss each way. The text screens and cursors must be identical.
+//! against fresh, identically started mosh-servers: through the stock mosh-client in tmux (the
+//! reference), through Tern's probe directly, through Tern's probe across the link emulator at
+//! 200 ms RTT with 5 % loss each way, and through Tern's probe to a mosh-server whose shell runs
+//! under spawn mode's history recorder (`tern-relay record`, which must change nothing). The text
+//! screens and cursors must be identical.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,7 +14,9 @@ use std::time::Duration;
 use tern_native::probe::{ProbeOptions, ProbeResult, run_probe};
 use tern_native::script::{Action, parse_script};
 use tern_tests::linkemu::{DirectionConfig, LinkConfig, LinkEmulator};
-use tern_tests::mosh_client::{Capture, TempDir, TmuxMoshClient, start_reference_server};
+use tern_tests::mosh_client::{
+    Capture, TempDir, TmuxMoshClient, start_reference_server, start_wrapped_server,
+};
 
 const WORKLOADS: [&str; 8] = ["wrap", "seq", "colours", "unicode", "title", "vi", "bs", "resize"];
 const COLS: u16 = 80;
@@ -42,9 +46,32 @@ fn reference(workload: &str, actions: &[Action]) -> Capture {
     capture
 }
 
-fn probe(workload: &str, actions: &[Action], lossy: bool) -> (Capture, ProbeResult) {
+/// How the probe reaches its mosh-server.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Path {
+    Direct,
+    Lossy,
+    /// Direct, the shell under the history recorder.
+    Recorded,
+}
+
+fn probe(workload: &str, actions: &[Action], path: Path) -> (Capture, ProbeResult) {
     let home = TempDir::new("probe-home");
-    let server = start_reference_server(&home.0);
+    let history = TempDir::new("probe-history");
+    let server = if path == Path::Recorded {
+        let wrapper: Vec<String> = vec![
+            env!("CARGO_BIN_EXE_tern-record").into(),
+            "--history-dir".into(),
+            history.0.display().to_string(),
+            "--session".into(),
+            "0123456789abcdef".into(),
+            "--".into(),
+        ];
+        start_wrapped_server(&home.0, &wrapper)
+    } else {
+        start_reference_server(&home.0)
+    };
+    let lossy = path == Path::Lossy;
     let direct: SocketAddr = ([127, 0, 0, 1], server.port).into();
     let emulator = lossy.then(|| {
         let path = DirectionConfig {
@@ -117,8 +144,9 @@ fn tern_draws_the_same_screens_as_mosh_client_directly_and_over_a_lossy_link() {
                 scope.spawn(move || {
                     let actions = script(workload);
                     let expected = reference(workload, &actions);
-                    let (direct, direct_result) = probe(workload, &actions, false);
-                    let (lossy, lossy_result) = probe(workload, &actions, true);
+                    let (direct, direct_result) = probe(workload, &actions, Path::Direct);
+                    let (lossy, lossy_result) = probe(workload, &actions, Path::Lossy);
+                    let (recorded, _) = probe(workload, &actions, Path::Recorded);
                     let mut report = String::new();
                     let d = differences(&expected, &direct);
                     if !d.is_empty() {
@@ -127,6 +155,10 @@ fn tern_draws_the_same_screens_as_mosh_client_directly_and_over_a_lossy_link() {
                     let l = differences(&expected, &lossy);
                     if !l.is_empty() {
                         report.push_str(&format!("{workload}, 200 ms RTT 5 % loss:\n{l}"));
+                    }
+                    let r = differences(&expected, &recorded);
+                    if !r.is_empty() {
+                        report.push_str(&format!("{workload}, shell under the recorder:\n{r}"));
                     }
                     for (path, result) in [("direct", &direct_result), ("lossy", &lossy_result)] {
                         if result.counters.dropped_unknown_base != 0 {
