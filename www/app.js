@@ -325,7 +325,8 @@ async function main() {
     cursorBlink: true,
     cursorStyle: 'block',
     scrollback: 2000,
-    allowProposedApi: false,
+    // Decorations (find highlights every match on the screen) are still "proposed" in xterm.js 6.
+    allowProposedApi: true,
     theme: theme(),
   });
   paletteVars(theme());
@@ -385,7 +386,19 @@ async function main() {
   const refit = () => {
     if (pending) return;
     pending = true;
-    requestAnimationFrame(() => { pending = false; fit.fit(); });
+    requestAnimationFrame(() => {
+      pending = false;
+      const size = fit.proposeDimensions();
+      if (!size || (size.cols === term.cols && size.rows === term.rows)) return;
+      // xterm.js moves screen rows into its scrollback when it shrinks and back out when it grows;
+      // the client clears the screen and holds drawing until the resize is done, so the scrollback
+      // keeps only the rows that scrolled off, once each.
+      client.beginResize();
+      term.write('', () => {
+        fit.fit();
+        client.endResize();
+      });
+    });
   };
   window.addEventListener('resize', refit);
   new ResizeObserver(refit).observe($('terminal'));

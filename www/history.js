@@ -245,6 +245,7 @@ export class Finder {
     this.totalHits = 0;
     this.timer = null;
     this.generation = 0;
+    this.decorations = []; // xterm.js markers and decorations of the matches it holds
     this.input.addEventListener('input', () => this.schedule());
     this.input.addEventListener('keydown', (e) => {
       if (e.key === 'Enter') {
@@ -286,6 +287,7 @@ export class Finder {
     this.generation++;
     this.matches = [];
     this.history.setMarks([], null);
+    this.undecorate();
     this.term.clearSelection();
     if (this.history.isOpen) this.history.close();
     else this.term.focus();
@@ -350,8 +352,37 @@ export class Finder {
     return { count: matches.length, total };
   }
 
+  // Every match xterm.js holds gets a background (the newest 1000); the current one is selected.
+  decorate(matches) {
+    this.undecorate();
+    const buf = this.term.buffer.active;
+    const cursor = buf.baseY + buf.cursorY;
+    const color = getComputedStyle(document.documentElement).getPropertyValue('--find-match').trim() || '#6b5a2e';
+    for (const m of matches.filter((x) => x.where === 'buffer').slice(-1000)) {
+      const marker = this.term.registerMarker(m.line - cursor);
+      if (!marker) continue;
+      this.decorations.push(marker);
+      try {
+        const d = this.term.registerDecoration({
+          marker, x: m.start, width: Math.max(1, m.end - m.start), backgroundColor: color, layer: 'bottom',
+        });
+        if (d) this.decorations.push(d);
+      } catch (e) {
+        // Only a highlight: the search itself stands.
+        console.warn(`find: no highlight (${e.message})`);
+        return;
+      }
+    }
+  }
+
+  undecorate() {
+    for (const d of this.decorations) d.dispose();
+    this.decorations = [];
+  }
+
   show(matches, total, note) {
     this.matches = matches;
+    this.decorate(matches);
     this.totalHits = total;
     this.index = -1;
     const flat = [];
@@ -442,5 +473,7 @@ export function wireHistory({ client, term, Client, $ }) {
       return finder.search();
     },
     step: (delta) => finder.step(delta),
+    // Matches highlighted in xterm.js (tests).
+    highlighted: () => finder.decorations.filter((d) => 'marker' in d).length,
   };
 }

@@ -200,7 +200,11 @@ test('bridge mode: lines printed slowly (more than a screen) go into xterm.js sc
     const found = await p.evaluate(() => window.tern.history.find('slow-3', {}));
     // slow-3 and slow-30..slow-39 (and not the command line, which has slow-$i).
     assert.equal(found.count, 11, JSON.stringify(found));
+    assert.equal(await p.evaluate(() => window.tern.history.highlighted()), 11, 'every match highlighted');
     await screenshotsOfState(p, 'history-bridge-find');
+    // Resizing (the screenshots went to phone size and back) neither loses nor repeats a line.
+    const after = (await xtermLines(p)).filter((l) => /^slow-\d+$/.test(l));
+    assert.deepEqual(after, Array.from({ length: 80 }, (_, i) => `slow-${i + 1}`));
   } finally {
     await other.close();
   }

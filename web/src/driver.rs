@@ -129,6 +129,8 @@ struct State {
     paste: PasteState,
     /// Lines of history the relay keeps per session (`/api/info`); 0: none (bridge mode).
     history_lines: u64,
+    /// The page is resizing the terminal: nothing is drawn until it is done (`end_resize`).
+    resizing: bool,
 }
 
 /// One terminal session through tern-relay, as the page drives it.
@@ -162,6 +164,7 @@ impl Driver {
             predict: tern::predict::PredictConfig::default(),
             relay: RelayState::default(),
             history_lines: 0,
+            resizing: false,
             paste: PasteState::default(),
         };
         Rc::new(Driver { term, target, hooks, wt_port, st: RefCell::new(st) })
@@ -758,7 +761,31 @@ impl Driver {
 
     /// Draws the core's newest screen with the notification bar into xterm.js (only the
     /// difference to what it shows), then reports paste progress, title, bell and clipboard.
+    /// The page is about to resize the terminal. xterm.js moves screen rows into its scrollback
+    /// when it shrinks (and back out when it grows), while the screen is repainted after a resize
+    /// anyway: so the screen is cleared, the cursor homed, and nothing drawn until
+    /// [`end_resize`](Self::end_resize), and the scrollback keeps only what scrolled off, once.
+    pub fn begin_resize(&self) {
+        let mut st = self.st.borrow_mut();
+        st.resizing = true;
+        st.screen.forget();
+        self.term.write(&js_sys::Uint8Array::from(&b"\x1b[H\x1b[2J"[..]));
+    }
+
+    /// The resize is done (or was not needed): draw again, everything.
+    pub fn end_resize(&self) {
+        {
+            let mut st = self.st.borrow_mut();
+            st.resizing = false;
+            st.screen.forget();
+        }
+        self.render(false);
+    }
+
     pub fn render(&self, new_state: bool) {
+        if self.st.borrow().resizing {
+            return;
+        }
         let t = now();
         let (drawn, paste_report) = {
             let mut st = self.st.borrow_mut();
@@ -782,7 +809,8 @@ impl Driver {
                     .display_frame()
                     .unwrap_or_else(|| session.server_state().framebuffer().clone());
                 let server = session.server_state().framebuffer();
-                let (bytes, changes) = st.screen.draw(server, &frame, &note);
+                let size = tern::terminal::Size { cols: self.term.cols(), rows: self.term.rows() };
+                let (bytes, changes) = st.screen.draw(server, &frame, &note, size);
                 // Every keystroke whose client state the server has acknowledged is echoed by
                 // the first frame with visible change written after that ack; when predictions
                 // are shown, a new server frame that changes nothing matches what was predicted,

@@ -120,6 +120,20 @@ impl Client {
         self.driver.screen_text()
     }
 
+    /// Before the page resizes the terminal: clears xterm.js's screen and holds drawing, so that
+    /// xterm.js's own resize moves nothing between its screen and its scrollback. Call
+    /// [`end_resize`](Self::end_resize) once xterm.js has parsed what was written and resized.
+    #[wasm_bindgen(js_name = beginResize)]
+    pub fn begin_resize(&self) {
+        self.driver.begin_resize();
+    }
+
+    /// The terminal has its new size (or kept its old one): draws everything again.
+    #[wasm_bindgen(js_name = endResize)]
+    pub fn end_resize(&self) {
+        self.driver.end_resize();
+    }
+
     /// Counters, SRTT and echo latency; see docs/BROWSER.md for each field.
     pub fn stats(&self) -> JsValue {
         self.driver.stats()

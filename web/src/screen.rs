@@ -3,8 +3,8 @@
 //! screen pushed into xterm.js's scrollback first (`tern::terminal::push_rows`).
 
 use tern::terminal::{
-    Changes, Framebuffer, Notification, Renderer, SideEffects, overlay_notification, push_rows,
-    rows_scrolled_off,
+    Changes, Framebuffer, Notification, Renderer, SideEffects, Size, overlay_notification,
+    push_rows, rows_scrolled_off,
 };
 
 /// What xterm.js shows and which side effects were reported.
@@ -31,21 +31,25 @@ impl Screen {
     /// The bytes that make xterm.js show `frame` (the server's screen `server` with predictions)
     /// with the notification bar (empty when it already does), and the side effects (title,
     /// bell, clipboard) new since the last draw.
+    /// `size` is xterm.js's: a frame of another size (the server has not answered a resize yet)
+    /// is drawn cut or padded to it.
     pub fn draw(
         &mut self,
         server: &Framebuffer,
         frame: &Framebuffer,
         note: &Notification<'_>,
+        size: Size,
     ) -> (Vec<u8>, Changes) {
         let mut bytes = Vec::new();
         if let (Some(before), Some(shown)) = (&self.server, &mut self.shown) {
-            let gone = rows_scrolled_off(before, server);
+            // Rows of another width than xterm.js's (a resize under way) are not pushed.
+            let gone = if server.size() == size { rows_scrolled_off(before, server) } else { 0 };
             if gone > 0 {
                 bytes = push_rows(shown, &before.rows()[..gone]);
                 self.scrollback_rows += gone as u64;
             }
         }
-        let wanted = overlay_notification(frame, note);
+        let wanted = overlay_notification(&frame.fitted(size), note);
         bytes.extend(Renderer::in_place().render(self.shown.as_ref(), &wanted));
         self.shown = Some(wanted);
         self.server = Some(server.clone());

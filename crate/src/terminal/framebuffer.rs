@@ -675,6 +675,18 @@ impl Framebuffer {
     }
     /// mosh's `Framebuffer::resize`: keep what fits, add blank rows and cells (in the pen's
     /// background), clear wrap flags when the width changes, reset the scroll region, clamp the cursor.
+    /// This screen as a terminal of `size` shows it: cut or padded as mosh resizes a screen (rows
+    /// kept from the top, columns from the left, the cursor brought inside). A page draws the
+    /// server's screen into its terminal at once after a resize, before the server's screen has
+    /// the new size; drawn whole, the rows below the terminal's bottom would scroll it.
+    pub fn fitted(&self, size: Size) -> Framebuffer {
+        let mut fb = self.clone();
+        if fb.size() != size {
+            fb.resize(size);
+        }
+        fb
+    }
+
     pub(crate) fn resize(&mut self, size: Size) {
         let (width, height) = (usize::from(size.cols.max(1)), usize::from(size.rows.max(1)));
         let (old_width, old_height) = (self.width, self.height);

@@ -174,6 +174,19 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_taller_than_the_terminal_is_drawn_fitted_without_scrolling_it() {
+        // The terminal shrank to 5 rows; the server still sends its 7-row screen.
+        let mut server = Emulator::new(Size { cols: 20, rows: 7 });
+        server.feed(b"1\r\n2\r\n3\r\n4\r\n5\r\n6\r\n7");
+        let mut out = Emulator::new(Size { cols: 20, rows: 5 });
+        out.keep_scrolled_off(true);
+        let fitted = server.framebuffer().fitted(Size { cols: 20, rows: 5 });
+        out.feed(&Renderer::in_place().render(None, &fitted));
+        assert!(out.take_scrolled_off().is_empty(), "nothing scrolled into the scrollback");
+        assert_eq!(screen_text(out.framebuffer()).rows, ["1", "2", "3", "4", "5"]);
+    }
+
+    #[test]
     fn an_in_place_renderer_scrolls_without_feeding_the_scrollback() {
         let mut e = screen(b"1\r\n2\r\n3\r\n4\r\n5");
         let before = e.framebuffer().clone();
