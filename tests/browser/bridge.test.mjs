@@ -4,29 +4,18 @@
 // resumed from there and connects to a new mosh-server when given its MOSH CONNECT line.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
-  tempDir, cleanupState, screenshotsOfState,
+  tempDir, cleanupState, screenshotsOfState, moshServerNew as startMoshServer,
 } from './helpers.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
 let port, stateDir, relay, browser;
 const servers = [];
 
-/// `mosh-server new` on loopback running /bin/sh: its port, key and pid, as a person would start
-/// one. Fails loudly without mosh-server (`npm test` installs it).
+/// One more mosh-server for bridge mode, ended after the tests.
 function moshServerNew() {
-  const run = spawnSync('mosh-server', ['new', '-i', '127.0.0.1', '-p', '60400:60999', '-c', '256',
-    '--', '/bin/sh'], {
-    env: { ...process.env, LANG: 'C.UTF-8', PS1: '$ ', ENV: '' },
-    encoding: 'utf8',
-  });
-  assert.equal(run.error, undefined, `mosh-server is required for this test: ${run.error}`);
-  const m = run.stdout.match(/MOSH CONNECT (\d+) (\S+)/);
-  assert.ok(m, `mosh-server printed no MOSH CONNECT line: ${run.stdout} ${run.stderr}`);
-  const pid = Number(run.stderr.match(/pid = (\d+)/)?.[1]);
-  const server = { port: Number(m[1]), key: m[2], line: m[0], pid };
+  const server = startMoshServer();
   servers.push(server);
   return server;
 }

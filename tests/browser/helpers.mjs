@@ -306,3 +306,18 @@ export async function screenshotsOfState(page, name) {
   await page.setViewportSize(desktop);
   await page.emulateMedia({ colorScheme: null }).catch(() => {});
 }
+
+/// `mosh-server new` on loopback running /bin/sh, as a person starts one for bridge mode: its port,
+/// key, `MOSH CONNECT` line and pid (the caller ends it). Fails loudly without mosh-server.
+export function moshServerNew() {
+  const run = spawnSync('mosh-server', ['new', '-i', '127.0.0.1', '-p', '60400:60999', '-c', '256',
+    '--', '/bin/sh'], {
+    env: { ...process.env, LANG: 'C.UTF-8', PS1: '$ ', ENV: '' },
+    encoding: 'utf8',
+  });
+  if (run.error) throw new Error(`mosh-server is required for this test: ${run.error}`);
+  const m = run.stdout.match(/MOSH CONNECT (\d+) (\S+)/);
+  if (!m) throw new Error(`mosh-server printed no MOSH CONNECT line: ${run.stdout} ${run.stderr}`);
+  const pid = Number(run.stderr.match(/pid = (\d+)/)?.[1]);
+  return { port: Number(m[1]), key: m[2], line: m[0], pid };
+}

@@ -4,10 +4,9 @@
 // the rows the page saw scroll off go into xterm.js's own scrollback.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
-  tempDir, cleanupState, screenshotsOfState, newSession,
+  tempDir, cleanupState, screenshotsOfState, newSession, moshServerNew as startMoshServer,
 } from './helpers.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
@@ -165,16 +164,9 @@ test('the history survives a relay restart and a reload', async () => {
   assert.ok(history.includes('before-vi-1') && history.includes('50000'), 'the old lines are there');
 });
 
-/// `mosh-server new` on loopback, as a person would start one for bridge mode.
+/// One more mosh-server for bridge mode, ended after the tests.
 function moshServerNew() {
-  const r = spawnSync('mosh-server', ['new', '-i', '127.0.0.1', '-p', '60400:60999', '--', '/bin/sh'], {
-    env: { ...process.env, LANG: 'C.UTF-8', PS1: '$ ', ENV: '' },
-    encoding: 'utf8',
-  });
-  assert.equal(r.error, undefined, `mosh-server is required for this test: ${r.error}`);
-  const m = r.stdout.match(/MOSH CONNECT (\d+) (\S+)/);
-  assert.ok(m, `mosh-server printed no MOSH CONNECT line: ${r.stdout} ${r.stderr}`);
-  const server = { port: Number(m[1]), key: m[2], pid: Number(r.stderr.match(/pid = (\d+)/)?.[1]) };
+  const server = startMoshServer();
   servers.push(server);
   return server;
 }
