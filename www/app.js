@@ -15,7 +15,8 @@ const $ = (id) => document.getElementById(id);
 // The token rides in the URL fragment (never sent to a server). Keep it for this tab only
 // and take it out of the address bar, history and screenshots.
 function takeParams() {
-  const frag = new URLSearchParams(location.hash.slice(1));
+  // Not URLSearchParams: it turns the `+` of a mosh key into a space (the core keeps it).
+  const frag = new Map(Client.fragmentParams(location.hash.slice(1)));
   // wt_port: test-only, WebTransport through a link emulator in front of the relay (docs/BROWSER.md).
   for (const name of ['token', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite']) {
     const v = frag.get(name);
@@ -306,6 +307,7 @@ function wireEndButton() {
 }
 
 async function main() {
+  await init();
   const { token, bridge, wtPort, prediction, session } = takeParams();
   if (!token) {
     notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
@@ -337,7 +339,6 @@ async function main() {
   fit.fit();
   term.focus();
 
-  await init();
   client = new Client(term, {
     token,
     bridge,

@@ -389,6 +389,7 @@ export class Finder {
     for (const m of matches) if (m.where === 'history') flat.push(m.line, m.start, m.end);
     this.history.setMarks(flat, null);
     this.count.textContent = note && !matches.length ? note : matches.length ? `${matches.length.toLocaleString()} matches${note}` : 'No matches';
+    this.count.title = this.count.textContent;
   }
 
   async step(delta) {

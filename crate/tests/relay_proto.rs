@@ -149,7 +149,7 @@ fn info_and_api_bodies() {
                 r#""cert_hashes":["AAEC","not base64!"],"cert_hash_algorithm":"sha-256","cert_self_signed":true,"#,
                 r#""framing":1,"max_datagram_size":1211,"limits":{{"max_sessions":64,"max_spawned":16,"#,
                 r#""datagram_rate":2000,"datagram_burst":400,"idle_timeout_secs":3600,"max_control_message":4096}},"#,
-                r#""paste":{{"available":true,"max_size":67108864}},"bridge_allow":["127.0.0.1:60001-60999"]}}"#
+                r#""paste":{{"available":true,"max_size":67108864}},"bridge_allow":["127.0.0.1:60001-60999"],"history_lines":100000}}"#
             ),
             PROTOCOL_VERSION
         ),

@@ -88,3 +88,33 @@ test('with nothing saved, the page says it cannot resume and connects to a new m
     await other.close();
   }
 });
+
+/// A new mosh-server whose key holds a `+` (about 30 % of keys do); the others are ended.
+function serverWithPlusInKey() {
+  for (let i = 0; i < 40; i++) {
+    const s = startMoshServer();
+    if (s.key.includes('+')) {
+      servers.push(s);
+      return s;
+    }
+    process.kill(s.pid, 'SIGTERM');
+  }
+  throw new Error('no key with a + in 40 mosh-servers');
+}
+
+test('a key with + works in the address raw, as MOSH CONNECT prints it, and percent-encoded', async () => {
+  for (const how of ['raw', 'encoded']) {
+    const server = serverWithPlusInKey();
+    const key = how === 'raw' ? server.key : encodeURIComponent(server.key);
+    const other = await launchBrowser();
+    try {
+      const { page } = other;
+      await page.goto(`http://127.0.0.1:${port}/#token=${token}&host=127.0.0.1&port=${server.port}&key=${key}`);
+      await waitForPrompt(page);
+      await typeLine(page, `echo ${how}-$((6*7))`);
+      await until(async () => (await screen(page)).includes(`${how}-42`), { what: `a command with the ${how} key` });
+    } finally {
+      await other.close();
+    }
+  }
+});

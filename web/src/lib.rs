@@ -64,7 +64,8 @@ fn options(options: &JsValue) -> Result<(Target, JsValue, Option<u16>), JsValue>
         Reflect::get(options, &"bridge".into()).ok().filter(|b| b.is_object()).and_then(|b| {
             let s = |f: &str| Reflect::get(&b, &f.into()).ok()?.as_string();
             let port = Reflect::get(&b, &"port".into()).ok()?.as_f64()?;
-            Some((s("host")?, u16::try_from(port as u64).ok()?, s("key")?))
+            let key = tern::relay_client::key_text(&s("key")?);
+            Some((s("host")?, u16::try_from(port as u64).ok()?, key))
         });
     Ok((Target { token, bridge }, hooks, wt_port))
 }
@@ -221,6 +222,19 @@ impl Client {
     #[wasm_bindgen(js_name = takeBack)]
     pub fn take_back(&self) {
         self.driver.take_back();
+    }
+
+    /// The printed URL's fragment (`location.hash` without `#`) as `[[name, value], ...]`:
+    /// percent-decoded, with `+` kept (a mosh key holds `+`; `URLSearchParams` would make it a
+    /// space).
+    #[wasm_bindgen(js_name = fragmentParams)]
+    pub fn fragment_params(fragment: &str) -> js_sys::Array {
+        tern::relay_client::fragment_params(fragment)
+            .into_iter()
+            .map(|(name, value)| -> JsValue {
+                js_sys::Array::of2(&JsValue::from(name), &JsValue::from(value)).into()
+            })
+            .collect::<js_sys::Array>()
     }
 
     /// The port and key of a pasted `MOSH CONNECT <port> <key>` line, `{ port, key }`, or

@@ -88,7 +88,7 @@ impl Target {
     pub fn session_key(&self, ready: &Ready) -> Result<(Key, String), ConnectError> {
         let text = match (&ready.key, &self.bridge) {
             (Some(k), _) => k.clone(),
-            (None, Some((_, _, k))) => k.clone(),
+            (None, Some((_, _, k))) => super::address::key_text(k),
             (None, None) => {
                 return Err(ConnectError::fatal(
                     FailCode::BadKey,

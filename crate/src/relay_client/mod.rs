@@ -3,6 +3,7 @@
 //! tests run this same code against a real relay, so page and relay cannot drift apart.
 //!
 //! ```text
+//!  fragment_params(location.hash): the printed URL's token, host, port and key (`+` kept)
 //!  GET /api/info ─▶ info_response(status, body) ─▶ RelayInfo | ConnectError
 //!  check_info(info, target) ─▶ the relay is one this page can use (version, mode)
 //!  Target::hello(..) ─▶ Hello ─▶ [control stream] ─▶ ServerMessage ─▶ answer() ─▶ Ready | ConnectError
@@ -12,12 +13,14 @@
 //!  takeover(local, ready): continue from the tab's point or the relay's copy of the session
 //! ```
 
+mod address;
 mod backoff;
 mod connect;
 mod saved;
 mod status;
 mod takeover;
 
+pub use address::{fragment_params, key_text};
 pub use backoff::{BACKOFF_FIRST, BACKOFF_MAX, Backoff, STABLE_LINK};
 pub use connect::{
     ConnectError, ControlEvent, Target, answer, check_info, control_after_ready, history_response,
