@@ -8,11 +8,12 @@ set -euo pipefail
 WASM_BINDGEN_VERSION=0.2.130
 WASM_TARGET=wasm32-unknown-unknown
 # Debian packages: mosh-server/mosh-client (interop), chromium + chromedriver (browser tests),
-# tmux (screen comparison against the real mosh-client), vim-tiny and less (full-screen programs
+# openssh-server and openssh-client (sessions on ssh hosts: tests/ssh-fixture.sh runs a real sshd on
+# loopback), tmux (screen comparison against the real mosh-client), vim-tiny and less (full-screen programs
 # kept out of the history, tests/browser/history.test.mjs), pebble (ACME test server for
 # relay/tests/acme.rs), nginx (the reverse proxy of relay/tests/base_path.rs and
 # tests/browser/tls.test.mjs), libnss3-tools (certutil: tests/browser/tls.test.mjs trusts a test CA).
-APT_PACKAGES=(mosh chromium chromium-driver tmux pebble nginx libnss3-tools openssl iproute2 util-linux vim-tiny less)
+APT_PACKAGES=(mosh chromium chromium-driver tmux pebble nginx libnss3-tools openssl iproute2 util-linux vim-tiny less openssh-server openssh-client)
 # Installed with them, but a failure only warns: the Firefox browser tests (tests/browser/firefox-*)
 # skip with a printed reason when /usr/bin/firefox-esr is missing.
 APT_OPTIONAL=(firefox-esr)

@@ -17,7 +17,7 @@ export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261129}"
 
 # Programs the interop and browser tests drive. A missing one fails here, loudly: tests that need
 # a real peer never skip.
-REQUIRED_PROGRAMS=(mosh-server mosh-client tmux chromium chromedriver wasm-bindgen pebble nginx certutil openssl ip unshare)
+REQUIRED_PROGRAMS=(mosh-server mosh-client tmux chromium chromedriver wasm-bindgen pebble nginx certutil openssl ip unshare ssh ssh-keygen /usr/sbin/sshd)
 # Firefox runs the session, paste, token, resume and bridge tests a second time
 # (tests/browser/firefox-*.test.mjs).
 # Where setup could not install it those tests are skipped, each with the reason printed; set

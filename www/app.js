@@ -77,6 +77,18 @@ function pasteBox(client, progress) {
   $('paste-cancel').onclick = () => { client.cancelPaste(); window.tern?.term.focus(); };
 }
 
+// Where files cannot reach the shell (bridge mode without a paste directory), say so up front, for a
+// while after connecting and whenever a file is dragged over the terminal, not after a paste.
+let pasteOffTimer;
+function pasteOffNote() {
+  const why = client?.pasteUnavailable();
+  document.body.dataset.paste = why ? 'off' : 'on';
+  if (!why) return;
+  pill(why[0].toUpperCase() + why.slice(1), 'quiet paste-off');
+  clearTimeout(pasteOffTimer);
+  pasteOffTimer = setTimeout(() => { if ($('pill').classList.contains('paste-off')) pill(''); }, 8000);
+}
+
 // Files pasted (a screenshot) or dropped on the terminal go to the relay's paste directory and
 // their path is typed; text pastes stay xterm.js's. Capture phase: before xterm.js's textarea.
 function wirePaste(client) {
@@ -91,6 +103,7 @@ function wirePaste(client) {
   const target = $('terminal');
   target.addEventListener('dragover', (e) => {
     if (!hasFiles(e)) return;
+    if (document.body.dataset.paste === 'off' && !$('pill').classList.contains('paste-off')) pasteOffNote();
     e.preventDefault();
     e.dataTransfer.dropEffect = 'copy';
     document.body.classList.add('dropping');
@@ -158,6 +171,7 @@ function onStatus(kind, message, code) {
       pill('');
       $('notice').hidden = true;
       document.body.classList.add('live');
+      pasteOffNote();
       break;
     case 'reconnecting':
       pill('Reconnecting…');
@@ -188,6 +202,12 @@ function onStatus(kind, message, code) {
       notice('error', 'Tern was updated', message, { label: 'Reload', run: () => location.reload() });
       break;
     default:
+      if (code === 'spawn_failed') {
+        // mosh-server did not start (here, or on an ssh host: the message says why). A reload
+        // offers the choice again, since nothing was saved.
+        notice('error', 'Cannot start the session', message, { label: 'Try again', run: () => location.reload() });
+        break;
+      }
       notice('error', 'Cannot connect', message || code || kind, { label: 'Try again', run: () => location.reload() });
   }
 }
@@ -243,13 +263,18 @@ function ago(unixSeconds) {
   return `${Math.floor(s / 86400)} d ago`;
 }
 
-// A page with nothing saved, on a relay with sessions running: offer them (Resume) and a new one.
-// Resolves to a session id or 'new'.
-async function chooseSession(list) {
+// A page with nothing saved, on a relay with sessions running or ssh hosts to start one on:
+// offer them (Resume) and a new one, here or on each host. Resolves to a session id, 'new', or
+// 'host:NAME'.
+async function chooseSession({ sessions: list, sshHosts }) {
   const box = $('chooser');
   const rows = $('chooser-list');
   rows.replaceChildren();
   pill('');
+  $('chooser-title').textContent = list.length ? 'Sessions running on this server' : 'Start a session';
+  $('chooser-text').textContent = list.length
+    ? 'Resume one here (a window that has it open hands it over), or start a new one.'
+    : 'On this server, or on one of its hosts over ssh.';
   return new Promise((resolve) => {
     const done = (choice) => { box.hidden = true; resolve(choice); };
     for (const s of [...list].reverse()) {
@@ -261,7 +286,8 @@ async function chooseSession(list) {
       const meta = document.createElement('div');
       meta.className = 'meta';
       const size = s.cols ? `${s.cols}×${s.rows} · ` : '';
-      meta.textContent = `${size}started ${ago(s.created)} · active ${ago(s.lastActive)}`;
+      const where = s.host ? `on ${s.host} · ` : '';
+      meta.textContent = `${where}${size}started ${ago(s.created)} · active ${ago(s.lastActive)}`;
       text.append(name, meta);
       if (s.attached) {
         const badge = document.createElement('span');
@@ -278,8 +304,19 @@ async function chooseSession(list) {
       rows.append(row);
     }
     $('chooser-new').onclick = () => done('new');
+    $('chooser-new').textContent = sshHosts.length ? 'New session on this server' : 'New session';
+    const hosts = $('chooser-hosts');
+    hosts.replaceChildren();
+    for (const name of sshHosts) {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'host';
+      b.textContent = `New session on ${name}`;
+      b.onclick = () => done(`host:${name}`);
+      hosts.append(b);
+    }
     box.hidden = false;
-    rows.querySelector('button')?.focus();
+    box.querySelector('button')?.focus();
   });
 }
 
@@ -430,11 +467,12 @@ async function main() {
       const list = await client.listSessions();
       // null: the relay refused (a wrong token, say); the status hook has said why.
       if (list === null) return;
-      choice = list.length ? await chooseSession(list) : 'new';
-      pill('Connecting…', 'info');
+      choice = list.sessions.length || list.sshHosts.length ? await chooseSession(list) : 'new';
+      pill(choice.startsWith('host:') ? `Connecting to ${choice.slice(5)} over ssh…` : 'Connecting…', 'info');
       term.focus();
     }
-    if (choice && choice !== 'new') client.resumeSession(choice);
+    if (choice?.startsWith('host:')) client.startOnHost(choice.slice(5));
+    else if (choice && choice !== 'new') client.resumeSession(choice);
   }
   wireConnectForm();
   wireEndButton();

@@ -42,6 +42,12 @@ fn client_messages() {
         &ClientMessage::Hello(bridge),
         r#"{"type":"hello","mode":"bridge","host":"::1","port":60001}"#,
     );
+    let on_host =
+        Hello { mode: Some(Mode::Spawn), ssh_host: Some("devbox".into()), ..Hello::default() };
+    round_trip(
+        &ClientMessage::Hello(on_host),
+        r#"{"type":"hello","mode":"spawn","ssh_host":"devbox"}"#,
+    );
     round_trip(&ClientMessage::Ping, r#"{"type":"ping"}"#);
     assert!(!format!("{hello:?}").contains("t0k"), "Debug hides the token");
 }
@@ -173,9 +179,11 @@ fn info_and_api_bodies() {
                 rows: 24,
                 title: "vim \"a\"".into(),
                 attached: true,
+                host: "devbox".into(),
             }],
+            ssh_hosts: vec!["devbox".into(), "me@build".into()],
         },
-        r#"{"sessions":[{"id":"ab","port":60001,"created":7,"last_active":9,"cols":80,"rows":24,"title":"vim \"a\"","attached":true}]}"#,
+        r#"{"sessions":[{"id":"ab","port":60001,"created":7,"last_active":9,"cols":80,"rows":24,"title":"vim \"a\"","attached":true,"host":"devbox"}],"ssh_hosts":["devbox","me@build"]}"#,
     );
     round_trip(
         &ApiError {

@@ -11,5 +11,5 @@ pub mod script;
 
 pub use client::{NativeClient, ResumeFailed};
 pub use mosh_server::{
-    DEFAULT_START_TIMEOUT, MoshServer, MoshServerOptions, ServerPort, StartError,
+    Bind, DEFAULT_START_TIMEOUT, MoshServer, MoshServerOptions, ServerPort, StartError, shell_quote,
 };

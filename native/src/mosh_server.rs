@@ -43,6 +43,19 @@ const AFTER_KILL_WAIT: Duration = Duration::from_millis(200);
 /// How often to look whether the parent exited.
 const EXIT_POLL: Duration = Duration::from_millis(10);
 
+/// The local address mosh-server binds first (it falls back to the wildcard address if that fails).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Bind {
+    /// No option: the wildcard address.
+    #[default]
+    Any,
+    /// `-i IP`.
+    Ip(IpAddr),
+    /// `-s`: the address the ssh connection that started it arrived on (`$SSH_CONNECTION`), as
+    /// `mosh` asks for; only meaningful [`via`](MoshServerOptions::via) ssh.
+    SshConnection,
+}
+
 /// The port (`-p`) to ask mosh-server for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ServerPort {
@@ -71,9 +84,8 @@ pub struct MoshServerOptions {
     pub program: PathBuf,
     /// Locale assignments passed with `-l` (mosh-server refuses to run without a UTF-8 locale).
     pub locales: Vec<String>,
-    /// `-i IP`: the local address to bind first (mosh-server falls back to the wildcard address
-    /// if that fails); `None` binds the wildcard address.
-    pub bind: Option<IpAddr>,
+    /// The local address to bind first.
+    pub bind: Bind,
     /// `-p`; `None` lets mosh-server use its default range (60001..60999).
     pub port: Option<ServerPort>,
     /// The command to run instead of the login shell (after `--`).
@@ -86,6 +98,12 @@ pub struct MoshServerOptions {
     pub env: Vec<(String, String)>,
     /// How long to wait for the `MOSH CONNECT` line before killing the program.
     pub timeout: Duration,
+    /// Start mosh-server through this program and its arguments, on another machine
+    /// (`ssh -T HOST --`): mosh-server's command line follows them as one shell-quoted string,
+    /// with `env` as assignments in front of it, the way the remote shell reads it (`env`,
+    /// `env_remove` and `clear_env` shape the local program's environment too). Empty: run
+    /// `program` here.
+    pub via: Vec<String>,
 }
 
 impl Default for MoshServerOptions {
@@ -93,13 +111,14 @@ impl Default for MoshServerOptions {
         MoshServerOptions {
             program: PathBuf::from("mosh-server"),
             locales: vec!["LANG=C.UTF-8".to_owned()],
-            bind: None,
+            bind: Bind::Any,
             port: None,
             command: Vec::new(),
             clear_env: false,
             env_remove: Vec::new(),
             env: Vec::new(),
             timeout: DEFAULT_START_TIMEOUT,
+            via: Vec::new(),
         }
     }
 }
@@ -108,8 +127,18 @@ impl MoshServerOptions {
     /// The process to start: arguments, environment, piped stdout and stderr, and a process
     /// group of its own (a Ctrl-C aimed at the caller's group must not reach a user's shell).
     fn command(&self) -> Command {
-        let mut command = Command::new(&self.program);
-        command.args(self.arguments());
+        let mut command = match self.via.split_first() {
+            None => {
+                let mut command = Command::new(&self.program);
+                command.args(self.arguments());
+                command
+            }
+            Some((launcher, launcher_args)) => {
+                let mut command = Command::new(launcher);
+                command.args(launcher_args).arg(self.remote_command_line());
+                command
+            }
+        };
         if self.clear_env {
             command.env_clear();
         }
@@ -131,8 +160,10 @@ impl MoshServerOptions {
         for locale in &self.locales {
             args.extend(["-l".to_owned(), locale.clone()]);
         }
-        if let Some(bind) = self.bind {
-            args.extend(["-i".to_owned(), bind.to_string()]);
+        match self.bind {
+            Bind::Any => {}
+            Bind::Ip(ip) => args.extend(["-i".to_owned(), ip.to_string()]),
+            Bind::SshConnection => args.push("-s".to_owned()),
         }
         if let Some(port) = self.port {
             args.extend(["-p".to_owned(), port.to_string()]);
@@ -142,6 +173,26 @@ impl MoshServerOptions {
             args.extend(self.command.iter().cloned());
         }
         args
+    }
+
+    /// The line a remote shell runs for [`via`](Self::via): `NAME=VALUE... PROGRAM ARGS...`, every
+    /// word quoted for a POSIX shell.
+    pub fn remote_command_line(&self) -> String {
+        let assignments = self.env.iter().map(|(k, v)| format!("{k}={}", shell_quote(v)));
+        let program = std::iter::once(shell_quote(&self.program.to_string_lossy()));
+        let args = self.arguments().into_iter().map(|a| shell_quote(&a));
+        assignments.chain(program).chain(args).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// `word` as a POSIX shell reads it back unchanged: as is when it is made of characters no shell
+/// treats specially, else in single quotes (a `'` inside written `'\''`).
+pub fn shell_quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
@@ -447,7 +498,7 @@ mod tests {
     #[test]
     fn arguments_follow_mosh_syntax() {
         let options = MoshServerOptions {
-            bind: Some([127, 0, 0, 1].into()),
+            bind: Bind::Ip([127, 0, 0, 1].into()),
             port: Some(ServerPort::Range { low: 60001, high: 60999 }),
             command: vec!["/bin/sh".into(), "-l".into()],
             ..MoshServerOptions::default()
@@ -463,5 +514,26 @@ mod tests {
         };
         assert_eq!(options.arguments().join(" "), "new -p 0");
         assert_eq!(MoshServerOptions::default().arguments().join(" "), "new -l LANG=C.UTF-8");
+    }
+
+    #[test]
+    fn a_remote_command_line_quotes_every_word_for_the_remote_shell() {
+        let options = MoshServerOptions {
+            bind: Bind::SshConnection,
+            command: vec!["sh".into(), "-c".into(), "echo 'hi' $HOME".into()],
+            env: vec![("MOSH_SERVER_NETWORK_TMOUT".into(), "600".into())],
+            via: vec!["ssh".into(), "-T".into(), "devbox".into(), "--".into()],
+            ..MoshServerOptions::default()
+        };
+        assert_eq!(
+            options.remote_command_line(),
+            r#"MOSH_SERVER_NETWORK_TMOUT=600 mosh-server new -l LANG=C.UTF-8 -s -- sh -c 'echo '\''hi'\'' $HOME'"#
+        );
+        let cmd = options.command();
+        assert_eq!(cmd.get_program(), "ssh");
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args[..3], ["-T", "devbox", "--"]);
+        assert_eq!(args[3], options.remote_command_line());
+        assert_eq!(shell_quote(""), "''");
     }
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tern::session::{HostLog, SessionConfig};
 use tern::wire::ConnectLineError;
-use tern_native::{MoshServer, MoshServerOptions, NativeClient, ServerPort, StartError};
+use tern_native::{Bind, MoshServer, MoshServerOptions, NativeClient, ServerPort, StartError};
 
 const KEY: &str = "PWSoCIVurTVBGXAj873xNg";
 
@@ -195,7 +195,7 @@ fn the_real_mosh_server_binds_the_address_and_port_range_it_was_given() {
     // Above Linux's ephemeral range (32768..60999) and mosh's default one (60001..60999).
     let (low, high) = (61000, 61999);
     let options = MoshServerOptions {
-        bind: Some([127, 0, 0, 1].into()),
+        bind: Bind::Ip([127, 0, 0, 1].into()),
         port: Some(ServerPort::Range { low, high }),
         command: vec!["/bin/sh".into()],
         env: vec![("PS1".into(), "$ ".into()), ("ENV".into(), String::new())],

@@ -104,6 +104,37 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_RECORDER", hide = true)]
     pub recorder: Option<PathBuf>,
 
+    /// A host the page may start sessions on over ssh, as `mosh HOST` does (repeatable, or comma
+    /// separated): the relay runs `ssh HOST -- mosh-server new` as its own user, with that user's
+    /// ssh configuration and agent, never asking for a password or a host key.
+    #[arg(
+        long = "ssh-host",
+        env = "TERN_RELAY_SSH_HOST",
+        value_delimiter = ',',
+        value_name = "HOST"
+    )]
+    pub ssh_host: Vec<crate::ssh::SshHost>,
+
+    /// A file of `--ssh-host` names, one a line (`#` starts a comment).
+    #[arg(long, env = "TERN_RELAY_SSH_HOSTS_FILE", value_name = "FILE")]
+    pub ssh_hosts_file: Option<PathBuf>,
+
+    /// An ssh configuration file for those hosts (`ssh -F FILE`) instead of the user's own.
+    #[arg(long, env = "TERN_RELAY_SSH_CONFIG", value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+
+    /// The ssh client to run.
+    #[arg(long, env = "TERN_RELAY_SSH_PROGRAM", default_value = "ssh", hide = true)]
+    pub ssh_program: PathBuf,
+
+    /// mosh-server on the ssh hosts.
+    #[arg(long, env = "TERN_RELAY_SSH_MOSH_SERVER", default_value = "mosh-server")]
+    pub ssh_mosh_server: String,
+
+    /// Where pasted files land on an ssh host (relative: under the remote user's home).
+    #[arg(long, env = "TERN_RELAY_SSH_PASTE_DIR", default_value = ".cache/tern/pastes")]
+    pub ssh_paste_dir: String,
+
     /// PEM certificate chain for HTTPS and WebTransport (instead of the self-signed one).
     #[arg(long, env = "TERN_RELAY_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

@@ -418,7 +418,10 @@ pub(crate) fn info(shared: &Shared) -> RelayInfo {
 
 /// Spawned mosh-servers still alive, without their keys.
 fn sessions(shared: &Shared) -> SessionList {
-    let Some(store) = shared.state.as_ref() else { return SessionList { sessions: Vec::new() } };
+    let ssh_hosts = shared.ssh.as_ref().map(|h| h.names()).unwrap_or_default();
+    let Some(store) = shared.state.as_ref() else {
+        return SessionList { sessions: Vec::new(), ssh_hosts };
+    };
     let sessions = store
         .alive()
         .into_iter()
@@ -433,10 +436,11 @@ fn sessions(shared: &Shared) -> SessionList {
                 rows: s.rows,
                 title: s.title,
                 attached: s.attached,
+                host: r.remote.map(|m| m.host).unwrap_or_default(),
             }
         })
         .collect();
-    SessionList { sessions }
+    SessionList { sessions, ssh_hosts }
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<Body> {

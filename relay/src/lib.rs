@@ -37,6 +37,7 @@ mod registry;
 mod session;
 mod shared;
 pub mod spawn;
+pub mod ssh;
 pub mod state;
 
 use std::net::{SocketAddr, UdpSocket};
@@ -97,6 +98,8 @@ pub enum RelayError {
     Tls(String),
     #[error("{0}")]
     Acme(String),
+    #[error("{0}")]
+    Ssh(String),
 }
 
 /// The relay: bound sockets and shared state. Share it behind an `Arc` to call
@@ -126,6 +129,12 @@ impl Relay {
         }
         if config.bridge && config.allow.is_empty() {
             return Err(RelayError::BridgeWithoutAllowlist);
+        }
+        let ssh = ssh::SshHosts::from_config(&config).map_err(RelayError::Ssh)?;
+        if config.bridge && ssh.is_some() {
+            return Err(RelayError::Ssh(
+                "--ssh-host starts sessions as spawn mode does: drop --bridge".into(),
+            ));
         }
         let token = match &config.token {
             Some(t) if !t.is_empty() => Token::new(t.clone()),
@@ -181,6 +190,7 @@ impl Relay {
             state,
             registry: registry::Registry::new(),
             pastes,
+            ssh: ssh.map(Arc::new),
             port: local_addr.port(),
             spawn_lock: tokio::sync::Mutex::new(()),
             shutdown: CancellationToken::new(),

@@ -525,6 +525,7 @@ mod tests {
             pid: None,
             created: 5,
             seq_reserved: 0,
+            remote: None,
         }
     }
 

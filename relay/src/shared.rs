@@ -9,6 +9,7 @@ use crate::cert::CertManager;
 use crate::config::Config;
 use crate::paste::PasteStore;
 use crate::registry::Registry;
+use crate::ssh::SshHosts;
 use crate::state::StateStore;
 
 /// State every task of the relay shares.
@@ -24,6 +25,8 @@ pub(crate) struct Shared {
     pub registry: Registry,
     /// The paste directory; `None` in bridge mode without `--paste-dir`.
     pub pastes: Option<Arc<PasteStore>>,
+    /// The hosts of `--ssh-host` (spawn mode): sessions started there over ssh.
+    pub ssh: Option<Arc<SshHosts>>,
     pub port: u16,
     pub sessions: Arc<tokio::sync::Semaphore>,
     /// Serializes spawns so `max_spawned` holds.

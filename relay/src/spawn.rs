@@ -8,7 +8,7 @@
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use tern_native::{MoshServer, MoshServerOptions, ServerPort, StartError};
+use tern_native::{Bind, MoshServer, MoshServerOptions, ServerPort, StartError};
 
 use crate::config::PortRange;
 
@@ -105,7 +105,7 @@ pub fn options(spec: &SpawnSpec) -> MoshServerOptions {
     MoshServerOptions {
         program: spec.program.clone(),
         locales: vec![spec.locale.clone()],
-        bind: Some(Ipv4Addr::LOCALHOST.into()),
+        bind: Bind::Ip(Ipv4Addr::LOCALHOST.into()),
         port: Some(ServerPort::Range { low: spec.ports.low, high: spec.ports.high }),
         command: match &spec.recorder {
             Some(r) => r.wrap(&spec.command),

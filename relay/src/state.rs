@@ -32,6 +32,21 @@ pub struct SessionRecord {
     /// restarted relay forwards only numbers from here on (see `crate::registry`).
     #[serde(default)]
     pub seq_reserved: u64,
+    /// A session on an ssh host (`--ssh-host`): where its mosh-server runs. `None`: on this
+    /// machine, on loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteServer>,
+}
+
+/// A mosh-server the relay started on another host over ssh.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteServer {
+    /// The `--ssh-host` name it was started on (what pastes are copied to).
+    pub host: String,
+    /// The address its datagrams go to.
+    pub ip: std::net::IpAddr,
+    /// Its pid on that host (not this machine's: `pid` is `None` for such a record).
+    pub pid: Option<u32>,
 }
 
 impl std::fmt::Debug for SessionRecord {
@@ -43,6 +58,7 @@ impl std::fmt::Debug for SessionRecord {
             .field("pid", &self.pid)
             .field("created", &self.created)
             .field("seq_reserved", &self.seq_reserved)
+            .field("remote", &self.remote)
             .finish()
     }
 }
@@ -288,6 +304,7 @@ mod tests {
             pid,
             created: 1,
             seq_reserved: 0,
+            remote: None,
         }
     }
 

@@ -20,7 +20,7 @@ async fn attempt(
 ) -> (Control, Result<tern::relay_proto::control::Ready, ConnectError>) {
     let conn = connect(relay, None).await.expect("WebTransport connects");
     let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
-    let hello = ClientMessage::Hello(target.hello(mode, resume, 1211));
+    let hello = ClientMessage::Hello(target.hello(mode, resume, None, 1211));
     send.write_all(&hello.to_line()).await.unwrap();
     let mut control = Control { send, reader: tern_relay::control::LineReader::new(recv) };
     let line = tokio::time::timeout(Duration::from_secs(20), control.reader.next_line())

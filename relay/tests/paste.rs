@@ -6,7 +6,6 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use support::*;
 use tern_relay::config::ByteSize;
 use tokio::net::UdpSocket;
@@ -19,46 +18,6 @@ async fn sink() -> SocketAddr {
         while sock.recv_from(&mut buf).await.is_ok() {}
     });
     addr
-}
-
-fn hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Reads relay lines until the stream ends (or `stop` says so); returns them parsed.
-async fn lines_until(
-    recv: &mut wtransport::RecvStream,
-    stop: impl Fn(&serde_json::Value) -> bool,
-) -> Vec<serde_json::Value> {
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        while let Some(at) = buf.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=at).collect();
-            let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
-            let done = stop(&v);
-            out.push(v);
-            if done {
-                return out;
-            }
-        }
-        match tokio::time::timeout(Duration::from_secs(10), recv.read(&mut chunk)).await {
-            Ok(Ok(Some(n))) => buf.extend_from_slice(&chunk[..n]),
-            _ => return out,
-        }
-    }
-}
-
-async fn open(
-    conn: &wtransport::Connection,
-    hash: &str,
-    size: usize,
-) -> (wtransport::SendStream, wtransport::RecvStream) {
-    let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
-    let header = serde_json::json!({"hash": hash, "size": size, "mime": "image/png"});
-    send.write_all(format!("{header}\n").as_bytes()).await.unwrap();
-    (send, recv)
 }
 
 async fn bridged_relay(paste_dir: Option<&std::path::Path>) -> (TestRelay, wtransport::Connection) {
@@ -85,7 +44,7 @@ async fn upload_acks_resumes_and_publishes() {
     let hash = hex(&content);
 
     // First attempt: half, then the stream is dropped (an interruption).
-    let (mut send, mut recv) = open(&conn, &hash, content.len()).await;
+    let (mut send, mut recv) = open_upload(&conn, &hash, content.len()).await;
     let first = lines_until(&mut recv, |_| true).await;
     assert_eq!(first[0], serde_json::json!({"have": 0}));
     let half = content.len() / 2;
@@ -99,7 +58,7 @@ async fn upload_acks_resumes_and_publishes() {
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     // Resume: the relay says how much it has; the rest completes it.
-    let (mut send, mut recv) = open(&conn, &hash, content.len()).await;
+    let (mut send, mut recv) = open_upload(&conn, &hash, content.len()).await;
     let have = lines_until(&mut recv, |_| true).await;
     let held = have[0]["have"].as_u64().unwrap() as usize;
     assert_eq!(held, half, "resume from what was acked");
@@ -113,7 +72,7 @@ async fn upload_acks_resumes_and_publishes() {
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "relay times never go back");
 
     // A repeat: the relay has it all and names the path at once.
-    let (_send, mut recv) = open(&conn, &hash, content.len()).await;
+    let (_send, mut recv) = open_upload(&conn, &hash, content.len()).await;
     let again = lines_until(&mut recv, |_| true).await;
     assert_eq!(again[0], serde_json::json!({"have": content.len(), "path": path}));
     relay.stop().await;
@@ -125,17 +84,17 @@ async fn wrong_hash_too_large_and_bad_header_are_refused() {
     let (relay, conn) = bridged_relay(Some(&tmp.path().join("p"))).await;
     let content = b"GIF89a pretend".to_vec();
     let wrong = hex(b"other");
-    let (mut send, mut recv) = open(&conn, &wrong, content.len()).await;
+    let (mut send, mut recv) = open_upload(&conn, &wrong, content.len()).await;
     send.write_all(&content).await.unwrap();
     let lines = lines_until(&mut recv, |v| v.get("error").is_some()).await;
     assert_eq!(lines.last().unwrap()["error"], "hash_mismatch", "{lines:?}");
 
-    let (_send, mut recv) = open(&conn, &hex(b"big"), 5 << 20).await;
+    let (_send, mut recv) = open_upload(&conn, &hex(b"big"), 5 << 20).await;
     let lines = lines_until(&mut recv, |v| v.get("error").is_some()).await;
     assert_eq!(lines.last().unwrap()["error"], "too_large", "{lines:?}");
     assert!(lines.last().unwrap()["message"].as_str().unwrap().contains("4.0 MiB"));
 
-    let (_send, mut recv) = open(&conn, "../../etc/passwd", 10).await;
+    let (_send, mut recv) = open_upload(&conn, "../../etc/passwd", 10).await;
     let lines = lines_until(&mut recv, |v| v.get("error").is_some()).await;
     assert_eq!(lines.last().unwrap()["error"], "bad_request", "{lines:?}");
     relay.stop().await;
@@ -144,7 +103,7 @@ async fn wrong_hash_too_large_and_bad_header_are_refused() {
 #[tokio::test]
 async fn bridge_mode_without_a_paste_dir_says_paste_is_unavailable() {
     let (relay, conn) = bridged_relay(None).await;
-    let (_send, mut recv) = open(&conn, &hex(b"x"), 1).await;
+    let (_send, mut recv) = open_upload(&conn, &hex(b"x"), 1).await;
     let lines = lines_until(&mut recv, |v| v.get("error").is_some()).await;
     let last = lines.last().unwrap();
     assert_eq!(last["error"], "paste_unavailable");

@@ -104,6 +104,11 @@ struct State {
     status: Status,
     session: Option<ClientSession<Complete>>,
     session_id: Option<String>,
+    /// A new session goes to this ssh host of the relay's (chosen in the session list).
+    ssh_host: Option<String>,
+    /// Why the relay cannot take pasted files (its `/api/info`), when it cannot: a paste then
+    /// fails at once, uploading nothing.
+    paste_unavailable: Option<String>,
     /// The session's key as text, for the tab's saved session. A secret: never logged.
     key_text: Option<String>,
     /// The session was restored from the tab's storage and no relay has confirmed it yet.
@@ -150,6 +155,8 @@ impl Driver {
             status: Status::Connecting,
             session: None,
             session_id: None,
+            ssh_host: None,
+            paste_unavailable: None,
             key_text: None,
             restored: false,
             nonces: None,
@@ -392,11 +399,18 @@ impl Driver {
             let mut st = self.st.borrow_mut();
             st.relay.counters.connects += 1;
             st.history_lines = if info.mode == Mode::Spawn { info.history_lines } else { 0 };
+            st.paste_unavailable = (!info.paste.available).then(|| {
+                let why = info.paste.reason.as_deref().unwrap_or("the relay cannot store files");
+                format!("pasting files is off here: {why}")
+            });
         }
-        let resume = self.st.borrow().session_id.clone();
+        let (resume, ssh_host) = {
+            let st = self.st.borrow();
+            (st.session_id.clone(), st.ssh_host.clone())
+        };
         let port = self.wt_port.unwrap_or(info.port);
         let (link, ready) = RelayLink::open(&info, port, &self.target.token, patience, |max| {
-            self.target.hello(info.mode, resume.as_deref(), max)
+            self.target.hello(info.mode, resume.as_deref(), ssh_host.as_deref(), max)
         })
         .await?;
         let link = Rc::new(link);
@@ -542,6 +556,17 @@ impl Driver {
             Status::Moved,
             "This session is open in another window now. Take it back to continue here.",
         );
+    }
+
+    /// Why pasted files cannot reach this session's shell, once the relay said so.
+    pub fn paste_unavailable(&self) -> Option<String> {
+        self.st.borrow().paste_unavailable.clone()
+    }
+
+    /// Start the new session on the relay's ssh host `name` (chosen from the session list)
+    /// instead of the relay's own machine. Call before [`Driver::start`].
+    pub fn start_on_host(&self, name: &str) {
+        self.st.borrow_mut().ssh_host = Some(name.to_string());
     }
 
     /// The person takes the session back after it moved: connect again (the relay moves it away
@@ -868,6 +893,12 @@ impl Driver {
     /// and queued for upload when ready.
     pub fn paste(self: &Rc<Self>, blob: web_sys::Blob) {
         let id = self.st.borrow_mut().paste.queue.begin();
+        let unavailable = self.st.borrow().paste_unavailable.clone();
+        if let Some(why) = unavailable {
+            self.st.borrow_mut().paste.queue.read_failed(now(), id, &why);
+            self.drive_pastes();
+            return;
+        }
         self.render(false);
         let driver = Rc::clone(self);
         wasm_bindgen_futures::spawn_local(async move {

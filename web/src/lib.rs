@@ -192,23 +192,25 @@ impl Client {
         crate::storage::pass_over_saved_session();
     }
 
-    /// The sessions running on a spawn-mode relay, for a page with nothing saved to offer:
-    /// `[{ id, created, lastActive, cols, rows, title, attached }]` (times in Unix seconds),
-    /// oldest first; `[]` when the relay cannot be asked now (connecting will retry); `null` when
-    /// asking showed that connecting cannot succeed (a wrong token, say): the status hook has
-    /// said why, and the page should not start.
+    /// The sessions running on a spawn-mode relay, for a page with nothing saved to offer, and
+    /// where a new one may start: `{ sessions: [{ id, created, lastActive, cols, rows, title,
+    /// attached, host }], sshHosts: [name] }` (times in Unix seconds, oldest first; `host` empty
+    /// for the relay's machine); both empty when the relay cannot be asked now (connecting will
+    /// retry); `null` when asking showed that connecting cannot succeed (a wrong token, say): the
+    /// status hook has said why, and the page should not start.
     #[wasm_bindgen(js_name = listSessions)]
     pub async fn list_sessions(&self) -> JsValue {
-        match self.driver.list_sessions().await {
-            Ok(list) => {
-                list.sessions.iter().map(stats::session_summary).collect::<js_sys::Array>().into()
-            }
+        let list = match self.driver.list_sessions().await {
+            Ok(list) => list,
             Err(tern::relay_client::ConnectError::Fatal { code, message }) => {
                 self.driver.fail(code, &message);
-                JsValue::NULL
+                return JsValue::NULL;
             }
-            Err(_) => js_sys::Array::new().into(),
-        }
+            Err(_) => {
+                tern::relay_proto::SessionList { sessions: Vec::new(), ssh_hosts: Vec::new() }
+            }
+        };
+        stats::session_list(&list)
     }
 
     /// Continues the session `id` chosen from [`list_sessions`](Self::list_sessions) instead of
@@ -216,6 +218,20 @@ impl Client {
     #[wasm_bindgen(js_name = resumeSession)]
     pub fn resume_session(&self, id: &str) {
         self.driver.resume_session(id);
+    }
+
+    /// Why files pasted or dropped here cannot reach the shell (bridge mode without a paste
+    /// directory), once connected; `undefined` when they can. The page says so up front.
+    #[wasm_bindgen(js_name = pasteUnavailable)]
+    pub fn paste_unavailable(&self) -> Option<String> {
+        self.driver.paste_unavailable()
+    }
+
+    /// Starts the new session on the relay's ssh host `name` (from `sshHosts()`), not on the
+    /// relay's machine. Call before `start`.
+    #[wasm_bindgen(js_name = startOnHost)]
+    pub fn start_on_host(&self, name: &str) {
+        self.driver.start_on_host(name);
     }
 
     /// After the `moved` status: take the session back from the page that has it now.

@@ -38,7 +38,15 @@ pub fn session_summary(s: &tern::relay_proto::SessionSummary) -> JsValue {
         ("rows", num(s.rows)),
         ("title", s.title.as_str().into()),
         ("attached", s.attached.into()),
+        ("host", s.host.as_str().into()),
     ])
+}
+
+/// The relay's session list (`Client.listSessions`).
+pub fn session_list(list: &tern::relay_proto::SessionList) -> JsValue {
+    let sessions: js_sys::Array = list.sessions.iter().map(session_summary).collect();
+    let hosts: js_sys::Array = list.ssh_hosts.iter().map(|h| JsValue::from(h.as_str())).collect();
+    object(&[("sessions", sessions.into()), ("sshHosts", hosts.into())])
 }
 
 pub fn echo(s: &EchoSummary) -> JsValue {

@@ -65,9 +65,16 @@ impl std::fmt::Debug for Target {
 }
 
 impl Target {
-    /// The hello for a relay in `mode`: `resume` names the session to continue (spawn mode),
-    /// `max_datagram_size` is the browser's datagram limit.
-    pub fn hello(&self, mode: Mode, resume: Option<&str>, max_datagram_size: usize) -> Hello {
+    /// The hello for a relay in `mode`: `resume` names the session to continue (spawn mode), else
+    /// `ssh_host` the relay's ssh host to start a new one on; `max_datagram_size` is the
+    /// browser's datagram limit.
+    pub fn hello(
+        &self,
+        mode: Mode,
+        resume: Option<&str>,
+        ssh_host: Option<&str>,
+        max_datagram_size: usize,
+    ) -> Hello {
         let (host, port) = match &self.bridge {
             Some((host, port, _)) => (Some(host.clone()), Some(*port)),
             None => (None, None),
@@ -79,6 +86,7 @@ impl Target {
             resume: resume.map(str::to_string),
             host,
             port,
+            ssh_host: if resume.is_none() { ssh_host.map(str::to_string) } else { None },
             max_datagram_size: Some(max_datagram_size),
         }
     }
@@ -276,13 +284,17 @@ mod tests {
 
     #[test]
     fn hello_carries_version_token_target_and_resume() {
-        let h = target(true).hello(Mode::Bridge, Some("ab"), 1200);
+        let h = target(true).hello(Mode::Bridge, Some("ab"), Some("devbox"), 1200);
         assert_eq!(h.protocol, Some(PROTOCOL_VERSION));
         assert_eq!(h.token.as_deref(), Some("tok"));
         assert_eq!((h.host.as_deref(), h.port), (Some("::1"), Some(60001)));
         assert_eq!(h.resume.as_deref(), Some("ab"));
         assert_eq!(h.max_datagram_size, Some(1200));
         assert!(!format!("{:?}", target(true)).contains("PWSo"));
+        // A host is for a new session only: a resumed one stays where it runs.
+        assert_eq!(h.ssh_host, None);
+        let new = target(false).hello(Mode::Spawn, None, Some("devbox"), 1200);
+        assert_eq!(new.ssh_host.as_deref(), Some("devbox"));
     }
 
     #[test]

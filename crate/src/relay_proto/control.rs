@@ -70,6 +70,9 @@ pub struct Hello {
     /// Bridge mode: the mosh-server's host and port.
     pub host: Option<String>,
     pub port: Option<u16>,
+    /// Spawn mode, a new session: start it on this host of the relay's `ssh_hosts` (over ssh)
+    /// instead of the relay's own machine.
+    pub ssh_host: Option<String>,
     /// The browser's `transport.datagrams.maxDatagramSize`, if it knows it.
     pub max_datagram_size: Option<usize>,
 }
@@ -83,6 +86,7 @@ impl std::fmt::Debug for Hello {
             .field("resume", &self.resume)
             .field("host", &self.host)
             .field("port", &self.port)
+            .field("ssh_host", &self.ssh_host)
             .field("max_datagram_size", &self.max_datagram_size)
             .finish()
     }
@@ -266,6 +270,7 @@ impl Message for ClientMessage {
                     .opt_str("resume", h.resume.as_deref())
                     .opt_str("host", h.host.as_deref())
                     .opt_u64("port", h.port.map(u64::from))
+                    .opt_str("ssh_host", h.ssh_host.as_deref())
                     .opt_u64("max_datagram_size", h.max_datagram_size.map(|m| m as u64));
             }
             ClientMessage::Ping => {
@@ -288,6 +293,7 @@ impl Message for ClientMessage {
                     "resume",
                     "host",
                     "port",
+                    "ssh_host",
                     "max_datagram_size",
                 ])?;
                 Ok(ClientMessage::Hello(Hello {
@@ -297,6 +303,7 @@ impl Message for ClientMessage {
                     resume: f.opt_str("resume")?,
                     host: f.opt_str("host")?,
                     port: f.opt_int("port")?,
+                    ssh_host: f.opt_str("ssh_host")?,
                     max_datagram_size: f.opt_int("max_datagram_size")?,
                 }))
             }

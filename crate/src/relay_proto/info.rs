@@ -61,10 +61,14 @@ pub struct PasteInfo {
     pub reason: Option<String>,
 }
 
-/// `GET /api/sessions`: spawned mosh-servers still alive, without their keys.
+/// `GET /api/sessions`: spawned mosh-servers still alive, without their keys, and where a new
+/// one may be started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionList {
     pub sessions: Vec<SessionSummary>,
+    /// The hosts a new session may be started on over ssh (`--ssh-host`), besides the relay's
+    /// own machine.
+    pub ssh_hosts: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +86,8 @@ pub struct SessionSummary {
     pub title: String,
     /// Whether a page drives it right now (resuming it elsewhere moves it away from that page).
     pub attached: bool,
+    /// The `ssh_hosts` name it runs on; empty for the relay's own machine.
+    pub host: String,
 }
 
 /// The body of every API error (401, 404, 405, 429).
@@ -167,8 +173,10 @@ impl Message for SessionList {
                 .u64("cols", s.cols.into())
                 .u64("rows", s.rows.into())
                 .str("title", &s.title)
-                .bool("attached", s.attached);
-        });
+                .bool("attached", s.attached)
+                .str("host", &s.host);
+        })
+        .strings("ssh_hosts", &self.ssh_hosts);
     }
 
     fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
@@ -186,10 +194,11 @@ impl Message for SessionList {
                     rows: s.int("rows")?,
                     title: s.str("title")?,
                     attached: s.bool("attached")?,
+                    host: s.str("host")?,
                 })
             })
             .collect::<Result<_, DecodeError>>()?;
-        Ok(SessionList { sessions })
+        Ok(SessionList { sessions, ssh_hosts: f.strings("ssh_hosts")? })
     }
 }
 

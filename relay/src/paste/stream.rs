@@ -18,6 +18,8 @@ use tern::relay_proto::upload::{
 use tern::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use crate::ssh::{SshHost, SshHosts};
+
 use super::store::{Claim, HEAD_LEN, Have, PasteError, PasteStore, take_head, valid_hash};
 
 /// How much is read from the stream at once.
@@ -50,10 +52,26 @@ fn bad_request(message: impl Into<String>) -> PasteError {
     PasteError::new(UploadErrorCode::BadRequest, message)
 }
 
+/// Where a published paste goes last: `None` when the session's shell runs on the relay's
+/// machine, else its ssh host (the file is copied there and the host's path is typed).
+pub(crate) type Onward = Option<(Arc<SshHosts>, SshHost)>;
+
+/// The path the person's shell sees for the published `path`: the relay's own, or the copy's
+/// on the session's ssh host.
+async fn deliver(onward: &Onward, path: &Path) -> Result<String, PasteError> {
+    match onward {
+        None => Ok(path_string(path)),
+        Some((hosts, host)) => hosts.deliver(host, path).await.map_err(|e| {
+            PasteError::new(UploadErrorCode::Io, format!("copying the paste to {host}: {e}"))
+        }),
+    }
+}
+
 /// Serves one upload stream. `store` is `None` when pasting is not available (bridge mode
 /// without `--paste-dir`): the page is told so.
 pub(crate) async fn serve_upload(
     store: Option<Arc<PasteStore>>,
+    onward: Onward,
     mut send: SendStream,
     mut recv: RecvStream,
 ) {
@@ -62,7 +80,10 @@ pub(crate) async fn serve_upload(
             UploadErrorCode::PasteUnavailable,
             "pasting files is not available: this relay runs in bridge mode without --paste-dir",
         )),
-        Some(store) => upload(&store, &mut send, &mut recv).await,
+        Some(store) => match upload(&store, &onward, &mut send, &mut recv).await {
+            Ok(Some(path)) => deliver(&onward, Path::new(&path)).await.map(Some),
+            other => other,
+        },
     };
     let last = match result {
         Ok(Some(path)) => UploadReply::Path { path },
@@ -87,6 +108,7 @@ fn path_string(p: &Path) -> String {
 /// stream is gone or superseded (the part stays).
 async fn upload(
     store: &Arc<PasteStore>,
+    onward: &Onward,
     send: &mut SendStream,
     recv: &mut RecvStream,
 ) -> Result<Option<String>, PasteError> {
@@ -96,7 +118,8 @@ async fn upload(
     }
     store.cleanup(SystemTime::now());
     if let Have::Complete(path) = store.have(&header.hash) {
-        repeat(send, &path, header.size).await;
+        let shown = deliver(onward, &path).await?;
+        repeat(send, &path, &shown, header.size).await;
         return Ok(None);
     }
     let claim = store.claim(&header.hash).await;
@@ -117,13 +140,14 @@ async fn upload(
     receiver.run(send, recv, first, &claim).await
 }
 
-/// A repeat paste: nothing to send. Touches the file so age cleanup counts from the last use.
-async fn repeat(send: &mut SendStream, path: &Path, size: u64) {
+/// A repeat paste: nothing to send. Touches the file so age cleanup counts from the last use;
+/// `shown` is the path the shell sees.
+async fn repeat(send: &mut SendStream, path: &Path, shown: &str, size: u64) {
     let _ = std::fs::File::options()
         .append(true)
         .open(path)
         .and_then(|f| f.set_modified(SystemTime::now()));
-    let reply = UploadReply::Have { have: size, path: Some(path_string(path)) };
+    let reply = UploadReply::Have { have: size, path: Some(shown.to_owned()) };
     let _ = send.write_all(&reply.to_line()).await;
     let _ = send.finish().await;
 }

@@ -246,7 +246,11 @@ impl<'a> Bridge<'a> {
         let Some((send, recv)) = s else {
             return ControlFlow::Break(End::BrowserGone("browser connection closed"));
         };
-        tokio::spawn(crate::paste::serve_upload(self.shared.pastes.clone(), send, recv));
+        let onward = match (&self.shared.ssh, &self.session.target.ssh_host) {
+            (Some(hosts), Some(host)) => Some((std::sync::Arc::clone(hosts), host.clone())),
+            _ => None,
+        };
+        tokio::spawn(crate::paste::serve_upload(self.shared.pastes.clone(), onward, send, recv));
         ControlFlow::Continue(())
     }
 

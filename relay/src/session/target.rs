@@ -10,8 +10,9 @@ use super::handshake::Refusal;
 use crate::config::{Mode, normalize_host};
 use crate::control::{ErrorCode, Hello};
 use crate::shared::Shared;
-use crate::spawn::{Recorder, SpawnSpec, spawn_mosh_server};
-use crate::state::{SessionRecord, StateStore, valid_id};
+use crate::spawn::{Recorder, SpawnSpec, Spawned, spawn_mosh_server};
+use crate::ssh::SshHost;
+use crate::state::{RemoteServer, SessionRecord, StateStore, valid_id};
 
 /// Where a session's datagrams go, and what to tell the browser. No `Debug`: it holds the key.
 pub(super) struct Target {
@@ -25,18 +26,23 @@ pub(super) struct Target {
     pub resumed: bool,
     /// Spawn mode: the session's record (for the registry).
     pub record: Option<SessionRecord>,
+    /// The `--ssh-host` the mosh-server runs on (pastes are copied there); `None`: this machine.
+    pub ssh_host: Option<SshHost>,
 }
 
 impl Target {
-    /// A spawned mosh-server, which listens on loopback.
+    /// A spawned mosh-server: on loopback, or on its ssh host.
     fn spawned(record: SessionRecord, resumed: bool) -> Self {
+        let ip = record.remote.as_ref().map_or(IpAddr::from([127, 0, 0, 1]), |r| r.ip);
         Target {
             session: record.id.clone(),
-            addr: SocketAddr::from(([127, 0, 0, 1], record.port)),
+            addr: SocketAddr::new(ip, record.port),
             port: record.port,
             key: Some(record.key.clone()),
+            // Only this machine's processes can be watched.
             pid: record.pid,
             resumed,
+            ssh_host: record.remote.as_ref().and_then(|r| r.host.parse().ok()),
             record: Some(record),
         }
     }
@@ -50,9 +56,10 @@ pub(super) async fn attach(shared: &Shared, hello: &Hello) -> Result<Target, Ref
                 .state
                 .as_ref()
                 .ok_or_else(|| Refusal::new(ErrorCode::Internal, "spawn mode without state"))?;
-            match &hello.resume {
-                Some(id) => resume(state, id),
-                None => spawn(shared, state).await,
+            match (&hello.resume, &hello.ssh_host) {
+                (Some(id), _) => resume(shared, state, id).await,
+                (None, None) => spawn(shared, state).await,
+                (None, Some(host)) => spawn_over_ssh(shared, state, host).await,
             }
         }
         Mode::Bridge => bridge(shared, hello).await,
@@ -77,22 +84,30 @@ pub(super) async fn connect_udp(target: SocketAddr) -> Result<UdpSocket, Refusal
 }
 
 /// Re-attaches to a spawned mosh-server that is still alive.
-fn resume(state: &StateStore, id: &str) -> Result<Target, Refusal> {
+async fn resume(shared: &Shared, state: &StateStore, id: &str) -> Result<Target, Refusal> {
     if !valid_id(id) {
         return Err(Refusal::new(ErrorCode::UnknownSession, "malformed session id"));
     }
-    match state.check_alive(id) {
-        Some(record) => Ok(Target::spawned(record, true)),
-        None => Err(Refusal::new(
-            ErrorCode::SessionEnded,
-            "that session's mosh-server is gone (its shell exited, or nobody connected within 60 s)",
-        )),
+    let gone = |why: &str| Refusal::new(ErrorCode::SessionEnded, why.to_owned());
+    let record = state.check_alive(id).ok_or_else(|| {
+        gone("that session's mosh-server is gone (its shell exited, or nobody connected within 60 s)")
+    })?;
+    // A server on an ssh host is asked after (this machine's are checked by pid above); a host
+    // that cannot answer now keeps the session: mosh sessions outlive their network.
+    if let (Some(remote), Some(hosts)) = (&record.remote, &shared.ssh)
+        && let (Some(pid), Ok(host)) = (remote.pid, remote.host.parse::<SshHost>())
+        && hosts.is_running(&host, pid).await == Some(false)
+    {
+        state.remove(id);
+        return Err(gone(&format!(
+            "that session's mosh-server on {host} is gone (its shell exited)"
+        )));
     }
+    Ok(Target::spawned(record, true))
 }
 
-/// Starts a mosh-server (within `--max-spawned`) and records it for a restarted relay.
-async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
-    let _guard = shared.spawn_lock.lock().await;
+/// Refuses a new mosh-server beyond `--max-spawned` (hosts' ones count too).
+fn check_spawn_limit(shared: &Shared, state: &StateStore) -> Result<(), Refusal> {
     let alive = state.alive().len();
     if alive >= shared.config.max_spawned {
         return Err(Refusal::new(
@@ -100,6 +115,73 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
             format!("{alive} mosh-servers already running (limit {})", shared.config.max_spawned),
         ));
     }
+    Ok(())
+}
+
+/// What every spawned mosh-server gets, here or on an ssh host.
+fn spawn_spec(shared: &Shared, recorder: Option<Recorder>) -> SpawnSpec {
+    let c = &shared.config;
+    SpawnSpec {
+        program: c.mosh_server_command.clone(),
+        locale: c.mosh_locale.clone(),
+        ports: c.mosh_port_range,
+        command: c.mosh_command.clone(),
+        timeout: c.spawn_timeout(),
+        idle_timeout: c.session_idle_timeout(),
+        recorder,
+    }
+}
+
+/// Records a started mosh-server for a restarted relay and makes it the session's target.
+fn record_spawned(
+    state: &StateStore,
+    id: String,
+    spawned: Spawned,
+    remote: Option<RemoteServer>,
+) -> Target {
+    let record = SessionRecord {
+        id,
+        port: spawned.port,
+        key: spawned.key,
+        pid: if remote.is_some() { None } else { spawned.pid },
+        created: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs(),
+        seq_reserved: 0,
+        remote,
+    };
+    tracing::info!(session = %record.id, port = record.port, pid = ?spawned.pid, host = ?record.remote.as_ref().map(|r| &r.host), "spawned mosh-server");
+    if let Err(e) = state.insert(record.clone()) {
+        // The session still works; only a relay restart would lose track of it.
+        tracing::error!("cannot record session: {e:#}");
+    }
+    Target::spawned(record, false)
+}
+
+/// Starts a mosh-server on one of the relay's ssh hosts, as `mosh HOST` does.
+async fn spawn_over_ssh(
+    shared: &Shared,
+    state: &StateStore,
+    name: &str,
+) -> Result<Target, Refusal> {
+    let Some(host) = shared.ssh.as_ref().and_then(|h| h.find(name)) else {
+        return Err(Refusal::new(
+            ErrorCode::TargetNotAllowed,
+            format!("{name} is not one of this relay's --ssh-host hosts"),
+        ));
+    };
+    let hosts = shared.ssh.as_ref().expect("found above");
+    check_spawn_limit(shared, state)?;
+    let started = hosts.start(host, &spawn_spec(shared, None)).await.map_err(|message| {
+        tracing::warn!(%host, "starting mosh-server over ssh failed: {message}");
+        Refusal::new(ErrorCode::SpawnFailed, message)
+    })?;
+    let remote = RemoteServer { host: host.to_string(), ip: started.ip, pid: started.spawned.pid };
+    Ok(record_spawned(state, new_session_id(), started.spawned, Some(remote)))
+}
+
+/// Starts a mosh-server (within `--max-spawned`) and records it for a restarted relay.
+async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
+    let _guard = shared.spawn_lock.lock().await;
+    check_spawn_limit(shared, state)?;
     let c = &shared.config;
     let id = new_session_id();
     // The recorder is this very executable (`tern-relay record`); without it (not found, or
@@ -125,33 +207,11 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
             None
         }
     };
-    let spec = SpawnSpec {
-        program: c.mosh_server_command.clone(),
-        locale: c.mosh_locale.clone(),
-        ports: c.mosh_port_range,
-        command: c.mosh_command.clone(),
-        timeout: c.spawn_timeout(),
-        idle_timeout: c.session_idle_timeout(),
-        recorder,
-    };
-    let spawned = spawn_mosh_server(&spec).await.map_err(|e| {
+    let spawned = spawn_mosh_server(&spawn_spec(shared, recorder)).await.map_err(|e| {
         tracing::warn!("spawning mosh-server failed: {e:#}");
         Refusal::new(ErrorCode::SpawnFailed, format!("{e:#}"))
     })?;
-    let record = SessionRecord {
-        id,
-        port: spawned.port,
-        key: spawned.key,
-        pid: spawned.pid,
-        created: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs(),
-        seq_reserved: 0,
-    };
-    tracing::info!(session = %record.id, port = record.port, pid = ?record.pid, "spawned mosh-server");
-    if let Err(e) = state.insert(record.clone()) {
-        // The session still works; only a relay restart would lose track of it.
-        tracing::error!("cannot record session: {e:#}");
-    }
-    Ok(Target::spawned(record, false))
+    Ok(record_spawned(state, id, spawned, None))
 }
 
 /// The browser's host and port, if the allowlist has them.
@@ -182,6 +242,7 @@ async fn bridge(shared: &Shared, hello: &Hello) -> Result<Target, Refusal> {
         pid: None,
         resumed: false,
         record: None,
+        ssh_host: None,
     })
 }
 

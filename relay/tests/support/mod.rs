@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use base64::Engine;
+use sha2::{Digest, Sha256};
 use tern::session::{ClientSession, HostLog, ResumePoint, ServerState, SessionConfig};
 use tern::terminal::Complete;
 use tern::time::Instant as CoreInstant;
@@ -506,4 +507,47 @@ pub async fn http_post(
     let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
     (status, body.to_string())
+}
+
+// --- The paste upload stream (relay_proto::upload), as the page speaks it. ---
+
+/// SHA-256 in hex, as upload headers name files.
+pub fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads an upload stream's lines until the stream ends (or `stop` says so); returns them parsed.
+pub async fn lines_until(
+    recv: &mut wtransport::RecvStream,
+    stop: impl Fn(&serde_json::Value) -> bool,
+) -> Vec<serde_json::Value> {
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(at) = buf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=at).collect();
+            let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            let done = stop(&v);
+            out.push(v);
+            if done {
+                return out;
+            }
+        }
+        match tokio::time::timeout(Duration::from_secs(10), recv.read(&mut chunk)).await {
+            Ok(Ok(Some(n))) => buf.extend_from_slice(&chunk[..n]),
+            _ => return out,
+        }
+    }
+}
+
+pub async fn open_upload(
+    conn: &wtransport::Connection,
+    hash: &str,
+    size: usize,
+) -> (wtransport::SendStream, wtransport::RecvStream) {
+    let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
+    let header = serde_json::json!({"hash": hash, "size": size, "mime": "image/png"});
+    send.write_all(format!("{header}\n").as_bytes()).await.unwrap();
+    (send, recv)
 }

@@ -1,0 +1,426 @@
+//! Sessions on other hosts, started over ssh the way `mosh user@host` starts them.
+//!
+//! The relay runs `ssh HOST -- mosh-server new -s ...` as its own user, with that user's ssh
+//! configuration, keys and agent, never asking anything (`BatchMode=yes`): a host that wants a
+//! password or a host-key confirmation fails at once with a message that says which. It reads
+//! `MOSH CONNECT` through tern-native's one starter, and then bridges to the host's UDP port like
+//! any spawned session (it knows the key, so the relay's copy, resume and nonce bounds work as in
+//! spawn mode). Pasted files for such a session are copied to the host over ssh, into its own
+//! paste directory, named and checked by their SHA-256 as on the relay.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::str::FromStr;
+use std::time::Duration;
+
+use tern_native::{Bind, MoshServer, StartError, shell_quote};
+use tokio::io::AsyncWriteExt;
+
+use crate::config::Config;
+use crate::spawn::{SpawnSpec, Spawned};
+
+/// How long ssh may take to connect before it gives up (`ConnectTimeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a check on the host (`kill -0`, `ssh -G`) may take in all.
+const QUICK_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a paste may take to reach the host, beyond the connection (64 MiB at ~1 MB/s).
+const COPY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A host the page may start sessions on: a name ssh understands (`devbox`, `me@devbox`, an
+/// address), never an option (`-oProxyCommand=...`) or anything a shell or ssh would read more
+/// into.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SshHost(String);
+
+impl FromStr for SshHost {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let ok = |c: char| c.is_ascii_alphanumeric() || "._-@:%".contains(c);
+        if s.is_empty() || s.len() > 255 || s.starts_with('-') || !s.chars().all(ok) {
+            return Err(format!(
+                "bad ssh host {s:?}: want a name from ssh's configuration or [user@]host (letters, \
+                 digits, . _ - @ : %; not starting with -)"
+            ));
+        }
+        Ok(SshHost(s.to_owned()))
+    }
+}
+
+impl SshHost {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for SshHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The hosts of `--ssh-host` and `--ssh-hosts-file`, and how to reach them.
+#[derive(Debug, Clone)]
+pub struct SshHosts {
+    hosts: Vec<SshHost>,
+    /// The ssh client (`--ssh-program`, default `ssh` from PATH).
+    program: PathBuf,
+    /// `-F FILE` (`--ssh-config`); the relay user's own configuration when `None`.
+    config_file: Option<PathBuf>,
+    /// mosh-server on the host (`--ssh-mosh-server`).
+    mosh_server: String,
+    /// Where pastes land on the host; relative paths are under the remote user's home.
+    paste_dir: String,
+}
+
+/// A mosh-server started on a host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSpawned {
+    pub spawned: Spawned,
+    /// The address the relay sends the session's datagrams to (where ssh connected).
+    pub ip: IpAddr,
+}
+
+impl SshHosts {
+    /// The configured hosts; `Ok(None)` when there are none. A hosts file has one name a line
+    /// (`#` starts a comment).
+    pub fn from_config(c: &Config) -> Result<Option<SshHosts>, String> {
+        let mut hosts = c.ssh_host.clone();
+        if let Some(file) = &c.ssh_hosts_file {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| format!("--ssh-hosts-file {}: {e}", file.display()))?;
+            for line in text.lines() {
+                let name = line.split('#').next().unwrap_or("").trim();
+                if !name.is_empty() {
+                    hosts.push(name.parse().map_err(|e| format!("{}: {e}", file.display()))?);
+                }
+            }
+        }
+        hosts.sort();
+        hosts.dedup();
+        if hosts.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(SshHosts {
+            hosts,
+            program: c.ssh_program.clone(),
+            config_file: c.ssh_config.clone(),
+            mosh_server: c.ssh_mosh_server.clone(),
+            paste_dir: c.ssh_paste_dir.clone(),
+        }))
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.hosts.iter().map(|h| h.0.clone()).collect()
+    }
+
+    /// The configured host called `name` (the page may only name those).
+    pub fn find(&self, name: &str) -> Option<&SshHost> {
+        self.hosts.iter().find(|h| h.0 == name)
+    }
+
+    /// `ssh [-F FILE] -T -o BatchMode=yes ... HOST --`: what every command on the host runs
+    /// through. No terminal (`-T`), no questions, no forwarding, a bounded connect.
+    fn ssh(&self, host: &SshHost) -> Vec<String> {
+        let mut argv = vec![self.program.to_string_lossy().into_owned()];
+        if let Some(file) = &self.config_file {
+            argv.extend(["-F".to_owned(), file.to_string_lossy().into_owned()]);
+        }
+        argv.push("-T".to_owned());
+        for option in [
+            "BatchMode=yes".to_owned(),
+            format!("ConnectTimeout={}", CONNECT_TIMEOUT.as_secs()),
+            "ForwardAgent=no".to_owned(),
+            "ForwardX11=no".to_owned(),
+            "ClearAllForwardings=yes".to_owned(),
+        ] {
+            argv.extend(["-o".to_owned(), option]);
+        }
+        argv.extend([host.0.clone(), "--".to_owned()]);
+        argv
+    }
+
+    /// Runs `remote` (a shell command line) on the host with `stdin`; its stdout, or the person's
+    /// message for what went wrong.
+    async fn run(
+        &self,
+        host: &SshHost,
+        remote: &str,
+        stdin: Option<&Path>,
+        timeout: Duration,
+    ) -> Result<String, String> {
+        let argv = self.ssh(host);
+        let mut command = tokio::process::Command::new(&argv[0]);
+        command.args(&argv[1..]).arg(remote).kill_on_drop(true);
+        command.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command.spawn().map_err(|e| format!("cannot run {}: {e}", argv[0]))?;
+        if let (Some(path), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            let path = path.to_path_buf();
+            // The host may answer without reading (it has the file already): a closed pipe is
+            // not an error here; the exit status and stdout say how it went.
+            tokio::spawn(async move {
+                if let Ok(mut file) = tokio::fs::File::open(&path).await {
+                    let _ = tokio::io::copy(&mut file, &mut pipe).await;
+                }
+                let _ = pipe.shutdown().await;
+            });
+        }
+        let output = tokio::time::timeout(timeout, child.wait_with_output())
+            .await
+            .map_err(|_| format!("{host} did not answer over ssh within {timeout:?}"))?
+            .map_err(|e| format!("ssh to {host}: {e}"))?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            Err(explain(host, &output.status.to_string(), &stderr))
+        }
+    }
+
+    /// The address ssh connects to for `host`, after its configuration (`ssh -G`: `HostName`,
+    /// aliases), resolved: where mosh's UDP goes, as `mosh` itself picks it.
+    pub async fn address(&self, host: &SshHost) -> Result<IpAddr, String> {
+        let mut argv = vec![];
+        if let Some(file) = &self.config_file {
+            argv.extend(["-F".to_owned(), file.to_string_lossy().into_owned()]);
+        }
+        argv.extend(["-G".to_owned(), host.0.clone()]);
+        let output = tokio::time::timeout(
+            QUICK_TIMEOUT,
+            tokio::process::Command::new(&self.program).args(&argv).kill_on_drop(true).output(),
+        )
+        .await
+        .map_err(|_| format!("ssh -G {host} did not finish"))?
+        .map_err(|e| format!("cannot run {}: {e}", self.program.display()))?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let name = text
+            .lines()
+            .find_map(|l| l.strip_prefix("hostname "))
+            .map(str::trim)
+            .ok_or_else(|| format!("ssh's configuration gives no address for {host}"))?;
+        if let Ok(ip) = name.parse::<IpAddr>() {
+            return Ok(ip);
+        }
+        let found = tokio::time::timeout(QUICK_TIMEOUT, tokio::net::lookup_host((name, 0))).await;
+        match found {
+            Ok(Ok(mut addrs)) => addrs
+                .next()
+                .map(|a| a.ip())
+                .ok_or_else(|| format!("{host} cannot be reached: {name} has no address")),
+            _ => Err(format!("{host} cannot be reached: cannot resolve {name}")),
+        }
+    }
+
+    /// Starts mosh-server on `host` with `spec`'s locale, ports and idle timeout (the login
+    /// shell; the relay's own `-- COMMAND` and its history recorder are for its own machine).
+    pub async fn start(&self, host: &SshHost, spec: &SpawnSpec) -> Result<RemoteSpawned, String> {
+        let ip = self.address(host).await?;
+        let mut options = crate::spawn::options(&SpawnSpec {
+            program: self.mosh_server.clone().into(),
+            command: Vec::new(),
+            recorder: None,
+            ..spec.clone()
+        });
+        options.bind = Bind::SshConnection;
+        options.via = self.ssh(host);
+        options.timeout = spec.timeout + CONNECT_TIMEOUT;
+        let started = tokio::task::spawn_blocking(move || MoshServer::start(&options))
+            .await
+            .map_err(|e| format!("the ssh start task failed: {e}"))?;
+        match started {
+            Ok(server) => Ok(RemoteSpawned {
+                spawned: Spawned {
+                    port: server.port,
+                    key: server.key.to_base64(),
+                    pid: server.pid,
+                },
+                ip,
+            }),
+            Err(StartError::NoConnectLine { status, stderr }) => {
+                Err(explain(host, &status, &stderr))
+            }
+            Err(StartError::Timeout { timeout, .. }) => Err(format!(
+                "{host} did not start mosh-server within {timeout:?} (ssh still connecting?)"
+            )),
+            Err(e) => Err(format!("starting mosh-server on {host}: {e}")),
+        }
+    }
+
+    /// Whether mosh-server `pid` still runs on `host`: `None` when the host cannot tell now
+    /// (unreachable: the session may well be alive, as mosh sessions outlive their network).
+    pub async fn is_running(&self, host: &SshHost, pid: u32) -> Option<bool> {
+        let remote = format!("if kill -0 {pid} 2>/dev/null; then echo running; else echo gone; fi");
+        match self.run(host, &remote, None, QUICK_TIMEOUT).await {
+            Ok(out) if out.trim() == "running" => Some(true),
+            Ok(out) if out.trim() == "gone" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Copies the published paste `local` (named `<sha256>.<ext>`) to the host's paste directory,
+    /// unless a file of that hash is there already; its path on the host.
+    pub async fn deliver(&self, host: &SshHost, local: &Path) -> Result<String, String> {
+        let name = local
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| "a paste without a name".to_owned())?;
+        let hash = name.split('.').next().unwrap_or_default().to_owned();
+        let remote = [
+            "sh".to_owned(),
+            "-c".to_owned(),
+            RECEIVE_PASTE.to_owned(),
+            "tern-paste".to_owned(),
+            self.paste_dir.clone(),
+            name,
+            hash,
+        ]
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+        let out = self.run(host, &remote, Some(local), QUICK_TIMEOUT + COPY_TIMEOUT).await?;
+        out.lines()
+            .find_map(|l| l.strip_prefix("have "))
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{host} did not confirm the paste"))
+    }
+}
+
+/// The host's side of a paste, run by `sh -c` with the paste directory, the file's name and its
+/// SHA-256: keeps a file of that hash that is there already (and reads nothing), else takes
+/// stdin into a private part file, checks its hash and renames it into place. Prints
+/// `have PATH`. POSIX sh and coreutils only (the host has nothing of Tern's).
+const RECEIVE_PASTE: &str = r#"set -e
+umask 077
+case $1 in /*) dir=$1 ;; *) dir=$HOME/$1 ;; esac
+mkdir -p "$dir"
+file=$dir/$2
+sum() { sha256sum < "$1" | cut -c1-64; }
+if [ -f "$file" ] && [ "$(sum "$file")" = "$3" ]; then
+  touch "$file"
+else
+  part=$file.part.$$
+  trap 'rm -f "$part"' EXIT
+  cat > "$part"
+  if [ "$(sum "$part")" != "$3" ]; then echo "the paste arrived damaged" >&2; exit 3; fi
+  mv -f "$part" "$file"
+  trap - EXIT
+fi
+echo "have $file"
+"#;
+
+/// What the person is told when ssh or the host refused: which of the usual causes it is, and
+/// what to do, with ssh's own last line.
+pub fn explain(host: &SshHost, status: &str, stderr: &str) -> String {
+    let said = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('@'))
+        .last()
+        .unwrap_or("")
+        .to_owned();
+    let said_any = |needles: &[&str]| needles.iter().any(|n| stderr.contains(n));
+    // The start's stderr may be only its tail: ssh's closing lines are matched too.
+    if said_any(&["REMOTE HOST IDENTIFICATION HAS CHANGED", "has changed and you have requested"]) {
+        format!(
+            "The host key of {host} has changed since the relay's user last connected (a \
+             reinstalled host, or someone in between). The relay did not connect. Check the key, \
+             then update that user's known_hosts (ssh-keygen -R)."
+        )
+    } else if said_any(&[
+        "Host key verification failed",
+        "No ED25519 host key",
+        "host key is known",
+    ]) {
+        format!(
+            "The host key of {host} is not known to the relay's user, and the relay never accepts \
+             one unasked. Run `ssh {host}` once as that user to check and accept it."
+        )
+    } else if said_any(&["Permission denied", "Too many authentication failures"]) {
+        format!(
+            "{host} wants a password or a key the relay's user does not have. The relay logs in \
+             without asking (BatchMode): give that user a key for {host} (its ssh-agent or \
+             ~/.ssh) and put the public key in the host's authorized_keys. ssh said: {said}"
+        )
+    } else if said_any(&[
+        "Connection refused",
+        "Connection timed out",
+        "No route to host",
+        "Network is unreachable",
+        "Could not resolve hostname",
+        "Name or service not known",
+        "Connection closed by",
+        "Connection reset",
+    ]) {
+        format!("{host} cannot be reached over ssh: {said}")
+    } else if said_any(&["mosh-server: command not found", "mosh-server: not found"]) {
+        format!("mosh-server is not installed on {host} (Debian: apt install mosh).")
+    } else {
+        format!(
+            "ssh to {host} failed ({status}): {}",
+            if said.is_empty() { "no message" } else { &said }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(s: &str) -> SshHost {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn host_names_are_names_not_options_or_shell() {
+        for ok in ["devbox", "me@devbox.example", "10.0.0.7", "fe80::1%eth0", "a_b-c"] {
+            assert!(ok.parse::<SshHost>().is_ok(), "{ok}");
+        }
+        for bad in ["", "-oProxyCommand=x", "a b", "a;b", "$(x)", "a'b", "host\n"] {
+            assert!(bad.parse::<SshHost>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn every_usual_ssh_failure_gets_its_own_explanation() {
+        let h = host("devbox");
+        let changed = "@@@@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n\
+                       @@@@@@@\nHost key verification failed.\n";
+        assert!(explain(&h, "exit status: 255", changed).contains("has changed"));
+        let changed_tail = "Host key for devbox has changed and you have requested strict checking.\n\
+                            Host key verification failed.\n";
+        assert!(explain(&h, "exit status: 255", changed_tail).contains("has changed since"));
+        let unknown = "No ED25519 host key is known for [127.0.0.1]:2222 and you have requested \
+                       strict checking.\nHost key verification failed.\n";
+        assert!(explain(&h, "exit status: 255", unknown).contains("not known"));
+        let password = "root@127.0.0.1: Permission denied (password).\n";
+        let m = explain(&h, "exit status: 255", password);
+        assert!(
+            m.contains("password") && m.contains("BatchMode") && m.contains("(password)"),
+            "{m}"
+        );
+        let refused = "ssh: connect to host 127.0.0.1 port 9: Connection refused\n";
+        let m = explain(&h, "exit status: 255", refused);
+        assert!(m.contains("cannot be reached") && m.contains("port 9"), "{m}");
+        let missing = "bash: line 1: mosh-server: command not found\n";
+        assert!(explain(&h, "exit status: 127", missing).contains("not installed"));
+        assert!(explain(&h, "exit status: 1", "").contains("no message"));
+    }
+
+    #[test]
+    fn commands_on_the_host_never_ask_and_name_the_host_after_the_options() {
+        let hosts = SshHosts {
+            hosts: vec![host("devbox")],
+            program: "ssh".into(),
+            config_file: Some("/etc/tern/ssh_config".into()),
+            mosh_server: "mosh-server".into(),
+            paste_dir: ".cache/tern/pastes".into(),
+        };
+        let argv = hosts.ssh(&host("devbox")).join(" ");
+        assert!(argv.starts_with("ssh -F /etc/tern/ssh_config -T -o BatchMode=yes"), "{argv}");
+        assert!(argv.ends_with(" devbox --"), "{argv}");
+        assert_eq!(hosts.find("devbox"), Some(&host("devbox")));
+        assert_eq!(hosts.find("other"), None);
+    }
+}

@@ -1,0 +1,234 @@
+//! Sessions on ssh hosts (`--ssh-host`) against a real sshd on loopback and the real mosh-server:
+//! the relay starts mosh-server over ssh and bridges to it, a paste lands on the host, a relay
+//! restart resumes the session, and each usual ssh failure gets its own message at once.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::*;
+use tern_relay::config::Config;
+use tern_relay::control::{Hello, ServerMessage};
+
+const CLIENT_MTU: usize = 1200;
+
+/// Two sshds of tests/ssh-fixture.sh (a key login, a password-only one), stopped on drop.
+struct Sshd {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/ssh-fixture.sh")
+}
+
+impl Sshd {
+    fn start() -> Sshd {
+        assert!(
+            Path::new("/usr/sbin/sshd").is_file(),
+            "sshd is not installed (apt-get install -y openssh-server): this test needs it"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let ports = [port, free_port(), free_port()].map(|p| p.to_string());
+        let status = Command::new("bash")
+            .arg(fixture())
+            .arg("start")
+            .arg(dir.path())
+            .args(&ports)
+            .status()
+            .unwrap();
+        assert!(status.success(), "tests/ssh-fixture.sh failed");
+        Sshd { dir, port }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A spawn-mode relay with the fixture's hosts; pastes for them land in `host-pastes`.
+    fn relay_config(&self, state: &Path, token: &str) -> Config {
+        let mut c = spawn_config(state, token);
+        c.ssh_host = ["good", "needs-password", "wrong-key", "down"]
+            .iter()
+            .map(|h| h.parse().unwrap())
+            .collect();
+        c.ssh_config = Some(self.path("ssh_config"));
+        c.ssh_paste_dir = self.path("host-pastes").to_string_lossy().into_owned();
+        c.paste_dir = Some(self.path("relay-pastes"));
+        c
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = Command::new("bash").arg(fixture()).arg("stop").arg(self.dir.path()).status();
+    }
+}
+
+/// Ends the host's mosh-server however the test ends (the host is this machine).
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if Path::new(&format!("/proc/{}", self.0)).exists() {
+            kill_pid(self.0);
+        }
+    }
+}
+
+fn host_hello(token: &str, host: &str) -> Hello {
+    Hello { ssh_host: Some(host.into()), ..spawn_hello(Some(token), None) }
+}
+
+/// The refusal's code and message.
+fn refusal(m: ServerMessage) -> (String, String) {
+    match m {
+        ServerMessage::Error { code, message } => (code.as_str().to_owned(), message),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+/// The remote mosh-server's pid, from the relay's record of the session.
+fn remote_pid(state: &Path, session: &str) -> u32 {
+    let file = state.join("sessions").join(format!("{session}.json"));
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    assert_eq!(record["remote"]["host"], "good");
+    assert_eq!(record["remote"]["ip"], "127.0.0.1");
+    assert!(record["pid"].is_null(), "not a process of this machine's: {record}");
+    record["remote"]["pid"].as_u64().expect("the host's pid is recorded") as u32
+}
+
+#[tokio::test]
+async fn a_session_on_an_ssh_host_types_pastes_and_survives_a_relay_restart() {
+    let sshd = Sshd::start();
+    let token = test_token("ssh");
+    let state = tempfile::tempdir().unwrap();
+    let relay = TestRelay::start(sshd.relay_config(state.path(), &token)).await;
+
+    // The page's list offers the hosts.
+    let (status, body) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+    assert_eq!(status, 200);
+    assert!(body.contains(r#""ssh_hosts":["down","good","needs-password","wrong-key"]"#), "{body}");
+
+    let conn = connect(&relay, None).await.expect("connects");
+    let (control, reply) = hello(&conn, host_hello(&token, "good")).await;
+    let ready = expect_ready(reply);
+    let key = ready.key.clone().expect("the relay started it and knows the key");
+    let mut mosh = MoshOverRelay::new(conn, control, &key, CLIENT_MTU);
+    assert!(mosh.run_until(Duration::from_secs(15), |s| s.has_heard_server()).await);
+    mosh.type_bytes(b"echo \"via-ssh[$SSH_CONNECTION]\"\n");
+    // SSH_CONNECTION: "client-ip client-port server-ip server-port", the server's being sshd's.
+    let want = format!(" 127.0.0.1 {}]", sshd.port);
+    assert!(
+        mosh.run_until(Duration::from_secs(10), |s| s
+            .server_state()
+            .contains(b"via-ssh[127.0.0.1 ")
+            && s.server_state().contains(want.as_bytes()))
+            .await,
+        "the shell did not come over ssh: {:?}",
+        mosh.screen_text()
+    );
+    let pid = remote_pid(state.path(), &ready.session);
+    let _cleanup = KillOnDrop(pid);
+    let (_, body) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+    assert!(body.contains(r#""host":"good""#), "{body}");
+
+    // A paste lands on the host, under its paste directory, byte for byte, and its path there
+    // is what the page types; a repeat sends nothing and gets the same path.
+    let png: Vec<u8> = b"\x89PNG\r\n\x1a\n"
+        .iter()
+        .copied()
+        .chain((0..300_000u32).map(|i| (i * 7) as u8))
+        .collect();
+    let hash = hex(&png);
+    let (mut send, mut recv) = open_upload(&mosh.conn, &hash, png.len()).await;
+    let first = lines_until(&mut recv, |v| v.get("have").is_some()).await;
+    assert_eq!(first.last().unwrap()["have"], 0);
+    send.write_all(&png).await.unwrap();
+    let lines =
+        lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
+    let last = lines.last().unwrap();
+    let host_path =
+        last["path"].as_str().unwrap_or_else(|| panic!("no path: {lines:?}")).to_owned();
+    assert_eq!(host_path, sshd.path("host-pastes").join(format!("{hash}.png")).to_string_lossy());
+    assert_eq!(std::fs::read(&host_path).unwrap(), png, "the host's copy is byte-identical");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&host_path).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let (_send, mut recv) = open_upload(&mosh.conn, &hash, png.len()).await;
+    let repeat = lines_until(&mut recv, |v| v.get("path").is_some()).await;
+    assert_eq!(repeat.last().unwrap()["path"], host_path.as_str(), "{repeat:?}");
+
+    // A restarted relay resumes it on the host, from its record.
+    relay.stop().await;
+    let relay = TestRelay::start(sshd.relay_config(state.path(), &token)).await;
+    let conn = connect(&relay, None).await.expect("connects again");
+    let (control, reply) = hello(&conn, spawn_hello(Some(&token), Some(&ready.session))).await;
+    let again = expect_ready(reply);
+    assert!(again.resumed);
+    mosh.reattach(conn, control, again.seq_floor);
+    mosh.type_bytes(b"echo back-$((40+2))\n");
+    assert!(
+        mosh.run_until(Duration::from_secs(10), |s| s.server_state().contains(b"back-42")).await,
+        "no echo after the restart: {:?}",
+        mosh.screen_text()
+    );
+
+    // Once its mosh-server is gone on the host, resuming says so (the host was asked).
+    kill_pid(pid);
+    let gone = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() && gone.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let conn = connect(&relay, None).await.expect("connects");
+    let (_control, reply) = hello(&conn, spawn_hello(Some(&token), Some(&ready.session))).await;
+    let (code, message) = refusal(reply);
+    assert_eq!(code, "session_ended", "{message}");
+    assert!(message.contains("on good is gone"), "{message}");
+    relay.stop().await;
+    assert_not_logged(&key, "mosh key");
+}
+
+#[tokio::test]
+async fn each_usual_ssh_failure_is_explained_at_once() {
+    let sshd = Sshd::start();
+    let token = test_token("ssh-fail");
+    let state = tempfile::tempdir().unwrap();
+    let relay = TestRelay::start(sshd.relay_config(state.path(), &token)).await;
+    for (host, says) in [
+        ("needs-password", "wants a password or a key"),
+        ("wrong-key", "has changed"),
+        ("down", "cannot be reached over ssh"),
+        ("elsewhere", "not one of this relay's --ssh-host hosts"),
+    ] {
+        let started = Instant::now();
+        let conn = connect(&relay, None).await.expect("connects");
+        let (_control, reply) = hello(&conn, host_hello(&token, host)).await;
+        let (code, message) = refusal(reply);
+        let expected = if host == "elsewhere" { "target_not_allowed" } else { "spawn_failed" };
+        assert_eq!(code, expected, "{host}: {message}");
+        assert!(message.contains(says), "{host}: {message}");
+        // Nothing waits for a person to answer a prompt: loopback failures come back at once.
+        assert!(started.elapsed() < Duration::from_secs(10), "{host} took {:?}", started.elapsed());
+    }
+    // None of them left a session behind.
+    let (_, body) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+    assert!(body.starts_with(r#"{"sessions":[]"#), "{body}");
+    relay.stop().await;
+}
+
+#[test]
+fn a_host_name_that_is_an_option_is_refused_at_start() {
+    use clap::Parser;
+    let e = Config::try_parse_from(["tern-relay", "--ssh-host=-oProxyCommand=sh"]).unwrap_err();
+    assert!(e.to_string().contains("ssh"), "{e}");
+    assert!(Config::try_parse_from(["tern-relay", "--ssh-host", "devbox,me@build"]).is_ok());
+}
