@@ -8,6 +8,7 @@ import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
   tempDir, cleanupState, screenshotsOfState, moshServerNew as startMoshServer,
 } from './helpers.mjs';
+import { makePng, pasteFile } from './paste-lib.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
 let port, stateDir, relay, browser;
@@ -116,5 +117,31 @@ test('a key with + works in the address raw, as MOSH CONNECT prints it, and perc
     } finally {
       await other.close();
     }
+  }
+});
+
+test('bridge mode without a paste directory says up front that pasting files is off, and uploads nothing', async () => {
+  const server = moshServerNew();
+  const other = await launchBrowser();
+  try {
+    const { page } = other;
+    await page.goto(bridgeUrl(server));
+    await waitForPrompt(page);
+    // Said when the session starts, before anyone pastes.
+    await until(async () => /Pasting files is off here: .*bridge mode/.test(await page.textContent('#pill')),
+      { what: 'the paste-off note' });
+    assert.equal(await page.evaluate(() => document.body.dataset.paste), 'off');
+    await screenshotsOfState(page, 'bridge-paste-off');
+    // A paste then fails at once with that reason, and no upload stream is opened.
+    await pasteFile(page, makePng(20_000, 3));
+    await until(async () => /Paste failed: pasting files is off here/.test(await page.textContent('#paste-text')),
+      { what: 'the paste failing at once' });
+    const s = await stats(page);
+    assert.equal(s.paste.uploadsStarted, 0, JSON.stringify(s.paste));
+    // Typing still works.
+    await typeLine(page, 'echo after-$((6*7))');
+    await until(async () => (await screen(page)).includes('after-42'), { what: 'typing after the refused paste' });
+  } finally {
+    await other.close();
   }
 });

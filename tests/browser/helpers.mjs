@@ -158,14 +158,16 @@ export function tempDir(prefix) {
 }
 
 /// Ends the mosh-servers this test's relay spawned (they outlive the relay by design) and removes
-/// the state dir. Only pids recorded in this state dir are touched.
+/// the state dir. Only pids recorded in this state dir are touched (a session on an ssh host has
+/// its host's pid under `remote`: the tests' ssh hosts are this machine).
 export function cleanupState(stateDir) {
   if (!stateDir) return;
   let files = [];
   try { files = readdirSync(join(stateDir, 'sessions')); } catch { /* no sessions */ }
   for (const f of files) {
     try {
-      const { pid } = JSON.parse(readFileSync(join(stateDir, 'sessions', f), 'utf8'));
+      const record = JSON.parse(readFileSync(join(stateDir, 'sessions', f), 'utf8'));
+      const pid = record.pid ?? record.remote?.pid;
       if (Number.isInteger(pid) && pid > 1) process.kill(pid, 'SIGTERM');
     } catch { /* already gone */ }
   }
