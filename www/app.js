@@ -311,6 +311,7 @@ async function chooseSession({ sessions: list, sshHosts }) {
       const b = document.createElement('button');
       b.type = 'button';
       b.className = 'host';
+      b.dataset.host = name;
       b.textContent = `New session on ${name}`;
       b.onclick = () => done(`host:${name}`);
       hosts.append(b);
