@@ -314,7 +314,13 @@ fn notification_bar_texts() {
     use std::time::Duration;
     let s = Duration::from_secs;
     let n = |server: u64, reply: u64, message: Option<&str>| {
-        Notification { since_server_state: s(server), since_reply: s(reply), message }.text()
+        Notification {
+            since_server_state: s(server),
+            since_reply: s(reply),
+            message,
+            never_heard: false,
+        }
+        .text()
     };
     assert_eq!(n(1, 1, None), None);
     assert_eq!(n(7, 1, None).unwrap(), "tern: Last contact 7 seconds ago.");
@@ -325,7 +331,12 @@ fn notification_bar_texts() {
     assert_eq!(n(8, 0, Some("Exiting...")).unwrap(), "tern: Exiting... (8 s without contact.)");
 
     let fb = emu(30, 3, "hello\x1b[1;3H").framebuffer().clone();
-    let note = Notification { since_server_state: s(9), since_reply: s(0), message: None };
+    let note = Notification {
+        since_server_state: s(9),
+        since_reply: s(0),
+        message: None,
+        never_heard: false,
+    };
     let shown = overlay_notification(&fb, &note);
     let row = screen_text(&shown).rows[0].clone();
     assert_eq!(row, "tern: Last contact 9 seconds a");

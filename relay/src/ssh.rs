@@ -316,8 +316,7 @@ pub fn explain(host: &SshHost, status: &str, stderr: &str) -> String {
     let said = stderr
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('@'))
-        .last()
+        .rfind(|l| !l.is_empty() && !l.starts_with('@'))
         .unwrap_or("")
         .to_owned();
     let said_any = |needles: &[&str]| needles.iter().any(|n| stderr.contains(n));

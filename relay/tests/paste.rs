@@ -6,6 +6,7 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
 use support::*;
 use tern_relay::config::ByteSize;
 use tokio::net::UdpSocket;

@@ -90,33 +90,57 @@ test('with nothing saved, the page says it cannot resume and connects to a new m
   }
 });
 
-/// A new mosh-server whose key holds a `+` (about 30 % of keys do); the others are ended.
-function serverWithPlusInKey() {
+/// A new mosh-server whose key holds `char` (`+` or `/`: about 30 % of keys hold each); the others
+/// are ended.
+function serverWithInKey(char) {
   for (let i = 0; i < 40; i++) {
     const s = startMoshServer();
-    if (s.key.includes('+')) {
+    if (s.key.includes(char)) {
       servers.push(s);
       return s;
     }
     process.kill(s.pid, 'SIGTERM');
   }
-  throw new Error('no key with a + in 40 mosh-servers');
+  throw new Error(`no key with a ${char} in 40 mosh-servers`);
 }
 
-test('a key with + works in the address raw, as MOSH CONNECT prints it, and percent-encoded', async () => {
-  for (const how of ['raw', 'encoded']) {
-    const server = serverWithPlusInKey();
-    const key = how === 'raw' ? server.key : encodeURIComponent(server.key);
-    const other = await launchBrowser();
-    try {
-      const { page } = other;
-      await page.goto(`http://127.0.0.1:${port}/#token=${token}&host=127.0.0.1&port=${server.port}&key=${key}`);
-      await waitForPrompt(page);
-      await typeLine(page, `echo ${how}-$((6*7))`);
-      await until(async () => (await screen(page)).includes(`${how}-42`), { what: `a command with the ${how} key` });
-    } finally {
-      await other.close();
+test('keys with + and / work in the address raw, as MOSH CONNECT prints them, and percent-encoded', async () => {
+  for (const char of ['+', '/']) {
+    for (const how of ['raw', 'encoded']) {
+      const server = serverWithInKey(char);
+      const key = how === 'raw' ? server.key : encodeURIComponent(server.key);
+      const other = await launchBrowser();
+      try {
+        const { page } = other;
+        await page.goto(`http://127.0.0.1:${port}/#token=${token}&host=127.0.0.1&port=${server.port}&key=${key}`);
+        await waitForPrompt(page);
+        const tag = `${how}-${char === '+' ? 'plus' : 'slash'}`;
+        await typeLine(page, `echo ${tag}-$((6*7))`);
+        await until(async () => (await screen(page)).includes(`${tag}-42`), { what: `a command with the ${how} key holding ${char}` });
+      } finally {
+        await other.close();
+      }
     }
+  }
+});
+
+test('a target off the allowlist, and one that does not answer, are each said clearly', async () => {
+  const other = await launchBrowser();
+  try {
+    const { page } = other;
+    const key = moshServerNew().key;
+    await page.goto(`http://127.0.0.1:${port}/#token=${token}&host=127.0.0.1&port=60399&key=${encodeURIComponent(key)}`);
+    await page.waitForSelector('#notice:not([hidden])', { timeout: 15000 });
+    assert.match(await page.textContent('#notice-text'), /127\.0\.0\.1:60399 is not on this relay's --allow list/);
+    // An allowed port where no mosh-server answers: the bar says so (never "last contact").
+    const quiet = await other.context.newPage();
+    await quiet.goto(`http://127.0.0.1:${port}/#token=${token}&host=127.0.0.1&port=60998&key=${encodeURIComponent(key)}`);
+    const bar = () => quiet.evaluate(() => window.tern.term.buffer.active.getLine(0).translateToString(true));
+    await until(async () => /^tern: Nothing from the mosh-server in \d+ seconds: is it running/.test(await bar()),
+      { what: 'the bar saying nothing came from the server', timeout: 20000 });
+    await screenshotsOfState(quiet, 'bridge-no-answer');
+  } finally {
+    await other.close();
   }
 });
 

@@ -828,6 +828,7 @@ impl Driver {
                     since_server_state: session.since_last_contact(t),
                     since_reply: session.since_last_reply(t),
                     message: message.as_deref(),
+                    never_heard: !session.has_heard_server(),
                 };
                 // The server's screen with the predictions that may be shown, then the bar.
                 let frame = session

@@ -25,6 +25,9 @@ pub struct Notification<'a> {
     pub since_reply: Duration,
     /// A message to show (mosh-client's `set_notification_string`).
     pub message: Option<&'a str>,
+    /// Nothing at all has come from the server yet (`since_server_state` counts from the
+    /// session's start): a late bar then says that, not "last contact", since there was none.
+    pub never_heard: bool,
 }
 
 /// mosh's `human_readable_duration`: "N <unit>" under a minute, then "M:SS", then "H:MM:SS".
@@ -52,6 +55,15 @@ impl Notification<'_> {
             (self.since_server_state, "contact")
         };
         let secs = elapsed.as_secs();
+        if server_late && self.never_heard {
+            // A mosh-server that is not running, or whose UDP port does not let the relay in: say
+            // so instead of counting from a contact that never was.
+            let waited = human_readable(secs, "seconds");
+            let head = message.map_or(String::new(), |m| format!("{m} | "));
+            return Some(format!(
+                "tern: {head}Nothing from the mosh-server in {waited}: is it running, and can UDP reach its port?"
+            ));
+        }
         match (message, late) {
             (None, false) => None,
             (None, true) => {
@@ -120,6 +132,31 @@ pub fn overlay_notification(fb: &Framebuffer, note: &Notification<'_>) -> Frameb
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_never_heard_from_is_said_so_not_counted_from_a_contact() {
+        let s = Duration::from_secs;
+        let note = |since, never_heard| {
+            Notification {
+                since_server_state: s(since),
+                since_reply: s(since),
+                message: None,
+                never_heard,
+            }
+            .text()
+        };
+        assert_eq!(note(3, true), None, "not late yet");
+        let text = note(9, true).unwrap();
+        assert!(text.starts_with("tern: Nothing from the mosh-server in 9 seconds"), "{text}");
+        assert_eq!(note(9, false).as_deref(), Some("tern: Last contact 9 seconds ago."));
+        let with = Notification { message: Some("Pasting"), ..Notification::default() };
+        let with = Notification { since_server_state: s(9), never_heard: true, ..with };
+        assert!(
+            with.text().unwrap().starts_with("tern: Pasting | Nothing from"),
+            "{:?}",
+            with.text()
+        );
+    }
 
     #[test]
     fn messages_join_in_order_and_empty_ones_vanish() {
