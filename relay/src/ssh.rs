@@ -119,13 +119,19 @@ impl SshHosts {
         self.hosts.iter().find(|h| h.0 == name)
     }
 
+    /// `-F FILE` when `--ssh-config` names one.
+    fn config_args(&self) -> Vec<String> {
+        match &self.config_file {
+            Some(file) => vec!["-F".to_owned(), file.to_string_lossy().into_owned()],
+            None => Vec::new(),
+        }
+    }
+
     /// `ssh [-F FILE] -T -o BatchMode=yes ... HOST --`: what every command on the host runs
     /// through. No terminal (`-T`), no questions, no forwarding, a bounded connect.
     fn ssh(&self, host: &SshHost) -> Vec<String> {
         let mut argv = vec![self.program.to_string_lossy().into_owned()];
-        if let Some(file) = &self.config_file {
-            argv.extend(["-F".to_owned(), file.to_string_lossy().into_owned()]);
-        }
+        argv.extend(self.config_args());
         argv.push("-T".to_owned());
         for option in [
             "BatchMode=yes".to_owned(),
@@ -181,10 +187,7 @@ impl SshHosts {
     /// The address ssh connects to for `host`, after its configuration (`ssh -G`: `HostName`,
     /// aliases), resolved: where mosh's UDP goes, as `mosh` itself picks it.
     pub async fn address(&self, host: &SshHost) -> Result<IpAddr, String> {
-        let mut argv = vec![];
-        if let Some(file) = &self.config_file {
-            argv.extend(["-F".to_owned(), file.to_string_lossy().into_owned()]);
-        }
+        let mut argv = self.config_args();
         argv.extend(["-G".to_owned(), host.0.clone()]);
         let output = tokio::time::timeout(
             QUICK_TIMEOUT,

@@ -162,13 +162,12 @@ async fn spawn_over_ssh(
     state: &StateStore,
     name: &str,
 ) -> Result<Target, Refusal> {
-    let Some(host) = shared.ssh.as_ref().and_then(|h| h.find(name)) else {
+    let Some((hosts, host)) = shared.ssh.as_ref().and_then(|h| Some((h, h.find(name)?))) else {
         return Err(Refusal::new(
             ErrorCode::TargetNotAllowed,
             format!("{name} is not one of this relay's --ssh-host hosts"),
         ));
     };
-    let hosts = shared.ssh.as_ref().expect("found above");
     check_spawn_limit(shared, state)?;
     let started = hosts.start(host, &spawn_spec(shared, None)).await.map_err(|message| {
         tracing::warn!(%host, "starting mosh-server over ssh failed: {message}");
