@@ -516,10 +516,12 @@ fn a_program_in_cooked_mode_erases_a_whole_utf8_character() {
 #[test]
 fn a_program_asking_the_terminal_gets_its_answer() {
     // A query (the cursor position report, ESC [ 6 n) goes out to the terminal, its answer comes
-    // back as input: through the recorder both ways.
+    // back as input: through the recorder both ways. Echo is off before the query goes out: with
+    // `read -s` alone, whether the tty echoes the answer depends on whether it arrives before or
+    // after `read` turns echo off, a race that a fresh-clone CI run lost on one side only.
     same_with_and_without_the_recorder(&[
         Step::Line(
-            "printf '\\033[6n'; IFS= read -rs -d R pos; echo \"at ${pos#*[}\"; echo end-$((6*7))",
+            "stty -echo; printf '\\033[6n'; IFS= read -r -d R pos; stty echo; echo \"at ${pos#*[}\"; echo end-$((6*7))",
         ),
         Step::Prompt("\nend-42\n", 1),
     ]);
