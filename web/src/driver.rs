@@ -26,9 +26,11 @@ use tern::relay_client::{
 use tern::relay_proto::Mode;
 use tern::relay_proto::framing::Joiner;
 use tern::relay_proto::{ClientMessage, UploadReply, decode};
-use tern::session::{ClientSession, CloseReason, EchoMeter, Event, SessionConfig};
-use tern::terminal::{Complete, Notification, join_messages, screen_text};
+use tern::session::{ClientSession, CloseReason, DrawPacer, EchoMeter, Event, Pace, SessionConfig};
+use tern::terminal::{Complete, Notification, SideEffects, join_messages, screen_text};
+use wasm_bindgen::JsCast;
 use wasm_bindgen::JsValue;
+use wasm_bindgen::closure::Closure;
 
 use crate::clock::{ms, now, now_ms};
 use crate::hooks::{Hooks, object};
@@ -119,6 +121,11 @@ struct State {
     /// Keys typed before the first session existed.
     early_input: Vec<u8>,
     screen: Screen,
+    /// When to draw: at most once per animation frame, nothing while the page is hidden.
+    pacer: DrawPacer,
+    /// Title, bell and clipboard as last reported (reported on every new state, drawn or not:
+    /// a hidden tab's title and bell still tell the person what happens).
+    side_effects: SideEffects,
     echo: EchoMeter,
     /// `performance.now()` when the first frame with server content was written.
     first_frame_ms: Option<f64>,
@@ -136,7 +143,12 @@ struct State {
     history_lines: u64,
     /// The page is resizing the terminal: nothing is drawn until it is done (`end_resize`).
     resizing: bool,
+    /// Writes of screen content to xterm.js (the pacer's effect, seen from the outside).
+    xterm_writes: u64,
 }
+
+/// `requestAnimationFrame`'s callback (its argument is the frame's time).
+type FrameCallback = Closure<dyn FnMut(f64)>;
 
 /// One terminal session through tern-relay, as the page drives it.
 #[derive(Debug)]
@@ -147,6 +159,8 @@ pub struct Driver {
     /// Test-only WebTransport port override (`#wt_port=` in the page's address).
     wt_port: Option<u16>,
     st: RefCell<State>,
+    /// The animation frame callback, made once in [`Driver::start`] and asked for by the pacer.
+    frame_callback: RefCell<Option<FrameCallback>>,
 }
 
 impl Driver {
@@ -163,6 +177,8 @@ impl Driver {
             timer: None,
             early_input: Vec::new(),
             screen: Screen::default(),
+            pacer: DrawPacer::new(),
+            side_effects: SideEffects::new(),
             echo: EchoMeter::new(),
             first_frame_ms: None,
             restored_ms: None,
@@ -172,9 +188,17 @@ impl Driver {
             relay: RelayState::default(),
             history_lines: 0,
             resizing: false,
+            xterm_writes: 0,
             paste: PasteState::default(),
         };
-        Rc::new(Driver { term, target, hooks, wt_port, st: RefCell::new(st) })
+        Rc::new(Driver {
+            term,
+            target,
+            hooks,
+            wt_port,
+            st: RefCell::new(st),
+            frame_callback: RefCell::new(None),
+        })
     }
 
     pub fn term(&self) -> &Terminal {
@@ -190,6 +214,7 @@ impl Driver {
     /// Restores the tab's saved session (its screen shows at once), then starts the overlay
     /// clock, the saving clock and the connection loop.
     pub fn start(self: &Rc<Self>) {
+        self.watch_frames_and_visibility();
         self.restore();
         let weak = Rc::downgrade(self);
         Interval::new(ms(OVERLAY_TICK), move || {
@@ -784,8 +809,6 @@ impl Driver {
         }
     }
 
-    /// Draws the core's newest screen with the notification bar into xterm.js (only the
-    /// difference to what it shows), then reports paste progress, title, bell and clipboard.
     /// The page is about to resize the terminal. xterm.js moves screen rows into its scrollback
     /// when it shrinks (and back out when it grows), while the screen is repainted after a resize
     /// anyway: so the screen is cleared, the cursor homed, and nothing drawn until
@@ -807,12 +830,92 @@ impl Driver {
         self.render(false);
     }
 
+    /// Something to show changed (`new_state`: the server's screen): reports the title, bell and
+    /// clipboard at once, and draws when the pacer says (at once on a quiet screen, at the next
+    /// animation frame during a flood, not while the page is hidden).
     pub fn render(&self, new_state: bool) {
+        let (changes, pace) = {
+            let mut st = self.st.borrow_mut();
+            let st = &mut *st;
+            let changes = st
+                .session
+                .as_ref()
+                .map(|s| st.side_effects.observe(s.server_state().framebuffer()));
+            (changes, st.pacer.request(new_state))
+        };
+        if let Some(changes) = changes {
+            if let Some(title) = &changes.title {
+                self.hooks.title(title);
+            }
+            if changes.bell {
+                self.hooks.bell();
+            }
+            if let Some(text) = &changes.clipboard {
+                self.hooks.clipboard(text);
+            }
+        }
+        self.follow(pace);
+    }
+
+    /// Does what the pacer said: asks for an animation frame, draws.
+    fn follow(&self, pace: Pace) {
+        if pace.request_frame {
+            if let (Some(window), Some(callback)) =
+                (web_sys::window(), &*self.frame_callback.borrow())
+            {
+                // Fails only without a window; the next request asks again.
+                let _ = window.request_animation_frame(callback.as_ref().unchecked_ref());
+            }
+        }
+        if let Some(new_state) = pace.draw {
+            self.draw(new_state);
+        }
+    }
+
+    /// Makes the animation frame callback and follows the page's visibility: the pacer draws at
+    /// most once per frame and nothing while the page is hidden.
+    fn watch_frames_and_visibility(self: &Rc<Self>) {
+        let weak = Rc::downgrade(self);
+        let on_frame = Closure::<dyn FnMut(f64)>::new(move |_at: f64| {
+            if let Some(d) = weak.upgrade() {
+                let pace = d.st.borrow_mut().pacer.on_animation_frame();
+                d.follow(pace);
+            }
+        });
+        *self.frame_callback.borrow_mut() = Some(on_frame);
+        let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
+        self.set_visible(document.visibility_state() == web_sys::VisibilityState::Visible);
+        let weak = Rc::downgrade(self);
+        let on_change = Closure::<dyn FnMut()>::new(move || {
+            let Some(d) = weak.upgrade() else { return };
+            let visible = web_sys::window()
+                .and_then(|w| w.document())
+                .is_none_or(|doc| doc.visibility_state() == web_sys::VisibilityState::Visible);
+            d.set_visible(visible);
+        });
+        let _ = document.add_event_listener_with_callback(
+            "visibilitychange",
+            on_change.as_ref().unchecked_ref(),
+        );
+        // The page's life: the listener stays as long as the page.
+        on_change.forget();
+    }
+
+    /// The page was hidden or shown: hidden, nothing is drawn; shown, the newest screen is drawn
+    /// in one go.
+    fn set_visible(&self, visible: bool) {
+        let pace = self.st.borrow_mut().pacer.set_visible(visible);
+        self.follow(pace);
+    }
+
+    /// Draws the core's newest screen with the notification bar into xterm.js (only the
+    /// difference to what it shows), and reports paste progress.
+    fn draw(&self, new_state: bool) {
         if self.st.borrow().resizing {
             return;
         }
         let t = now();
-        let (drawn, paste_report) = {
+        let (bytes, paste_report) = {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
             let progress = st.paste.queue.progress(t);
@@ -820,7 +923,7 @@ impl Driver {
                 st.paste.reported.clone_from(&progress);
                 progress.clone()
             });
-            let drawn = st.session.as_mut().map(|session| {
+            let bytes = st.session.as_mut().map(|session| {
                 // The paste's progress shares mosh's notification bar with the link's state.
                 let line = progress.as_ref().map(PasteProgress::line);
                 let message = join_messages([st.relay.message.as_deref(), line.as_deref()]);
@@ -836,7 +939,7 @@ impl Driver {
                     .unwrap_or_else(|| session.server_state().framebuffer().clone());
                 let server = session.server_state().framebuffer();
                 let size = tern::terminal::Size { cols: self.term.cols(), rows: self.term.rows() };
-                let (bytes, changes) = st.screen.draw(server, &frame, &note, size);
+                let bytes = st.screen.draw(server, &frame, &note, size);
                 // Every keystroke whose client state the server has acknowledged is echoed by
                 // the first frame with visible change written after that ack; when predictions
                 // are shown, a new server frame that changes nothing matches what was predicted,
@@ -846,26 +949,19 @@ impl Driver {
                     st.echo.frame_drawn(now(), session.acked_state_num());
                     st.first_frame_ms.get_or_insert(now_ms());
                 }
-                (bytes, changes)
+                if !bytes.is_empty() {
+                    st.xterm_writes += 1;
+                }
+                bytes
             });
-            (drawn, paste_report)
+            (bytes, paste_report)
         };
         if let Some(p) = paste_report {
             self.hooks.paste(p.as_ref());
         }
-        let Some((bytes, changes)) = drawn else { return };
-        if !bytes.is_empty() {
+        if let Some(bytes) = bytes.filter(|b| !b.is_empty()) {
             // A copy: xterm.js keeps the buffer until it parses it later.
             self.term.write(&Uint8Array::from(&bytes[..]));
-        }
-        if let Some(title) = &changes.title {
-            self.hooks.title(title);
-        }
-        if changes.bell {
-            self.hooks.bell();
-        }
-        if let Some(text) = &changes.clipboard {
-            self.hooks.clipboard(text);
         }
     }
 
@@ -1147,6 +1243,8 @@ impl Driver {
             ("predict", stats::predict(st.predict, st.session.as_ref().map(|s| s.predictor()))),
             ("paste", stats::paste(&st.paste.queue, now())),
             ("scrollbackRows", (st.screen.scrollback_rows as f64).into()),
+            ("xtermWrites", (st.xterm_writes as f64).into()),
+            ("draws", stats::pacer(&st.pacer)),
         ])
     }
 

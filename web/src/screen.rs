@@ -3,11 +3,10 @@
 //! screen pushed into xterm.js's scrollback first (`tern::terminal::push_rows`).
 
 use tern::terminal::{
-    Changes, Framebuffer, Notification, Renderer, SideEffects, Size, overlay_notification,
-    push_rows, rows_scrolled_off,
+    Framebuffer, Notification, Renderer, Size, overlay_notification, push_rows, rows_scrolled_off,
 };
 
-/// What xterm.js shows and which side effects were reported.
+/// What xterm.js shows.
 #[derive(Debug, Default)]
 pub struct Screen {
     /// What xterm.js shows, as the renderer left it; `None` when unknown (start, after a resize).
@@ -15,7 +14,6 @@ pub struct Screen {
     /// The server's screen at the last draw (without predictions or the bar): where scrolling
     /// is measured from.
     server: Option<Framebuffer>,
-    side_effects: SideEffects,
     /// Rows pushed into xterm.js's scrollback so far (tests read it through the stats).
     pub scrollback_rows: u64,
 }
@@ -29,8 +27,7 @@ impl Screen {
     }
 
     /// The bytes that make xterm.js show `frame` (the server's screen `server` with predictions)
-    /// with the notification bar (empty when it already does), and the side effects (title,
-    /// bell, clipboard) new since the last draw.
+    /// with the notification bar (empty when it already does).
     /// `size` is xterm.js's: a frame of another size (the server has not answered a resize yet)
     /// is drawn cut or padded to it.
     pub fn draw(
@@ -39,7 +36,7 @@ impl Screen {
         frame: &Framebuffer,
         note: &Notification<'_>,
         size: Size,
-    ) -> (Vec<u8>, Changes) {
+    ) -> Vec<u8> {
         let mut bytes = Vec::new();
         if let (Some(before), Some(shown)) = (&self.server, &mut self.shown) {
             // Rows of another width than xterm.js's (a resize under way) are not pushed.
@@ -53,6 +50,6 @@ impl Screen {
         bytes.extend(Renderer::in_place().render(self.shown.as_ref(), &wanted));
         self.shown = Some(wanted);
         self.server = Some(server.clone());
-        (bytes, self.side_effects.observe(frame))
+        bytes
     }
 }

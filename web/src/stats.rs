@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tern::paste::PasteQueue;
 use tern::predict::{PredictConfig, Predictor};
-use tern::session::{ClientSession, EchoSummary};
+use tern::session::{ClientSession, DrawPacer, EchoSummary};
 use tern::terminal::Complete;
 use tern::time::Instant;
 use wasm_bindgen::JsValue;
@@ -81,6 +81,18 @@ pub fn core(s: &ClientSession<Complete>) -> JsValue {
         ("srttMs", num(s.srtt().as_secs_f64() * 1000.0)),
         ("unackedInput", big(s.unacked_input() as u64)),
         ("serverState", big(s.server_state_num().0)),
+    ])
+}
+
+/// `stats().draws`: how the pacer drew (at once, at animation frames, coalesced).
+pub fn pacer(p: &DrawPacer) -> JsValue {
+    let c = p.counters();
+    object(&[
+        ("visible", p.is_visible().into()),
+        ("requests", big(c.requests)),
+        ("draws", big(c.draws)),
+        ("immediate", big(c.immediate)),
+        ("coalesced", big(c.coalesced)),
     ])
 }
 

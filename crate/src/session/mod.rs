@@ -1,5 +1,6 @@
 //! The mosh client session: the one type drivers touch.
 
+mod draw_pacer;
 mod echo_meter;
 mod host_log;
 mod resume;
@@ -8,6 +9,7 @@ mod shadow;
 use std::collections::VecDeque;
 use std::time::Duration;
 
+pub use draw_pacer::{DrawPacer, Pace, PacerCounters};
 pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
 pub use resume::{RESUME_STATE_GAP, ResumeError, ResumePoint};

@@ -1,0 +1,141 @@
+// The cost of a frame, as tests (not timings): the page draws to xterm.js at most once per
+// animation frame however fast server states come, draws nothing while hidden, and shows the
+// right screen at once when shown again. Real tern-relay (spawn mode), mosh-server and shell.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
+  waitForPrompt, typeLine, tempDir, sleep, cleanupState, newSession, screenshotsOfState, browserName,
+} from './helpers.mjs';
+
+const token = 'test-token-' + Math.random().toString(36).slice(2);
+let port, stateDir, relay, browser, page;
+
+before(async () => {
+  port = await freePort();
+  stateDir = tempDir('tern-relay-state-');
+  relay = await startRelay({ port, token, stateDir });
+  browser = await launchBrowser();
+  page = browser.page;
+  await page.goto(newSession(relay.url));
+  await waitForPrompt(page);
+});
+
+after(async () => {
+  await browser?.close();
+  await stopRelay(relay);
+  cleanupState(stateDir);
+  if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
+});
+
+/// What xterm.js shows (its active buffer's screen rows), as the person sees it.
+const xtermScreen = (p) => p.evaluate(() => {
+  const { term } = window.tern;
+  const buf = term.buffer.active;
+  const rows = [];
+  for (let y = 0; y < term.rows; y++) rows.push(buf.getLine(buf.viewportY + y)?.translateToString(true) ?? '');
+  return rows.join('\n').replace(/\s+$/, '');
+});
+
+/// Counts from the page: server states applied (the core), screen writes to xterm.js (the driver),
+/// and xterm.js's own `write` calls, counted by wrapping it from the outside.
+async function counts(p) {
+  return p.evaluate(() => {
+    const s = window.tern.stats();
+    return {
+      applied: Number(s.core.applied), writes: s.xtermWrites, xtermCalls: window.xtermCalls ?? 0,
+      draws: s.draws,
+    };
+  });
+}
+
+async function countXtermWrites(p) {
+  await p.evaluate(() => {
+    if (window.xtermCalls !== undefined) return;
+    window.xtermCalls = 0;
+    const { term } = window.tern;
+    const write = term.write.bind(term);
+    term.write = (data, cb) => { window.xtermCalls += 1; return write(data, cb); };
+  });
+}
+
+/// Hides or shows the page as the browser does for a background tab: `document.visibilityState`
+/// and a `visibilitychange` event. Headless Chromium and Firefox report every page as visible
+/// (a minimized window or another tab in front change nothing there), so the test sets the
+/// document's own property, which is what the page reads.
+async function setHidden(p, hidden) {
+  await p.evaluate((h) => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+}
+
+test('a burst of server states between two frames is one xterm.js write', async () => {
+  await countXtermWrites(page);
+  await typeLine(page, 'clear; for i in $(seq 1 120); do seq $((i*1000)) $((i*1000+40)); sleep 0.01; done; echo flood-over-$((6*7))');
+  await until(async () => (await counts(page)).applied > 30, { what: 'the flood to start' });
+  // Hold the page's thread for a second while the server goes on sending: the states queue up
+  // and reach the page together, between two animation frames.
+  const burst = await page.evaluate(async () => {
+    const snap = () => {
+      const s = window.tern.stats();
+      return { applied: Number(s.core.applied), writes: s.xtermWrites, calls: window.xtermCalls };
+    };
+    const frame = () => new Promise((r) => requestAnimationFrame(() => r(snap())));
+    await frame();
+    const before = snap();
+    const t = performance.now();
+    while (performance.now() - t < 1000) { /* the tab is busy */ }
+    // Everything that queued is handled in the tasks before the next frames.
+    const frames = [before];
+    for (let i = 0; i < 6; i++) frames.push(await frame());
+    return frames;
+  });
+  const steps = burst.slice(1).map((f, i) => ({
+    applied: f.applied - burst[i].applied, writes: f.writes - burst[i].writes, calls: f.calls - burst[i].calls,
+  }));
+  console.log(`# after a 1 s stall, per frame: ${JSON.stringify(steps)}`);
+  // Chromium hands the page every queued datagram before the next frame; Firefox spreads them
+  // over two or three frames. Either way, each frame interval has at most one write.
+  const total = steps.reduce((n, s) => n + s.applied, 0);
+  assert.ok(total >= 20, `fewer than 20 server states came after the stall: ${JSON.stringify(steps)}`);
+  if (browserName() === 'chromium') {
+    assert.ok(steps.some((s) => s.applied >= 20),
+      `no frame interval took 20 or more server states at once: ${JSON.stringify(steps)}`);
+  }
+  for (const s of steps) {
+    assert.ok(s.writes <= 1, `more than one screen write in one frame interval: ${JSON.stringify(steps)}`);
+    assert.ok(s.calls <= 1, `xterm.js was written more than once in one frame interval: ${JSON.stringify(steps)}`);
+  }
+  await until(async () => /^flood-over-42$/m.test(await screen(page)), { timeout: 60000, what: 'the flood to end' });
+  // And the screen drawn is the server's.
+  await until(async () => (await xtermScreen(page)) === (await screen(page)), { what: 'xterm.js to show the final screen' });
+  const c = await counts(page);
+  console.log(`# the whole flood: ${c.applied} states applied, ${c.writes} screen writes, draws ${JSON.stringify(c.draws)}`);
+  assert.ok(c.writes < c.applied, `every state was written (${c.writes} writes for ${c.applied} states)`);
+});
+
+test('a hidden tab writes nothing to xterm.js and shows the right screen at once when shown', async () => {
+  await countXtermWrites(page);
+  await typeLine(page, 'clear; for i in $(seq 1 150); do echo hidden-line-$i; sleep 0.02; done; echo hidden-over-$((6*7))');
+  await until(async () => /hidden-line-5$/m.test(await screen(page)), { what: 'the output to start' });
+  await setHidden(page, true);
+  const hidden = await counts(page);
+  assert.equal(hidden.draws.visible, false, 'the page did not take the tab as hidden');
+  await until(async () => /^hidden-over-42$/m.test(await screen(page)), { timeout: 30000, what: 'the output to end while hidden' });
+  await sleep(300);
+  const after = await counts(page);
+  assert.ok(after.applied - hidden.applied >= 20, `few server states while hidden (${after.applied - hidden.applied})`);
+  assert.equal(after.writes, hidden.writes, 'screen writes to xterm.js while hidden');
+  assert.equal(after.xtermCalls, hidden.xtermCalls, 'xterm.js was written while hidden');
+  assert.doesNotMatch(await xtermScreen(page), /hidden-over-42/, 'xterm.js shows what came while hidden');
+  // Shown again: one write brings xterm.js to the newest screen, with no wait for the server.
+  await setHidden(page, false);
+  const shown = await counts(page);
+  assert.equal(shown.writes - after.writes, 1, 'shown again: not exactly one screen write');
+  await page.evaluate(() => new Promise((r) => window.tern.term.write('', r)));
+  assert.equal(await xtermScreen(page), await screen(page), 'xterm.js does not show the server screen once shown');
+  assert.match(await xtermScreen(page), /^hidden-over-42$/m);
+  await screenshotsOfState(page, 'frames-shown-again');
+});
