@@ -110,14 +110,41 @@ impl Renditions {
 }
 
 fn write_color(out: &mut Vec<u8>, color: Color, base: u8) {
-    use std::io::Write;
-    // Writing into a Vec cannot fail.
-    let _ = match color {
-        Color::Default => Ok(()),
-        Color::Palette(n) if n < 8 => write!(out, ";{}", base + n),
-        Color::Palette(n) => write!(out, ";{};5;{}", base + 8, n),
-        Color::Rgb(r, g, b) => write!(out, ";{};2;{};{};{}", base + 8, r, g, b),
-    };
+    match color {
+        Color::Default => {}
+        Color::Palette(n) if n < 8 => {
+            out.push(b';');
+            push_decimal(out, usize::from(base + n));
+        }
+        Color::Palette(n) => {
+            out.extend_from_slice(if base == 30 { b";38;5;" } else { b";48;5;" });
+            push_decimal(out, usize::from(n));
+        }
+        Color::Rgb(r, g, b) => {
+            out.extend_from_slice(if base == 30 { b";38;2;" } else { b";48;2;" });
+            push_decimal(out, usize::from(r));
+            out.push(b';');
+            push_decimal(out, usize::from(g));
+            out.push(b';');
+            push_decimal(out, usize::from(b));
+        }
+    }
+}
+
+/// Appends `n` in decimal. The renderer writes numbers for nearly every cell of a colourful
+/// screen, and `write!` through `fmt` costs several times what the digits do.
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[at..]);
 }
 
 /// How many bytes of a grapheme live inline; longer ones (long combining sequences) are boxed.

@@ -19,7 +19,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use super::cell::{Cell, Renditions};
+use super::cell::{Cell, Renditions, push_decimal};
 use super::framebuffer::{Framebuffer, Row};
 
 /// Turns (frame shown, frame wanted) into terminal bytes. Stateless; see the module docs.
@@ -39,6 +39,8 @@ struct FrameState {
     cursor: Option<(usize, usize)>,
     pen: Renditions,
     cursor_visible: bool,
+    /// Scratch for `put_row`: which columns the old row hid under a wide character.
+    hidden: Vec<bool>,
 }
 
 impl FrameState {
@@ -78,8 +80,11 @@ impl FrameState {
                 return;
             }
         }
-        // Writing into a Vec cannot fail.
-        let _ = write!(self.out, "\x1b[{};{}H", y + 1, x + 1);
+        self.append(b"\x1b[");
+        push_decimal(&mut self.out, y + 1);
+        self.out.push(b';');
+        push_decimal(&mut self.out, x + 1);
+        self.out.push(b'H');
     }
     fn update_rendition(&mut self, r: Renditions, force: bool) {
         if force || self.pen != r {
@@ -133,10 +138,11 @@ fn new_frame(
     scroll_up_in_place: bool,
 ) -> Vec<u8> {
     let mut frame = FrameState {
-        out: Vec::with_capacity(64),
+        out: Vec::new(),
         cursor: None,
         pen: Renditions::DEFAULT,
         cursor_visible: last.modes.cursor_visible,
+        hidden: Vec::new(),
     };
     let width = f.width;
     let height = f.height;
@@ -320,21 +326,20 @@ fn put_row(
     let wrap_changed = old.is_some_and(|o| o.is_wrapped() != wrap_this);
     // Cells the old frame hid under a wide character: the terminal holds blanks there, whatever
     // the model says, so they are redrawn when they come to light.
-    let old_hidden: Vec<bool> = match old {
-        Some(old) => {
-            let mut hidden = vec![false; width];
-            let mut i = 0;
-            while i < width {
-                let w = old.cells()[i].width();
-                if w == 2 && i + 1 < width {
-                    hidden[i + 1] = true;
-                }
-                i += w;
+    // (A buffer kept across rows: one allocation per frame, not per row.)
+    let mut old_hidden = std::mem::take(&mut frame.hidden);
+    old_hidden.clear();
+    if let Some(old) = old {
+        old_hidden.resize(width, false);
+        let mut i = 0;
+        while i < width {
+            let w = old.cells()[i].width();
+            if w == 2 && i + 1 < width {
+                old_hidden[i + 1] = true;
             }
-            hidden
+            i += w;
         }
-        None => Vec::new(),
-    };
+    }
     let unchanged = |x: usize, cell: &Cell| -> bool {
         let Some(old) = old else { return false };
         // The wrap flag belongs to the last cell: a changed flag redraws it.
@@ -364,7 +369,9 @@ fn put_row(
             frame.silent_move(y, x - clear_count, width);
             frame.update_rendition(blank_renditions, false);
             if clear_count > 4 {
-                let _ = write!(frame.out, "\x1b[{clear_count}X");
+                frame.append(b"\x1b[");
+                push_decimal(&mut frame.out, clear_count);
+                frame.out.push(b'X');
             } else {
                 frame.append_n(b' ', clear_count);
                 frame.cursor = Some((y, x));
@@ -413,6 +420,8 @@ fn put_row(
             wrote_last_cell = true;
         }
     }
+
+    frame.hidden = old_hidden;
 
     if !(wrote_last_cell && y + 1 < f.height) {
         return false;

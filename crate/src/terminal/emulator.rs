@@ -185,17 +185,17 @@ fn set_mode(fb: &mut Framebuffer, p: &Params, on: bool) {
     }
 }
 
-fn csi(fb: &mut Framebuffer, p: &Params, key: &str) {
+fn csi(fb: &mut Framebuffer, p: &Params, collected: &str, final_char: char) {
     let (row, col) = (fb.cursor_row, fb.cursor_col);
     let width = fb.width;
-    match key {
-        "K" => match p.get(0, 0) {
+    match (collected, final_char) {
+        ("", 'K') => match p.get(0, 0) {
             0 => clear_line(fb, row, col, width - 1),
             1 => clear_line(fb, row, 0, col),
             2 => fb.reset_row(row),
             _ => {}
         },
-        "J" => match p.get(0, 0) {
+        ("", 'J') => match p.get(0, 0) {
             0 => {
                 clear_line(fb, row, col, width - 1);
                 for y in row + 1..fb.height {
@@ -215,17 +215,17 @@ fn csi(fb: &mut Framebuffer, p: &Params, key: &str) {
             }
             _ => {}
         },
-        "A" => fb.move_row(-i64::from(p.get(0, 1)), true),
-        "B" => fb.move_row(i64::from(p.get(0, 1)), true),
-        "C" => fb.move_col(i64::from(p.get(0, 1)), true, false),
-        "D" => fb.move_col(-i64::from(p.get(0, 1)), true, false),
-        "H" | "f" => {
+        ("", 'A') => fb.move_row(-i64::from(p.get(0, 1)), true),
+        ("", 'B') => fb.move_row(i64::from(p.get(0, 1)), true),
+        ("", 'C') => fb.move_col(i64::from(p.get(0, 1)), true, false),
+        ("", 'D') => fb.move_col(-i64::from(p.get(0, 1)), true, false),
+        ("", 'H') | ("", 'f') => {
             fb.move_row(i64::from(p.get(0, 1)) - 1, false);
             fb.move_col(i64::from(p.get(1, 1)) - 1, false, false);
         }
-        "I" => tab(fb, i64::from(p.get(0, 1))),
-        "Z" => tab(fb, -i64::from(p.get(0, 1))),
-        "g" => match p.get(0, 0) {
+        ("", 'I') => tab(fb, i64::from(p.get(0, 1))),
+        ("", 'Z') => tab(fb, -i64::from(p.get(0, 1))),
+        ("", 'g') => match p.get(0, 0) {
             0 => fb.clear_tab(col),
             3 => {
                 fb.default_tabs = false;
@@ -233,16 +233,16 @@ fn csi(fb: &mut Framebuffer, p: &Params, key: &str) {
             }
             _ => {}
         },
-        "?h" => set_mode(fb, p, true),
-        "?l" => set_mode(fb, p, false),
-        "h" | "l" => {
+        ("?", 'h') => set_mode(fb, p, true),
+        ("?", 'l') => set_mode(fb, p, false),
+        ("", 'h') | ("", 'l') => {
             for i in 0..p.count() {
                 if p.get(i, 0) == 4 {
-                    fb.modes.insert = key == "h";
+                    fb.modes.insert = final_char == 'h';
                 }
             }
         }
-        "r" => {
+        ("", 'r') => {
             let top = p.get(0, 1) as usize;
             let bottom = p.get(1, fb.height as i32) as usize;
             // Invalid regions are ignored, as xterm does.
@@ -253,33 +253,33 @@ fn csi(fb: &mut Framebuffer, p: &Params, key: &str) {
             fb.move_row(0, false);
             fb.move_col(0, false, false);
         }
-        "m" => sgr(fb, p),
-        "L" => {
+        ("", 'm') => sgr(fb, p),
+        ("", 'L') => {
             fb.insert_lines(row, p.get(0, 1) as usize);
             fb.move_col(0, false, false);
         }
-        "M" => {
+        ("", 'M') => {
             fb.delete_lines(row, p.get(0, 1) as usize);
             fb.move_col(0, false, false);
         }
-        "@" => {
+        ("", '@') => {
             let bg = fb.bg();
             fb.row_mut(row).insert_cells(col, p.get(0, 1) as usize, bg);
         }
-        "P" => {
+        ("", 'P') => {
             let bg = fb.bg();
             fb.row_mut(row).delete_cells(col, p.get(0, 1) as usize, bg);
         }
-        "d" => fb.move_row(i64::from(p.get(0, 1)) - 1, false),
-        "G" | "`" => fb.move_col(i64::from(p.get(0, 1)) - 1, false, false),
-        "X" => {
+        ("", 'd') => fb.move_row(i64::from(p.get(0, 1)) - 1, false),
+        ("", 'G') | ("", '`') => fb.move_col(i64::from(p.get(0, 1)) - 1, false, false),
+        ("", 'X') => {
             let last = (col + p.get(0, 1) as usize - 1).min(width - 1);
             clear_line(fb, row, col, last);
         }
-        "!p" => fb.soft_reset(),
+        ("!", 'p') => fb.soft_reset(),
         // mosh names these SD and SU but scrolls like SU (`S`, text up) and SD (`T`, down).
-        "S" => fb.scroll(i64::from(p.get(0, 1))),
-        "T" => fb.scroll(-i64::from(p.get(0, 1))),
+        ("", 'S') => fb.scroll(i64::from(p.get(0, 1))),
+        ("", 'T') => fb.scroll(-i64::from(p.get(0, 1))),
         // Queries (DA, DSR, ...) and everything else: no answer, nothing to do.
         _ => {}
     }
@@ -448,17 +448,17 @@ impl Perform for Dispatch<'_> {
     }
 
     fn csi_dispatch(&mut self, params: &Params, collected: &str, final_char: char) {
-        // mosh's dispatch key: collected characters and the final one, at most 8, Latin-1 only.
-        let mut key = String::with_capacity(collected.len() + 1);
-        key.push_str(collected);
-        if collected.chars().count() < 8 && u32::from(final_char) <= 0xff {
-            key.push(final_char);
-        }
+        // mosh's dispatch key is the collected characters and the final one, at most 8, Latin-1
+        // only. Every key it knows is one or two characters with an ASCII final one, so a key
+        // that dropped its final character (8 collected, or beyond Latin-1) matches nothing; the
+        // pair is matched as it stands instead of building the string.
+        let final_char =
+            if collected.len() < 8 && u32::from(final_char) <= 0xff { final_char } else { '\0' };
         // SGR, DECSET/DECRST, CHT, CBT and TBC keep the pending wrap; everything else clears it.
-        if !matches!(key.as_str(), "m" | "?h" | "?l" | "I" | "Z" | "g") {
+        if !matches!((collected, final_char), ("", 'm' | 'I' | 'Z' | 'g') | ("?", 'h' | 'l')) {
             self.clear_wrap();
         }
-        csi(self.fb, params, &key);
+        csi(self.fb, params, collected, final_char);
     }
 
     fn osc_dispatch(&mut self, osc: &str) {

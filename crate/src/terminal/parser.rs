@@ -31,22 +31,45 @@ pub(crate) const MAX_OSC_CHARS: usize = 16 * 1024;
 const PARAM_MAX: i64 = 65535;
 
 /// CSI parameters as mosh parses them: every `;`-separated field, -1 when empty or out of range.
-#[derive(Debug, Default)]
+///
+/// Built as the characters arrive rather than from a saved string, so a sequence costs no
+/// allocation once the vector has grown (this runs for every SGR of a full-screen repaint).
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Params {
     values: Vec<i32>,
+    /// The field being read: its value so far (saturating just above `PARAM_MAX`) and whether
+    /// it has any digit.
+    field: i64,
+    field_digits: bool,
+    /// Parameter characters kept so far (mosh drops those past `MAX_PARAM_TEXT`).
+    chars: usize,
 }
 
 impl Params {
-    fn parse(&mut self, text: &str) {
+    fn clear(&mut self) {
         self.values.clear();
-        for field in text.split(';') {
-            let mut v: i64 = 0;
-            for b in field.bytes() {
-                v = (v * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
-            }
-            let v = if field.is_empty() || v > PARAM_MAX { -1 } else { v as i32 };
-            self.values.push(v);
+        self.field = 0;
+        self.field_digits = false;
+        self.chars = 0;
+    }
+    /// One parameter character: an ASCII digit or `;` (the only ones the state machine passes).
+    fn push(&mut self, b: u8) {
+        if self.chars >= MAX_PARAM_TEXT {
+            return;
         }
+        self.chars += 1;
+        if b == b';' {
+            self.end_field();
+        } else {
+            self.field = (self.field * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
+            self.field_digits = true;
+        }
+    }
+    fn end_field(&mut self) {
+        let v = if !self.field_digits || self.field > PARAM_MAX { -1 } else { self.field as i32 };
+        self.values.push(v);
+        self.field = 0;
+        self.field_digits = false;
     }
     /// How many fields there were; at least 1 (an empty parameter list is one missing field).
     pub(crate) fn count(&self) -> usize {
@@ -58,6 +81,32 @@ impl Params {
             Some(&v) if v >= 1 => v,
             _ => default,
         }
+    }
+}
+
+/// The intermediate and private-marker characters of a sequence, at most `MAX_COLLECTED`.
+/// Only ASCII reaches it (0x20-0x2F and 0x3C-0x3F; higher code points act as `A`), so it is a
+/// byte array that clones by copy.
+#[derive(Clone, Copy, Debug, Default)]
+struct Collected {
+    len: u8,
+    buf: [u8; MAX_COLLECTED],
+}
+
+impl Collected {
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+    fn push(&mut self, c: char) {
+        let len = usize::from(self.len);
+        if len < MAX_COLLECTED && c.is_ascii() {
+            self.buf[len] = c as u8;
+            self.len += 1;
+        }
+    }
+    fn as_str(&self) -> &str {
+        // Only ASCII is pushed, so the bytes are always valid UTF-8.
+        std::str::from_utf8(&self.buf[..usize::from(self.len)]).unwrap_or("")
     }
 }
 
@@ -86,8 +135,8 @@ pub(crate) struct Parser {
     utf8: [u8; 6],
     utf8_len: usize,
     state: State,
-    param_text: String,
-    collected: String,
+    params: Params,
+    collected: Collected,
     osc: String,
     osc_chars: usize,
 }
@@ -98,8 +147,8 @@ impl Default for Parser {
             utf8: [0; 6],
             utf8_len: 0,
             state: State::Ground,
-            param_text: String::new(),
-            collected: String::new(),
+            params: Params::default(),
+            collected: Collected::default(),
             osc: String::new(),
             osc_chars: 0,
         }
@@ -157,6 +206,16 @@ impl Parser {
     /// Feeds bytes; actions go to `perform` as they complete.
     pub(crate) fn advance<P: Perform>(&mut self, perform: &mut P, bytes: &[u8]) {
         for &b in bytes {
+            // The bulk of a colourful screen is CSI parameter digits; in those states they have
+            // one meaning (no transition from anywhere matches them), so they skip the machine.
+            if self.utf8_len == 0
+                && matches!(self.state, State::CsiEntry | State::CsiParam)
+                && (b.is_ascii_digit() || b == b';')
+            {
+                self.params.push(b);
+                self.state = State::CsiParam;
+                continue;
+            }
             self.byte(perform, b);
         }
     }
@@ -206,7 +265,7 @@ impl Parser {
         self.state = state;
         match state {
             State::Escape | State::CsiEntry | State::DcsEntry => {
-                self.param_text.clear();
+                self.params.clear();
                 self.collected.clear();
             }
             State::OscString => {
@@ -223,15 +282,7 @@ impl Parser {
     }
 
     fn collect(&mut self, c: char) {
-        if self.collected.chars().count() < MAX_COLLECTED && u32::from(c) <= 0xff {
-            self.collected.push(c);
-        }
-    }
-
-    fn param(&mut self, c: char) {
-        if self.param_text.len() < MAX_PARAM_TEXT {
-            self.param_text.push(c);
-        }
+        self.collected.push(c);
     }
 
     /// One Unicode scalar through the state machine (mosh's `Parser::input`).
@@ -271,9 +322,7 @@ impl Parser {
                     self.state = State::EscapeIntermediate;
                 } else if matches!(r, 0x30..=0x4f | 0x51..=0x57 | 0x59 | 0x5a | 0x5c | 0x60..=0x7e)
                 {
-                    let collected = std::mem::take(&mut self.collected);
-                    perform.esc_dispatch(&collected, ch);
-                    self.collected = collected;
+                    perform.esc_dispatch(self.collected.as_str(), ch);
                     self.enter(State::Ground);
                 } else if r == 0x5b {
                     self.enter(State::CsiEntry);
@@ -291,9 +340,7 @@ impl Parser {
                 } else if (0x20..=0x2f).contains(&r) {
                     self.collect(ch);
                 } else if (0x30..=0x7e).contains(&r) {
-                    let collected = std::mem::take(&mut self.collected);
-                    perform.esc_dispatch(&collected, ch);
-                    self.collected = collected;
+                    perform.esc_dispatch(self.collected.as_str(), ch);
                     self.enter(State::Ground);
                 }
             }
@@ -304,7 +351,7 @@ impl Parser {
                 } else if (0x40..=0x7e).contains(&r) {
                     self.csi_dispatch(perform, ch);
                 } else if (0x30..=0x39).contains(&r) || r == 0x3b {
-                    self.param(ch);
+                    self.params.push(r as u8);
                     self.state = State::CsiParam;
                 } else if (0x3c..=0x3f).contains(&r) {
                     if entry {
@@ -373,11 +420,8 @@ impl Parser {
     }
 
     fn csi_dispatch<P: Perform>(&mut self, perform: &mut P, ch: char) {
-        let mut params = Params::default();
-        params.parse(&self.param_text);
-        let collected = std::mem::take(&mut self.collected);
-        perform.csi_dispatch(&params, &collected, ch);
-        self.collected = collected;
+        self.params.end_field();
+        perform.csi_dispatch(&self.params, self.collected.as_str(), ch);
         self.enter(State::Ground);
     }
 }
