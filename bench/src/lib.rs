@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod browser;
+pub mod core_frame;
 pub mod decode;
 pub mod echo;
 pub mod frames;
@@ -39,10 +40,11 @@ pub enum Part {
     Predict,
     Resume,
     History,
+    Core,
 }
 
 impl Part {
-    pub const ALL: [Part; 7] = [
+    pub const ALL: [Part; 8] = [
         Part::Echo,
         Part::Frames,
         Part::Relay,
@@ -50,6 +52,7 @@ impl Part {
         Part::Predict,
         Part::Resume,
         Part::History,
+        Part::Core,
     ];
 
     pub fn parse(name: &str) -> Option<Part> {
@@ -61,6 +64,7 @@ impl Part {
             "predict" => Some(Part::Predict),
             "resume" => Some(Part::Resume),
             "history" => Some(Part::History),
+            "core" => Some(Part::Core),
             _ => None,
         }
     }
@@ -187,6 +191,7 @@ pub fn run(options: &Options) -> Report {
             Part::Predict => predict_rows(options, &mut report),
             Part::Resume => resume_rows(options, &mut report),
             Part::History => history_rows(options, &mut report),
+            Part::Core => core_rows(options, &mut report),
         }
     }
     report.machine.load_after = machine::load();
@@ -1078,4 +1083,53 @@ fn predict_details(
             report.detail(GROUP, name(what), v as f64, "");
         }
     }
+}
+
+/// The core's client cost of a full-screen frame (issue 17): apply the server's diff and render
+/// the page's display diff, in-process (`core_frame`).
+fn core_rows(options: &Options, report: &mut Report) {
+    let (frames, repeats) = if options.quick { (20, 1) } else { (200, 5) };
+    progress(&format!("core: {frames} full 200x60 frames, {repeats} times"));
+    let run = core_frame::run(frames, repeats);
+    if run.mismatches > 0 {
+        report.problems.push(format!(
+            "core: {} of {} frames applied to a screen other than the server's",
+            run.mismatches, run.frames
+        ));
+    }
+    let target = core_frame::TARGET_MS;
+    if let Some(m) = median(&run.total_ms) {
+        report.row(
+            "core: apply + display diff, full 200x60 frame",
+            m,
+            "ms",
+            format!("≤ {target} ms"),
+            m <= target,
+        );
+    }
+    let group = "core, full 200x60 frame";
+    for (what, v) in [
+        ("client: apply the server's diff", &run.apply_ms),
+        ("client: render for the page (Renderer::in_place)", &run.render_ms),
+    ] {
+        if let (Some(m), Some(p)) = (median(v), p95(v)) {
+            report.detail(group, format!("{what}, median"), m, "ms");
+            report.detail(group, format!("{what}, p95"), p, "ms");
+        }
+    }
+    let per_frame = |total: usize| total as f64 / run.frames.max(1) as f64;
+    report.detail(group, "server's diff (HostBytes) per frame", per_frame(run.diff_bytes), "B");
+    report.detail(
+        group,
+        "page's render per frame (Renderer::in_place)",
+        per_frame(run.in_place_bytes),
+        "B",
+    );
+    report.detail(
+        group,
+        "the same frames with mosh's choices (Renderer::new: the page's bytes before)",
+        per_frame(run.mosh_bytes),
+        "B",
+    );
+    report.detail(group, "frames timed", run.frames as f64, "");
 }

@@ -107,6 +107,34 @@ proptest! {
         check(terminal.framebuffer(), &fb, "update")?;
     }
 
+    /// The page's renderer (relative SGRs, short moves, scrolling in place) on a terminal that
+    /// only it writes to: frame after frame, each from whatever the last one left (pen, cursor,
+    /// a pending wrap), the terminal shows the wanted frame; and, unless it scrolled, never more
+    /// bytes than mosh's choices for the same frames.
+    #[test]
+    fn in_place_rendering_shows_every_frame(sz in size(), a in stream(), steps in prop::collection::vec(stream(), 1..4)) {
+        let mut server = server_state(sz, &a);
+        let mut shown = server.framebuffer().clone();
+        let r = Renderer::in_place();
+        let mut terminal = Emulator::new(shown.size());
+        terminal.feed(format!("\x1b]52;c;{}\x07", shown.clipboard()).as_bytes());
+        terminal.feed(&r.render(None, &shown));
+        check(terminal.framebuffer(), &shown, "full paint")?;
+        for (i, step) in steps.iter().enumerate() {
+            server.feed_host_bytes(step);
+            let wanted = server.framebuffer().clone();
+            let bytes = r.render(Some(&shown), &wanted);
+            terminal.feed(&bytes);
+            check(terminal.framebuffer(), &wanted, &format!("update {i}"))?;
+            // Scrolling inside margins (`CSI n S`) costs more than mosh's line feeds; anything
+            // else is at most as long.
+            let scrolled = bytes.windows(4).any(|w| w == b"S\x1b[r");
+            let mosh = Renderer::new().render(Some(&shown), &wanted);
+            prop_assert!(scrolled || bytes.len() <= mosh.len(), "{} bytes, mosh's {}", bytes.len(), mosh.len());
+            shown = wanted;
+        }
+    }
+
     /// Splitting the byte stream anywhere (inside UTF-8 or escape sequences) changes nothing.
     #[test]
     fn chunking_does_not_matter(sz in size(), bytes in stream(), cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8)) {

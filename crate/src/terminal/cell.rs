@@ -37,6 +37,19 @@ impl Attrs {
         (Attrs::INVISIBLE, ";8"),
     ];
 
+    /// The SGR that turns one attribute off, with its leading `;`. Bold's is 22 (21 is double
+    /// underline in xterm); the others are 20 plus their own number.
+    fn off_code(attr: Attrs) -> &'static [u8] {
+        match attr {
+            Attrs::BOLD => b";22",
+            Attrs::ITALIC => b";23",
+            Attrs::UNDERLINE => b";24",
+            Attrs::BLINK => b";25",
+            Attrs::INVERSE => b";27",
+            _ => b";28",
+        }
+    }
+
     pub fn contains(self, other: Attrs) -> bool {
         self.0 & other.0 == other.0
     }
@@ -97,37 +110,150 @@ impl Renditions {
     /// Appends the absolute SGR string mosh-server emits for this pen (MOSH-PROTOCOL.md 8.2 step 7):
     /// `ESC [ 0`, attributes, foreground, background, `m`.
     pub fn write_sgr(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"\x1b[0");
+        out.extend_from_slice(self.absolute_sgr().as_bytes());
+    }
+
+    fn absolute_sgr(&self) -> Seq {
+        let mut seq = Seq::new();
+        seq.bytes(b"\x1b[0");
         for (attr, code) in Attrs::SGR_ORDER {
             if self.attrs.contains(attr) {
-                out.extend_from_slice(code.as_bytes());
+                seq.bytes(code.as_bytes());
             }
         }
-        write_color(out, self.fg, 30);
-        write_color(out, self.bg, 40);
-        out.push(b'm');
+        seq.color(self.fg, 30);
+        seq.color(self.bg, 40);
+        seq.byte(b'm');
+        seq
+    }
+
+    /// Appends the SGR that turns the pen `from` into this one: the absolute string of
+    /// [`write_sgr`](Self::write_sgr), or only the changes (attributes off with 22..28, colours
+    /// back with 39/49) when that is shorter. Both mean the same to xterm and to mosh's emulator;
+    /// the renderer sends this only to the page's terminal, as mosh-server always resets.
+    pub fn write_sgr_from(&self, from: Renditions, out: &mut Vec<u8>) {
+        let mut seq = Seq::new();
+        seq.bytes(b"\x1b[");
+        // Every parameter is written with a leading `;`; the first one's is dropped below.
+        for (attr, code) in Attrs::SGR_ORDER {
+            let (was, is) = (from.attrs.contains(attr), self.attrs.contains(attr));
+            if was && !is {
+                seq.bytes(Attrs::off_code(attr));
+            } else if is && !was {
+                seq.bytes(code.as_bytes());
+            }
+        }
+        for (was, is, base) in [(from.fg, self.fg, 30), (from.bg, self.bg, 40)] {
+            if was == is {
+                continue;
+            }
+            if is == Color::Default {
+                seq.byte(b';');
+                seq.decimal(base + 9);
+            } else {
+                seq.color(is, base);
+            }
+        }
+        seq.byte(b'm');
+        // `ESC [ ;` would be an empty (reset) first parameter: drop that `;`.
+        if seq.buf[2] == b';' {
+            seq.remove(2);
+        }
+        if seq.len < self.absolute_sgr_len() {
+            out.extend_from_slice(seq.as_bytes());
+        } else {
+            self.write_sgr(out);
+        }
+    }
+
+    /// The length of [`write_sgr`](Self::write_sgr)'s string, without writing it.
+    fn absolute_sgr_len(&self) -> usize {
+        fn digits(n: u8) -> usize {
+            1 + usize::from(n >= 10) + usize::from(n >= 100)
+        }
+        fn color(c: Color) -> usize {
+            match c {
+                Color::Default => 0,
+                Color::Palette(n) if n < 8 => 3,
+                Color::Palette(n) => 6 + digits(n),
+                Color::Rgb(r, g, b) => 8 + digits(r) + digits(g) + digits(b),
+            }
+        }
+        4 + 2 * self.attrs.0.count_ones() as usize + color(self.fg) + color(self.bg)
     }
 }
 
-fn write_color(out: &mut Vec<u8>, color: Color, base: u8) {
-    match color {
-        Color::Default => {}
-        Color::Palette(n) if n < 8 => {
-            out.push(b';');
-            push_decimal(out, usize::from(base + n));
+/// A short escape sequence assembled on the stack and appended in one copy: the renderer
+/// writes one per cell of a colourful screen, and many tiny appends cost more than the bytes.
+/// The longest SGR (every attribute changed and two RGB colours) is 55 bytes.
+struct Seq {
+    buf: [u8; SEQ_MAX],
+    len: usize,
+}
+
+const SEQ_MAX: usize = 64;
+
+impl Seq {
+    #[inline]
+    fn new() -> Seq {
+        Seq { buf: [0; SEQ_MAX], len: 0 }
+    }
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        // Never full for the sequences written here. The mask keeps an index in bounds without
+        // a check per byte (a longer sequence would wrap around, never panic).
+        self.buf[self.len % SEQ_MAX] = b;
+        self.len += 1;
+    }
+    #[inline]
+    fn bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.byte(b);
         }
-        Color::Palette(n) => {
-            out.extend_from_slice(if base == 30 { b";38;5;" } else { b";48;5;" });
-            push_decimal(out, usize::from(n));
+    }
+    /// Removes the byte at `at`.
+    fn remove(&mut self, at: usize) {
+        if at < self.len && self.len <= SEQ_MAX {
+            self.buf.copy_within(at + 1..self.len, at);
+            self.len -= 1;
         }
-        Color::Rgb(r, g, b) => {
-            out.extend_from_slice(if base == 30 { b";38;2;" } else { b";48;2;" });
-            push_decimal(out, usize::from(r));
-            out.push(b';');
-            push_decimal(out, usize::from(g));
-            out.push(b';');
-            push_decimal(out, usize::from(b));
+    }
+    #[inline]
+    fn decimal(&mut self, n: u8) {
+        if n >= 100 {
+            self.byte(b'0' + n / 100);
         }
+        if n >= 10 {
+            self.byte(b'0' + n / 10 % 10);
+        }
+        self.byte(b'0' + n % 10);
+    }
+    /// `;` and the colour's parameters, as mosh writes them (`base` 30 for the foreground, 40
+    /// for the background).
+    #[inline]
+    fn color(&mut self, color: Color, base: u8) {
+        match color {
+            Color::Default => {}
+            Color::Palette(n) if n < 8 => {
+                self.byte(b';');
+                self.decimal(base + n);
+            }
+            Color::Palette(n) => {
+                self.bytes(if base == 30 { b";38;5;" } else { b";48;5;" });
+                self.decimal(n);
+            }
+            Color::Rgb(r, g, b) => {
+                self.bytes(if base == 30 { b";38;2;" } else { b";48;2;" });
+                self.decimal(r);
+                self.byte(b';');
+                self.decimal(g);
+                self.byte(b';');
+                self.decimal(b);
+            }
+        }
+    }
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len.min(SEQ_MAX)]
     }
 }
 
@@ -174,6 +300,12 @@ impl Grapheme {
             // The inline bytes are always whole UTF-8 characters (only `push` writes them).
             Repr::Inline { len, buf } => std::str::from_utf8(&buf[..*len as usize]).unwrap_or(""),
             Repr::Boxed(s) => s,
+        }
+    }
+    fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { len, buf } => &buf[..*len as usize],
+            Repr::Boxed(s) => s.as_bytes(),
         }
     }
     pub fn len(&self) -> usize {
@@ -293,14 +425,24 @@ impl Cell {
     /// Appends what a terminal must be sent to draw this cell: a space for an empty cell, and
     /// U+00A0 before contents that start with a combining mark (mosh's `print_grapheme`).
     pub fn write_grapheme(&self, out: &mut Vec<u8>) {
+        let (prefix, text) = self.drawn();
+        out.extend_from_slice(prefix);
+        match text {
+            // Most cells are one ASCII byte; a push is cheaper than a copy.
+            [b] => out.push(*b),
+            _ => out.extend_from_slice(text),
+        }
+    }
+
+    /// What [`write_grapheme`](Self::write_grapheme) writes, in two parts.
+    fn drawn(&self) -> (&'static [u8], &[u8]) {
         if self.is_empty() {
-            out.push(b' ');
-            return;
+            (b"", b" ")
+        } else if self.fallback {
+            ("\u{a0}".as_bytes(), self.grapheme.as_bytes())
+        } else {
+            (b"", self.grapheme.as_bytes())
         }
-        if self.fallback {
-            out.extend_from_slice("\u{a0}".as_bytes());
-        }
-        out.extend_from_slice(self.text().as_bytes());
     }
 
     /// Equal as drawn: the same printed grapheme (empty drawn as a space), width and renditions.
@@ -310,10 +452,8 @@ impl Cell {
         if self.wide != other.wide || self.renditions != other.renditions {
             return false;
         }
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        self.write_grapheme(&mut a);
-        other.write_grapheme(&mut b);
-        a == b
+        let ((pa, ta), (pb, tb)) = (self.drawn(), other.drawn());
+        pa.iter().chain(ta).eq(pb.iter().chain(tb))
     }
 }
 

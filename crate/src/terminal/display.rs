@@ -8,6 +8,13 @@
 //! origin or insert mode and the full screen as scroll region: what every earlier output of this
 //! renderer (or of mosh-server) leaves behind.
 //!
+//! [`Renderer::in_place`], the page's renderer for xterm.js, departs from mosh's choices where
+//! xterm.js's cost grows with bytes and the meaning stays the same for xterm and for mosh's
+//! emulator: it scrolls with `CSI n S` (see the field), changes only what differs in the pen when
+//! that is shorter than mosh's reset-and-set SGR, and takes the shortest of CUP, CHA and CUF for
+//! a move. mosh-server's choices ([`Renderer::new`]) stay as they are: tests play the server
+//! with them.
+//!
 //! One deliberate difference: mosh's model puts the cursor at "column width + 1" after the last
 //! cell of a row is written, so it may follow with backspaces that a real terminal (and mosh's own
 //! emulator) count from the last column (MOSH-PROTOCOL.md 8.4). This renderer knows the cursor is
@@ -29,6 +36,9 @@ pub struct Renderer {
     /// scrollback (xterm.js) moves every row a line feed scrolls off its top into its scrollback,
     /// margins or not, and the page decides itself what goes there (`scrollback`).
     scroll_up_in_place: bool,
+    /// Shorter SGRs and cursor moves (the module docs); only for a terminal that this renderer
+    /// alone writes to, since a relative SGR relies on the pen being exactly the one it left.
+    compact: bool,
 }
 
 /// The output terminal as the renderer tracks it while emitting.
@@ -41,6 +51,7 @@ struct FrameState {
     cursor_visible: bool,
     /// Scratch for `put_row`: which columns the old row hid under a wide character.
     hidden: Vec<bool>,
+    compact: bool,
 }
 
 impl FrameState {
@@ -80,14 +91,75 @@ impl FrameState {
                 return;
             }
         }
+        if self.compact {
+            self.append_short_move(last, y, x, width);
+            return;
+        }
         self.append(b"\x1b[");
         push_decimal(&mut self.out, y + 1);
         self.out.push(b';');
         push_decimal(&mut self.out, x + 1);
         self.out.push(b'H');
     }
+    /// The shortest of CUP (with its defaults left out), CHA on the same row and CUF forward on
+    /// it. Relative moves only from a known column that has no wrap pending; CHA is absolute in
+    /// the column and keeps the row, so it is safe from a pending wrap too.
+    fn append_short_move(
+        &mut self,
+        last: Option<(usize, usize)>,
+        y: usize,
+        x: usize,
+        width: usize,
+    ) {
+        // Two numbers below 65537 and four more bytes fit easily.
+        let mut best = [0u8; 24];
+        let mut best_len = usize::MAX;
+        let mut consider = |parts: &[usize], end: u8| {
+            let mut seq = [0u8; 24];
+            seq[..2].copy_from_slice(b"\x1b[");
+            let mut len = 2;
+            for (i, &n) in parts.iter().enumerate() {
+                if i > 0 {
+                    seq[len] = b';';
+                    len += 1;
+                }
+                len += write_decimal(&mut seq[len..], n);
+            }
+            seq[len] = end;
+            len += 1;
+            if len < best_len {
+                best = seq;
+                best_len = len;
+            }
+        };
+        match (y, x) {
+            (0, 0) => consider(&[], b'H'),
+            (_, 0) => consider(&[y + 1], b'H'),
+            _ => consider(&[y + 1, x + 1], b'H'),
+        }
+        if let Some((ly, lx)) = last
+            && ly == y
+        {
+            if x == 0 {
+                consider(&[], b'G');
+            } else {
+                consider(&[x + 1], b'G');
+            }
+            if lx < width && x > lx {
+                if x - lx == 1 {
+                    consider(&[], b'C');
+                } else {
+                    consider(&[x - lx], b'C');
+                }
+            }
+        }
+        self.append(&best[..best_len]);
+    }
     fn update_rendition(&mut self, r: Renditions, force: bool) {
-        if force || self.pen != r {
+        if self.compact && !force && self.pen != r {
+            r.write_sgr_from(self.pen, &mut self.out);
+            self.pen = r;
+        } else if force || self.pen != r {
             r.write_sgr(&mut self.out);
             self.pen = r;
         }
@@ -97,6 +169,23 @@ impl FrameState {
             *x += n;
         }
     }
+}
+
+/// Writes `n` in decimal at the start of `out`, returning the length.
+fn write_decimal(out: &mut [u8], mut n: usize) -> usize {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let len = (digits.len() - at).min(out.len());
+    out[..len].copy_from_slice(&digits[at..at + len]);
+    len
 }
 
 /// A row that proves the screen scrolled: the same row object, or equal and not blank (equal
@@ -110,9 +199,10 @@ impl Renderer {
         Renderer::default()
     }
 
-    /// A renderer whose scrolling never feeds the output terminal's scrollback.
+    /// The page's renderer: its scrolling never feeds the output terminal's scrollback, and it
+    /// writes fewer bytes than mosh where the meaning is the same (the module docs).
     pub fn in_place() -> Renderer {
-        Renderer { scroll_up_in_place: true }
+        Renderer { scroll_up_in_place: true, compact: true }
     }
 
     /// The bytes that make a terminal showing `shown` show `wanted`. `None` means the terminal's
@@ -120,12 +210,12 @@ impl Renderer {
     /// re-sending title and modes but not bell or clipboard.
     pub fn render(&self, shown: Option<&Framebuffer>, wanted: &Framebuffer) -> Vec<u8> {
         match shown {
-            Some(last) => new_frame(true, last, wanted, self.scroll_up_in_place),
+            Some(last) => new_frame(true, last, wanted, *self),
             None => {
                 let mut blank = Framebuffer::new(wanted.size());
                 blank.bell_count = wanted.bell_count;
                 blank.clipboard = wanted.clipboard.clone();
-                new_frame(false, &blank, wanted, self.scroll_up_in_place)
+                new_frame(false, &blank, wanted, *self)
             }
         }
     }
@@ -135,14 +225,16 @@ fn new_frame(
     mut initialized: bool,
     last: &Framebuffer,
     f: &Framebuffer,
-    scroll_up_in_place: bool,
+    mode: Renderer,
 ) -> Vec<u8> {
+    let Renderer { scroll_up_in_place, compact } = mode;
     let mut frame = FrameState {
         out: Vec::new(),
         cursor: None,
         pen: Renditions::DEFAULT,
         cursor_visible: last.modes.cursor_visible,
         hidden: Vec::new(),
+        compact,
     };
     let width = f.width;
     let height = f.height;
@@ -212,7 +304,9 @@ fn new_frame(
         }
         if scroll_height > 0 {
             frame_y = scroll_height;
-            frame.update_rendition(Renditions::DEFAULT, true);
+            // A scroll fills new rows with the pen's background: it must be the default (mosh
+            // resends it regardless; the page's renderer knows the pen).
+            frame.update_rendition(Renditions::DEFAULT, !compact);
             let bottom = lines_scrolled + scroll_height - 1;
             let on_last_row = matches!(frame.cursor, Some((y, _)) if y + 1 == height);
             if scroll_up_in_place {
@@ -239,6 +333,17 @@ fn new_frame(
                 } else {
                     blank.clone()
                 };
+            }
+            // No output sets the last row's wrap flag (that takes printing past its end, which
+            // scrolls), so the terminal's last row is unwrapped whatever `last` says; once
+            // scrolled up, that flag shows, and the row is compared (and drawn) again. mosh
+            // keeps the flag it believes (its choices byte for byte).
+            let from_last = (height - 1).checked_sub(lines_scrolled);
+            if let Some(row) = from_last.filter(|&r| compact && bottom == height - 1 && r <= bottom)
+                && old_rows[row].is_wrapped()
+            {
+                Arc::make_mut(&mut old_rows[row]).set_wrap(false);
+                frame_y = frame_y.min(row);
             }
         }
     }

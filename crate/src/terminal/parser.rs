@@ -52,19 +52,30 @@ impl Params {
         self.field_digits = false;
         self.chars = 0;
     }
-    /// One parameter character: an ASCII digit or `;` (the only ones the state machine passes).
-    fn push(&mut self, b: u8) {
-        if self.chars >= MAX_PARAM_TEXT {
-            return;
+    /// Reads the parameter characters (ASCII digits and `;`) that `bytes` starts with and
+    /// returns how many there were.
+    #[inline]
+    fn push_run(&mut self, bytes: &[u8]) -> usize {
+        let mut n = 0;
+        for &b in bytes {
+            if !is_param_byte(b) {
+                break;
+            }
+            n += 1;
+            if self.chars >= MAX_PARAM_TEXT {
+                continue;
+            }
+            self.chars += 1;
+            if b == b';' {
+                self.end_field();
+            } else {
+                self.field = (self.field * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
+                self.field_digits = true;
+            }
         }
-        self.chars += 1;
-        if b == b';' {
-            self.end_field();
-        } else {
-            self.field = (self.field * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
-            self.field_digits = true;
-        }
+        n
     }
+    #[inline]
     fn end_field(&mut self) {
         let v = if !self.field_digits || self.field > PARAM_MAX { -1 } else { self.field as i32 };
         self.values.push(v);
@@ -194,6 +205,12 @@ fn decode(buf: &[u8]) -> Decoded {
     Decoded::Char(value)
 }
 
+/// A character of CSI parameter text.
+#[inline]
+fn is_param_byte(b: u8) -> bool {
+    b.is_ascii_digit() || b == b';'
+}
+
 fn is_c0_prime(c: u32) -> bool {
     c <= 0x17 || c == 0x19 || (0x1c..=0x1f).contains(&c)
 }
@@ -205,18 +222,21 @@ impl Parser {
 
     /// Feeds bytes; actions go to `perform` as they complete.
     pub(crate) fn advance<P: Perform>(&mut self, perform: &mut P, bytes: &[u8]) {
-        for &b in bytes {
-            // The bulk of a colourful screen is CSI parameter digits; in those states they have
-            // one meaning (no transition from anywhere matches them), so they skip the machine.
-            if self.utf8_len == 0
-                && matches!(self.state, State::CsiEntry | State::CsiParam)
-                && (b.is_ascii_digit() || b == b';')
-            {
-                self.params.push(b);
-                self.state = State::CsiParam;
-                continue;
+        let mut at = 0;
+        while at < bytes.len() {
+            // The bulk of a colourful screen is CSI parameter digits. In these states they have
+            // one meaning (no transition from anywhere matches them), so a run of them skips the
+            // state machine.
+            if self.utf8_len == 0 && matches!(self.state, State::CsiEntry | State::CsiParam) {
+                let run = self.params.push_run(&bytes[at..]);
+                if run > 0 {
+                    self.state = State::CsiParam;
+                    at += run;
+                    continue;
+                }
             }
-            self.byte(perform, b);
+            self.byte(perform, bytes[at]);
+            at += 1;
         }
     }
 
@@ -351,7 +371,7 @@ impl Parser {
                 } else if (0x40..=0x7e).contains(&r) {
                     self.csi_dispatch(perform, ch);
                 } else if (0x30..=0x39).contains(&r) || r == 0x3b {
-                    self.params.push(r as u8);
+                    self.params.push_run(&[r as u8]);
                     self.state = State::CsiParam;
                 } else if (0x3c..=0x3f).contains(&r) {
                     if entry {
