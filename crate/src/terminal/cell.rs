@@ -278,15 +278,29 @@ const INLINE: usize = 14;
 
 /// A cell's text: a base character plus combining marks, UTF-8. Small ones are stored inline so a
 /// row of cells is one allocation.
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 enum Repr {
     Inline { len: u8, buf: [u8; INLINE] },
     Boxed(Box<str>),
 }
 
 /// The text of one cell. Empty for a blank cell (drawn as a space).
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct Grapheme(Repr);
+
+impl Eq for Grapheme {}
+
+impl PartialEq for Grapheme {
+    fn eq(&self, other: &Grapheme) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl std::hash::Hash for Grapheme {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
 
 impl Default for Grapheme {
     fn default() -> Self {
@@ -364,7 +378,7 @@ impl fmt::Debug for Grapheme {
 pub const MAX_GRAPHEME_BYTES: usize = 32;
 
 /// One character cell.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Default, Eq)]
 pub struct Cell {
     grapheme: Grapheme,
     pub renditions: Renditions,
@@ -381,6 +395,12 @@ impl Cell {
     /// A cell holding `text` (test and overlay helper; `wide` as the width table says).
     pub fn new(text: &str, renditions: Renditions, wide: bool) -> Cell {
         Cell { grapheme: Grapheme::from(text), renditions, wide, fallback: false }
+    }
+    /// A cell as printing `c` with `renditions` leaves it.
+    pub(crate) fn printed(c: char, renditions: Renditions, wide: bool) -> Cell {
+        let mut grapheme = Grapheme::default();
+        grapheme.push(c);
+        Cell { grapheme, renditions, wide, fallback: false }
     }
     pub fn grapheme(&self) -> &Grapheme {
         &self.grapheme
@@ -408,9 +428,6 @@ impl Cell {
 
     pub(crate) fn reset(&mut self, bg: Color) {
         *self = Cell::blank(bg);
-    }
-    pub(crate) fn set_wide(&mut self, wide: bool) {
-        self.wide = wide;
     }
     pub(crate) fn set_fallback(&mut self, fallback: bool) {
         self.fallback = fallback;
@@ -454,6 +471,25 @@ impl Cell {
         }
         let ((pa, ta), (pb, tb)) = (self.drawn(), other.drawn());
         pa.iter().chain(ta).eq(pb.iter().chain(tb))
+    }
+}
+
+impl PartialEq for Cell {
+    /// The pen first: on a repainted screen it is what differs, and it is cheaper to compare.
+    fn eq(&self, other: &Cell) -> bool {
+        self.renditions == other.renditions
+            && self.wide == other.wide
+            && self.fallback == other.fallback
+            && self.grapheme == other.grapheme
+    }
+}
+
+impl std::hash::Hash for Cell {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.renditions.hash(state);
+        self.wide.hash(state);
+        self.fallback.hash(state);
+        self.grapheme.hash(state);
     }
 }
 

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use super::cell::{Attrs, Color, Renditions};
+use super::cell::{Attrs, Cell, Color, Renditions};
 use super::framebuffer::{Framebuffer, MouseEncoding, MouseReporting, Row, Size};
 use super::parser::{MAX_OSC_CHARS, Params, Parser, Perform};
 use super::width::print_width;
@@ -378,10 +378,7 @@ impl Perform for Dispatch<'_> {
                 }
                 let r = fb.row_mut(row);
                 let cells = r.cells_mut();
-                cells[col].reset(bg);
-                cells[col].push(ch);
-                cells[col].set_wide(w == 2);
-                cells[col].renditions = pen;
+                cells[col] = Cell::printed(ch, pen, w == 2);
                 if w == 2 && col + 1 < cells.len() {
                     cells[col + 1].reset(bg);
                 }

@@ -56,29 +56,32 @@ impl Params {
     /// returns how many there were.
     #[inline]
     fn push_run(&mut self, bytes: &[u8]) -> usize {
+        // The field in locals: this loop runs for most bytes of a colourful repaint.
+        let (mut field, mut digits, mut chars) = (self.field, self.field_digits, self.chars);
         let mut n = 0;
         for &b in bytes {
             if !is_param_byte(b) {
                 break;
             }
             n += 1;
-            if self.chars >= MAX_PARAM_TEXT {
+            if chars >= MAX_PARAM_TEXT {
                 continue;
             }
-            self.chars += 1;
+            chars += 1;
             if b == b';' {
-                self.end_field();
+                self.values.push(field_value(field, digits));
+                (field, digits) = (0, false);
             } else {
-                self.field = (self.field * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
-                self.field_digits = true;
+                field = (field * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
+                digits = true;
             }
         }
+        (self.field, self.field_digits, self.chars) = (field, digits, chars);
         n
     }
     #[inline]
     fn end_field(&mut self) {
-        let v = if !self.field_digits || self.field > PARAM_MAX { -1 } else { self.field as i32 };
-        self.values.push(v);
+        self.values.push(field_value(self.field, self.field_digits));
         self.field = 0;
         self.field_digits = false;
     }
@@ -93,6 +96,12 @@ impl Params {
             _ => default,
         }
     }
+}
+
+/// A finished field: -1 when it had no digit or is out of range.
+#[inline]
+fn field_value(field: i64, digits: bool) -> i32 {
+    if !digits || field > PARAM_MAX { -1 } else { field as i32 }
 }
 
 /// The intermediate and private-marker characters of a sequence, at most `MAX_COLLECTED`.
@@ -224,19 +233,56 @@ impl Parser {
     pub(crate) fn advance<P: Perform>(&mut self, perform: &mut P, bytes: &[u8]) {
         let mut at = 0;
         while at < bytes.len() {
-            // The bulk of a colourful screen is CSI parameter digits. In these states they have
-            // one meaning (no transition from anywhere matches them), so a run of them skips the
-            // state machine.
-            if self.utf8_len == 0 && matches!(self.state, State::CsiEntry | State::CsiParam) {
-                let run = self.params.push_run(&bytes[at..]);
-                if run > 0 {
-                    self.state = State::CsiParam;
-                    at += run;
-                    continue;
+            let b = bytes[at];
+            if self.utf8_len == 0 {
+                // Shortcuts for the bulk of a repaint, each exactly what the state machine does
+                // with the same bytes (no transition from anywhere matches any of them).
+                match self.state {
+                    State::Ground if (0x20..0x7f).contains(&b) => {
+                        perform.print(char::from(b));
+                        at += 1;
+                        continue;
+                    }
+                    State::Ground if b == 0x1b => {
+                        if let Some(n) = self.whole_csi(perform, &bytes[at..]) {
+                            at += n;
+                            continue;
+                        }
+                    }
+                    State::CsiEntry | State::CsiParam => {
+                        let run = self.params.push_run(&bytes[at..]);
+                        if run > 0 {
+                            self.state = State::CsiParam;
+                            at += run;
+                            continue;
+                        }
+                    }
+                    _ => {}
                 }
             }
-            self.byte(perform, bytes[at]);
+            self.byte(perform, b);
             at += 1;
+        }
+    }
+
+    /// In Ground at an ESC that starts a CSI: takes the `ESC [` and the parameters after it,
+    /// then dispatches when the final byte follows (no private marker, no intermediates), and
+    /// returns how many bytes it took. Anything else is left to the state machine (`None`).
+    fn whole_csi<P: Perform>(&mut self, perform: &mut P, bytes: &[u8]) -> Option<usize> {
+        if bytes.get(1) != Some(&b'[') {
+            return None;
+        }
+        self.enter(State::CsiEntry);
+        let digits = self.params.push_run(&bytes[2..]);
+        if digits > 0 {
+            self.state = State::CsiParam;
+        }
+        match bytes.get(2 + digits) {
+            Some(&b) if (0x40..=0x7e).contains(&b) => {
+                self.csi_dispatch(perform, char::from(b));
+                Some(3 + digits)
+            }
+            _ => Some(2 + digits),
         }
     }
 
