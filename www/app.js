@@ -18,7 +18,7 @@ function takeParams() {
   // Not URLSearchParams: it turns the `+` of a mosh key into a space (the core keeps it).
   const frag = new Map(Client.fragmentParams(location.hash.slice(1)));
   // wt_port: test-only, WebTransport through a link emulator in front of the relay (docs/BROWSER.md).
-  for (const name of ['token', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite']) {
+  for (const name of ['token', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite', 'renderer']) {
     const v = frag.get(name);
     if (v) sessionStorage.setItem(`tern.${name}`, v);
   }
@@ -33,7 +33,9 @@ function takeParams() {
   // one. Taken once: a reload of this tab continues what it chose (its saved session).
   const session = frag.get('session') || sessionStorage.getItem('tern.choice') || undefined;
   sessionStorage.removeItem('tern.choice');
-  return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined, prediction, session };
+  // #renderer=webgl|dom|auto: xterm.js's renderer (auto: see chooseRenderer).
+  const renderer = get('renderer') || 'auto';
+  return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined, prediction, session, renderer };
 }
 
 // Bytes for people (decimal units, as network rates are).
@@ -346,7 +348,7 @@ function wireEndButton() {
 
 async function main() {
   await init();
-  const { token, bridge, wtPort, prediction, session } = takeParams();
+  const { token, bridge, wtPort, prediction, session, renderer } = takeParams();
   if (!token) {
     notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
     return;
@@ -376,6 +378,7 @@ async function main() {
   term.open($('terminal'));
   fit.fit();
   term.focus();
+  wireCursorBlink(term);
 
   client = new Client(term, {
     token,
@@ -403,6 +406,8 @@ async function main() {
 
   // Test and benchmark hooks (docs/BROWSER.md).
   window.tern = {
+    // xterm.js's renderer: 'dom' until the WebGL addon is loaded (if it is).
+    renderer: 'dom',
     screenText: () => client.screenText(),
     stats: () => client.stats(),
     term,
@@ -478,17 +483,56 @@ async function main() {
   wireConnectForm();
   wireEndButton();
   client.start();
-  // The GPU renderer where there is WebGL2 (the DOM renderer otherwise), loaded after the first
-  // draw: its module is one more round trip, which a reloaded page's saved screen need not wait.
-  loadWebgl(term);
+  // The WebGL renderer is loaded after the first draw: its module is one more round trip, which a
+  // reloaded page's saved screen need not wait for.
+  if (chooseRenderer(renderer) === 'webgl') loadWebgl(term);
+}
+
+// A blinking cursor costs the tab a repaint at every blink, and in xterm.js's DOM renderer a CSS
+// animation that restyles the page at every animation frame: about 5 % of a core on an idle page
+// here (docs/BENCHMARKS.md, "The cost of a frame"). So it blinks while the person types and for a
+// while after, as GTK's terminals do (gtk-cursor-blink-timeout), and never while the tab is hidden.
+const CURSOR_BLINK_MS = 10000;
+function wireCursorBlink(term) {
+  let timer;
+  const wake = () => {
+    clearTimeout(timer);
+    if (document.visibilityState !== 'visible') {
+      term.options.cursorBlink = false;
+      return;
+    }
+    if (!term.options.cursorBlink) term.options.cursorBlink = true;
+    timer = setTimeout(() => { term.options.cursorBlink = false; }, CURSOR_BLINK_MS);
+  };
+  term.onData(wake);
+  term.textarea?.addEventListener('focus', wake);
+  document.addEventListener('visibilitychange', wake);
+  wake();
+}
+
+// WebGL where a GPU draws it; xterm.js's DOM renderer where WebGL would be emulated on the CPU
+// (SwiftShader, llvmpipe): there the DOM renderer costs the tab far less per frame (measured in
+// docs/BENCHMARKS.md, "The cost of a frame").
+function chooseRenderer(asked) {
+  if (asked === 'webgl' || asked === 'dom') return asked;
+  const gl = document.createElement('canvas').getContext('webgl2');
+  if (!gl) return 'dom';
+  const info = gl.getExtension('WEBGL_debug_renderer_info');
+  const name = String(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER));
+  gl.getExtension('WEBGL_lose_context')?.loseContext();
+  return /swiftshader|llvmpipe|softpipe|software|basic render/i.test(name) ? 'dom' : 'webgl';
 }
 
 async function loadWebgl(term) {
   try {
     const { WebglAddon } = await import('./xterm/addon-webgl.mjs');
     const webgl = new WebglAddon();
-    webgl.onContextLoss(() => webgl.dispose());
+    webgl.onContextLoss(() => {
+      webgl.dispose();
+      window.tern.renderer = 'dom';
+    });
     term.loadAddon(webgl);
+    window.tern.renderer = 'webgl';
   } catch {
     // No WebGL (or no addon): xterm.js keeps its DOM renderer.
   }

@@ -347,3 +347,52 @@ pub fn recorder_echo(keys: usize, release: bool) -> anyhow::Result<RecorderEcho>
         stdout.lines().rev().find(|l| l.starts_with('{')).context("no JSON from recorder_echo")?;
     serde_json::from_str(line).with_context(|| format!("parsing recorder_echo's JSON: {line}"))
 }
+
+/// One scenario of `frame-cost-bench.mjs`: CPU seconds of Chromium's processes over `seconds`,
+/// what the page did meanwhile, and the page's own split in ms.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CostScenario {
+    pub cols: u16,
+    pub rows: u16,
+    pub renderer: String,
+    pub seconds: f64,
+    pub renderer_cpu_s: f64,
+    pub gpu_cpu_s: f64,
+    pub browser_cpu_s: f64,
+    pub states: f64,
+    pub writes: f64,
+    /// decryptMs, inflateMs, applyMs, diffMs, writeMs, bytesWritten, datagrams.
+    pub page: std::collections::BTreeMap<String, f64>,
+    /// The renderer's main thread by where its time went (ms), from the sampling profiler.
+    pub profile: Option<std::collections::BTreeMap<String, f64>>,
+    pub profile_states: Option<f64>,
+}
+
+/// What `frame-cost-bench.mjs --json` prints: each scenario, and the commands typed for each.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CostRun {
+    pub scenarios: std::collections::BTreeMap<String, CostScenario>,
+    pub commands: std::collections::BTreeMap<String, String>,
+}
+
+/// The page's cost per frame in `scenarios` with xterm.js's `renderer` (`auto`, `dom`, `webgl`).
+pub fn frame_cost(
+    seconds: u64,
+    renderer: &str,
+    scenarios: &[&str],
+    profile: bool,
+) -> anyhow::Result<CostRun> {
+    let mut args = vec![
+        "--seconds".to_string(),
+        seconds.to_string(),
+        "--renderer".into(),
+        renderer.to_string(),
+        "--scenarios".into(),
+        scenarios.join(","),
+    ];
+    if profile {
+        args.push("--profile".into());
+    }
+    node_json("frame-cost-bench.mjs", &args)
+}

@@ -14,6 +14,7 @@ pub mod browser;
 pub mod core_frame;
 pub mod decode;
 pub mod echo;
+pub mod frame_cost;
 pub mod frames;
 pub mod link;
 pub mod machine;
@@ -40,11 +41,12 @@ pub enum Part {
     Predict,
     Resume,
     History,
+    Cost,
     Core,
 }
 
 impl Part {
-    pub const ALL: [Part; 8] = [
+    pub const ALL: [Part; 9] = [
         Part::Echo,
         Part::Frames,
         Part::Relay,
@@ -52,6 +54,7 @@ impl Part {
         Part::Predict,
         Part::Resume,
         Part::History,
+        Part::Cost,
         Part::Core,
     ];
 
@@ -65,6 +68,7 @@ impl Part {
             "resume" => Some(Part::Resume),
             "history" => Some(Part::History),
             "core" => Some(Part::Core),
+            "cost" => Some(Part::Cost),
             _ => None,
         }
     }
@@ -192,6 +196,7 @@ pub fn run(options: &Options) -> Report {
             Part::Resume => resume_rows(options, &mut report),
             Part::History => history_rows(options, &mut report),
             Part::Core => core_rows(options, &mut report),
+            Part::Cost => cost_rows(options, &mut report),
         }
     }
     report.machine.load_after = machine::load();
@@ -1081,6 +1086,187 @@ fn predict_details(
             ("predictor: resets", c.resets),
         ] {
             report.detail(GROUP, name(what), v as f64, "");
+        }
+    }
+}
+
+/// Issue 17's targets: the renderer process's CPU per server frame during the full-screen
+/// flood...
+const COST_FLOOD_MS_PER_FRAME: f64 = 1.5;
+/// ...a hidden tab during the flood (renderer and GPU processes together, % of a core)...
+const COST_HIDDEN_PERCENT: f64 = 2.0;
+/// ...and a page with nothing happening.
+const COST_IDLE_PERCENT: f64 = 3.0;
+
+fn cost_rows(options: &Options, report: &mut Report) {
+    let seconds = if options.quick { 3 } else { 10 };
+    let scenarios = ["flood", "log", "clock", "hidden", "idle"];
+    progress(&format!(
+        "cost: the page's CPU per frame, {} scenarios x {seconds} s",
+        scenarios.len()
+    ));
+    let run = match browser::frame_cost(seconds, "auto", &scenarios, !options.quick) {
+        Ok(run) => run,
+        Err(e) => {
+            report.problems.push(format!("cost failed: {e:#}"));
+            return;
+        }
+    };
+    let percent = |cpu_s: f64, s: &browser::CostScenario| 100.0 * cpu_s / s.seconds;
+    let per_frame = |cpu_s: f64, s: &browser::CostScenario| {
+        if s.states > 0.0 { cpu_s * 1000.0 / s.states } else { f64::NAN }
+    };
+    // The stock mosh-client on the same output, at the page's size.
+    let mut mosh = std::collections::BTreeMap::new();
+    if let Some(flood) = run.scenarios.get("flood") {
+        for name in ["flood", "log", "clock"] {
+            let command = run.commands.get(name).cloned().unwrap_or_default();
+            progress(&format!("cost: mosh-client in tmux, {name}"));
+            match frame_cost::mosh_client(
+                &command,
+                flood.cols,
+                flood.rows,
+                Duration::from_secs(2),
+                seconds as f64,
+                17,
+            ) {
+                Ok(m) => {
+                    mosh.insert(name, m);
+                }
+                Err(e) => report.problems.push(format!("cost: mosh-client {name} failed: {e:#}")),
+            }
+        }
+    }
+    if let Some(s) = run.scenarios.get("flood") {
+        let ms = per_frame(s.renderer_cpu_s, s);
+        let theirs = mosh
+            .get("flood")
+            .and_then(frame_cost::MoshCost::client_ms_per_frame)
+            .map_or("not measured".to_string(), |m| format!("{m:.2} ms"));
+        report.row(
+            format!(
+                "renderer CPU per frame, full-screen flood {}x{} ({} renderer)",
+                s.cols, s.rows, s.renderer
+            ),
+            ms,
+            "ms",
+            format!("≤ {COST_FLOOD_MS_PER_FRAME} ms (mosh-client: {theirs})"),
+            ms <= COST_FLOOD_MS_PER_FRAME,
+        );
+    }
+    if let Some(s) = run.scenarios.get("hidden") {
+        let p = percent(s.renderer_cpu_s + s.gpu_cpu_s, s);
+        report.row(
+            "hidden tab during the flood, renderer + GPU CPU".to_string(),
+            p,
+            "% of a core",
+            format!("< {COST_HIDDEN_PERCENT} %"),
+            p < COST_HIDDEN_PERCENT,
+        );
+    }
+    if let Some(s) = run.scenarios.get("idle") {
+        let p = percent(s.renderer_cpu_s + s.gpu_cpu_s, s);
+        report.row(
+            "idle page, renderer + GPU CPU".to_string(),
+            p,
+            "% of a core",
+            format!("< {COST_IDLE_PERCENT} %"),
+            p < COST_IDLE_PERCENT,
+        );
+    }
+    for (name, s) in &run.scenarios {
+        let group = format!("cost: {name}");
+        report.detail(&group, "server states per second", s.states / s.seconds, "/s");
+        report.detail(&group, "screen writes to xterm.js per second", s.writes / s.seconds, "/s");
+        report.detail(&group, "renderer process CPU", percent(s.renderer_cpu_s, s), "% of a core");
+        report.detail(&group, "GPU process CPU", percent(s.gpu_cpu_s, s), "% of a core");
+        report.detail(
+            &group,
+            "browser and utility processes CPU",
+            percent(s.browser_cpu_s, s),
+            "% of a core",
+        );
+        if s.states > 0.0 {
+            report.detail(&group, "renderer CPU per frame", per_frame(s.renderer_cpu_s, s), "ms");
+            report.detail(&group, "GPU CPU per frame", per_frame(s.gpu_cpu_s, s), "ms");
+            for (key, label) in [
+                ("decryptMs", "page: decrypt per frame"),
+                ("inflateMs", "page: reassemble, inflate, decode per frame"),
+                ("applyMs", "page: emulator apply per frame"),
+                ("diffMs", "page: compose and display diff per frame"),
+                ("writeMs", "page: xterm.js write call per frame"),
+            ] {
+                if let Some(v) = s.page.get(key) {
+                    report.detail(&group, label, v / s.states, "ms");
+                }
+            }
+            if let Some(b) = s.page.get("bytesWritten") {
+                report.detail(&group, "bytes written to xterm.js per frame", b / s.states, "B");
+            }
+        }
+        if let (Some(profile), Some(states)) = (&s.profile, s.profile_states.filter(|n| *n > 0.0)) {
+            for (kind, ms) in profile {
+                report.detail(
+                    &group,
+                    format!("main thread per frame (profiler): {kind}"),
+                    ms / states,
+                    "ms",
+                );
+            }
+        }
+    }
+    for (name, m) in &mosh {
+        let group = format!("cost: {name}");
+        report.detail(&group, "mosh-client CPU", 100.0 * m.client_cpu_s / m.seconds, "% of a core");
+        report.detail(
+            &group,
+            "tmux server CPU (draws mosh-client's window)",
+            100.0 * m.tmux_cpu_s / m.seconds,
+            "% of a core",
+        );
+        report.detail(&group, "mosh-client frames per second", m.frames as f64 / m.seconds, "/s");
+        if let Some(ms) = m.client_ms_per_frame() {
+            report.detail(&group, "mosh-client CPU per frame", ms, "ms");
+        }
+    }
+    // The renderer choice: the flood with each of xterm.js's renderers, side by side.
+    if !options.quick {
+        for renderer in ["dom", "webgl"] {
+            progress(&format!("cost: the flood with xterm.js's {renderer} renderer"));
+            match browser::frame_cost(seconds, renderer, &["flood"], false) {
+                Ok(r) => {
+                    if let Some(s) = r.scenarios.get("flood") {
+                        let group = format!("cost: renderer {renderer}");
+                        report.detail(
+                            &group,
+                            "flood: renderer process CPU",
+                            percent(s.renderer_cpu_s, s),
+                            "% of a core",
+                        );
+                        report.detail(
+                            &group,
+                            "flood: GPU process CPU",
+                            percent(s.gpu_cpu_s, s),
+                            "% of a core",
+                        );
+                        report.detail(
+                            &group,
+                            "flood: renderer CPU per frame",
+                            per_frame(s.renderer_cpu_s, s),
+                            "ms",
+                        );
+                        report.detail(
+                            &group,
+                            "flood: renderer + GPU CPU per frame",
+                            per_frame(s.renderer_cpu_s + s.gpu_cpu_s, s),
+                            "ms",
+                        );
+                    }
+                }
+                Err(e) => {
+                    report.problems.push(format!("cost with the {renderer} renderer failed: {e:#}"))
+                }
+            }
         }
     }
 }

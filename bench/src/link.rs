@@ -100,8 +100,13 @@ pub fn close_tern(mut client: NativeClient<Complete>) {
 
 /// Starts the stock mosh-client in tmux through `link` and waits for the prompt.
 pub fn connect_mosh(link: &Link) -> anyhow::Result<TmuxMoshClient> {
+    connect_mosh_sized(link, COLS, ROWS)
+}
+
+/// [`connect_mosh`] in a window of `cols` x `rows`.
+pub fn connect_mosh_sized(link: &Link, cols: u16, rows: u16) -> anyhow::Result<TmuxMoshClient> {
     let client =
-        TmuxMoshClient::start(link.addr().port(), &link.server.key.to_base64(), COLS, ROWS);
+        TmuxMoshClient::start(link.addr().port(), &link.server.key.to_base64(), cols, rows);
     let deadline = Instant::now() + PROMPT_PATIENCE;
     while !client.capture().rows.iter().any(|r| r.starts_with(PROMPT.trim_end())) {
         if Instant::now() >= deadline {

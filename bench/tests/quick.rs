@@ -42,9 +42,16 @@ fn quick_run_produces_every_row_with_the_right_schema() {
         "history: wheel up → first page drawn, median",
         "history: search of 20000 lines → match shown, median",
         "recorder: added to a key's echo, median (pty, RTT 0)",
+        "hidden tab during the flood, renderer + GPU CPU",
+        "idle page, renderer + GPU CPU",
     ] {
         assert!(names.contains(&expected), "no row {expected:?} in {names:#?}");
     }
+    // Its name carries the page's size and renderer.
+    assert!(
+        names.iter().any(|n| n.starts_with("renderer CPU per frame, full-screen flood ")),
+        "no flood cost row in {names:#?}"
+    );
     // Its name carries the link's settings.
     assert!(
         names.iter().any(|n| n.starts_with("paste upload time / the link's limit (")),
@@ -78,6 +85,8 @@ fn quick_run_produces_every_row_with_the_right_schema() {
             "browser, RTT 50 ms: key-to-screen (key to xterm.js → frame with the letter written to xterm.js) median",
         ),
         ("paste", "echo during the upload, keys timed"),
+        ("cost: flood", "mosh-client CPU per frame"),
+        ("cost: flood", "page: emulator apply per frame"),
         ("predictive echo", "tern-probe, RTT 200 ms: keys displayed within 5 ms"),
         ("predictive echo", "mosh-client, RTT 200 ms: keys displayed within 5 ms"),
         ("predictive echo", "mosh-client, RTT 200 ms: password: keys causing a wrong display"),

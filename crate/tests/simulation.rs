@@ -10,7 +10,7 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use support::{LinkConfig, Pair, ServerEyes};
-use tern::session::{CloseReason, Event};
+use tern::session::{ClientSession, CloseReason, Event, HostLog, ReceiveStage, SessionConfig};
 use tern::transport::{ACK_DELAY, Counters};
 use tern::wire::{StateNum, UserEvent};
 
@@ -305,4 +305,26 @@ fn with_no_gathering_delay_a_key_leaves_inside_handle_input() {
     while client.poll_transmit().is_some() {}
     client.handle_input(later, b"k");
     assert!(client.poll_transmit().is_some(), "the key left within handle_input");
+}
+
+/// The page times each step of receiving a datagram (its frame cost); the steps come in order,
+/// and a datagram that fails authentication stops before any.
+#[test]
+fn receiving_a_datagram_reports_its_steps_in_order() {
+    let mut pair = Pair::new(9, LinkConfig::delay(5), LinkConfig::delay(5));
+    pair.type_bytes(b"echo steps\r");
+    assert!(pair.run_until(Duration::from_secs(2), |p| p.converged()));
+    let from_server = pair.log.iter().find(|d| !d.to_server).expect("the server sent something");
+    let mut config = SessionConfig::new(pair.key.clone(), 80, 24);
+    config.seed = 99;
+    let mut fresh = ClientSession::<HostLog>::new(config, pair.now);
+    let mut steps = Vec::new();
+    fresh.handle_datagram_staged(pair.now, &from_server.bytes, &mut |s| steps.push(s));
+    assert_eq!(steps, [ReceiveStage::Opened, ReceiveStage::Assembled, ReceiveStage::Applied]);
+    let mut forged = from_server.bytes.clone();
+    let last = forged.len() - 1;
+    forged[last] ^= 1;
+    steps.clear();
+    fresh.handle_datagram_staged(pair.now, &forged, &mut |s| steps.push(s));
+    assert!(steps.is_empty(), "a forged datagram got as far as {steps:?}");
 }

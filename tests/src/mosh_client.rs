@@ -112,6 +112,16 @@ impl TmuxMoshClient {
         client
     }
 
+    /// The mosh-client process (the pane's process: `env` execs it).
+    pub fn client_pid(&self) -> Option<u32> {
+        self.client_pid
+    }
+
+    /// The tmux server drawing this client's window.
+    pub fn tmux_server_pid(&self) -> Option<u32> {
+        self.tmux(&["display", "-p", "-t", &self.session, "#{pid}"]).trim().parse().ok()
+    }
+
     fn tmux(&self, args: &[&str]) -> String {
         let output = Command::new("tmux")
             .args(["-L", &self.socket, "-f", "/dev/null"])

@@ -33,6 +33,7 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen::closure::Closure;
 
 use crate::clock::{ms, now, now_ms};
+use crate::frame_cost::FrameCost;
 use crate::hooks::{Hooks, object};
 use crate::paste::{PasteFiles, UploadStream, read_file};
 use crate::relay_link::{self, RelayLink};
@@ -145,6 +146,8 @@ struct State {
     resizing: bool,
     /// Writes of screen content to xterm.js (the pacer's effect, seen from the outside).
     xterm_writes: u64,
+    /// Where the page's time goes (`stats().cost`).
+    cost: FrameCost,
 }
 
 /// `requestAnimationFrame`'s callback (its argument is the frame's time).
@@ -189,6 +192,7 @@ impl Driver {
             history_lines: 0,
             resizing: false,
             xterm_writes: 0,
+            cost: FrameCost::default(),
             paste: PasteState::default(),
         };
         Rc::new(Driver {
@@ -660,11 +664,12 @@ impl Driver {
     fn datagram(self: &Rc<Self>, framed: &[u8]) {
         {
             let mut st = self.st.borrow_mut();
+            let st = &mut *st;
             st.relay.counters.datagrams_in += 1;
             match st.relay.joiner.push(framed) {
                 Ok(Some(d)) => {
                     if let Some(s) = st.session.as_mut() {
-                        s.handle_datagram(now(), &d);
+                        s.handle_datagram_staged(now(), &d, &mut st.cost.receive());
                     }
                 }
                 Ok(None) => return,
@@ -923,6 +928,7 @@ impl Driver {
                 st.paste.reported.clone_from(&progress);
                 progress.clone()
             });
+            let started = now_ms();
             let bytes = st.session.as_mut().map(|session| {
                 // The paste's progress shares mosh's notification bar with the link's state.
                 let line = progress.as_ref().map(PasteProgress::line);
@@ -954,14 +960,19 @@ impl Driver {
                 }
                 bytes
             });
+            st.cost.diff_ms += now_ms() - started;
             (bytes, paste_report)
         };
         if let Some(p) = paste_report {
             self.hooks.paste(p.as_ref());
         }
         if let Some(bytes) = bytes.filter(|b| !b.is_empty()) {
+            let started = now_ms();
             // A copy: xterm.js keeps the buffer until it parses it later.
             self.term.write(&Uint8Array::from(&bytes[..]));
+            let mut st = self.st.borrow_mut();
+            st.cost.write_ms += now_ms() - started;
+            st.cost.bytes_written += bytes.len() as u64;
         }
     }
 
@@ -1245,6 +1256,7 @@ impl Driver {
             ("scrollbackRows", (st.screen.scrollback_rows as f64).into()),
             ("xtermWrites", (st.xterm_writes as f64).into()),
             ("draws", stats::pacer(&st.pacer)),
+            ("cost", stats::frame_cost(&st.cost)),
         ])
     }
 

@@ -20,6 +20,7 @@
 
 mod clock;
 mod driver;
+mod frame_cost;
 mod hooks;
 mod input;
 mod paste;

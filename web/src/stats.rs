@@ -9,6 +9,7 @@ use tern::terminal::Complete;
 use tern::time::Instant;
 use wasm_bindgen::JsValue;
 
+use crate::frame_cost::FrameCost;
 use crate::hooks::object;
 
 fn num(v: impl Into<f64>) -> JsValue {
@@ -93,6 +94,19 @@ pub fn pacer(p: &DrawPacer) -> JsValue {
         ("draws", big(c.draws)),
         ("immediate", big(c.immediate)),
         ("coalesced", big(c.coalesced)),
+    ])
+}
+
+/// `stats().cost`: the page's time per step, totals in ms since it started.
+pub fn frame_cost(c: &FrameCost) -> JsValue {
+    object(&[
+        ("datagrams", big(c.datagrams)),
+        ("decryptMs", num(c.decrypt_ms)),
+        ("inflateMs", num(c.inflate_ms)),
+        ("applyMs", num(c.apply_ms)),
+        ("diffMs", num(c.diff_ms)),
+        ("writeMs", num(c.write_ms)),
+        ("bytesWritten", big(c.bytes_written)),
     ])
 }
 

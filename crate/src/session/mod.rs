@@ -18,6 +18,7 @@ pub use shadow::{ClientDatagram, Shadow, ShadowError, ShadowSummary};
 use crate::predict::{PredictConfig, Predictor};
 use crate::terminal::Framebuffer;
 use crate::time::Instant;
+pub use crate::transport::ReceiveStage;
 use crate::transport::{Counters, Outcome, SyncState, Transport, TransportConfig, UserStream};
 use crate::wire::{Key, StateNum};
 
@@ -180,10 +181,21 @@ impl<S: ServerState> ClientSession<S> {
 
     /// A datagram from the server (or anything claiming to be one).
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) {
+        self.handle_datagram_staged(now, datagram, &mut |_| {});
+    }
+
+    /// [`handle_datagram`](Self::handle_datagram), telling `stage` as each step of receiving is
+    /// done (a driver times them on its clock: the page's frame cost).
+    pub fn handle_datagram_staged(
+        &mut self,
+        now: Instant,
+        datagram: &[u8],
+        stage: &mut dyn FnMut(ReceiveStage),
+    ) {
         if self.closed {
             return;
         }
-        let outcome = self.transport.handle_datagram(now, datagram);
+        let outcome = self.transport.handle_datagram_staged(now, datagram, stage);
         if let Some(Outcome::Newest { .. }) = outcome {
             self.events.push_back(Event::ServerStateChanged { num: self.transport.remote_num() });
             self.judge_predictions(now);

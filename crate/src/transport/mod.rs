@@ -32,6 +32,17 @@ pub const SERVER_MIN_DELAY: Duration = Duration::from_millis(8);
 /// Chaff is 0..=16 random bytes (MOSH-PROTOCOL.md 6.7).
 const MAX_CHAFF: usize = 16;
 
+/// The steps of receiving one datagram, in order (a step that fails ends the list early).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiveStage {
+    /// Authenticated and decrypted (AES-128-OCB3).
+    Opened,
+    /// The fragments made a whole instruction, inflated (zlib) and decoded (protobuf).
+    Assembled,
+    /// The instruction's diff was applied to the state it is based on.
+    Applied,
+}
+
 /// How one endpoint behaves.
 #[derive(Clone, Debug)]
 pub struct TransportConfig {
@@ -253,6 +264,17 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
     /// Takes one datagram from the peer. Anything malformed is counted and dropped.
     /// Returns what became of the instruction it completed, if any.
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) -> Option<Outcome> {
+        self.handle_datagram_staged(now, datagram, &mut |_| {})
+    }
+
+    /// [`handle_datagram`](Self::handle_datagram), telling `stage` as each step is done, so that
+    /// a driver can time them on its own clock (the core reads none).
+    pub fn handle_datagram_staged(
+        &mut self,
+        now: Instant,
+        datagram: &[u8],
+        stage: &mut dyn FnMut(ReceiveStage),
+    ) -> Option<Outcome> {
         self.counters.datagrams_in += 1;
         self.counters.bytes_in += datagram.len() as u64;
         let opened = match self.packets.open(now, datagram) {
@@ -268,6 +290,7 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
         {
             self.rtt.on_sample(sample);
         }
+        stage(ReceiveStage::Opened);
         let instruction = match self.reassembler.add(&opened.payload) {
             Ok(Some(instruction)) => instruction,
             Ok(None) => return None,
@@ -277,7 +300,10 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
                 return None;
             }
         };
-        Some(self.receive_instruction(now, instruction))
+        stage(ReceiveStage::Assembled);
+        let outcome = self.receive_instruction(now, instruction);
+        stage(ReceiveStage::Applied);
+        Some(outcome)
     }
 
     fn receive_instruction(&mut self, now: Instant, instruction: Instruction) -> Outcome {

@@ -1,0 +1,172 @@
+// The cost of a frame in the browser, for the benchmark suite (tern-bench's `cost` rows, issue 17):
+//
+//   node tests/browser/frame-cost-bench.mjs [--seconds 10] [--renderer auto|dom|webgl]
+//        [--scenarios flood,log,clock,hidden,idle] [--profile] [--json]
+//
+// Headless Chromium, the real tern-relay in spawn mode on loopback. Each scenario runs a command in
+// the shell, waits for it to settle, then counts over `--seconds`:
+//   rendererCpuS / gpuCpuS / browserCpuS: CPU time of Chromium's renderer processes, its GPU
+//        process and the rest (browser, utility), from /proc (utime + stime);
+//   states: server states the page applied; writes: screen writes to xterm.js; bytesWritten;
+//   page: the page's own split (ms): decrypt, inflate (reassemble + inflate + decode), apply,
+//        diff (compose + display diff), write (handing bytes to xterm.js);
+//   profile (with --profile, in a second window of the flood and hidden scenarios only, so the profiler's
+//        own cost stays out of the CPU figures): the renderer's main thread from Chromium's
+//        sampling profiler, ms by where the time went: tern (wasm and its glue), xterm.js
+//        (parse and render), gc, browser (style, layout, paint: "(program)").
+// Scenarios: flood = `seq` in a loop, full screen; log = a line every 50 ms; clock = the time
+// rewritten every second on an otherwise still screen; hidden = the flood with the page hidden
+// (document.visibilityState, as tests/browser/frames.test.mjs sets it); idle = a prompt, nothing
+// happening, measured from 12 s after the last key (the cursor blinks for 10 s after a key). The JSON carries the commands too: tern-bench types the same ones into the stock
+// mosh-client in tmux for the comparison (bench/src/frame_cost.rs).
+// Prints a summary, and with --json one JSON object on the last line.
+import { readFileSync, readdirSync } from 'node:fs';
+import {
+  freePort, startRelay, stopRelay, launchBrowser, stats, waitForPrompt, typeLine,
+  tempDir, cleanupState, cliArg, newSession, sleep,
+} from './helpers.mjs';
+
+const COMMANDS = {
+  flood: 'while :; do seq 1 200000; done',
+  log: 'i=0; while :; do i=$((i+1)); echo "[$(date +%T)] step $i: compiling module $((i*7919 % 1000)) of 1000"; sleep 0.05; done',
+  clock: 'clear; while :; do printf "\\r%s" "$(date +%T)"; sleep 1; done',
+  hidden: 'while :; do seq 1 200000; done',
+  idle: '',
+};
+
+const SECONDS = Number(cliArg('seconds', 10));
+const RENDERER = cliArg('renderer', 'auto');
+const SCENARIOS = cliArg('scenarios', 'flood,log,clock,hidden,idle').split(',');
+const PROFILE = process.argv.includes('--profile');
+const JSON_OUT = process.argv.includes('--json');
+const SETTLE_MS = 2000;
+const IDLE_SETTLE_MS = 12000;
+
+/// Chromium's processes started by this script, by kind, with their CPU seconds so far.
+function chromiumCpu() {
+  const parent = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(name), { ppid: Number(fields[1]), cpu: (Number(fields[11]) + Number(fields[12])) / 100 });
+    } catch { /* gone */ }
+  }
+  const mine = (pid) => {
+    for (let p = pid, n = 0; p > 1 && n < 20; p = parent.get(p)?.ppid ?? 0, n++) {
+      if (p === process.pid) return true;
+    }
+    return false;
+  };
+  const cpu = { renderer: 0, gpu: 0, browser: 0 };
+  for (const [pid, { cpu: s }] of parent) {
+    if (pid === process.pid || !mine(pid)) continue;
+    let cmd = '';
+    try { cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8'); } catch { continue; }
+    if (!/chrom/i.test(cmd)) continue;
+    if (cmd.includes('--type=renderer')) cpu.renderer += s;
+    else if (cmd.includes('--type=gpu-process')) cpu.gpu += s;
+    else cpu.browser += s;
+  }
+  return cpu;
+}
+
+const pageCounts = async (page) => {
+  const s = await stats(page);
+  return {
+    states: Number(s.core.applied), writes: s.xtermWrites,
+    cost: Object.fromEntries(Object.entries(s.cost).map(([k, v]) => [k, Number(v)])),
+  };
+};
+
+async function setHidden(page, hidden) {
+  await page.evaluate((h) => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+}
+
+/// Chromium's sampling profile of the page's main thread for `ms`, self time by where it went.
+async function profile(browser, page, ms) {
+  const cdp = await browser.context.newCDPSession(page);
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.setSamplingInterval', { interval: 500 });
+  await cdp.send('Profiler.start');
+  await sleep(ms);
+  const { profile: p } = await cdp.send('Profiler.stop');
+  const kind = new Map();
+  for (const node of p.nodes) {
+    const { url, functionName } = node.callFrame;
+    let k = 'other';
+    if (functionName === '(idle)') k = 'idle';
+    else if (functionName === '(garbage collector)') k = 'gc';
+    else if (functionName === '(program)') k = 'browser';
+    else if (/xterm/.test(url)) k = 'xterm';
+    else if (/tern|wasm/.test(url)) k = 'tern';
+    kind.set(node.id, k);
+  }
+  const out = { tern: 0, xterm: 0, gc: 0, browser: 0, other: 0, idle: 0 };
+  p.samples.forEach((id, i) => { out[kind.get(id)] += (p.timeDeltas[i] ?? 0) / 1000; });
+  await cdp.detach();
+  return out;
+}
+
+const token = 'cost-bench-' + Math.random().toString(36).slice(2);
+const stateDir = tempDir('tern-cost-bench-state-');
+let relay, browser;
+const results = {};
+try {
+  relay = await startRelay({ port: await freePort(), token, stateDir });
+  browser = await launchBrowser({ viewport: { width: 1000, height: 640 } });
+  for (const scenario of SCENARIOS) {
+    const page = await browser.context.newPage();
+    await page.goto(newSession(relay.url).replace('#', `#renderer=${RENDERER}&`));
+    await waitForPrompt(page, 30000);
+    // The WebGL addon loads after the first draw.
+    await sleep(500);
+    const size = await page.evaluate(() => ({ cols: window.tern.term.cols, rows: window.tern.term.rows, renderer: window.tern.renderer }));
+    if (COMMANDS[scenario]) await typeLine(page, COMMANDS[scenario]);
+    if (scenario === 'hidden') await setHidden(page, true);
+    // Idle is measured once the cursor has stopped blinking (www/app.js, CURSOR_BLINK_MS).
+    await sleep(scenario === 'idle' ? IDLE_SETTLE_MS : SETTLE_MS);
+    const c0 = chromiumCpu();
+    const p0 = await pageCounts(page);
+    await sleep(SECONDS * 1000);
+    const c1 = chromiumCpu();
+    const p1 = await pageCounts(page);
+    const r = {
+      ...size, seconds: SECONDS,
+      rendererCpuS: c1.renderer - c0.renderer, gpuCpuS: c1.gpu - c0.gpu, browserCpuS: c1.browser - c0.browser,
+      states: p1.states - p0.states, writes: p1.writes - p0.writes,
+      page: Object.fromEntries(Object.keys(p1.cost).map((k) => [k, p1.cost[k] - p0.cost[k]])),
+    };
+    if (PROFILE && (scenario === 'flood' || scenario === 'hidden')) {
+      const q0 = await pageCounts(page);
+      r.profile = await profile(browser, page, SECONDS * 1000);
+      r.profileStates = (await pageCounts(page)).states - q0.states;
+    }
+    results[scenario] = r;
+    if (scenario === 'hidden') await setHidden(page, false);
+    await page.keyboard.press('Control+C');
+    await sleep(300);
+    await typeLine(page, 'exit');
+    await sleep(500);
+    await page.close();
+  }
+} finally {
+  await browser?.close();
+  await stopRelay(relay);
+  cleanupState(stateDir);
+}
+
+for (const [name, r] of Object.entries(results)) {
+  const perFrame = (s) => (r.states ? (s * 1000 / r.states).toFixed(2) : '-');
+  console.log(`${name} (${r.cols}x${r.rows}, ${r.renderer}): ${(r.states / r.seconds).toFixed(1)} states/s, ` +
+    `${(r.writes / r.seconds).toFixed(1)} writes/s; renderer ${(100 * r.rendererCpuS / r.seconds).toFixed(1)} % ` +
+    `(${perFrame(r.rendererCpuS)} ms/state), GPU ${(100 * r.gpuCpuS / r.seconds).toFixed(1)} %; ` +
+    `page ms: ${Object.entries(r.page).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}` +
+    (r.profile ? `; profile ms: ${Object.entries(r.profile).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}` : ''));
+}
+if (JSON_OUT) console.log(JSON.stringify({ scenarios: results, commands: COMMANDS }));
