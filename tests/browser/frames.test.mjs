@@ -123,6 +123,8 @@ test('a hidden tab writes nothing to xterm.js and shows the right screen at once
   await setHidden(page, true);
   const hidden = await counts(page);
   assert.equal(hidden.draws.visible, false, 'the page did not take the tab as hidden');
+  // A blinking cursor repaints the page: it does not blink in a hidden tab.
+  assert.equal(await page.evaluate(() => window.tern.term.options.cursorBlink), false, 'the cursor blinks while hidden');
   await until(async () => /^hidden-over-42$/m.test(await screen(page)), { timeout: 30000, what: 'the output to end while hidden' });
   await sleep(300);
   const after = await counts(page);
@@ -137,5 +139,31 @@ test('a hidden tab writes nothing to xterm.js and shows the right screen at once
   await page.evaluate(() => new Promise((r) => window.tern.term.write('', r)));
   assert.equal(await xtermScreen(page), await screen(page), 'xterm.js does not show the server screen once shown');
   assert.match(await xtermScreen(page), /^hidden-over-42$/m);
+  // Shown again, the cursor blinks again (for 10 s after the last key).
+  assert.equal(await page.evaluate(() => window.tern.term.options.cursorBlink), true, 'the cursor does not blink once shown');
   await screenshotsOfState(page, 'frames-shown-again');
+});
+
+test('xterm.js renders with the DOM where WebGL would be emulated on the CPU, and as asked', async () => {
+  const webgl = await page.evaluate(() => {
+    const gl = document.createElement('canvas').getContext('webgl2');
+    if (!gl) return null;
+    const info = gl.getExtension('WEBGL_debug_renderer_info');
+    return String(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER));
+  });
+  console.log(`# WebGL2 here: ${webgl ?? 'none'}; the page chose ${await page.evaluate(() => window.tern.renderer)}`);
+  const software = webgl === null || /swiftshader|llvmpipe|softpipe|software|basic render/i.test(webgl);
+  assert.equal(await page.evaluate(() => window.tern.renderer), software ? 'dom' : 'webgl');
+  if (webgl === null) return;
+  // Asked for WebGL, the page loads it (where WebGL2 exists at all).
+  const other = await browser.context.newPage();
+  try {
+    await other.goto(newSession(relay.url).replace('#', '#renderer=webgl&'));
+    await waitForPrompt(other);
+    await until(() => other.evaluate(() => window.tern.renderer === 'webgl'), { what: 'the WebGL renderer' });
+    await typeLine(other, 'echo webgl-$((6*7))');
+    await until(async () => /^webgl-42$/m.test(await screen(other)), { what: 'output with WebGL' });
+  } finally {
+    await other.close();
+  }
 });
