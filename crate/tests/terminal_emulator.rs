@@ -21,7 +21,7 @@ fn cursor(e: &Emulator) -> (u16, u16) {
 }
 
 fn cell(e: &Emulator, row: u16, col: u16) -> tern::terminal::Cell {
-    e.framebuffer().cell(Pos { row, col }).expect("cell").clone()
+    *e.framebuffer().cell(Pos { row, col }).expect("cell")
 }
 
 #[test]

@@ -284,17 +284,17 @@ impl Predictor {
             for (col, slot) in slots.iter_mut().enumerate().take(width) {
                 let Some(p) = slot.as_mut().filter(|p| shown(p.epoch)) else { continue };
                 let row_cells = cells.get_or_insert_with(|| (*fb.rows[row]).clone());
-                let real = row_cells.cells()[col].clone();
+                let real = row_cells.cells()[col];
                 let drawn = match &p.content {
                     None if flag && col + 1 < width => {
-                        let mut cell = real.clone();
+                        let mut cell = real;
                         cell.renditions.attrs.set(Attrs::UNDERLINE, true);
                         Some(cell)
                     }
                     None => None,
                     Some(c) if *c == real => None,
                     Some(c) => {
-                        let mut cell = c.clone();
+                        let mut cell = *c;
                         let blank_over_blank = c.is_blank() && real.is_blank();
                         if flag && !blank_over_blank {
                             cell.renditions.attrs.set(Attrs::UNDERLINE, true);
@@ -440,7 +440,7 @@ impl Predictor {
     /// What a cell will hold: its prediction (`None`: unknown), else the server's cell.
     fn value(&self, row: usize, col: usize, server: &Framebuffer) -> Option<Cell> {
         match self.get(row, col) {
-            Some(p) => p.content.clone(),
+            Some(p) => p.content,
             None => server.cell(pos(row, col)).cloned(),
         }
     }

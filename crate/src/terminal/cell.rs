@@ -110,13 +110,10 @@ impl Renditions {
     /// Appends the absolute SGR string mosh-server emits for this pen (MOSH-PROTOCOL.md 8.2 step 7):
     /// `ESC [ 0`, attributes, foreground, background, `m`.
     pub fn write_sgr(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self.absolute_sgr().as_bytes());
-    }
-
-    fn absolute_sgr(&self) -> Seq {
-        let mut seq = Seq::new();
+        let mut seq = Seq { out, first: false };
         seq.bytes(b"\x1b[0");
-        for (attr, code) in Attrs::SGR_ORDER {
+        let listed = if self.attrs.is_empty() { &[][..] } else { &Attrs::SGR_ORDER[..] };
+        for &(attr, code) in listed {
             if self.attrs.contains(attr) {
                 seq.bytes(code.as_bytes());
             }
@@ -124,7 +121,6 @@ impl Renditions {
         seq.color(self.fg, 30);
         seq.color(self.bg, 40);
         seq.byte(b'm');
-        seq
     }
 
     /// Appends the SGR that turns the pen `from` into this one: the absolute string of
@@ -132,15 +128,19 @@ impl Renditions {
     /// back with 39/49) when that is shorter. Both mean the same to xterm and to mosh's emulator;
     /// the renderer sends this only to the page's terminal, as mosh-server always resets.
     pub fn write_sgr_from(&self, from: Renditions, out: &mut Vec<u8>) {
-        let mut seq = Seq::new();
+        let start = out.len();
+        // The first parameter goes without its `;` (`ESC [ ;` would be an empty, resetting,
+        // first parameter).
+        let mut seq = Seq { out, first: true };
         seq.bytes(b"\x1b[");
-        // Every parameter is written with a leading `;`; the first one's is dropped below.
-        for (attr, code) in Attrs::SGR_ORDER {
+        // (Most pens have no attributes, and most changes are colours alone.)
+        let changed = if from.attrs == self.attrs { &[][..] } else { &Attrs::SGR_ORDER[..] };
+        for &(attr, code) in changed {
             let (was, is) = (from.attrs.contains(attr), self.attrs.contains(attr));
             if was && !is {
-                seq.bytes(Attrs::off_code(attr));
+                seq.param(Attrs::off_code(attr));
             } else if is && !was {
-                seq.bytes(code.as_bytes());
+                seq.param(code.as_bytes());
             }
         }
         for (was, is, base) in [(from.fg, self.fg, 30), (from.bg, self.bg, 40)] {
@@ -148,20 +148,15 @@ impl Renditions {
                 continue;
             }
             if is == Color::Default {
-                seq.byte(b';');
+                seq.param(b";");
                 seq.decimal(base + 9);
             } else {
                 seq.color(is, base);
             }
         }
         seq.byte(b'm');
-        // `ESC [ ;` would be an empty (reset) first parameter: drop that `;`.
-        if seq.buf[2] == b';' {
-            seq.remove(2);
-        }
-        if seq.len < self.absolute_sgr_len() {
-            out.extend_from_slice(seq.as_bytes());
-        } else {
+        if out.len() - start >= self.absolute_sgr_len() {
+            out.truncate(start);
             self.write_sgr(out);
         }
     }
@@ -183,39 +178,32 @@ impl Renditions {
     }
 }
 
-/// A short escape sequence assembled on the stack and appended in one copy: the renderer
-/// writes one per cell of a colourful screen, and many tiny appends cost more than the bytes.
-/// The longest SGR (every attribute changed and two RGB colours) is 55 bytes.
-struct Seq {
-    buf: [u8; SEQ_MAX],
-    len: usize,
+/// Writes an escape sequence byte by byte: the renderer writes one per cell of a colourful
+/// screen, and a copy call per tiny piece costs more than the bytes.
+struct Seq<'a> {
+    out: &'a mut Vec<u8>,
+    /// No parameter written yet: the next one goes without its `;`.
+    first: bool,
 }
 
-const SEQ_MAX: usize = 64;
-
-impl Seq {
-    #[inline]
-    fn new() -> Seq {
-        Seq { buf: [0; SEQ_MAX], len: 0 }
-    }
+impl Seq<'_> {
     #[inline]
     fn byte(&mut self, b: u8) {
-        // Never full for the sequences written here. The mask keeps an index in bounds without
-        // a check per byte (a longer sequence would wrap around, never panic).
-        self.buf[self.len % SEQ_MAX] = b;
-        self.len += 1;
+        self.out.push(b);
     }
     #[inline]
     fn bytes(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.byte(b);
+            self.out.push(b);
         }
     }
-    /// Removes the byte at `at`.
-    fn remove(&mut self, at: usize) {
-        if at < self.len && self.len <= SEQ_MAX {
-            self.buf.copy_within(at + 1..self.len, at);
-            self.len -= 1;
+    /// A parameter given with its leading `;` (as `SGR_ORDER` and `off_code` hold them).
+    #[inline]
+    fn param(&mut self, with_separator: &[u8]) {
+        if std::mem::take(&mut self.first) {
+            self.bytes(with_separator.get(1..).unwrap_or_default());
+        } else {
+            self.bytes(with_separator);
         }
     }
     #[inline]
@@ -235,15 +223,15 @@ impl Seq {
         match color {
             Color::Default => {}
             Color::Palette(n) if n < 8 => {
-                self.byte(b';');
+                self.param(b";");
                 self.decimal(base + n);
             }
             Color::Palette(n) => {
-                self.bytes(if base == 30 { b";38;5;" } else { b";48;5;" });
+                self.param(if base == 30 { b";38;5;" } else { b";48;5;" });
                 self.decimal(n);
             }
             Color::Rgb(r, g, b) => {
-                self.bytes(if base == 30 { b";38;2;" } else { b";48;2;" });
+                self.param(if base == 30 { b";38;2;" } else { b";48;2;" });
                 self.decimal(r);
                 self.byte(b';');
                 self.decimal(g);
@@ -251,9 +239,6 @@ impl Seq {
                 self.decimal(b);
             }
         }
-    }
-    fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len.min(SEQ_MAX)]
     }
 }
 
@@ -273,27 +258,19 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     out.extend_from_slice(&buf[at..]);
 }
 
-/// How many bytes of a grapheme live inline; longer ones (long combining sequences) are boxed.
-const INLINE: usize = 14;
+/// The most bytes a cell's text can reach: mosh stops appending once a cell holds 32 bytes, so
+/// the last mark appended may take a cell from 31 to 35.
+const CAPACITY: usize = MAX_GRAPHEME_BYTES + 3;
 
-/// A cell's text: a base character plus combining marks, UTF-8. Small ones are stored inline so a
-/// row of cells is one allocation.
-#[derive(Clone)]
-enum Repr {
-    Inline { len: u8, buf: [u8; INLINE] },
-    Boxed(Box<str>),
-}
-
-/// The text of one cell. Empty for a blank cell (drawn as a space).
-#[derive(Clone)]
-pub struct Grapheme(Repr);
-
-impl Eq for Grapheme {}
-
-impl PartialEq for Grapheme {
-    fn eq(&self, other: &Grapheme) -> bool {
-        self.as_bytes() == other.as_bytes()
-    }
+/// The text of one cell: a base character plus combining marks, UTF-8, empty for a blank cell
+/// (drawn as a space). Always inline and `Copy`, so a row of cells is one allocation that
+/// copies, clones and resets like plain bytes (rows are copied on write for every frame).
+///
+/// The bytes past `len` are always zero (only `push` writes, and only below `len`).
+#[derive(Clone, Copy, Eq)]
+pub struct Grapheme {
+    len: u8,
+    buf: [u8; CAPACITY],
 }
 
 impl std::hash::Hash for Grapheme {
@@ -302,58 +279,46 @@ impl std::hash::Hash for Grapheme {
     }
 }
 
+impl PartialEq for Grapheme {
+    fn eq(&self, other: &Grapheme) -> bool {
+        // Nearly every cell holds one character: four bytes compare as one word, and the zero
+        // bytes after them are equal anyway.
+        self.len == other.len
+            && self.buf[..4] == other.buf[..4]
+            && (self.len <= 4 || self.buf[4..] == other.buf[4..])
+    }
+}
+
 impl Default for Grapheme {
     fn default() -> Self {
-        Grapheme(Repr::Inline { len: 0, buf: [0; INLINE] })
+        Grapheme { len: 0, buf: [0; CAPACITY] }
     }
 }
 
 impl Grapheme {
     pub fn as_str(&self) -> &str {
-        match &self.0 {
-            // The inline bytes are always whole UTF-8 characters (only `push` writes them).
-            Repr::Inline { len, buf } => std::str::from_utf8(&buf[..*len as usize]).unwrap_or(""),
-            Repr::Boxed(s) => s,
-        }
+        // The bytes are always whole UTF-8 characters (only `push` writes them).
+        std::str::from_utf8(self.as_bytes()).unwrap_or("")
     }
     fn as_bytes(&self) -> &[u8] {
-        match &self.0 {
-            Repr::Inline { len, buf } => &buf[..*len as usize],
-            Repr::Boxed(s) => s.as_bytes(),
-        }
+        &self.buf[..usize::from(self.len)]
     }
     pub fn len(&self) -> usize {
-        match &self.0 {
-            Repr::Inline { len, .. } => *len as usize,
-            Repr::Boxed(s) => s.len(),
-        }
+        usize::from(self.len)
     }
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
     pub fn clear(&mut self) {
         *self = Grapheme::default();
     }
+    /// Appends `c`; a character that does not fit (only a text longer than any mosh cell, from
+    /// `From<&str>`) is dropped.
     pub fn push(&mut self, c: char) {
-        let mut tmp = [0u8; 4];
-        let s = c.encode_utf8(&mut tmp);
-        match &mut self.0 {
-            Repr::Inline { len, buf } if (*len as usize) + s.len() <= INLINE => {
-                let at = *len as usize;
-                buf[at..at + s.len()].copy_from_slice(s.as_bytes());
-                *len += s.len() as u8;
-            }
-            Repr::Inline { .. } => {
-                let mut owned = String::with_capacity(self.len() + s.len());
-                owned.push_str(self.as_str());
-                owned.push_str(s);
-                self.0 = Repr::Boxed(owned.into_boxed_str());
-            }
-            Repr::Boxed(b) => {
-                let mut owned = String::from(std::mem::take(b));
-                owned.push_str(s);
-                *b = owned.into_boxed_str();
-            }
+        let at = usize::from(self.len);
+        if let Some(slot) = self.buf.get_mut(at..at + c.len_utf8()) {
+            c.encode_utf8(slot);
+            self.len += c.len_utf8() as u8;
         }
     }
 }
@@ -378,7 +343,7 @@ impl fmt::Debug for Grapheme {
 pub const MAX_GRAPHEME_BYTES: usize = 32;
 
 /// One character cell.
-#[derive(Clone, Default, Eq)]
+#[derive(Clone, Copy, Default, Eq)]
 pub struct Cell {
     grapheme: Grapheme,
     pub renditions: Renditions,
