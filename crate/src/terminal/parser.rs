@@ -125,6 +125,10 @@ impl Collected {
         }
     }
     fn as_str(&self) -> &str {
+        if self.len == 0 {
+            // Nearly every sequence: no need to check the bytes.
+            return "";
+        }
         // Only ASCII is pushed, so the bytes are always valid UTF-8.
         std::str::from_utf8(&self.buf[..usize::from(self.len)]).unwrap_or("")
     }
@@ -489,5 +493,54 @@ impl Parser {
         self.params.end_field();
         perform.csi_dispatch(&self.params, self.collected.as_str(), ch);
         self.enter(State::Ground);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One character at a time, as mosh reads them: what `push_run` must agree with.
+    fn reference(chunks: &[Vec<u8>]) -> (Vec<i32>, i64, bool, usize) {
+        let mut p = Params::default();
+        for chunk in chunks {
+            for &b in chunk.iter().take_while(|&&b| is_param_byte(b)) {
+                if p.chars >= MAX_PARAM_TEXT {
+                    continue;
+                }
+                p.chars += 1;
+                if b == b';' {
+                    p.end_field();
+                } else {
+                    p.field = (p.field * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
+                    p.field_digits = true;
+                }
+            }
+        }
+        (p.values, p.field, p.field_digits, p.chars)
+    }
+
+    proptest! {
+        /// `push_run` (fields in locals, runs across calls) reads the parameters as reading
+        /// them one character at a time does, however the text is cut and whatever follows.
+        #[test]
+        fn runs_of_parameters_match_the_byte_at_a_time_reading(
+            fields in prop::collection::vec(prop_oneof![Just(String::new()), "[0-9]{1,3}", "[0-9]{4,9}"], 0..40),
+            tail in prop::sample::select(vec!["", "m", "H", "?", ":", "\x1b", "12"]),
+            cut in 0usize..200,
+        ) {
+            let text = format!("{}{tail}", fields.join(";"));
+            let bytes = text.as_bytes();
+            let cut = cut.min(bytes.len());
+            let chunks = [bytes[..cut].to_vec(), bytes[cut..].to_vec()];
+            let mut p = Params::default();
+            let first = p.push_run(&chunks[0]);
+            if first == chunks[0].len() {
+                p.push_run(&chunks[1]);
+            }
+            let want = if first == chunks[0].len() { reference(&chunks) } else { reference(&chunks[..1]) };
+            prop_assert_eq!((p.values, p.field, p.field_digits, p.chars), want);
+        }
     }
 }
