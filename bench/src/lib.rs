@@ -1294,6 +1294,10 @@ fn core_rows(options: &Options, report: &mut Report) {
         );
     }
     let group = "core, full 200x60 frame";
+    // The fastest frame: on a shared machine the steadiest figure to compare changes by.
+    if let Some(fastest) = run.total_ms.iter().copied().reduce(f64::min) {
+        report.detail(group, "client: apply + display diff, fastest frame", fastest, "ms");
+    }
     for (what, v) in [
         ("client: apply the server's diff", &run.apply_ms),
         ("client: render for the page (Renderer::in_place)", &run.render_ms),

@@ -3,7 +3,9 @@
 //! Run with `cargo run --release -p tern --example terminal_bench`. Prints time per frame for
 //! emulating the application's output (server side), applying the server's diff (client side)
 //! and rendering for the display (mosh's choices and the page's in-place renderer), and the byte
-//! counts of each representation.
+//! counts of each representation. Every cell changes; the pattern repeats every 41 rows, so the
+//! diffs move 19 rows up by scrolling and redraw the other 41. `tern-bench --only core` reports
+//! the client's part as a suite row (bench/src/core_frame.rs).
 
 // A benchmark is a driver, not core (crate/clippy.toml): it reads the wall clock.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
