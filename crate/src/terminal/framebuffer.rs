@@ -442,6 +442,7 @@ impl Framebuffer {
     pub(crate) fn new_row(&self) -> Arc<Row> {
         Arc::new(Row::new(self.width, self.bg()))
     }
+    #[inline]
     pub(crate) fn row_mut(&mut self, row: usize) -> &mut Row {
         Arc::make_mut(&mut self.rows[row])
     }
@@ -465,6 +466,7 @@ impl Framebuffer {
         self.combining = Some((self.cursor_row, self.cursor_col));
     }
     /// Clamps a signed position into the screen (mosh's `snap_cursor_to_border`).
+    #[inline]
     fn snap(&mut self, row: i64, col: i64) {
         let row = row.clamp(self.limit_top() as i64, self.limit_bottom() as i64);
         let col = col.clamp(0, self.width as i64 - 1);
@@ -481,6 +483,7 @@ impl Framebuffer {
     /// mosh's `DrawState::move_col`. An `implicit` move is the advance after printing: it
     /// remembers the printed cell for combining characters and sets the pending wrap when it
     /// runs past the last column (the cursor itself stays on the last column).
+    #[inline]
     pub(crate) fn move_col(&mut self, n: i64, relative: bool, implicit: bool) {
         if implicit {
             self.new_grapheme();
