@@ -62,9 +62,10 @@ fi
 
 x=node_modules/@xterm
 [[ -f $x/xterm/lib/xterm.mjs ]] || { echo "[build-wasm] ERROR: node_modules missing (npm ci)" >&2; exit 1; }
-cp $x/xterm/lib/xterm.mjs $x/xterm/css/xterm.css $x/addon-fit/lib/addon-fit.mjs "$dist.tmp/xterm/"
+cp $x/xterm/lib/xterm.mjs $x/xterm/css/xterm.css $x/addon-fit/lib/addon-fit.mjs \
+  $x/addon-web-links/lib/addon-web-links.mjs "$dist.tmp/xterm/"
 [[ -f $x/addon-webgl/lib/addon-webgl.mjs ]] && cp $x/addon-webgl/lib/addon-webgl.mjs "$dist.tmp/xterm/"
-cp www/index.html www/*.js www/style.css "$dist.tmp/"
+cp www/index.html www/*.js www/style.css www/manifest.webmanifest www/icon.svg www/icon-*.png "$dist.tmp/"
 
 rm -rf "$dist" && mv "$dist.tmp" "$dist"
 echo "$hash" >"$stamp"

@@ -3,8 +3,13 @@
 // core's (crate/src/).
 import { Terminal } from './xterm/xterm.mjs';
 import { FitAddon } from './xterm/addon-fit.mjs';
+import { WebLinksAddon } from './xterm/addon-web-links.mjs';
 import init, { Client } from './pkg/tern.js';
 import { wireHistory } from './history.js';
+import { FONTS, loadSettings, wireSettings } from './settings.js';
+import { wireClipboard } from './clipboard.js';
+import { wireKeys } from './keys.js';
+import { wireBell } from './bell.js';
 
 // When the page's script started (its modules loaded): the resume benchmark times the restored
 // screen from here.
@@ -28,7 +33,10 @@ function takeParams() {
     ? { host: get('host'), port: Number(get('port')), key: get('key') }
     : undefined;
   // Predictive echo: #predict=adaptive|always|never|experimental, #predict_overwrite=1.
-  const prediction = { mode: get('predict') || 'adaptive', overwrite: get('predict_overwrite') === '1' };
+  // Unset: the settings panel's choice.
+  const prediction = get('predict')
+    ? { mode: get('predict'), overwrite: get('predict_overwrite') === '1' }
+    : undefined;
   // #session=new starts a new session without offering the running ones; #session=ID resumes that
   // one. Taken once: a reload of this tab continues what it chose (its saved session).
   const session = frag.get('session') || sessionStorage.getItem('tern.choice') || undefined;
@@ -241,7 +249,22 @@ const lightTheme = {
 };
 
 const lightScheme = window.matchMedia?.('(prefers-color-scheme: light)');
-const theme = () => (lightScheme?.matches ? lightTheme : darkTheme);
+// 'dark', 'light' or 'system' (the settings panel) → xterm.js's theme.
+const themeFor = (choice) => ((choice === 'system' ? lightScheme?.matches : choice === 'light') ? lightTheme : darkTheme);
+
+// The page's colours (CSS, light-dark()) and the terminal's follow the choice; 'system' also
+// follows the system when it switches.
+let themeChoice = 'system';
+function applyTheme(term, choice) {
+  themeChoice = choice;
+  if (choice === 'system') delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = choice;
+  term.options.theme = themeFor(choice);
+  paletteVars(themeFor(choice));
+}
+function followSystemTheme(term) {
+  lightScheme?.addEventListener('change', () => { if (themeChoice === 'system') applyTheme(term, 'system'); });
+}
 
 // The history view draws with the terminal's colours: its palette as CSS variables.
 const PALETTE = ['black', 'red', 'green', 'yellow', 'blue', 'magenta', 'cyan', 'white'];
@@ -360,25 +383,38 @@ async function main() {
   }
   pill('Connecting…', 'info');
 
+  const initial = loadSettings();
   const term = new Terminal({
-    fontFamily: '"JetBrains Mono", "Cascadia Mono", "Fira Code", "SF Mono", Menlo, Consolas, "DejaVu Sans Mono", "Liberation Mono", monospace',
-    fontSize: 15,
+    fontFamily: FONTS[initial.fontFamily],
+    fontSize: initial.fontSize,
     lineHeight: 1.1,
-    cursorBlink: true,
-    cursorStyle: 'block',
-    scrollback: 2000,
+    cursorBlink: initial.cursorBlink,
+    cursorStyle: initial.cursorStyle,
+    scrollback: initial.scrollback,
+    macOptionIsMeta: initial.macOptionIsMeta,
     // Decorations (find highlights every match on the screen) are still "proposed" in xterm.js 6.
     allowProposedApi: true,
-    theme: theme(),
+    theme: themeFor(initial.theme),
   });
-  paletteVars(theme());
-  lightScheme?.addEventListener('change', () => { term.options.theme = theme(); paletteVars(theme()); });
+  applyTheme(term, initial.theme);
+  followSystemTheme(term);
   const fit = new FitAddon();
   term.loadAddon(fit);
+  // URLs in the output open in a new tab, with no way back to this page (noopener).
+  term.loadAddon(new WebLinksAddon((event, uri) => {
+    if (/^https?:\/\//i.test(uri)) window.open(uri, '_blank', 'noopener,noreferrer');
+  }));
   term.open($('terminal'));
   fit.fit();
   term.focus();
-  wireCursorBlink(term);
+  // One custom key handler for xterm.js (it takes one): each of these may take a key.
+  const keyHandlers = [];
+  const addKeyHandler = (h) => keyHandlers.push(h);
+  term.attachCustomKeyEventHandler((e) => !keyHandlers.some((h) => h(e)));
+  let settings = initial;
+  const bell = wireBell({ settings: () => settings });
+  const clipboard = wireClipboard({ term, $, settings: () => settings });
+  addKeyHandler(clipboard.key);
 
   client = new Client(term, {
     token,
@@ -393,14 +429,10 @@ async function main() {
         if (kind === 'websocket') pill('TCP fallback', 'quiet');
       },
       session: holdSession,
-      title: (t) => { document.title = t ? `${t} — tern` : 'tern'; },
-      bell: () => {
-        document.body.classList.remove('bell');
-        void document.body.offsetWidth; // restart the animation
-        document.body.classList.add('bell');
-      },
-      // OSC 52 from the remote: copy where the browser lets us (it needs focus).
-      clipboard: (text) => navigator.clipboard?.writeText(text).catch(() => {}),
+      title: (t) => bell.title(t),
+      bell: () => bell.bell(),
+      // OSC 52 from the remote: copied, or offered with a Copy button where the browser refuses.
+      clipboard: (text) => clipboard.remoteCopy(text),
     },
   });
 
@@ -417,14 +449,16 @@ async function main() {
     setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
     endSession: () => client.endSession(),
     takeBack: () => client.takeBack(),
-    history: wireHistory({ client, term, Client, $ }),
+    history: wireHistory({ client, term, Client, $, addKeyHandler }),
   };
   wirePaste(client);
-  try {
-    client.setPrediction(prediction.mode, prediction.overwrite);
-  } catch (e) {
-    console.warn(`${e}; predicting adaptively`);
-  }
+  const setPrediction = ({ mode, overwrite }) => {
+    try {
+      client.setPrediction(mode, overwrite);
+    } catch (e) {
+      console.warn(`${e}; predicting adaptively`);
+    }
+  };
 
   let pending = false;
   const refit = () => {
@@ -446,6 +480,34 @@ async function main() {
   };
   window.addEventListener('resize', refit);
   new ResizeObserver(refit).observe($('terminal'));
+  addKeyHandler(wireKeys({ term, $, touch: matchMedia('(pointer: coarse)').matches, onLayout: refit }));
+
+  // The settings panel: each change applies at once (a font change refits, so the shell sees its
+  // new size); the address's #predict= wins over the saved prediction mode.
+  const blink = wireCursorBlink(term);
+  window.tern.settings = wireSettings({
+    $,
+    initial,
+    apply(next, changed) {
+      settings = next;
+      const has = (k) => changed.includes(k);
+      if (has('fontSize')) term.options.fontSize = next.fontSize;
+      if (has('fontFamily')) term.options.fontFamily = FONTS[next.fontFamily];
+      if (has('cursorStyle')) term.options.cursorStyle = next.cursorStyle;
+      if (has('cursorBlink')) blink.allow(next.cursorBlink);
+      if (has('scrollback')) term.options.scrollback = next.scrollback;
+      if (has('macOptionIsMeta')) term.options.macOptionIsMeta = next.macOptionIsMeta;
+      if (has('theme')) applyTheme(term, next.theme);
+      if (has('predict') || has('predictOverwrite')) {
+        setPrediction(prediction ?? { mode: next.predict, overwrite: next.predictOverwrite });
+      }
+      // xterm.js measures the new cell size when it next renders: fit after that.
+      if (has('fontSize') || has('fontFamily')) {
+        const once = term.onRender(() => { once.dispose(); refit(); });
+        term.refresh(0, term.rows - 1);
+      }
+    },
+  });
   // Leaving the page does not end the shell: the tab saves where the session stands, and a
   // reload continues it (`exit`, or tern.endSession(), ends it).
   window.addEventListener('pagehide', () => {
@@ -495,9 +557,10 @@ async function main() {
 const CURSOR_BLINK_MS = 10000;
 function wireCursorBlink(term) {
   let timer;
+  let allowed = term.options.cursorBlink;
   const wake = () => {
     clearTimeout(timer);
-    if (document.visibilityState !== 'visible') {
+    if (!allowed || document.visibilityState !== 'visible') {
       term.options.cursorBlink = false;
       return;
     }
@@ -508,6 +571,8 @@ function wireCursorBlink(term) {
   term.textarea?.addEventListener('focus', wake);
   document.addEventListener('visibilitychange', wake);
   wake();
+  // The settings panel's "blinking cursor".
+  return { allow(on) { allowed = on; wake(); } };
 }
 
 // WebGL where a GPU draws it; xterm.js's DOM renderer where WebGL would be emulated on the CPU

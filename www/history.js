@@ -357,7 +357,7 @@ export class Finder {
     this.undecorate();
     const buf = this.term.buffer.active;
     const cursor = buf.baseY + buf.cursorY;
-    const color = getComputedStyle(document.documentElement).getPropertyValue('--find-match').trim() || '#6b5a2e';
+    const color = cssColorHex('--find-match') ?? '#6b5a2e';
     for (const m of matches.filter((x) => x.where === 'buffer').slice(-1000)) {
       const marker = this.term.registerMarker(m.line - cursor);
       if (!marker) continue;
@@ -418,6 +418,19 @@ export class Finder {
   }
 }
 
+// A colour variable of the page's CSS as #rrggbb (xterm.js's decorations take nothing else). The
+// variable holds light-dark(...), which only a property that uses it resolves.
+function cssColorHex(variable) {
+  const probe = document.createElement('span');
+  probe.style.color = `var(${variable})`;
+  probe.hidden = true;
+  document.body.append(probe);
+  const rgb = getComputedStyle(probe).color.match(/\d+/g);
+  probe.remove();
+  if (!rgb || rgb.length < 3) return null;
+  return '#' + rgb.slice(0, 3).map((v) => Number(v).toString(16).padStart(2, '0')).join('');
+}
+
 function flatten(matches) {
   const flat = [];
   for (const m of matches) if (m.where === 'history') flat.push(m.line, m.start, m.end);
@@ -425,7 +438,7 @@ function flatten(matches) {
 }
 
 // Wires the view, the bar and their keys; returns the test hooks (window.tern.history).
-export function wireHistory({ client, term, Client, $ }) {
+export function wireHistory({ client, term, Client, $, addKeyHandler }) {
   const history = new History({ client, term, Client, $ });
   const finder = new Finder({ client, term, Client, history, $ });
   const isFind = (e) => (e.ctrlKey && e.shiftKey && e.code === 'KeyF') ||
@@ -439,12 +452,12 @@ export function wireHistory({ client, term, Client, $ }) {
   }, true);
   // Shift+PgUp at the top of what the page saw, or the wheel past it: the relay's history.
   const atTop = () => term.buffer.active.viewportY === 0;
-  term.attachCustomKeyEventHandler((e) => {
+  addKeyHandler((e) => {
     if (e.type === 'keydown' && e.shiftKey && e.key === 'PageUp' && atTop() && client.historyAvailable()) {
       history.open();
-      return false;
+      return true;
     }
-    return true;
+    return false;
   });
   term.element.addEventListener('wheel', (e) => {
     if (e.deltaY < 0 && atTop() && client.historyAvailable() && !history.isOpen) history.open();

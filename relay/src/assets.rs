@@ -31,6 +31,7 @@ pub fn mime(path: &str) -> &'static str {
         "css" => "text/css; charset=utf-8",
         "wasm" => "application/wasm",
         "json" | "map" => "application/json",
+        "webmanifest" => "application/manifest+json",
         "svg" => "image/svg+xml",
         "png" => "image/png",
         "ico" => "image/x-icon",
@@ -70,6 +71,7 @@ mod tests {
         assert_eq!(mime("a/b.js"), "text/javascript; charset=utf-8");
         assert_eq!(mime("x.css"), "text/css; charset=utf-8");
         assert_eq!(mime("index.html"), "text/html; charset=utf-8");
+        assert_eq!(mime("manifest.webmanifest"), "application/manifest+json");
     }
 
     #[test]

@@ -91,7 +91,7 @@ export function browserName() {
 /// browserName(). Returns `{ name, context, page, consoleLog, close() }`; `context.newPage()` and
 /// `page` offer the playwright calls the tests use in both browsers (Firefox: ./firefox.mjs).
 export async function launchBrowser(opts = {}) {
-  const isOptions = opts !== null && ('browser' in opts || 'viewport' in opts || 'args' in opts);
+  const isOptions = opts !== null && ('browser' in opts || 'viewport' in opts || 'args' in opts || 'mobile' in opts);
   // A bare viewport (or null: playwright's "no fixed viewport") as before.
   let viewport = isOptions ? opts.viewport : opts;
   if (viewport === undefined || (viewport && !viewport.width)) viewport = { width: 1100, height: 700 };
@@ -101,16 +101,18 @@ export async function launchBrowser(opts = {}) {
     return launchFirefox(viewport);
   }
   if (name !== 'chromium') throw new Error(`unknown browser ${name}`);
-  return launchChromium(viewport, (isOptions && opts.args) || []);
+  return launchChromium(viewport, (isOptions && opts.args) || [], isOptions && opts.mobile);
 }
 
-/// Headless Debian Chromium with a fresh profile (flags from docs TOOLCHAIN.md), and `args`.
-async function launchChromium(viewport, args) {
+/// Headless Debian Chromium with a fresh profile (flags from docs TOOLCHAIN.md), and `args`;
+/// `mobile`: a phone (touch, a mobile viewport and user agent: playwright's emulation).
+async function launchChromium(viewport, args, mobile = false) {
   const profile = mkdtempSync(join(tmpdir(), 'tern-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
     headless: true,
     viewport,
+    ...(mobile ? { isMobile: true, hasTouch: true, deviceScaleFactor: 3 } : {}),
     args: [
       '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync',

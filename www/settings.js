@@ -1,0 +1,169 @@
+// The settings panel (the gear, top right; Ctrl+, or the gear's keyboard focus and Enter): font
+// size and family, theme, cursor, copy on select, prediction, scrollback, Option as Meta, bell
+// notifications. Saved in localStorage (every tab of this origin), applied at once and at load.
+// Ctrl+= / Ctrl+- / Ctrl+0 change the terminal's font size (not the page zoom).
+
+const KEY = 'tern.settings';
+
+export const FONTS = {
+  default: '"JetBrains Mono", "Cascadia Mono", "Fira Code", "SF Mono", Menlo, Consolas, "DejaVu Sans Mono", "Liberation Mono", monospace',
+  'DejaVu Sans Mono': '"DejaVu Sans Mono", monospace',
+  'Liberation Mono': '"Liberation Mono", monospace',
+  'Courier New': '"Courier New", Courier, monospace',
+  monospace: 'monospace',
+};
+
+export const DEFAULTS = Object.freeze({
+  fontSize: 15,
+  fontFamily: 'default',
+  theme: 'system', // 'dark', 'light', 'system'
+  cursorStyle: 'block', // 'block', 'bar', 'underline'
+  cursorBlink: true,
+  copyOnSelect: true,
+  predict: 'adaptive', // 'adaptive', 'always', 'never', 'experimental'
+  predictOverwrite: false,
+  scrollback: 2000,
+  macOptionIsMeta: false,
+  notifications: false,
+});
+
+const FONT_SIZE = { min: 8, max: 32 };
+const SCROLLBACK = { min: 0, max: 100000 };
+
+const clamp = (v, { min, max }, dflt) => (Number.isFinite(v) ? Math.min(max, Math.max(min, Math.round(v))) : dflt);
+const oneOf = (v, options, dflt) => (options.includes(v) ? v : dflt);
+
+/// What was saved, each value checked (a hand-edited or older entry never breaks the page).
+export function loadSettings() {
+  let saved = {};
+  try {
+    saved = JSON.parse(localStorage.getItem(KEY) ?? '{}') ?? {};
+  } catch {
+    saved = {};
+  }
+  return {
+    fontSize: clamp(Number(saved.fontSize), FONT_SIZE, DEFAULTS.fontSize),
+    fontFamily: oneOf(saved.fontFamily, Object.keys(FONTS), DEFAULTS.fontFamily),
+    theme: oneOf(saved.theme, ['dark', 'light', 'system'], DEFAULTS.theme),
+    cursorStyle: oneOf(saved.cursorStyle, ['block', 'bar', 'underline'], DEFAULTS.cursorStyle),
+    cursorBlink: typeof saved.cursorBlink === 'boolean' ? saved.cursorBlink : DEFAULTS.cursorBlink,
+    copyOnSelect: typeof saved.copyOnSelect === 'boolean' ? saved.copyOnSelect : DEFAULTS.copyOnSelect,
+    predict: oneOf(saved.predict, ['adaptive', 'always', 'never', 'experimental'], DEFAULTS.predict),
+    predictOverwrite: saved.predictOverwrite === true,
+    scrollback: clamp(Number(saved.scrollback), SCROLLBACK, DEFAULTS.scrollback),
+    macOptionIsMeta: saved.macOptionIsMeta === true,
+    notifications: saved.notifications === true,
+  };
+}
+
+function save(settings) {
+  try {
+    localStorage.setItem(KEY, JSON.stringify(settings));
+  } catch {
+    // Storage full or refused: the settings hold for this page.
+  }
+}
+
+/// Wires the panel. `apply(settings, changed)` makes a setting take effect (app.js knows the
+/// terminal, the client and the fit); it runs once at start with every key.
+export function wireSettings({ $, apply, initial }) {
+  const settings = { ...initial };
+  const panel = $('settings');
+  const gear = $('gear');
+  const form = $('settings-form');
+  const field = (name) => form.elements.namedItem(name);
+
+  const show = () => {
+    for (const [name, value] of Object.entries(settings)) {
+      const el = field(name);
+      if (!el) continue;
+      if (el.type === 'checkbox') el.checked = value;
+      else el.value = String(value);
+    }
+    $('settings-notify-state').textContent = notificationState();
+  };
+  const set = (changes) => {
+    Object.assign(settings, changes);
+    save(settings);
+    apply(settings, Object.keys(changes));
+    show();
+  };
+  const open = () => {
+    show();
+    panel.hidden = false;
+    gear.setAttribute('aria-expanded', 'true');
+    field('fontSize').focus();
+  };
+  const close = ({ focusTerminal = true } = {}) => {
+    panel.hidden = true;
+    gear.setAttribute('aria-expanded', 'false');
+    if (focusTerminal) window.tern?.term.focus();
+  };
+
+  gear.addEventListener('click', () => (panel.hidden ? open() : close()));
+  $('settings-close').addEventListener('click', () => close());
+  panel.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape') {
+      e.preventDefault();
+      close();
+    }
+  });
+  form.addEventListener('submit', (e) => e.preventDefault());
+  form.addEventListener('change', (e) => {
+    const el = e.target;
+    if (!el.name || !(el.name in settings)) return;
+    let value = el.type === 'checkbox' ? el.checked : el.value;
+    if (el.name === 'fontSize') value = clamp(Number(value), FONT_SIZE, settings.fontSize);
+    if (el.name === 'scrollback') value = clamp(Number(value), SCROLLBACK, settings.scrollback);
+    if (el.name === 'notifications' && value) {
+      // Asked for here, from the person's click: a browser only asks from a gesture.
+      askNotifications().then((granted) => set({ notifications: granted }));
+      return;
+    }
+    set({ [el.name]: value });
+  });
+  $('settings-reset').addEventListener('click', () => set({ ...DEFAULTS }));
+
+  // The terminal's font size, not the page zoom: capture phase, before the browser and xterm.js.
+  document.addEventListener('keydown', (e) => {
+    if (!(e.ctrlKey || e.metaKey) || e.altKey || (e.shiftKey && e.key !== '+')) return;
+    const step = { '=': 1, '+': 1, '-': -1, _: -1 }[e.key];
+    if (e.key === '0') {
+      e.preventDefault();
+      set({ fontSize: DEFAULTS.fontSize });
+    } else if (step) {
+      e.preventDefault();
+      set({ fontSize: clamp(settings.fontSize + step, FONT_SIZE, settings.fontSize) });
+    } else if (e.key === ',') {
+      e.preventDefault();
+      if (panel.hidden) open();
+      else close();
+    }
+  }, true);
+
+  apply(settings, Object.keys(settings));
+  return {
+    get: () => ({ ...settings }),
+    set,
+    open,
+    close,
+    isOpen: () => !panel.hidden,
+  };
+}
+
+function notificationState() {
+  if (!('Notification' in window)) return 'This browser has no notifications.';
+  if (Notification.permission === 'denied') return 'Blocked in the browser\'s site settings.';
+  if (Notification.permission === 'granted') return 'Allowed.';
+  return '';
+}
+
+async function askNotifications() {
+  if (!('Notification' in window)) return false;
+  if (Notification.permission === 'granted') return true;
+  try {
+    return (await Notification.requestPermission()) === 'granted';
+  } catch {
+    return false;
+  }
+}
