@@ -8,7 +8,7 @@ import init, { Client } from './pkg/tern.js';
 import { wireHistory } from './history.js';
 import { FONTS, loadSettings, wireSettings } from './settings.js';
 import { wireClipboard } from './clipboard.js';
-import { wireKeys } from './keys.js';
+import { wireFullscreen, wireKeys } from './keys.js';
 import { wireBell } from './bell.js';
 
 // When the page's script started (its modules loaded): the resume benchmark times the restored
@@ -481,6 +481,7 @@ async function main() {
   window.addEventListener('resize', refit);
   new ResizeObserver(refit).observe($('terminal'));
   addKeyHandler(wireKeys({ term, $, touch: matchMedia('(pointer: coarse)').matches, onLayout: refit }));
+  wireFullscreen({ $, term });
 
   // The settings panel: each change applies at once (a font change refits, so the shell sees its
   // new size); the address's #predict= wins over the saved prediction mode.

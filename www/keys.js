@@ -89,3 +89,29 @@ export function wireKeys({ term, $, touch, onLayout }) {
     return false;
   };
 }
+
+/// The full-screen button: full screen with the keyboard locked (the Keyboard Lock API, Chromium),
+/// so that Ctrl+W, Ctrl+T, Ctrl+N and the like reach the shell instead of closing or opening tabs;
+/// Esc held (or the button again) leaves. Where the API is missing, full screen alone.
+export function wireFullscreen({ $, term }) {
+  const button = $('fullscreen');
+  if (!document.documentElement.requestFullscreen) {
+    button.hidden = true;
+    return;
+  }
+  const sync = () => button.setAttribute('aria-pressed', String(document.fullscreenElement !== null));
+  document.addEventListener('fullscreenchange', sync);
+  button.addEventListener('click', async () => {
+    try {
+      if (document.fullscreenElement) {
+        await document.exitFullscreen();
+      } else {
+        await document.documentElement.requestFullscreen({ navigationUI: 'hide' });
+        await navigator.keyboard?.lock?.();
+      }
+    } catch (e) {
+      console.warn(`full screen: ${e}`);
+    }
+    term.focus();
+  });
+}

@@ -225,3 +225,14 @@ test('the page is an installable app: a manifest with icons', async () => {
     assert.ok(ok, `icon ${icon.src} missing`);
   }
 });
+
+test('full screen takes the keyboard (Keyboard Lock) and leaves again', async () => {
+  await page.click('#fullscreen');
+  await until(() => page.evaluate(() => document.fullscreenElement !== null), { what: 'full screen' });
+  assert.equal(await page.getAttribute('#fullscreen', 'aria-pressed'), 'true');
+  assert.equal(await page.evaluate(() => typeof navigator.keyboard?.lock), 'function', 'no Keyboard Lock API');
+  await screenshotsOfState(page, 'page-fullscreen');
+  await page.click('#fullscreen');
+  await until(() => page.evaluate(() => document.fullscreenElement === null), { what: 'leaving full screen' });
+  assert.equal(await page.getAttribute('#fullscreen', 'aria-pressed'), 'false');
+});
