@@ -23,7 +23,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import {
   freePort, startRelay, stopRelay, launchBrowser, stats, waitForPrompt, typeLine,
-  tempDir, cleanupState, cliArg, newSession, sleep,
+  tempDir, cleanupState, cliArg, newSession, sleep, setPageHidden,
 } from './helpers.mjs';
 
 const COMMANDS = {
@@ -80,14 +80,6 @@ const pageCounts = async (page) => {
   };
 };
 
-async function setHidden(page, hidden) {
-  await page.evaluate((h) => {
-    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
-    Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
-    document.dispatchEvent(new Event('visibilitychange'));
-  }, hidden);
-}
-
 /// Chromium's sampling profile of the page's main thread for `ms`, self time by where it went.
 async function profile(browser, page, ms) {
   const cdp = await browser.context.newCDPSession(page);
@@ -128,7 +120,7 @@ try {
     await sleep(500);
     const size = await page.evaluate(() => ({ cols: window.tern.term.cols, rows: window.tern.term.rows, renderer: window.tern.renderer }));
     if (COMMANDS[scenario]) await typeLine(page, COMMANDS[scenario]);
-    if (scenario === 'hidden') await setHidden(page, true);
+    if (scenario === 'hidden') await setPageHidden(page, true);
     // Idle is measured once the cursor has stopped blinking (www/app.js, CURSOR_BLINK_MS).
     await sleep(scenario === 'idle' ? IDLE_SETTLE_MS : SETTLE_MS);
     const c0 = chromiumCpu();
@@ -148,7 +140,7 @@ try {
       r.profileStates = (await pageCounts(page)).states - q0.states;
     }
     results[scenario] = r;
-    if (scenario === 'hidden') await setHidden(page, false);
+    if (scenario === 'hidden') await setPageHidden(page, false);
     await page.keyboard.press('Control+C');
     await sleep(300);
     await typeLine(page, 'exit');

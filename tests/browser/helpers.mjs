@@ -325,3 +325,15 @@ export function moshServerNew() {
   const pid = Number(run.stderr.match(/pid = (\d+)/)?.[1]);
   return { port: Number(m[1]), key: m[2], line: m[0], pid };
 }
+
+/// Hides or shows `page` as a browser does for a background tab: `document.visibilityState`,
+/// `document.hidden` and a `visibilitychange` event. Headless Chromium and Firefox report every
+/// page as visible (a minimized window or another tab in front change nothing there), so this sets
+/// the document's own properties, which are what the page reads.
+export async function setPageHidden(page, hidden) {
+  await page.evaluate((h) => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+}

@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, waitForPrompt, typeLine,
-  tempDir, cleanupState, newSession, screenshotsOfState, sleep,
+  tempDir, cleanupState, newSession, screenshotsOfState, sleep, setPageHidden,
 } from './helpers.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
@@ -40,16 +40,22 @@ async function cellCenter(p, col, row) {
   }, [col, row]);
 }
 
-/// The screen row (0-based, in xterm.js's viewport) whose text matches `re`.
+/// The screen row (0-based, in xterm.js's viewport) whose text matches `re`, once xterm.js shows
+/// it (the core has a state a moment before xterm.js has parsed and drawn it).
 async function rowOf(p, re) {
-  const rows = await p.evaluate(() => {
-    const { term } = window.tern;
-    const buf = term.buffer.active;
-    return Array.from({ length: term.rows }, (_, y) => buf.getLine(buf.viewportY + y)?.translateToString(true) ?? '');
+  let rows = [];
+  const row = await until(async () => {
+    rows = await p.evaluate(() => {
+      const { term } = window.tern;
+      const buf = term.buffer.active;
+      return Array.from({ length: term.rows }, (_, y) => buf.getLine(buf.viewportY + y)?.translateToString(true) ?? '');
+    });
+    const i = rows.findIndex((r) => re.test(r));
+    return i >= 0 ? i + 1 : 0;
+  }, { what: `a row matching ${re}` }).catch(() => {
+    throw new Error(`no row matches ${re}:\n${rows.join('\n')}`);
   });
-  const row = rows.findIndex((r) => re.test(r));
-  assert.ok(row >= 0, `no row matches ${re}:\n${rows.join('\n')}`);
-  return row;
+  return row - 1;
 }
 
 /// Runs `od -c` on the next `n` bytes the terminal sends (raw mode), after `press()` typed them.
@@ -169,17 +175,12 @@ test('the font size from the settings changes the columns the shell sees and sur
 });
 
 test('a bell in a hidden tab marks its title until the tab is seen', async () => {
-  const setHidden = (h) => page.evaluate((hidden) => {
-    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (hidden ? 'hidden' : 'visible') });
-    Object.defineProperty(document, 'hidden', { configurable: true, get: () => hidden });
-    document.dispatchEvent(new Event('visibilitychange'));
-  }, h);
   await typeLine(page, "clear; printf '\\e]0;build\\a'; sleep 1; printf '\\a'; echo rang-$((6*7))");
-  await setHidden(true);
+  await setPageHidden(page, true);
   await until(async () => /^rang-42$/m.test(await screen(page)), { what: 'the bell' });
   await until(async () => (await page.title()) === '🔔 build — tern', { what: 'the title marked' })
     .catch(async (e) => { throw new Error(`${e.message}; title: ${await page.title()}`); });
-  await setHidden(false);
+  await setPageHidden(page, false);
   assert.equal(await page.title(), 'build — tern');
 });
 
@@ -229,10 +230,11 @@ test('the page is an installable app: a manifest with icons', async () => {
 test('full screen takes the keyboard (Keyboard Lock) and leaves again', async () => {
   await page.click('#fullscreen');
   await until(() => page.evaluate(() => document.fullscreenElement !== null), { what: 'full screen' });
-  assert.equal(await page.getAttribute('#fullscreen', 'aria-pressed'), 'true');
+  // The button follows `fullscreenchange`, which comes a moment after the element is set.
+  await until(async () => (await page.getAttribute('#fullscreen', 'aria-pressed')) === 'true', { what: 'the button pressed' });
   assert.equal(await page.evaluate(() => typeof navigator.keyboard?.lock), 'function', 'no Keyboard Lock API');
   await screenshotsOfState(page, 'page-fullscreen');
   await page.click('#fullscreen');
   await until(() => page.evaluate(() => document.fullscreenElement === null), { what: 'leaving full screen' });
-  assert.equal(await page.getAttribute('#fullscreen', 'aria-pressed'), 'false');
+  await until(async () => (await page.getAttribute('#fullscreen', 'aria-pressed')) === 'false', { what: 'the button released' });
 });
