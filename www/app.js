@@ -482,6 +482,14 @@ async function main() {
   new ResizeObserver(refit).observe($('terminal'));
   addKeyHandler(wireKeys({ term, $, touch: matchMedia('(pointer: coarse)').matches, onLayout: refit }));
   wireFullscreen({ $, term });
+  // Ctrl+W closes the tab in a browser (outside full screen, where the keyboard is not locked): while
+  // a session is live the browser asks first. The shell would survive (a reload or another tab
+  // continues it), but the person's place would not.
+  window.addEventListener('beforeunload', (e) => {
+    if (!settings.confirmClose || !document.body.classList.contains('live') || document.fullscreenElement) return;
+    e.preventDefault();
+    e.returnValue = '';
+  });
 
   // The settings panel: each change applies at once (a font change refits, so the shell sees its
   // new size); the address's #predict= wins over the saved prediction mode.

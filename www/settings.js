@@ -25,6 +25,7 @@ export const DEFAULTS = Object.freeze({
   scrollback: 2000,
   macOptionIsMeta: false,
   notifications: false,
+  confirmClose: true,
 });
 
 const FONT_SIZE = { min: 8, max: 32 };
@@ -53,6 +54,7 @@ export function loadSettings() {
     scrollback: clamp(Number(saved.scrollback), SCROLLBACK, DEFAULTS.scrollback),
     macOptionIsMeta: saved.macOptionIsMeta === true,
     notifications: saved.notifications === true,
+    confirmClose: typeof saved.confirmClose === 'boolean' ? saved.confirmClose : DEFAULTS.confirmClose,
   };
 }
 

@@ -22,6 +22,9 @@ export const FIREFOX_PREFS = {
   // "This browser cannot connect" notice. No other pref is needed for self-signed certificates
   // with hashes: Firefox checks the hash (and the 14-day validity) itself.
   'network.webtransport.enabled': true,
+  // The page's beforeunload guard would stop the tests' reloads with a prompt that WebDriver BiDi
+  // leaves open: off (page.test.mjs checks the guard in Chromium).
+  'dom.disable_beforeunload': true,
   'network.http.http3.enable': true,
   // Straight to the relay on loopback: no proxy, no DNS over HTTPS.
   'network.proxy.type': 0,

@@ -119,6 +119,11 @@ async function launchChromium(viewport, args, mobile = false) {
       ...args,
     ],
   });
+  // The page asks before a live session's tab closes or reloads (a beforeunload guard); tests
+  // reload and close on purpose, so every such question is answered "leave".
+  const leave = (p) => p.on('dialog', (d) => (d.type() === 'beforeunload' ? d.accept() : d.dismiss()));
+  context.pages().forEach(leave);
+  context.on('page', leave);
   const page = context.pages()[0] ?? await context.newPage();
   const consoleLog = [];
   page.on('console', (m) => consoleLog.push(`${m.type()}: ${m.text()}`));

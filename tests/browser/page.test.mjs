@@ -107,7 +107,6 @@ test('OSC 52 the browser refuses offers a Copy button', async () => {
   await until(() => page.evaluate(() => !document.getElementById('copy-offer').hidden), { what: 'the Copy button' });
   assert.match(await page.textContent('#copy-offer-text'), /copied 7 characters/);
   await screenshotsOfState(page, 'page-copy-offer');
-  await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(relay.url).origin });
   await page.click('#copy-offer-button');
   await until(async () => (await clipboardText(page)) === 'offered', { what: 'the Copy button to copy' });
   assert.equal(await page.evaluate(() => document.getElementById('copy-offer').hidden), true);
@@ -237,4 +236,26 @@ test('full screen takes the keyboard (Keyboard Lock) and leaves again', async ()
   await page.click('#fullscreen');
   await until(() => page.evaluate(() => document.fullscreenElement === null), { what: 'leaving full screen' });
   await until(async () => (await page.getAttribute('#fullscreen', 'aria-pressed')) === 'false', { what: 'the button released' });
+});
+
+test('a live session asks before its tab closes, unless turned off in the settings', async () => {
+  const guarded = () => page.evaluate(() => {
+    const e = new Event('beforeunload', { cancelable: true });
+    window.dispatchEvent(e);
+    return e.defaultPrevented;
+  });
+  assert.equal(await guarded(), true, 'no beforeunload guard while live');
+  // The browser's real question, on a real close.
+  const asked = new Promise((resolve) => page.once('dialog', (d) => resolve(d.type())));
+  const other = await browser.context.newPage();
+  await page.bringToFront();
+  await page.close({ runBeforeUnload: true }).catch(() => {});
+  assert.equal(await Promise.race([asked, sleep(5000).then(() => 'no question')]), 'beforeunload');
+  // The harness answered "leave": the page is gone; the session lives on for the next page.
+  page = other;
+  await page.goto(newSession(relay.url));
+  await waitForPrompt(page);
+  await page.evaluate(() => window.tern.settings.set({ confirmClose: false }));
+  assert.equal(await guarded(), false, 'the guard stayed on after turning it off');
+  await page.evaluate(() => window.tern.settings.set({ confirmClose: true }));
 });
