@@ -506,7 +506,9 @@ fn a_program_in_cooked_mode_erases_a_whole_utf8_character() {
     // `ready` line: bash puts the terminal back in cooked mode only when it runs the command, and
     // keys that came before (a CI run typed them faster than bash started) skip the line editing.
     same_with_and_without_the_recorder(&[
-        Step::Line("echo rea''dy; read line; printf '%s' \"$line\" | od -An -tx1; echo end-$((6*7))"),
+        Step::Line(
+            "echo rea''dy; read line; printf '%s' \"$line\" | od -An -tx1; echo end-$((6*7))",
+        ),
         Step::Shows("\nready\n"),
         Step::Text("é"),
         Step::Keys(&["BSpace"]),
