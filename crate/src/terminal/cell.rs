@@ -361,11 +361,22 @@ impl Cell {
     pub fn new(text: &str, renditions: Renditions, wide: bool) -> Cell {
         Cell { grapheme: Grapheme::from(text), renditions, wide, fallback: false }
     }
-    /// A cell as printing `c` with `renditions` leaves it.
-    pub(crate) fn printed(c: char, renditions: Renditions, wide: bool) -> Cell {
-        let mut grapheme = Grapheme::default();
-        grapheme.push(c);
-        Cell { grapheme, renditions, wide, fallback: false }
+    /// Makes this cell what printing `c` with `renditions` leaves, writing only the bytes that
+    /// change: a cell built whole on the stack and copied in costs a stall per printed character
+    /// (its bytes written one by one, read back as words).
+    #[inline]
+    pub(crate) fn set_printed(&mut self, c: char, renditions: Renditions, wide: bool) {
+        let g = &mut self.grapheme;
+        if g.len > 4 {
+            // Keep the bytes past `len` zero.
+            g.buf = [0; CAPACITY];
+        }
+        let mut four = [0u8; 4];
+        g.len = c.encode_utf8(&mut four).len() as u8;
+        g.buf[..4].copy_from_slice(&four);
+        self.renditions = renditions;
+        self.wide = wide;
+        self.fallback = false;
     }
     pub fn grapheme(&self) -> &Grapheme {
         &self.grapheme

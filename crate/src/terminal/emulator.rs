@@ -43,7 +43,9 @@ impl Emulator {
     /// Interprets terminal output (peer data: anything is accepted).
     pub fn feed(&mut self, bytes: &[u8]) {
         let Emulator { fb, parser } = self;
-        parser.advance(&mut Dispatch { fb }, bytes);
+        let mut dispatch = Dispatch { fb, open: None };
+        parser.advance(&mut dispatch, bytes);
+        dispatch.close();
     }
     /// mosh's Resize instruction (MOSH-PROTOCOL.md 8.3).
     pub fn resize(&mut self, size: Size) {
@@ -70,6 +72,18 @@ impl Emulator {
 /// The verbs: one parser action applied to the framebuffer.
 struct Dispatch<'a> {
     fb: &'a mut Framebuffer,
+    /// The cells of the row being printed on, taken out of the framebuffer for a run of prints
+    /// (a repaint prints a row's cells one by one, a pen change between each): a row is copied
+    /// on write behind an `Arc`, and making it unique costs an atomic operation, so it is done
+    /// once per run instead of once per character. While it is out the framebuffer's row is
+    /// empty: every action but a plain print and an SGR (which sets only the pen) puts it back
+    /// first ([`close`](Self::close)), and so does the end of [`Emulator::feed`].
+    open: Option<OpenRow>,
+}
+
+struct OpenRow {
+    row: usize,
+    cells: Vec<Cell>,
 }
 
 fn clear_line(fb: &mut Framebuffer, row: usize, start: usize, end_inclusive: usize) {
@@ -81,6 +95,38 @@ fn clear_line(fb: &mut Framebuffer, row: usize, start: usize, end_inclusive: usi
 }
 
 impl Dispatch<'_> {
+    /// Puts the open row's cells back.
+    #[inline]
+    fn close(&mut self) {
+        if let Some(OpenRow { row, cells }) = self.open.take() {
+            self.fb.row_mut(row).put_cells(cells);
+        }
+    }
+
+    /// A print of a character `w` (1 or 2) columns wide that needs no wrap, no insertion and
+    /// does not reach the last column: the cell (and a wide character's right half) is set in
+    /// the open row, exactly as the general path of [`Perform::print`] sets them.
+    #[inline]
+    fn print_in_row(&mut self, ch: char, w: usize) {
+        let (row, col) = (self.fb.cursor_row, self.fb.cursor_col);
+        if self.open.as_ref().is_none_or(|open| open.row != row) {
+            self.close();
+            self.open = Some(OpenRow { row, cells: self.fb.row_mut(row).take_cells() });
+        }
+        let (pen, bg) = (self.fb.pen, self.fb.bg());
+        if let Some(open) = &mut self.open {
+            if let Some(cell) = open.cells.get_mut(col) {
+                cell.set_printed(ch, pen, w == 2);
+            }
+            if w == 2 {
+                if let Some(cell) = open.cells.get_mut(col + 1) {
+                    cell.reset(bg);
+                }
+            }
+        }
+        self.fb.move_col(w as i64, true, true);
+    }
+
     fn clear_wrap(&mut self) {
         self.fb.next_print_will_wrap = false;
     }
@@ -185,17 +231,28 @@ fn set_mode(fb: &mut Framebuffer, p: &Params, on: bool) {
     }
 }
 
-fn csi(fb: &mut Framebuffer, p: &Params, collected: &str, final_char: char) {
+/// `collected` as a dispatch key: 0 for none, the character when there is one (they are ASCII),
+/// and 0xFF (no key of mosh's) for more. Matching the string itself called `memcmp` for every
+/// sequence.
+fn collected_key(collected: &str) -> u8 {
+    match collected.as_bytes() {
+        [] => 0,
+        &[c] => c,
+        _ => 0xff,
+    }
+}
+
+fn csi(fb: &mut Framebuffer, p: &Params, collected: u8, final_char: char) {
     let (row, col) = (fb.cursor_row, fb.cursor_col);
     let width = fb.width;
     match (collected, final_char) {
-        ("", 'K') => match p.get(0, 0) {
+        (0, 'K') => match p.get(0, 0) {
             0 => clear_line(fb, row, col, width - 1),
             1 => clear_line(fb, row, 0, col),
             2 => fb.reset_row(row),
             _ => {}
         },
-        ("", 'J') => match p.get(0, 0) {
+        (0, 'J') => match p.get(0, 0) {
             0 => {
                 clear_line(fb, row, col, width - 1);
                 for y in row + 1..fb.height {
@@ -215,17 +272,17 @@ fn csi(fb: &mut Framebuffer, p: &Params, collected: &str, final_char: char) {
             }
             _ => {}
         },
-        ("", 'A') => fb.move_row(-i64::from(p.get(0, 1)), true),
-        ("", 'B') => fb.move_row(i64::from(p.get(0, 1)), true),
-        ("", 'C') => fb.move_col(i64::from(p.get(0, 1)), true, false),
-        ("", 'D') => fb.move_col(-i64::from(p.get(0, 1)), true, false),
-        ("", 'H') | ("", 'f') => {
+        (0, 'A') => fb.move_row(-i64::from(p.get(0, 1)), true),
+        (0, 'B') => fb.move_row(i64::from(p.get(0, 1)), true),
+        (0, 'C') => fb.move_col(i64::from(p.get(0, 1)), true, false),
+        (0, 'D') => fb.move_col(-i64::from(p.get(0, 1)), true, false),
+        (0, 'H') | (0, 'f') => {
             fb.move_row(i64::from(p.get(0, 1)) - 1, false);
             fb.move_col(i64::from(p.get(1, 1)) - 1, false, false);
         }
-        ("", 'I') => tab(fb, i64::from(p.get(0, 1))),
-        ("", 'Z') => tab(fb, -i64::from(p.get(0, 1))),
-        ("", 'g') => match p.get(0, 0) {
+        (0, 'I') => tab(fb, i64::from(p.get(0, 1))),
+        (0, 'Z') => tab(fb, -i64::from(p.get(0, 1))),
+        (0, 'g') => match p.get(0, 0) {
             0 => fb.clear_tab(col),
             3 => {
                 fb.default_tabs = false;
@@ -233,16 +290,16 @@ fn csi(fb: &mut Framebuffer, p: &Params, collected: &str, final_char: char) {
             }
             _ => {}
         },
-        ("?", 'h') => set_mode(fb, p, true),
-        ("?", 'l') => set_mode(fb, p, false),
-        ("", 'h') | ("", 'l') => {
+        (b'?', 'h') => set_mode(fb, p, true),
+        (b'?', 'l') => set_mode(fb, p, false),
+        (0, 'h') | (0, 'l') => {
             for i in 0..p.count() {
                 if p.get(i, 0) == 4 {
                     fb.modes.insert = final_char == 'h';
                 }
             }
         }
-        ("", 'r') => {
+        (0, 'r') => {
             let top = p.get(0, 1) as usize;
             let bottom = p.get(1, fb.height as i32) as usize;
             // Invalid regions are ignored, as xterm does.
@@ -253,33 +310,33 @@ fn csi(fb: &mut Framebuffer, p: &Params, collected: &str, final_char: char) {
             fb.move_row(0, false);
             fb.move_col(0, false, false);
         }
-        ("", 'm') => sgr(fb, p),
-        ("", 'L') => {
+        (0, 'm') => sgr(fb, p),
+        (0, 'L') => {
             fb.insert_lines(row, p.get(0, 1) as usize);
             fb.move_col(0, false, false);
         }
-        ("", 'M') => {
+        (0, 'M') => {
             fb.delete_lines(row, p.get(0, 1) as usize);
             fb.move_col(0, false, false);
         }
-        ("", '@') => {
+        (0, '@') => {
             let bg = fb.bg();
             fb.row_mut(row).insert_cells(col, p.get(0, 1) as usize, bg);
         }
-        ("", 'P') => {
+        (0, 'P') => {
             let bg = fb.bg();
             fb.row_mut(row).delete_cells(col, p.get(0, 1) as usize, bg);
         }
-        ("", 'd') => fb.move_row(i64::from(p.get(0, 1)) - 1, false),
-        ("", 'G') | ("", '`') => fb.move_col(i64::from(p.get(0, 1)) - 1, false, false),
-        ("", 'X') => {
+        (0, 'd') => fb.move_row(i64::from(p.get(0, 1)) - 1, false),
+        (0, 'G') | (0, '`') => fb.move_col(i64::from(p.get(0, 1)) - 1, false, false),
+        (0, 'X') => {
             let last = (col + p.get(0, 1) as usize - 1).min(width - 1);
             clear_line(fb, row, col, last);
         }
-        ("!", 'p') => fb.soft_reset(),
+        (b'!', 'p') => fb.soft_reset(),
         // mosh names these SD and SU but scrolls like SU (`S`, text up) and SD (`T`, down).
-        ("", 'S') => fb.scroll(i64::from(p.get(0, 1))),
-        ("", 'T') => fb.scroll(-i64::from(p.get(0, 1))),
+        (0, 'S') => fb.scroll(i64::from(p.get(0, 1))),
+        (0, 'T') => fb.scroll(-i64::from(p.get(0, 1))),
         // Queries (DA, DSR, ...) and everything else: no answer, nothing to do.
         _ => {}
     }
@@ -352,6 +409,15 @@ impl Perform for Dispatch<'_> {
     /// mosh's `Emulator::print` (MOSH-PROTOCOL.md 8.3).
     fn print(&mut self, ch: char) {
         let width = print_width(ch);
+        let fb = &*self.fb;
+        if (width == 1 || width == 2)
+            && !fb.next_print_will_wrap
+            && !fb.modes.insert
+            && fb.cursor_col + (width as usize) < fb.width
+        {
+            return self.print_in_row(ch, width as usize);
+        }
+        self.close();
         let fb = &mut *self.fb;
         match width {
             1 | 2 => {
@@ -378,7 +444,7 @@ impl Perform for Dispatch<'_> {
                 }
                 let r = fb.row_mut(row);
                 let cells = r.cells_mut();
-                cells[col] = Cell::printed(ch, pen, w == 2);
+                cells[col].set_printed(ch, pen, w == 2);
                 if w == 2 && col + 1 < cells.len() {
                     cells[col + 1].reset(bg);
                 }
@@ -413,10 +479,12 @@ impl Perform for Dispatch<'_> {
     }
 
     fn execute(&mut self, c: char) {
+        self.close();
         self.control(u32::from(c));
     }
 
     fn esc_dispatch(&mut self, collected: &str, final_char: char) {
+        self.close();
         let f = u32::from(final_char);
         // 7-bit forms of C1 controls (ESC D = IND, ESC E = NEL, ESC H = HTS, ESC M = RI, ...).
         if collected.is_empty() && (0x40..=0x5f).contains(&f) {
@@ -445,6 +513,9 @@ impl Perform for Dispatch<'_> {
     }
 
     fn csi_dispatch(&mut self, params: &Params, collected: &str, final_char: char) {
+        if !(collected.is_empty() && final_char == 'm') {
+            self.close();
+        }
         // mosh's dispatch key is the collected characters and the final one, at most 8, Latin-1
         // only. Every key it knows is one or two characters with an ASCII final one, so a key
         // that dropped its final character (8 collected, or beyond Latin-1) matches nothing; the
@@ -452,13 +523,15 @@ impl Perform for Dispatch<'_> {
         let final_char =
             if collected.len() < 8 && u32::from(final_char) <= 0xff { final_char } else { '\0' };
         // SGR, DECSET/DECRST, CHT, CBT and TBC keep the pending wrap; everything else clears it.
-        if !matches!((collected, final_char), ("", 'm' | 'I' | 'Z' | 'g') | ("?", 'h' | 'l')) {
+        let collected = collected_key(collected);
+        if !matches!((collected, final_char), (0, 'm' | 'I' | 'Z' | 'g') | (b'?', 'h' | 'l')) {
             self.clear_wrap();
         }
         csi(self.fb, params, collected, final_char);
     }
 
     fn osc_dispatch(&mut self, osc: &str) {
+        self.close();
         debug_assert!(osc.chars().count() <= MAX_OSC_CHARS);
         osc_dispatch(self.fb, osc);
     }

@@ -49,6 +49,14 @@ impl Row {
     pub(crate) fn cells_mut(&mut self) -> &mut [Cell] {
         &mut self.cells
     }
+    /// Takes the cells out, leaving the row empty until [`put_cells`](Self::put_cells) returns
+    /// them (the emulator's run of prints on one row).
+    pub(crate) fn take_cells(&mut self) -> Vec<Cell> {
+        std::mem::take(&mut self.cells)
+    }
+    pub(crate) fn put_cells(&mut self, cells: Vec<Cell>) {
+        self.cells = cells;
+    }
     pub(crate) fn set_wrap(&mut self, wrap: bool) {
         self.wrap = wrap;
     }
