@@ -110,7 +110,12 @@ impl Renditions {
     /// Appends the absolute SGR string mosh-server emits for this pen (MOSH-PROTOCOL.md 8.2 step 7):
     /// `ESC [ 0`, attributes, foreground, background, `m`.
     pub fn write_sgr(&self, out: &mut Vec<u8>) {
-        let mut seq = Seq { out, first: false };
+        let mut seq = Seq::new(false);
+        self.absolute_into(&mut seq);
+        out.extend_from_slice(seq.as_bytes());
+    }
+
+    fn absolute_into(&self, seq: &mut Seq) {
         seq.bytes(b"\x1b[0");
         let listed = if self.attrs.is_empty() { &[][..] } else { &Attrs::SGR_ORDER[..] };
         for &(attr, code) in listed {
@@ -128,10 +133,9 @@ impl Renditions {
     /// back with 39/49) when that is shorter. Both mean the same to xterm and to mosh's emulator;
     /// the renderer sends this only to the page's terminal, as mosh-server always resets.
     pub fn write_sgr_from(&self, from: Renditions, out: &mut Vec<u8>) {
-        let start = out.len();
         // The first parameter goes without its `;` (`ESC [ ;` would be an empty, resetting,
         // first parameter).
-        let mut seq = Seq { out, first: true };
+        let mut seq = Seq::new(true);
         seq.bytes(b"\x1b[");
         // (Most pens have no attributes, and most changes are colours alone.)
         let changed = if from.attrs == self.attrs { &[][..] } else { &Attrs::SGR_ORDER[..] };
@@ -155,10 +159,11 @@ impl Renditions {
             }
         }
         seq.byte(b'm');
-        if out.len() - start >= self.absolute_sgr_len() {
-            out.truncate(start);
-            self.write_sgr(out);
+        if seq.len >= self.absolute_sgr_len() {
+            seq = Seq::new(false);
+            self.absolute_into(&mut seq);
         }
+        out.extend_from_slice(seq.as_bytes());
     }
 
     /// The length of [`write_sgr`](Self::write_sgr)'s string, without writing it.
@@ -178,23 +183,42 @@ impl Renditions {
     }
 }
 
-/// Writes an escape sequence byte by byte: the renderer writes one per cell of a colourful
-/// screen, and a copy call per tiny piece costs more than the bytes.
-struct Seq<'a> {
-    out: &'a mut Vec<u8>,
+/// The longest SGR either form writes: `ESC [`, six attributes of three characters, two colours
+/// of up to 17 (`;38;2;255;255;255`), `m`.
+const MAX_SGR: usize = 2 + 6 * 3 + 2 * 17 + 1;
+
+/// Builds an escape sequence in a buffer on the stack, copied out in one piece: the renderer
+/// writes one per cell of a colourful screen, and a growth check per byte of a `Vec` (or a copy
+/// call per tiny piece) costs more than the bytes.
+struct Seq {
+    buf: [u8; MAX_SGR],
+    len: usize,
     /// No parameter written yet: the next one goes without its `;`.
     first: bool,
 }
 
-impl Seq<'_> {
+impl Seq {
+    #[inline]
+    fn new(first: bool) -> Seq {
+        Seq { buf: [0; MAX_SGR], len: 0, first }
+    }
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or_default()
+    }
     #[inline]
     fn byte(&mut self, b: u8) {
-        self.out.push(b);
+        if let Some(slot) = self.buf.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
     }
     #[inline]
     fn bytes(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.out.push(b);
+        // Never cut: MAX_SGR holds the longest sequence.
+        if let Some(slots) = self.buf.get_mut(self.len..self.len + bytes.len()) {
+            slots.copy_from_slice(bytes);
+            self.len += bytes.len();
         }
     }
     /// A parameter given with its leading `;` (as `SGR_ORDER` and `off_code` hold them).
