@@ -84,45 +84,50 @@ impl Params {
         n
     }
     /// At the start of a field: reads whole fields of at most three digits (every SGR
-    /// parameter a server sends) four bytes at a time without a branch per digit, and returns
-    /// how many bytes it took. It stops, leaving the rest to the byte-at-a-time loop, at a longer
-    /// field, near the end of `bytes` or near the parameter text's cap; it ends the run (with
-    /// the field open, as the loop would leave it) at a byte that is not parameter text.
+    /// parameter a server sends) four bytes at a time, as one word and without a branch per
+    /// digit, and returns how many bytes it took. It stops, leaving the rest to the
+    /// byte-at-a-time loop, at a longer field, near the end of `bytes` or near the parameter
+    /// text's cap; it ends the run (with the field open, as the loop would leave it) at a byte
+    /// that is not parameter text.
     #[inline]
     fn push_short_fields(&mut self, bytes: &[u8]) -> usize {
-        let mut at = 0;
+        let (mut at, mut chars) = (0, self.chars);
         // The field holds nothing yet (no digit): it is 0 at the start of every field.
         debug_assert!(!self.field_digits && self.field == 0);
         while let Some(&[b0, b1, b2, b3]) = bytes.get(at..at + 4) {
-            if self.chars + 4 > MAX_PARAM_TEXT {
+            if chars + 4 > MAX_PARAM_TEXT {
                 break;
             }
-            let (d0, d1, d2) =
-                (b0.wrapping_sub(b'0'), b1.wrapping_sub(b'0'), b2.wrapping_sub(b'0'));
-            let (is0, is1, is2) = (d0 < 10, d1 < 10, d2 < 10);
-            let n1 = usize::from(is0);
-            let n2 = n1 & usize::from(is1);
-            let n3 = n2 & usize::from(is2);
-            let len = n1 + n2 + n3;
-            let (d0, d1, d2) = (u32::from(d0), u32::from(d1), u32::from(d2));
-            let value = [0, d0, d0 * 10 + d1, d0 * 100 + d1 * 10 + d2][len];
-            let next = [b0, b1, b2, b3][len];
+            let w = u32::from_le_bytes([b0, b1, b2, b3]);
+            // A byte of `not_digit` is nonzero where `w`'s is not an ASCII digit: its high
+            // nibble is not 3, or its low nibble is 10 or more (adding 6 carries into bit 4;
+            // no byte carries into the next).
+            let not_digit = ((w & 0xf0f0_f0f0) ^ 0x3030_3030)
+                | (((w & 0x0f0f_0f0f) + 0x0606_0606) & 0x1010_1010);
+            // How many digits the field has: 4 means four or more.
+            let len = (not_digit.trailing_zeros() / 8) as usize;
+            if len == 4 {
+                break;
+            }
+            // The digits' values, right-aligned in the word (first digit lowest), then combined
+            // pairwise: 10 * d0 + d1 in bytes 0 and 2, then 100 * (that) + (the other).
+            let d = (u64::from(w & 0x0f0f_0f0f) << (8 * (4 - len))) as u32;
+            let pairs = (d * 10 + (d >> 8)) & 0x00ff_00ff;
+            let value = (pairs * 100 + (pairs >> 16)) & 0xffff;
+            let next = (w >> (8 * len)) as u8;
             if next == b';' {
                 self.values.push(if len == 0 { -1 } else { value as i32 });
-                self.chars += len + 1;
+                chars += len + 1;
                 at += len + 1;
                 continue;
             }
-            if next.is_ascii_digit() {
-                // A field of four digits or more.
-                break;
-            }
-            // The run ends inside this field.
+            // The run ends inside this field (`next` is no digit: `len` stopped there).
             self.field = i64::from(value);
             self.field_digits = len > 0;
-            self.chars += len;
+            self.chars = chars + len;
             return at + len;
         }
+        self.chars = chars;
         at
     }
     #[inline]
