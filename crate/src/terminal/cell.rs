@@ -183,6 +183,27 @@ impl Renditions {
     }
 }
 
+/// Every byte's decimal digits (padded to three) and their count: a colourful screen's SGRs are
+/// mostly numbers below 256.
+static DECIMAL: [[u8; 4]; 256] = decimal_table();
+
+const fn decimal_table() -> [[u8; 4]; 256] {
+    let mut table = [[0; 4]; 256];
+    let mut n = 0;
+    while n < 256 {
+        let (a, b, c) = ((n / 100) as u8, (n / 10 % 10) as u8, (n % 10) as u8);
+        table[n] = if n >= 100 {
+            [b'0' + a, b'0' + b, b'0' + c, 3]
+        } else if n >= 10 {
+            [b'0' + b, b'0' + c, 0, 2]
+        } else {
+            [b'0' + c, 0, 0, 1]
+        };
+        n += 1;
+    }
+    table
+}
+
 /// The longest SGR either form writes: `ESC [`, six attributes of three characters, two colours
 /// of up to 17 (`;38;2;255;255;255`), `m`.
 const MAX_SGR: usize = 2 + 6 * 3 + 2 * 17 + 1;
@@ -191,7 +212,9 @@ const MAX_SGR: usize = 2 + 6 * 3 + 2 * 17 + 1;
 /// writes one per cell of a colourful screen, and a growth check per byte of a `Vec` (or a copy
 /// call per tiny piece) costs more than the bytes.
 struct Seq {
-    buf: [u8; MAX_SGR],
+    /// Two bytes more than the longest sequence: a number is written as three bytes, of which
+    /// only its digits count.
+    buf: [u8; MAX_SGR + 2],
     len: usize,
     /// No parameter written yet: the next one goes without its `;`.
     first: bool,
@@ -200,7 +223,7 @@ struct Seq {
 impl Seq {
     #[inline]
     fn new(first: bool) -> Seq {
-        Seq { buf: [0; MAX_SGR], len: 0, first }
+        Seq { buf: [0; MAX_SGR + 2], len: 0, first }
     }
     #[inline]
     fn as_bytes(&self) -> &[u8] {
@@ -232,13 +255,11 @@ impl Seq {
     }
     #[inline]
     fn decimal(&mut self, n: u8) {
-        if n >= 100 {
-            self.byte(b'0' + n / 100);
+        let [a, b, c, len] = DECIMAL[usize::from(n)];
+        if let Some(slots) = self.buf.get_mut(self.len..self.len + 3) {
+            slots.copy_from_slice(&[a, b, c]);
+            self.len += usize::from(len);
         }
-        if n >= 10 {
-            self.byte(b'0' + n / 10 % 10);
-        }
-        self.byte(b'0' + n % 10);
     }
     /// `;` and the colour's parameters, as mosh writes them (`base` 30 for the foreground, 40
     /// for the background).
