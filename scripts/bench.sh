@@ -16,7 +16,7 @@ export RUST_BACKTRACE=0
 # package:example, in run order. They print their own numbers (hand-written doc sections).
 EXAMPLES=(
   tern:wire_throughput
-  tern:terminal_bench
+  tern-bench:terminal_bench
   tern-relay:relay_latency
   tern-tests:linkemu_precision
 )

@@ -4,7 +4,7 @@
 //!
 //! The application repaints every cell with its own 256-colour foreground and a truecolour
 //! background every 8 cells, a wide character now and then (the workload of
-//! `crate/examples/terminal_bench.rs`). The server side (emulating that output, rendering the
+//! `bench/examples/terminal_bench.rs`). The server side (emulating that output, rendering the
 //! diff mosh-server would send) runs untimed beforehand; the timed part is what the client does
 //! per frame: clone the newest state, apply the diff (`Complete::apply_events`), and render the
 //! difference to the frame the page shows (`Renderer::in_place`). Each frame is timed alone
@@ -15,14 +15,17 @@ use std::time::Instant;
 use tern::terminal::{Complete, Renderer};
 use tern::wire::HostEvent;
 
-const COLS: u16 = 200;
-const ROWS: u16 = 60;
+/// The terminal's size.
+pub const COLS: u16 = 200;
+pub const ROWS: u16 = 60;
 
 /// The target: apply + display diff of a full frame.
 pub const TARGET_MS: f64 = 0.5;
 
-/// What an application writes to repaint the screen in colour.
-fn app_frame(seed: usize) -> Vec<u8> {
+/// What an application writes to repaint the screen in colour: every cell its own 256-colour
+/// foreground, a truecolour background every 8 cells, a wide character now and then (frame
+/// `seed`; the example `terminal_bench` plays the same frames).
+pub fn app_frame(seed: usize) -> Vec<u8> {
     use std::io::Write;
     let mut out = Vec::new();
     out.extend_from_slice(b"\x1b[H");

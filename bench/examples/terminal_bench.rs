@@ -1,51 +1,19 @@
 //! Terminal model benchmark: a full-screen 200x60 colourful change, applied and rendered.
 //!
-//! Run with `cargo run --release -p tern --example terminal_bench`. Prints time per frame for
+//! Run with `cargo run --release -p tern-bench --example terminal_bench`. Prints time per frame for
 //! emulating the application's output (server side), applying the server's diff (client side)
 //! and rendering for the display (mosh's choices and the page's in-place renderer), and the byte
 //! counts of each representation. Every cell changes; the pattern repeats every 41 rows, so the
 //! diffs move 19 rows up by scrolling and redraw the other 41. `tern-bench --only core` reports
 //! the client's part as a suite row (bench/src/core_frame.rs).
 
-// A benchmark is a driver, not core (crate/clippy.toml): it reads the wall clock.
-#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
-
-use std::io::Write;
 use std::time::Instant;
 
 use tern::terminal::{Complete, Renderer};
 use tern::wire::HostEvent;
+use tern_bench::core_frame::{COLS, ROWS, app_frame};
 
-const COLS: u16 = 200;
-const ROWS: u16 = 60;
 const FRAMES: usize = 400;
-
-/// What an application writes to repaint the screen in colour: every cell its own 256-colour
-/// foreground, a truecolour background every 8 cells, a wide character now and then.
-fn app_frame(seed: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(b"\x1b[H");
-    for y in 0..usize::from(ROWS) {
-        let _ = write!(out, "\x1b[{};1H", y + 1);
-        let mut x = 0;
-        while x < usize::from(COLS) {
-            let v = (x * 7 + y * 13 + seed * 31) % 251;
-            let _ = write!(out, "\x1b[38;5;{}m", v);
-            if x % 8 == 0 {
-                let _ = write!(out, "\x1b[48;2;{};{};{}m", v, 255 - v, (v * 3) % 256);
-            }
-            if v % 17 == 0 && x + 2 <= usize::from(COLS) {
-                out.extend_from_slice("日".as_bytes());
-                x += 2;
-            } else {
-                out.push(b'!' + (v % 90) as u8);
-                x += 1;
-            }
-        }
-    }
-    out.extend_from_slice(b"\x1b[0m");
-    out
-}
 
 /// The median of per-frame seconds, in ms: the machine is shared, and a median of single
 /// frames shrugs off the frames another process interrupted.
