@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tern_tests::linkemu::{Dir, DirectionConfig, LinkConfig, LinkEmulator, LinkStats};
+use tern_tests::linkemu::{Dir, DirectionConfig, LinkConfig, LinkEmulator, LinkStats, bind_udp};
 
 /// Long enough for a loaded machine; tests finish far sooner when all is well.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -34,7 +34,9 @@ struct Server {
 
 impl Server {
     fn start(echo: bool) -> Self {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // Large buffers: a burst of the test's datagrams must not overflow the kernel's queue
+        // while this thread waits for a core (a loaded CI run lost 150 of 1600 that way).
+        let socket = bind_udp("127.0.0.1:0".parse().unwrap()).unwrap();
         socket.set_read_timeout(Some(ms(20))).unwrap();
         let addr = socket.local_addr().unwrap();
         let log = Arc::new(Mutex::new(Vec::new()));

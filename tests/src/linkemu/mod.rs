@@ -339,7 +339,9 @@ fn seed_from_clock() -> u64 {
     nanos ^ u64::from(std::process::id()).rotate_left(32)
 }
 
-fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
+/// A UDP socket bound to `addr` with large kernel buffers (bursts are the emulator's to drop, not
+/// the kernel's); tests' own peers use it too.
+pub fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(addr),
         socket2::Type::DGRAM,
