@@ -181,6 +181,8 @@ test('bridge mode: lines printed slowly (more than a screen) go into xterm.js sc
     await p.keyboard.type('for i in $(seq 1 80); do echo slow-$i; sleep 0.04; done; echo done-$((6*7))');
     await p.keyboard.press('Enter');
     await until(async () => (await screen(p)).includes('done-42'), { timeout: 30000, what: 'the slow loop' });
+    // The core has the last state a moment before xterm.js has it drawn and parsed.
+    await until(async () => (await xtermLines(p)).includes('done-42'), { what: 'xterm.js to show the end' });
     const lines = (await xtermLines(p)).filter((l) => /^slow-\d+$/.test(l));
     assert.deepEqual(lines, Array.from({ length: 80 }, (_, i) => `slow-${i + 1}`));
     const st = await stats(p);

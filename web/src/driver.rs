@@ -832,7 +832,10 @@ impl Driver {
             st.resizing = false;
             st.screen.forget();
         }
-        self.render(false);
+        // Repainted now, not at the next animation frame: xterm.js has just resized and shows a
+        // cleared screen, and a paced draw left for later raced the next resize (lines went
+        // missing after several resizes in a row).
+        self.draw(false);
     }
 
     /// Something to show changed (`new_state`: the server's screen): reports the title, bell and
