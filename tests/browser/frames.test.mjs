@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
   waitForPrompt, typeLine, tempDir, sleep, cleanupState, newSession, screenshotsOfState, browserName, setPageHidden,
+  pageDetail,
 } from './helpers.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
@@ -63,7 +64,8 @@ test('a burst of server states between two frames is one xterm.js write', async 
   await countXtermWrites(page);
   // A flood that runs until interrupted, so the stall below always falls inside it.
   await typeLine(page, 'clear; i=0; while :; do i=$((i+1)); seq $((i*1000)) $((i*1000+40)); sleep 0.01; done');
-  await until(async () => (await counts(page)).applied > 30, { what: 'the flood to start' });
+  // The flood's own lines, not the echo of the typing (which applies states too).
+  await until(async () => /^\d{4,}\n\d{4,}$/m.test(await screen(page)), { what: 'the flood to start', detail: pageDetail(page) });
   // Hold the page's thread for a second while the server goes on sending: the states queue up
   // and reach the page together, between two animation frames.
   const burst = await page.evaluate(async () => {
@@ -98,9 +100,9 @@ test('a burst of server states between two frames is one xterm.js write', async 
     assert.ok(s.calls <= 1, `xterm.js was written more than once in one frame interval: ${JSON.stringify(steps)}`);
   }
   await page.keyboard.press('Control+C');
-  await until(async () => /\^C\n[^\n]*[$#] ?$/.test((await screen(page)).trimEnd()), { timeout: 30000, what: 'the prompt after the flood' });
+  await until(async () => /\^C\n[^\n]*[$#] ?$/.test((await screen(page)).trimEnd()), { timeout: 30000, what: 'the prompt after the flood', detail: pageDetail(page) });
   await typeLine(page, 'echo flood-over-$((6*7))');
-  await until(async () => /^flood-over-42$/m.test(await screen(page)), { what: 'the command after the flood' });
+  await until(async () => /^flood-over-42$/m.test(await screen(page)), { what: 'the command after the flood', detail: pageDetail(page) });
   // And the screen drawn is the server's.
   await until(async () => (await xtermScreen(page)) === (await screen(page)), { what: 'xterm.js to show the final screen' });
   const c = await counts(page);
@@ -111,7 +113,7 @@ test('a burst of server states between two frames is one xterm.js write', async 
 test('a hidden tab writes nothing to xterm.js and shows the right screen at once when shown', async () => {
   await countXtermWrites(page);
   await typeLine(page, 'clear; for i in $(seq 1 150); do echo hidden-line-$i; sleep 0.02; done; echo hidden-over-$((6*7))');
-  await until(async () => /hidden-line-5$/m.test(await screen(page)), { what: 'the output to start' });
+  await until(async () => /hidden-line-5$/m.test(await screen(page)), { what: 'the output to start', detail: pageDetail(page) });
   await setPageHidden(page, true);
   const hidden = await counts(page);
   assert.equal(hidden.draws.visible, false, 'the page did not take the tab as hidden');

@@ -135,16 +135,35 @@ async function launchChromium(viewport, args, mobile = false) {
 }
 
 /// Polls `fn` until it returns something truthy.
-export async function until(fn, { timeout = 15000, interval = 50, what = 'condition' } = {}) {
+/// On a timeout, `detail` (if given) says what was there instead, e.g. the screen.
+export async function until(fn, { timeout = 15000, interval = 50, what = 'condition', detail } = {}) {
   const end = Date.now() + timeout;
   let last;
   for (;;) {
     try { last = await fn(); } catch (e) { last = e; }
     if (last && !(last instanceof Error)) return last;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (last: ${last})`);
+    if (Date.now() > end) {
+      let seen = '';
+      if (detail) {
+        try { seen = `\n${await detail()}`; } catch (e) { seen = `\n(no detail: ${e.message})`; }
+      }
+      throw new Error(`timed out waiting for ${what} (last: ${last})${seen}`);
+    }
     await sleep(interval);
   }
 }
+
+/// What a failed wait on the page shows: the core's screen, xterm.js's and the session's stats.
+export const pageDetail = (page) => async () => {
+  const [core, xterm, s] = await page.evaluate(() => {
+    const { term } = window.tern;
+    const buf = term.buffer.active;
+    const rows = [];
+    for (let y = 0; y < term.rows; y++) rows.push(buf.getLine(buf.viewportY + y)?.translateToString(true) ?? '');
+    return [window.tern.screenText(), rows.join('\n'), JSON.stringify(window.tern.stats())];
+  });
+  return `core screen:\n${core}\nxterm.js screen:\n${xterm}\nstats: ${s}`;
+};
 
 export const screen = (page) => page.evaluate(() => window.tern ? window.tern.screenText() : '');
 export const stats = (page) => page.evaluate(() => window.tern ? window.tern.stats() : null);
