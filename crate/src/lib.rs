@@ -12,6 +12,7 @@
 //! What the core does not do: open sockets, read a clock, draw randomness from the OS, or spawn
 //! anything. Time comes in as [`time::Instant`] arguments, randomness from a seed.
 
+pub mod download;
 pub mod paste;
 pub mod predict;
 pub mod relay_client;

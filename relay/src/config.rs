@@ -99,6 +99,11 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_HISTORY_LINES", default_value_t = 100_000)]
     pub history_lines: usize,
 
+    /// Largest file `tern send` offers to the browser, in bytes (the page holds a download in
+    /// memory until its SHA-256 is checked and it is saved).
+    #[arg(long, env = "TERN_RELAY_SEND_LIMIT", default_value_t = 512 << 20)]
+    pub send_limit: u64,
+
     /// The `tern-relay` executable to run as the recorder (default: this one; a relay embedded in
     /// another program, such as a test, names the real binary).
     #[arg(long, env = "TERN_RELAY_RECORDER", hide = true)]

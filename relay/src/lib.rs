@@ -34,6 +34,7 @@ pub mod logging;
 pub mod paste;
 pub mod record;
 mod registry;
+pub mod send;
 mod session;
 mod shared;
 pub mod spawn;
@@ -165,6 +166,7 @@ impl Relay {
             }
             Mode::Bridge => None,
         };
+        let offers = send::Offers::open(state.as_ref().map(StateStore::dir));
         let pastes = match config.paste_dir() {
             Some(dir) => Some(Arc::new(paste::PasteStore::open(&dir, config.paste_limits())?)),
             None => None,
@@ -190,6 +192,7 @@ impl Relay {
             state,
             registry: registry::Registry::new(),
             pastes,
+            offers,
             ssh: ssh.map(Arc::new),
             port: local_addr.port(),
             spawn_lock: tokio::sync::Mutex::new(()),
@@ -268,11 +271,16 @@ impl Relay {
             self.acme.clone(),
         ));
         let prune = tokio::spawn(prune_sessions(Arc::clone(&self.shared)));
+        let commands = tokio::spawn(send::socket::serve(
+            Arc::clone(&self.shared),
+            Arc::clone(&self.shared.offers),
+        ));
         session::accept_loop(Arc::clone(&self.shared), &self.endpoint).await;
         self.endpoint.close(wtransport::VarInt::from_u32(0), b"relay shutting down");
         let _ = http.await;
         certs.abort();
         prune.abort();
+        let _ = commands.await;
         // Sessions outlive the relay: keep the newest copy of each for the next one.
         if let Some(state) = &self.shared.state {
             self.shared.registry.save_all(state);
@@ -304,6 +312,7 @@ async fn prune_sessions(shared: Arc<Shared>) {
         // Listing prunes: a record whose pid is gone is removed with its file.
         let alive = state.alive();
         shared.registry.retain_spawned(&alive);
+        shared.offers.retain(&alive.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
     }
 }
 

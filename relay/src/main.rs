@@ -8,8 +8,16 @@ use tern_relay::{Config, Relay, logging};
 fn main() -> std::process::ExitCode {
     // `tern-relay record ...`: the pty recorder the relay puts between mosh-server and the shell
     // (relay/src/record.rs). No runtime, no log: its stdout is the shell's terminal.
-    let mut args = std::env::args_os().skip(1);
-    if args.next().is_some_and(|a| a == "record") {
+    let mut all = std::env::args_os();
+    // `tern send FILE`, `tern open URL`: the command a session's shell has, a link to this
+    // executable under the name `tern` (relay/src/send/).
+    let invoked_as = all.next().map(std::path::PathBuf::from);
+    if invoked_as.as_deref().and_then(std::path::Path::file_name).is_some_and(|n| n == "tern") {
+        return tern_relay::send::cli::main(all);
+    }
+    let mut args = all.peekable();
+    if args.peek().is_some_and(|a| a == "record") {
+        args.next();
         return tern_relay::record::main(args);
     }
     relay_main()

@@ -25,6 +25,8 @@ pub(crate) struct Shared {
     pub registry: Registry,
     /// The paste directory; `None` in bridge mode without `--paste-dir`.
     pub pastes: Option<Arc<PasteStore>>,
+    /// What shells sent to their browsers (`tern send`, `tern open`), by session.
+    pub offers: Arc<crate::send::Offers>,
     /// The hosts of `--ssh-host` (spawn mode): sessions started there over ssh.
     pub ssh: Option<Arc<SshHosts>>,
     pub port: u16,

@@ -29,6 +29,8 @@ pub struct SpawnSpec {
     pub idle_timeout: Option<Duration>,
     /// Run the shell under `tern-relay record`, keeping the session's history.
     pub recorder: Option<Recorder>,
+    /// More environment for the shell (how `tern send` finds its relay).
+    pub shell_env: Vec<(String, String)>,
 }
 
 /// Where `tern-relay record` keeps a session's history.
@@ -118,6 +120,7 @@ pub fn options(spec: &SpawnSpec) -> MoshServerOptions {
             .idle_timeout
             .map(|t| ("MOSH_SERVER_NETWORK_TMOUT".to_owned(), t.as_secs().max(1).to_string()))
             .into_iter()
+            .chain(spec.shell_env.iter().cloned())
             .collect(),
         timeout: spec.timeout,
         ..MoshServerOptions::default()
@@ -149,6 +152,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             idle_timeout: Some(Duration::from_secs(600)),
             recorder: None,
+            shell_env: Vec::new(),
         }
     }
 

@@ -213,7 +213,7 @@ pub fn answer(line: Option<&[u8]>) -> Result<Ready, ConnectError> {
         ServerMessage::Error { code, message } | ServerMessage::Ended { code, message } => {
             Err(refusal(code, message))
         }
-        ServerMessage::Pong | ServerMessage::Moved => Err(closed()),
+        ServerMessage::Pong | ServerMessage::Moved | ServerMessage::Offer(_) => Err(closed()),
     }
 }
 
@@ -238,6 +238,8 @@ pub enum ControlEvent {
     LinkOver,
     /// Another page took the session over: stop, and offer to take it back.
     Moved,
+    /// The shell sent a file or a URL to the browser (the relay is alive, too).
+    Offer(crate::relay_proto::Offer),
 }
 
 /// Reads one control line received after `ready`.
@@ -248,6 +250,7 @@ pub fn control_after_ready(line: &[u8]) -> ControlEvent {
         }
         Ok(ServerMessage::Ended { .. } | ServerMessage::Error { .. }) => ControlEvent::LinkOver,
         Ok(ServerMessage::Moved) => ControlEvent::Moved,
+        Ok(ServerMessage::Offer(offer)) => ControlEvent::Offer(offer),
         Ok(ServerMessage::Pong | ServerMessage::Ready(_)) | Err(_) => ControlEvent::Alive,
     }
 }

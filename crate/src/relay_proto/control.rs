@@ -53,6 +53,11 @@ pub enum ClientMessage {
     Seed {
         point: String,
     },
+    /// What became of an [`Offer`](super::offer::Offer) (a file saved, a URL opened or not).
+    Answer {
+        id: String,
+        answer: super::offer::OfferAnswer,
+    },
 }
 
 /// The first message: who I am (token) and which mosh-server I want.
@@ -150,6 +155,8 @@ pub enum ServerMessage {
     /// Another page took this session over: this one is no longer forwarded. It may take the
     /// session back by connecting again (which moves it away from the other).
     Moved,
+    /// Spawn mode: the shell sent something to the browser (`tern send`, `tern open`).
+    Offer(super::offer::Offer),
 }
 
 impl ServerMessage {
@@ -279,6 +286,10 @@ impl Message for ClientMessage {
             ClientMessage::Seed { point } => {
                 w.str("type", "seed").str("point", point);
             }
+            ClientMessage::Answer { id, answer } => {
+                w.str("type", "answer").str("id", id);
+                answer.write_fields(w);
+            }
         }
     }
 
@@ -315,6 +326,11 @@ impl Message for ClientMessage {
                 f.only(&["type", "point"])?;
                 Ok(ClientMessage::Seed { point: f.str("point")? })
             }
+            "answer" => {
+                f.only(&["type", "id", "answer", "message"])?;
+                let answer = super::offer::OfferAnswer::read_fields(&f)?;
+                Ok(ClientMessage::Answer { id: f.str("id")?, answer })
+            }
             _ => Err(DecodeError::data("unknown value", "type")),
         }
     }
@@ -346,6 +362,7 @@ impl Message for ServerMessage {
             ServerMessage::Moved => {
                 w.str("type", "moved");
             }
+            ServerMessage::Offer(o) => o.write_fields(w),
         }
     }
 
@@ -368,6 +385,7 @@ impl Message for ServerMessage {
             "ended" => Ok(ServerMessage::Ended { code: code()?, message: f.str("message")? }),
             "pong" => Ok(ServerMessage::Pong),
             "moved" => Ok(ServerMessage::Moved),
+            "offer" => super::offer::Offer::read_fields(&f).map(ServerMessage::Offer),
             _ => Err(DecodeError::data("unknown value", "type")),
         }
     }

@@ -5,7 +5,8 @@
 //!  page ══WebTransport /wt════════════════▶ relay
 //!    control stream (first bidi):  hello ▶ ready | error;  ping ▶ pong;  ◀ ended     control
 //!    datagrams: page→relay raw mosh datagrams; relay→page framed                      framing
-//!    every further bidi stream: one paste upload                                      upload
+//!    every further bidi stream: one paste upload, or one download (`tern send`)       upload, offer
+//!    control stream after ready: ◀ offer (a file or URL from the shell) ▶ answer     offer
 //!  page ─POST /api/history, /api/history/search (Bearer token)─▶ relay: pages, matches  history
 //!  page ══WebSocket /ws (when WebTransport cannot work)══▶ relay: the same, as frames   websocket
 //! ```
@@ -25,6 +26,7 @@ pub mod history;
 pub mod info;
 pub mod json;
 pub mod line;
+pub mod offer;
 pub mod upload;
 pub mod websocket;
 
@@ -36,11 +38,14 @@ pub use history::{
 pub use info::{ApiError, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary};
 pub use json::DecodeError;
 pub use line::{LineBuffer, LineError, Message, decode, encode, encode_line};
+pub use offer::{
+    DownloadAck, DownloadReply, DownloadRequest, Offer, OfferAnswer, Offered, StreamRequest,
+};
 pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).
 /// Both ends are built from this crate; a mismatch means a page from another relay build.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Path of the WebTransport endpoint (`https://HOST:PORT/wt`).
 pub const WEBTRANSPORT_PATH: &str = "/wt";

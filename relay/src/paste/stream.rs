@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::session::link::{RecvHalf as RecvStream, SendHalf as SendStream};
 use sha2::{Digest, Sha256};
-use tern::relay_proto::line::{LineBuffer, decode};
+use tern::relay_proto::line::{LineBuffer, Message, decode};
 use tern::relay_proto::upload::{
     AckPolicy, MAX_HEADER, UploadErrorCode, UploadHeader, UploadReply,
 };
@@ -69,18 +69,21 @@ async fn deliver(onward: &Onward, path: &Path) -> Result<String, PasteError> {
 
 /// Serves one upload stream. `store` is `None` when pasting is not available (bridge mode
 /// without `--paste-dir`): the page is told so.
+/// `header` is the stream's first line as read by the caller, with the bytes after it (or why it
+/// could not be read: the page is told).
 pub(crate) async fn serve_upload(
     store: Option<Arc<PasteStore>>,
     onward: Onward,
     mut send: SendStream,
     mut recv: RecvStream,
+    header: Result<(UploadHeader, Vec<u8>), PasteError>,
 ) {
     let result = match store {
         None => Err(PasteError::new(
             UploadErrorCode::PasteUnavailable,
             "pasting files is not available: this relay runs in bridge mode without --paste-dir",
         )),
-        Some(store) => match upload(&store, &onward, &mut send, &mut recv).await {
+        Some(store) => match upload(&store, &onward, &mut send, &mut recv, header).await {
             Ok(Some(path)) => deliver(&onward, Path::new(&path)).await.map(Some),
             other => other,
         },
@@ -111,8 +114,9 @@ async fn upload(
     onward: &Onward,
     send: &mut SendStream,
     recv: &mut RecvStream,
+    header: Result<(UploadHeader, Vec<u8>), PasteError>,
 ) -> Result<Option<String>, PasteError> {
-    let (header, first) = read_header(recv).await?;
+    let (header, first) = header?;
     if !valid_hash(&header.hash) {
         return Err(bad_request("hash must be 64 lowercase hex digits"));
     }
@@ -154,9 +158,18 @@ async fn repeat(send: &mut SendStream, path: &Path, shown: &str, size: u64) {
 
 /// Reads the header line (at most [`MAX_HEADER`] bytes); bytes after its newline are returned
 /// as the start of the content.
+#[cfg(test)]
 pub(super) async fn read_header<R: AsyncRead + Unpin>(
     recv: &mut R,
 ) -> Result<(UploadHeader, Vec<u8>), PasteError> {
+    read_first_line(recv).await
+}
+
+/// Reads the first line of a stream the page opened as message `T` (at most [`MAX_HEADER`]
+/// bytes); bytes after its newline are returned as the start of the content.
+pub(crate) async fn read_first_line<T: Message, R: AsyncRead + Unpin>(
+    recv: &mut R,
+) -> Result<(T, Vec<u8>), PasteError> {
     let mut lines = LineBuffer::new(MAX_HEADER);
     let mut chunk = [0u8; MAX_HEADER];
     loop {

@@ -81,6 +81,9 @@ pub(super) async fn run(
     let mut moved = session.attach.moved_signal();
     let mut save = tokio::time::interval(SAVE_INTERVAL);
     let store = shared.state.as_ref();
+    // What the session's shell sent to the browser: all of it now, then whatever comes.
+    let mut offers = shared.offers.watch(&session.target.session);
+    offers.mark_changed();
     let end = loop {
         let step = tokio::select! {
             d = conn.receive_datagram() => bridge.on_browser_datagram(d).await,
@@ -93,6 +96,7 @@ pub(super) async fn run(
             )),
             _ = liveness.tick(), if watch_pid => bridge.check_alive(),
             _ = moved.fired() => ControlFlow::Break(End::Moved),
+            _ = offers.changed() => bridge.offer(&mut control.send).await,
             _ = save.tick(), if store.is_some() => {
                 if let Some(store) = store {
                     session.attach.save(store, false);
@@ -128,6 +132,8 @@ struct Bridge<'a> {
     dropped_rate: u64,
     dropped_size: u64,
     last_warn: Option<Instant>,
+    /// Offers this page has been sent (`tern send`, `tern open`).
+    offered: std::collections::HashSet<String>,
 }
 
 impl<'a> Bridge<'a> {
@@ -148,6 +154,7 @@ impl<'a> Bridge<'a> {
             dropped_rate: 0,
             dropped_size: 0,
             last_warn: None,
+            offered: std::collections::HashSet::new(),
         }
     }
 
@@ -231,6 +238,13 @@ impl<'a> Bridge<'a> {
                 self.session.attach.seed(&point);
                 return ControlFlow::Continue(());
             }
+            Ok(ClientMessage::Answer { id, answer }) => {
+                tracing::info!(session = %self.id(), offer = %id, ?answer, "the page answered an offer");
+                if let Err(e) = self.shared.offers.answer(self.id(), &id, answer) {
+                    tracing::debug!(session = %self.id(), offer = %id, "answer: {e}");
+                }
+                return ControlFlow::Continue(());
+            }
             Ok(ClientMessage::Hello(_)) => End::ended(ErrorCode::BadRequest, "hello sent twice"),
             Err(ReadError::Closed) | Err(ReadError::Io(_)) => {
                 End::BrowserGone("browser closed the control stream")
@@ -241,7 +255,7 @@ impl<'a> Bridge<'a> {
         ControlFlow::Break(end)
     }
 
-    /// Every bidirectional stream after the control stream is one paste upload.
+    /// Every bidirectional stream after the control stream is one paste upload or one download.
     fn paste_stream(&self, s: Option<(SendHalf, RecvHalf)>) -> Step {
         let Some((send, recv)) = s else {
             return ControlFlow::Break(End::BrowserGone("browser connection closed"));
@@ -250,7 +264,23 @@ impl<'a> Bridge<'a> {
             (Some(hosts), Some(host)) => Some((std::sync::Arc::clone(hosts), host.clone())),
             _ => None,
         };
-        tokio::spawn(crate::paste::serve_upload(self.shared.pastes.clone(), onward, send, recv));
+        let session = self.id().to_owned();
+        // Spawns its task; the stream's first line says whether it is an upload or a download.
+        crate::send::serve_stream(self.shared, session, onward, send, recv);
+        ControlFlow::Continue(())
+    }
+
+    /// Offers the page whatever the shell sent that this page has not been offered yet.
+    async fn offer(&mut self, send: &mut SendHalf) -> Step {
+        for offer in self.shared.offers.pending(self.id()) {
+            if self.offered.contains(&offer.id) {
+                continue;
+            }
+            if send.write_all(&ServerMessage::Offer(offer.clone()).to_line()).await.is_err() {
+                return ControlFlow::Break(End::BrowserGone("control stream closed"));
+            }
+            self.offered.insert(offer.id);
+        }
         ControlFlow::Continue(())
     }
 

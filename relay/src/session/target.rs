@@ -119,7 +119,11 @@ fn check_spawn_limit(shared: &Shared, state: &StateStore) -> Result<(), Refusal>
 }
 
 /// What every spawned mosh-server gets, here or on an ssh host.
-fn spawn_spec(shared: &Shared, recorder: Option<Recorder>) -> SpawnSpec {
+fn spawn_spec(
+    shared: &Shared,
+    recorder: Option<Recorder>,
+    shell_env: Vec<(String, String)>,
+) -> SpawnSpec {
     let c = &shared.config;
     SpawnSpec {
         program: c.mosh_server_command.clone(),
@@ -129,6 +133,7 @@ fn spawn_spec(shared: &Shared, recorder: Option<Recorder>) -> SpawnSpec {
         timeout: c.spawn_timeout(),
         idle_timeout: c.session_idle_timeout(),
         recorder,
+        shell_env,
     }
 }
 
@@ -169,10 +174,11 @@ async fn spawn_over_ssh(
         ));
     };
     check_spawn_limit(shared, state)?;
-    let started = hosts.start(host, &spawn_spec(shared, None)).await.map_err(|message| {
-        tracing::warn!(%host, "starting mosh-server over ssh failed: {message}");
-        Refusal::new(ErrorCode::SpawnFailed, message)
-    })?;
+    let started =
+        hosts.start(host, &spawn_spec(shared, None, Vec::new())).await.map_err(|message| {
+            tracing::warn!(%host, "starting mosh-server over ssh failed: {message}");
+            Refusal::new(ErrorCode::SpawnFailed, message)
+        })?;
     let remote = RemoteServer { host: host.to_string(), ip: started.ip, pid: started.spawned.pid };
     Ok(record_spawned(state, new_session_id(), started.spawned, Some(remote)))
 }
@@ -193,6 +199,9 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
             Err(std::io::Error::other(format!("{} is not tern-relay", p.display())))
         }
     });
+    // `tern send` and `tern open` for the shell: the command is this executable too.
+    let bin = program.as_ref().ok().and_then(|relay| crate::send::install(state.dir(), relay));
+    let shell_env = crate::send::shell_env(state.dir(), &id, bin.as_deref());
     let recorder = match (c.history_lines, program) {
         (0, _) => None,
         (max_lines, Ok(program)) => Some(Recorder {
@@ -206,10 +215,11 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
             None
         }
     };
-    let spawned = spawn_mosh_server(&spawn_spec(shared, recorder)).await.map_err(|e| {
-        tracing::warn!("spawning mosh-server failed: {e:#}");
-        Refusal::new(ErrorCode::SpawnFailed, format!("{e:#}"))
-    })?;
+    let spawned =
+        spawn_mosh_server(&spawn_spec(shared, recorder, shell_env)).await.map_err(|e| {
+            tracing::warn!("spawning mosh-server failed: {e:#}");
+            Refusal::new(ErrorCode::SpawnFailed, format!("{e:#}"))
+        })?;
     Ok(record_spawned(state, id, spawned, None))
 }
 

@@ -1,0 +1,131 @@
+//! One download stream: the page asked for an offered file from some offset; the relay sends it
+//! paced by the same pacer the page uses for uploads (`tern::upload::Upload`), its roles swapped:
+//! the relay sends, the page acknowledges with its own clock's timestamps, so the rate is the
+//! receiver's and about two round trips of data are in flight, never a queue that keystrokes
+//! would wait behind.
+
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tern::relay_proto::{DownloadAck, DownloadReply, DownloadRequest, LineBuffer, decode};
+use tern::time::Instant;
+use tern::upload::{AckInfo, Upload, UploadConfig, UploadState};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::offers::Offers;
+use crate::session::link::{RecvHalf, SendHalf};
+
+/// Longest ack line accepted.
+const MAX_ACK: usize = 256;
+
+fn origin() -> std::time::Instant {
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    *START.get_or_init(std::time::Instant::now)
+}
+
+/// The pacer's clock: microseconds since the first download.
+fn now() -> Instant {
+    Instant::from_micros(u64::try_from(origin().elapsed().as_micros()).unwrap_or(u64::MAX))
+}
+
+fn deadline(at: Instant) -> tokio::time::Instant {
+    (origin() + Duration::from_micros(at.as_micros())).into()
+}
+
+/// Serves `request` (already read from the stream) for `session`.
+pub(crate) async fn serve_download(
+    offers: Arc<Offers>,
+    session: String,
+    request: DownloadRequest,
+    mut send: SendHalf,
+    mut recv: RecvHalf,
+    rest: Vec<u8>,
+) {
+    let refuse = |message: String, gone: bool| DownloadReply::Error { message, gone };
+    let file = match offers.file(&session, &request.download) {
+        None => Err(refuse(
+            "that download is gone (answered, withdrawn, or its session ended)".into(),
+            true,
+        )),
+        Some((_, source)) => match source.unchanged() {
+            Err(why) => Err(refuse(why, true)),
+            Ok(()) if request.from > source.size => {
+                Err(refuse(format!("asked from byte {} of {}", request.from, source.size), false))
+            }
+            Ok(()) => std::fs::File::open(&source.path)
+                .map(|f| (f, source.size))
+                .map_err(|e| refuse(format!("{}: {e}", source.path.display()), false)),
+        },
+    };
+    let (file, size) = match file {
+        Ok(f) => f,
+        Err(reply) => {
+            tracing::info!(%session, offer = %request.download, "download refused: {reply:?}");
+            let _ = send.write_all(&tern::relay_proto::encode_line(&reply)).await;
+            let _ = send.finish().await;
+            return;
+        }
+    };
+    let start = DownloadReply::Start { size, from: request.from };
+    if send.write_all(&tern::relay_proto::encode_line(&start)).await.is_err() {
+        return;
+    }
+    tracing::info!(%session, offer = %request.download, size, from = request.from, "download");
+    match pump(&file, size, request.from, &mut send, &mut recv, rest).await {
+        Ok(()) => {
+            let _ = send.finish().await;
+        }
+        Err(why) => {
+            tracing::info!(%session, offer = %request.download, "download stream ended: {why}")
+        }
+    }
+}
+
+/// Sends `from..size` of `file` as the pacer allows until the page acknowledged all of it.
+async fn pump(
+    file: &std::fs::File,
+    size: u64,
+    from: u64,
+    send: &mut SendHalf,
+    recv: &mut RecvHalf,
+    rest: Vec<u8>,
+) -> Result<(), String> {
+    let mut pacer = Upload::new(UploadConfig::new(size, from), now()).map_err(|e| e.to_string())?;
+    let mut acks = LineBuffer::new(MAX_ACK);
+    acks.push(&rest);
+    let mut chunk = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        while let Some(line) = acks.next_line().map_err(|_| "an ack line over its limit")? {
+            let ack: DownloadAck = decode(&line).map_err(|e| format!("bad ack: {e}"))?;
+            let info = AckInfo {
+                acked_bytes: ack.acked,
+                relay_time: Duration::from_micros(ack.page_time_us),
+            };
+            pacer.handle_ack(now(), info).map_err(|e| e.to_string())?;
+        }
+        match pacer.state() {
+            UploadState::Done => return Ok(()),
+            UploadState::Failed { reason } => return Err(format!("{reason:?}")),
+            UploadState::Cancelled => return Err("cancelled".into()),
+            _ => {}
+        }
+        while let Some(range) = pacer.poll_chunk(now()) {
+            chunk.resize(usize::try_from(range.end - range.start).unwrap_or(0), 0);
+            file.read_exact_at(&mut chunk, range.start).map_err(|e| format!("reading: {e}"))?;
+            send.write_all(&chunk).await.map_err(|e| format!("writing: {e}"))?;
+        }
+        let timer = pacer.poll_timeout();
+        tokio::select! {
+            r = recv.read(&mut buf) => match r {
+                Ok(0) => return Err("the page closed the stream".into()),
+                Ok(n) => acks.push(&buf[..n]),
+                Err(e) => return Err(format!("reading acks: {e}")),
+            },
+            _ = tokio::time::sleep_until(deadline(timer.unwrap_or(Instant::ZERO))), if timer.is_some() => {
+                pacer.handle_timeout(now());
+            }
+        }
+    }
+}
