@@ -10,6 +10,7 @@ import { FONTS, loadSettings, wireSettings } from './settings.js';
 import { wireClipboard } from './clipboard.js';
 import { wireFullscreen, wireKeys } from './keys.js';
 import { wireBell } from './bell.js';
+import { wireOffers } from './offers.js';
 
 // When the page's script started (its modules loaded): the resume benchmark times the restored
 // screen from here.
@@ -415,6 +416,10 @@ async function main() {
   const bell = wireBell({ settings: () => settings });
   const clipboard = wireClipboard({ term, $, settings: () => settings });
   addKeyHandler(clipboard.key);
+  const offers = wireOffers({ $, client: () => client, term });
+  if (bridge) {
+    $('settings-send').textContent = 'tern send and tern open are not available in bridge mode: this relay did not start the shell, so it has no way to hear from it.';
+  }
 
   client = new Client(term, {
     token,
@@ -433,6 +438,9 @@ async function main() {
       bell: () => bell.bell(),
       // OSC 52 from the remote: copied, or offered with a Copy button where the browser refuses.
       clipboard: (text) => clipboard.remoteCopy(text),
+      // `tern open URL` (asks the person first) and `tern send FILE` (checked, then saved).
+      offerUrl: (id, url) => offers.offerUrl(id, url),
+      saveFile: (name, blob) => offers.saveFile(name, blob),
     },
   });
 

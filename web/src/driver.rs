@@ -42,6 +42,9 @@ use crate::stats;
 use crate::storage::{self, NonceStore};
 use crate::xterm::Terminal;
 
+mod downloads;
+use downloads::DownloadsState;
+
 /// Control-stream pings: a relay killed without a goodbye (or a dead network path) shows up
 /// as missing pongs long before QUIC's own idle timeout.
 const PING_INTERVAL: Duration = Duration::from_secs(2);
@@ -140,6 +143,8 @@ struct State {
     predict: tern::predict::PredictConfig,
     relay: RelayState,
     paste: PasteState,
+    /// Files from the shell (`tern send`) on their way to the browser.
+    downloads: DownloadsState,
     /// Lines of history the relay keeps per session (`/api/info`); 0: none (bridge mode).
     history_lines: u64,
     /// The page is resizing the terminal: nothing is drawn until it is done (`end_resize`).
@@ -194,6 +199,7 @@ impl Driver {
             xterm_writes: 0,
             cost: FrameCost::default(),
             paste: PasteState::default(),
+            downloads: DownloadsState::default(),
         };
         Rc::new(Driver {
             term,
@@ -532,8 +538,9 @@ impl Driver {
             self.send_input(&early);
         }
         self.render(false);
-        // An upload interrupted by the lost link resumes on this one.
+        // An upload interrupted by the lost link resumes on this one, and a download too.
         self.drive_pastes();
+        self.drive_downloads();
         Ok(link)
     }
 
@@ -656,6 +663,10 @@ impl Driver {
                 Some(ControlEvent::Alive) => d.st.borrow_mut().relay.last_control_ms = now_ms(),
                 Some(ControlEvent::SessionOver(message)) => return d.end(&message),
                 Some(ControlEvent::Moved) => return d.moved(),
+                Some(ControlEvent::Offer(offer)) => {
+                    d.st.borrow_mut().relay.last_control_ms = now_ms();
+                    d.offer(offer);
+                }
                 Some(ControlEvent::LinkOver) | None => return link.close(),
             }
         }
@@ -933,9 +944,15 @@ impl Driver {
             });
             let started = now_ms();
             let bytes = st.session.as_mut().map(|session| {
-                // The paste's progress shares mosh's notification bar with the link's state.
+                // The paste's and the download's progress share mosh's notification bar with
+                // the link's state.
                 let line = progress.as_ref().map(PasteProgress::line);
-                let message = join_messages([st.relay.message.as_deref(), line.as_deref()]);
+                let download = st.downloads.progress().map(|p| p.line());
+                let message = join_messages([
+                    st.relay.message.as_deref(),
+                    line.as_deref(),
+                    download.as_deref(),
+                ]);
                 let note = Notification {
                     since_server_state: session.since_last_contact(t),
                     since_reply: session.since_last_reply(t),
@@ -1256,6 +1273,7 @@ impl Driver {
             ("echo", stats::echo(&st.echo.summary())),
             ("predict", stats::predict(st.predict, st.session.as_ref().map(|s| s.predictor()))),
             ("paste", stats::paste(&st.paste.queue, now())),
+            ("download", st.downloads.progress().map_or(JsValue::NULL, |p| stats::download(&p))),
             ("scrollbackRows", (st.screen.scrollback_rows as f64).into()),
             ("xtermWrites", (st.xterm_writes as f64).into()),
             ("draws", stats::pacer(&st.pacer)),

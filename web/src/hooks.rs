@@ -102,6 +102,17 @@ impl Hooks {
     pub fn clipboard(&self, text: &str) {
         self.call("clipboard", &[text.into()]);
     }
+
+    /// `offerUrl(id, url)`: the shell asks to open `url` (`tern open`); the page asks the person
+    /// and answers with `Client.answerOffer(id, opened)`.
+    pub fn offer_url(&self, id: &str, url: &str) {
+        self.call("offerUrl", &[id.into(), url.into()]);
+    }
+
+    /// `saveFile(name, blob)`: a download from the shell (`tern send`), its SHA-256 checked.
+    pub fn save_file(&self, name: &str, blob: &web_sys::Blob) {
+        self.call("saveFile", &[name.into(), blob.into()]);
+    }
 }
 
 /// `{ state, bytesDone, total, percent, rate, secondsLeft, queued, error, line }`.

@@ -147,6 +147,17 @@ impl Client {
         self.driver.paste(file);
     }
 
+    /// The person's answer to `offerUrl(id, url)`: opened it, or not.
+    #[wasm_bindgen(js_name = answerOffer)]
+    pub fn answer_offer(&self, id: &str, opened: bool) {
+        let answer = if opened {
+            tern::relay_proto::OfferAnswer::Opened
+        } else {
+            tern::relay_proto::OfferAnswer::Dismissed
+        };
+        self.driver.answer(id, answer);
+    }
+
     /// Cancels the pastes under way (as Escape does); held keys go out.
     #[wasm_bindgen(js_name = cancelPaste)]
     pub fn cancel_paste(&self) {

@@ -164,6 +164,27 @@ impl StreamLines {
         }
     }
 
+    /// The stream's next bytes as they came, after its lines (what the line buffer holds beyond
+    /// the last line read comes first): a download's content. The browser's own buffer where
+    /// it can be, so a large file stays outside wasm memory. `None` once the stream ended.
+    pub async fn next_js_chunk(&self) -> Option<Uint8Array> {
+        let held = self.buf.borrow_mut().take_rest();
+        if !held.is_empty() {
+            return Some(Uint8Array::from(&held[..]));
+        }
+        match &self.source {
+            Source::WebTransport(reader) => {
+                let result: ReadableStreamReadResult =
+                    JsFuture::from(reader.read()).await.ok()?.unchecked_into();
+                if result.get_done().unwrap_or(false) {
+                    return None;
+                }
+                result.get_value().dyn_into::<Uint8Array>().ok()
+            }
+            Source::WebSocket(reader) => reader.next().await.map(|v| Uint8Array::from(&v[..])),
+        }
+    }
+
     /// Ends a pending [`next_line`](Self::next_line) (it returns `None`).
     pub fn cancel(&self) {
         match &self.source {
@@ -196,7 +217,8 @@ impl StreamWriter {
     pub fn close(&self) {
         match self {
             StreamWriter::WebTransport(w) => {
-                let _ = w.close();
+                // The relay may have stopped reading (it has every byte): nothing to report.
+                let _ = ignore_rejection(w.close());
             }
             StreamWriter::WebSocket(w) => w.close(),
         }
@@ -205,7 +227,7 @@ impl StreamWriter {
     pub fn abort(&self) {
         match self {
             StreamWriter::WebTransport(w) => {
-                let _ = w.abort();
+                let _ = ignore_rejection(w.abort());
             }
             StreamWriter::WebSocket(w) => w.abort(),
         }

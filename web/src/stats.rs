@@ -168,3 +168,17 @@ fn upload_progress(q: &PasteQueue, now: Instant) -> JsValue {
         ("minRttMs", opt_ms(p.min_rtt)),
     ])
 }
+
+/// `{ name, state, bytesDone, total, percent, rate, queued, line }` of the download in front.
+pub fn download(p: &tern::download::DownloadProgress) -> JsValue {
+    object(&[
+        ("name", p.name.as_str().into()),
+        ("state", p.state.as_str().into()),
+        ("bytesDone", (p.bytes_done as f64).into()),
+        ("total", (p.total as f64).into()),
+        ("percent", p.percent().into()),
+        ("rate", p.rate.map_or(JsValue::NULL, |r| (r as f64).into())),
+        ("queued", (p.queued as f64).into()),
+        ("line", p.line().into()),
+    ])
+}

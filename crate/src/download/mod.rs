@@ -349,6 +349,8 @@ impl Downloads {
         } else {
             let message = "the SHA-256 of what arrived differs from the file's".to_string();
             job.fail(message.clone(), now);
+            // Answered here: not one of [`Downloads::take_failures`]'s.
+            job.serial = u32::MAX;
             Some(OfferAnswer::Failed { message })
         }
     }
@@ -383,16 +385,18 @@ impl Downloads {
         }
     }
 
+    /// Whether the job at `i` is done with: over, reported, and its result line expired or a
+    /// later download waiting.
+    fn finished(&self, i: usize, now: Instant) -> bool {
+        let job = &self.jobs[i];
+        let expired = job.finished_at.is_some_and(|t| t + SHOW_RESULT_FOR <= now);
+        let reported = !matches!(job.state, DownloadState::Failed(_)) || job.serial == u32::MAX;
+        job.state.is_over() && reported && (expired || i + 1 < self.jobs.len())
+    }
+
     fn forget_finished(&mut self, now: Instant) {
-        while let Some(job) = self.jobs.front() {
-            let expired = job.finished_at.is_some_and(|t| t + SHOW_RESULT_FOR <= now);
-            let reported = !matches!(job.state, DownloadState::Failed(_)) || job.serial == u32::MAX;
-            let next_waits = self.jobs.len() > 1;
-            if job.state.is_over() && reported && (expired || next_waits) {
-                self.jobs.pop_front();
-            } else {
-                break;
-            }
+        while !self.jobs.is_empty() && self.finished(0, now) {
+            self.jobs.pop_front();
         }
     }
 
@@ -402,10 +406,10 @@ impl Downloads {
     }
 
     /// What the person sees: the download in front, or the last result for a few seconds.
-    pub fn progress(&mut self, now: Instant) -> Option<DownloadProgress> {
-        self.forget_finished(now);
-        let queued = self.jobs.len().saturating_sub(1);
-        let job = self.jobs.front()?;
+    pub fn progress(&self, now: Instant) -> Option<DownloadProgress> {
+        let first = (0..self.jobs.len()).find(|&i| !self.finished(i, now))?;
+        let queued = self.jobs.len() - first - 1;
+        let job = &self.jobs[first];
         Some(DownloadProgress {
             name: job.offer.name.clone(),
             state: job.state.clone(),
