@@ -169,3 +169,19 @@ test('bridge mode without a paste directory says up front that pasting files is 
     await other.close();
   }
 });
+
+test('bridge mode says that tern send and tern open are not available', async () => {
+  const server = moshServerNew();
+  const other = await launchBrowser();
+  try {
+    const { page } = other;
+    await page.goto(bridgeUrl(server));
+    await waitForPrompt(page);
+    await page.click('#gear');
+    await until(() => page.evaluate(() => !document.getElementById('settings').hidden), { what: 'the settings panel' });
+    assert.match(await page.textContent('#settings-send'), /tern send and tern open are not available in bridge mode/);
+    await screenshotsOfState(page, 'bridge-no-tern-send');
+  } finally {
+    await other.close();
+  }
+});

@@ -260,32 +260,32 @@ impl Downloads {
         Some((job.serial, DownloadRequest { download: job.offer.id.clone(), from: job.have }))
     }
 
-    /// The relay's answer line on stream `serial`. `Err`: close the stream (and, for a final
-    /// failure, the answer for the relay is [`Downloads::take_answers`]'s).
-    pub fn started(&mut self, serial: u32, reply: DownloadReply, now: Instant) -> Result<(), ()> {
-        let Some(job) = self.current(serial) else { return Err(()) };
+    /// The relay's answer line on stream `serial`: true when the bytes follow; false: close the
+    /// stream (a final failure's answer for the relay is [`Downloads::take_failures`]'s).
+    pub fn started(&mut self, serial: u32, reply: DownloadReply, now: Instant) -> bool {
+        let Some(job) = self.current(serial) else { return false };
         match reply {
             DownloadReply::Start { size, from } if size == job.offer.size && from == job.have => {
                 job.state = DownloadState::Receiving;
                 job.samples.push_back((now, job.have));
-                Ok(())
+                true
             }
             DownloadReply::Start { size, .. } if size != job.offer.size => {
                 let why = format!("the file is {} now, {} when offered", size, job.offer.size);
                 job.fail(why, now);
-                Err(())
+                false
             }
             DownloadReply::Start { .. } => {
                 job.try_over(now, "the relay started from the wrong place");
-                Err(())
+                false
             }
             DownloadReply::Error { message, gone: true } => {
                 job.fail(message, now);
-                Err(())
+                false
             }
             DownloadReply::Error { message, gone: false } => {
                 job.try_over(now, &message);
-                Err(())
+                false
             }
         }
     }
@@ -436,7 +436,7 @@ mod tests {
     fn start(d: &mut Downloads, now: Instant) -> u32 {
         let (serial, req) = d.next_request(now).expect("a request");
         let size = d.jobs.front().unwrap().offer.size;
-        d.started(serial, DownloadReply::Start { size, from: req.from }, now).unwrap();
+        assert!(d.started(serial, DownloadReply::Start { size, from: req.from }, now));
         serial
     }
 
@@ -448,7 +448,7 @@ mod tests {
         let (serial, req) = d.next_request(at(0)).unwrap();
         assert_eq!(req, DownloadRequest { download: "a".into(), from: 0 });
         assert!(d.next_request(at(0)).is_none(), "one stream at a time");
-        d.started(serial, DownloadReply::Start { size: 100, from: 0 }, at(0)).unwrap();
+        assert!(d.started(serial, DownloadReply::Start { size: 100, from: 0 }, at(0)));
         assert_eq!(d.received(serial, 40, at(10)), Received::More);
         assert_eq!(
             d.ack_if_due(serial, at(10)),
@@ -479,11 +479,11 @@ mod tests {
         let (s2, req) = d.next_request(at(6)).expect("at once: the try brought bytes");
         assert_eq!(req.from, 30);
         assert_eq!(d.received(s1, 5, at(7)), Received::Refused, "the old stream's bytes");
-        assert!(d.started(s2, DownloadReply::Start { size: 100, from: 0 }, at(7)).is_err());
+        assert!(!d.started(s2, DownloadReply::Start { size: 100, from: 0 }, at(7)));
         assert!(d.next_request(at(7)).is_none(), "a try that brought nothing: a pause first");
         let (s3, req) = d.next_request(at(507)).expect("asked again");
         assert_eq!(req.from, 30);
-        d.started(s3, DownloadReply::Start { size: 100, from: 30 }, at(508)).unwrap();
+        assert!(d.started(s3, DownloadReply::Start { size: 100, from: 30 }, at(508)));
         assert_eq!(d.received(s3, 71, at(509)), Received::Refused, "more than the file holds");
     }
 
@@ -519,13 +519,13 @@ mod tests {
         d.offer(offer("b", 10), at(0)).unwrap();
         d.offer(offer("c", 10), at(0)).unwrap();
         let (s, _) = d.next_request(at(0)).unwrap();
-        assert!(d.started(s, DownloadReply::Start { size: 99, from: 0 }, at(1)).is_err());
+        assert!(!d.started(s, DownloadReply::Start { size: 99, from: 0 }, at(1)));
         assert!(d.progress(at(1)).unwrap().line().contains("99"), "says the size changed");
         assert_eq!(d.take_failures().len(), 1);
         let (s, req) = d.next_request(at(2)).unwrap();
         assert_eq!(req.download, "b", "the next one goes at once");
         let gone = DownloadReply::Error { message: "the offer is gone".into(), gone: true };
-        assert!(d.started(s, gone, at(2)).is_err());
+        assert!(!d.started(s, gone, at(2)));
         d.take_failures();
         let s = start(&mut d, at(3));
         assert_eq!(d.received(s, 10, at(4)), Received::Complete);

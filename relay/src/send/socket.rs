@@ -76,7 +76,7 @@ async fn serve_one(shared: &Shared, offers: &Offers, mut stream: UnixStream) {
         Waiting::Offered { offer, name, size, rx } => {
             let reply = Reply::Offered { offer: offer.clone(), name, size };
             if stream.write_all(&line(&reply)).await.is_err() {
-                let _ = withdraw(offers, &session, &offer);
+                withdraw(offers, &session, &offer);
                 return;
             }
             (session, offer, rx)

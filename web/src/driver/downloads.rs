@@ -9,7 +9,9 @@ use gloo_timers::callback::Timeout;
 use js_sys::{Array, Uint8Array};
 use tern::download::{DownloadProgress, Downloads, FileOffer, Received};
 use tern::relay_proto::offer::openable_url;
-use tern::relay_proto::{ClientMessage, DownloadReply, Offer, OfferAnswer, Offered, decode, encode_line};
+use tern::relay_proto::{
+    ClientMessage, DownloadReply, Offer, OfferAnswer, Offered, decode, encode_line,
+};
 use wasm_bindgen_futures::JsFuture;
 
 use super::Driver;
@@ -127,9 +129,9 @@ impl Driver {
         writer.write(&request);
         let started = match lines.next_line().await.map(|l| decode::<DownloadReply>(&l)) {
             Some(Ok(reply)) => self.st.borrow_mut().downloads.core.started(serial, reply, now()),
-            _ => Err(()),
+            _ => false,
         };
-        if started.is_err() {
+        if !started {
             writer.abort();
             lines.cancel();
             return self.download_stream_over(serial);
@@ -186,21 +188,25 @@ impl Driver {
         let Some(offer) = self.st.borrow().downloads.core.verifying().cloned() else { return };
         let chunks = std::mem::take(&mut self.st.borrow_mut().downloads.chunks);
         let result = async {
-            let blob = web_sys::Blob::new_with_u8_array_sequence(&chunks).map_err(|e| describe(&e))?;
+            let blob =
+                web_sys::Blob::new_with_u8_array_sequence(&chunks).map_err(|e| describe(&e))?;
             let buffer = JsFuture::from(blob.array_buffer()).await.map_err(|e| describe(&e))?;
-            let subtle = web_sys::window().ok_or("no window")?.crypto().map_err(|e| describe(&e))?.subtle();
+            let subtle =
+                web_sys::window().ok_or("no window")?.crypto().map_err(|e| describe(&e))?.subtle();
             let digest = subtle
                 .digest_with_str_and_buffer_source("SHA-256", &Uint8Array::new(&buffer))
                 .map_err(|e| describe(&e))?;
             let digest = JsFuture::from(digest).await.map_err(|e| describe(&e))?;
-            let hex: String = Uint8Array::new(&digest).to_vec().iter().map(|b| format!("{b:02x}")).collect();
+            let hex: String =
+                Uint8Array::new(&digest).to_vec().iter().map(|b| format!("{b:02x}")).collect();
             Ok::<_, String>((blob, hex))
         }
         .await;
         let answer = match result {
             Ok((blob, hex)) => {
                 let matches = hex == offer.sha256;
-                let answer = self.st.borrow_mut().downloads.core.verified(&offer.id, matches, now());
+                let answer =
+                    self.st.borrow_mut().downloads.core.verified(&offer.id, matches, now());
                 if matches {
                     self.hooks.save_file(&offer.name, &blob);
                 }
