@@ -17,15 +17,18 @@ use super::command::{MAX_REQUEST, Reply, Request, SOCKET_NAME, line};
 use super::offers::{FileSource, Offers};
 use crate::shared::Shared;
 
-/// Where the socket of a relay with state directory `dir` is.
+/// Where the socket of a relay with state directory `dir` (`--state-dir`, not its sessions/) is.
 pub fn socket_path(dir: &Path) -> PathBuf {
     dir.join(SOCKET_NAME)
 }
 
 /// Binds the socket (replacing one a dead relay left) and serves it until shutdown.
 pub(crate) async fn serve(shared: Arc<Shared>, offers: Arc<Offers>) {
-    let Some(state) = &shared.state else { return };
-    let path = socket_path(state.dir());
+    if shared.state.is_none() {
+        return; // bridge mode: no shell of ours to hear from
+    }
+    let Some(dir) = shared.config.state_dir() else { return };
+    let path = socket_path(&dir);
     let _ = std::fs::remove_file(&path);
     let listener = match UnixListener::bind(&path) {
         Ok(l) => l,

@@ -200,8 +200,13 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
         }
     });
     // `tern send` and `tern open` for the shell: the command is this executable too.
-    let bin = program.as_ref().ok().and_then(|relay| crate::send::install(state.dir(), relay));
-    let shell_env = crate::send::shell_env(state.dir(), &id, bin.as_deref());
+    let shell_env = match c.state_dir() {
+        Some(dir) => {
+            let bin = program.as_ref().ok().and_then(|relay| crate::send::install(&dir, relay));
+            crate::send::shell_env(&dir, &id, bin.as_deref())
+        }
+        None => Vec::new(),
+    };
     let recorder = match (c.history_lines, program) {
         (0, _) => None,
         (max_lines, Ok(program)) => Some(Recorder {
