@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, waitForPrompt, typeLine,
-  tempDir, cleanupState, newSession, screenshotsOfState, sleep, setPageHidden, browserName,
+  tempDir, cleanupState, newSession, screenshotsOfState, sleep, setPageHidden, browserName, pageDetail,
 } from './helpers.mjs';
 
 // What only Chromium's driver can do here: clipboard permissions, touch emulation, routing a page
@@ -222,6 +222,138 @@ test('a phone gets the extra-keys bar; sticky Ctrl then c interrupts sleep', chr
       document.getElementById('extra-keys').getBoundingClientRect().top,
     ]);
     assert.ok(termBottom <= barTop + 1, `the terminal (bottom ${termBottom}) runs under the bar (top ${barTop})`);
+  } finally {
+    await phone.close();
+  }
+});
+
+/// A finger on `p` through Chromium's input pipeline (CDP `Input.dispatchTouchEvent`: the
+/// browser's own touch events and gestures, long press and tap included): down at `from`, `hold`
+/// ms still, moved to `to` in `steps`, lifted.
+async function finger(p, from, { to = from, steps = 12, hold = 0 } = {}) {
+  const cdp = await p.context().newCDPSession(p);
+  const point = ({ x, y }) => [{ x: Math.round(x), y: Math.round(y), id: 1 }];
+  try {
+    await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: point(from) });
+    if (hold) await sleep(hold);
+    for (let i = 1; i <= steps && (to.x !== from.x || to.y !== from.y); i++) {
+      const at = { x: from.x + ((to.x - from.x) * i) / steps, y: from.y + ((to.y - from.y) * i) / steps };
+      await cdp.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: point(at) });
+      await sleep(16);
+    }
+    await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  } finally {
+    await cdp.detach();
+  }
+}
+
+/// A phone (touch, 390x760) on a new session of the file's relay, at its prompt.
+async function phoneSession() {
+  const phone = await launchBrowser({ viewport: { width: 390, height: 760 }, mobile: true });
+  await phone.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(relay.url).origin });
+  try {
+    await phone.page.goto(newSession(relay.url));
+    await waitForPrompt(phone.page);
+  } catch (e) {
+    await phone.close();
+    throw new Error(`${e.message}\n${phone.consoleLog.join('\n')}`);
+  }
+  return phone;
+}
+
+/// xterm.js's viewport: its first line's index and the rows it shows.
+const viewport = (p) => p.evaluate(() => {
+  const { term } = window.tern;
+  const buf = term.buffer.active;
+  const rows = Array.from({ length: term.rows }, (_, y) => buf.getLine(buf.viewportY + y)?.translateToString(true) ?? '');
+  return { y: buf.viewportY, base: buf.baseY, rows };
+});
+const numbersIn = (rows) => rows.filter((r) => /^\d+$/.test(r)).map(Number);
+
+test('a finger dragged down the terminal scrolls back through what scrolled off; up again returns', chromiumOnly, async () => {
+  const phone = await phoneSession();
+  const p = phone.page;
+  try {
+    // Paced: mosh sends screens, not bytes, and what scrolls by between two frames never reaches
+    // the page's scrollback (docs/BROWSER.md, "Scrollback and search").
+    await typeLine(p, 'clear; seq 1 200 | while read i; do echo $i; sleep 0.01; done');
+    await until(async () => numbersIn((await viewport(p)).rows).includes(200), { what: 'seq to end at 200', timeout: 30000, detail: pageDetail(p) });
+    const before = await viewport(p);
+    assert.ok(before.y > 0 && before.y === before.base, `xterm.js not at the bottom of a scrollback: ${JSON.stringify(before)}`);
+    const top = await cellCenter(p, 10, 4);
+    const bottom = await cellCenter(p, 10, 22);
+    await finger(p, top, { to: bottom });
+    const after = await until(async () => {
+      const v = await viewport(p);
+      return v.y < before.y && v;
+    }, { what: 'the drag to scroll xterm.js back', detail: pageDetail(p) });
+    // The text followed the finger: about one line per cell height moved (18 rows here).
+    const moved = before.y - after.y;
+    assert.ok(moved >= 14 && moved <= 19, `scrolled ${moved} lines for a drag over 18 rows`);
+    assert.ok(Math.min(...numbersIn(after.rows)) < Math.min(...numbersIn(before.rows)), `no earlier numbers:\n${after.rows.join('\n')}`);
+    assert.equal(await p.evaluate(() => window.scrollY), 0, 'the page itself scrolled');
+    assert.equal(await p.evaluate(() => window.tern.history.isOpen()), false, 'the history view opened');
+    await screenshotsOfState(p, 'page-touch-scrolled');
+    // Back up: the end again.
+    await finger(p, bottom, { to: top });
+    await until(async () => (await viewport(p)).y === before.y, { what: 'the drag up to return to the end', detail: pageDetail(p) });
+    // A program that asked for mouse reports gets the drag as the wheel: reports, not scrolling.
+    // (The first report is read; the rest of the drag's are drained before mouse mode goes off.)
+    await typeLine(p, "clear; stty -echo; printf '\\e[?1000h\\e[?1006h'; IFS= read -rd M x; sleep 1; " +
+      "printf '\\e[?1000l\\e[?1006l'; read -rt 0.3 -d '' rest; stty echo; printf 'got:%q\\n' \"$x\"");
+    await sleep(700);
+    const wheelFrom = await cellCenter(p, 10, 5);
+    await finger(p, wheelFrom, { to: await cellCenter(p, 10, 9) });
+    const still = await viewport(p);
+    assert.equal(still.y, still.base, 'xterm.js scrolled in mouse mode');
+    await until(async () => /^got:\$'\\(E|e|033)\[<64;\d+;\d+'$/m.test(await screen(p)), { what: 'a wheel-up report', detail: pageDetail(p) });
+  } finally {
+    await phone.close();
+  }
+});
+
+test('a long press on a phone offers Paste, which pastes the clipboard (bracketed); a tap stays a tap', chromiumOnly, async () => {
+  const phone = await phoneSession();
+  const p = phone.page;
+  const offerShown = () => p.evaluate(() => !document.getElementById('paste-offer').hidden);
+  try {
+    await p.evaluate(() => navigator.clipboard.writeText('from-touch'));
+    // A normal tap: no offer, and the terminal has the focus (the on-screen keyboard's).
+    await p.evaluate(() => document.activeElement.blur());
+    const at = await cellCenter(p, 12, 8);
+    await finger(p, at);
+    await until(() => p.evaluate(() => document.activeElement?.classList.contains('xterm-helper-textarea')), { what: 'the tap to focus the terminal' });
+    await sleep(700);
+    assert.equal(await offerShown(), false, 'a tap offered Paste');
+
+    // Long press: the offer at the press point; tapping elsewhere or Escape dismisses it.
+    await finger(p, at, { hold: 800 });
+    await until(offerShown, { what: 'the Paste offer' });
+    const box = await p.evaluate(() => document.getElementById('paste-offer').getBoundingClientRect().toJSON());
+    assert.ok(Math.abs(box.x + box.width / 2 - at.x) < 40 && box.bottom <= at.y, `the offer (${JSON.stringify(box)}) is not above the press at ${JSON.stringify(at)}`);
+    await finger(p, await cellCenter(p, 5, 20));
+    await until(async () => !(await offerShown()), { what: 'a tap elsewhere to dismiss the offer' });
+    await finger(p, at, { hold: 800 });
+    await until(offerShown, { what: 'the Paste offer again' });
+    await p.keyboard.press('Escape');
+    await until(async () => !(await offerShown()), { what: 'Escape to dismiss the offer' });
+    assert.doesNotMatch(await screen(p), /from-touch/, 'dismissing pasted');
+
+    // Paste: the program sees the clipboard, bracketed because it asked for bracketed paste.
+    await typeLine(p, "clear; printf '\\e[?2004h'; stty raw -echo; od -An -c -N 22; stty sane; printf '\\e[?2004l'; echo od-done");
+    await sleep(700);
+    await finger(p, at, { hold: 800 });
+    await until(offerShown, { what: 'the Paste offer for the paste' });
+    await screenshotsOfState(p, 'page-touch-paste-offer');
+    const button = await p.evaluate(() => {
+      const r = document.querySelector('#paste-offer button').getBoundingClientRect();
+      return { x: r.x + r.width / 2, y: r.y + r.height / 2 };
+    });
+    await finger(p, button);
+    await until(async () => /od-done/.test(await screen(p)), { what: 'od to read the paste', detail: pageDetail(p) });
+    const bytes = (await screen(p)).split('\n').filter((l) => /^\s+\S/.test(l) && !/od -An|od-done/.test(l)).join(' ').trim().split(/\s+/);
+    assert.deepEqual(bytes, ['033', '[', '2', '0', '0', '~', 'f', 'r', 'o', 'm', '-', 't', 'o', 'u', 'c', 'h', '033', '[', '2', '0', '1', '~']);
+    assert.equal(await offerShown(), false, 'the offer stayed after pasting');
   } finally {
     await phone.close();
   }
