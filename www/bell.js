@@ -32,11 +32,19 @@ export function wireBell({ settings }) {
       show();
       if (settings().notifications && 'Notification' in window && Notification.permission === 'granted') {
         note?.close();
-        note = new Notification(title, { body: 'The terminal rang its bell.', tag: 'tern-bell' });
-        note.onclick = () => {
-          window.focus();
-          note?.close();
-        };
+        note = null;
+        try {
+          const shown = new Notification(title, { body: 'The terminal rang its bell.', tag: 'tern-bell' });
+          shown.onclick = () => {
+            window.focus();
+            shown.close();
+          };
+          note = shown;
+        } catch (e) {
+          // Chrome on Android has the constructor but throws ("Illegal constructor": only a service
+          // worker may show one there); the title's mark stays.
+          console.warn(`bell: no notification (${e})`);
+        }
       }
     },
   };

@@ -198,6 +198,77 @@ test('a bell in a hidden tab marks its title until the tab is seen', async () =>
   assert.equal(await page.title(), 'build — tern');
 });
 
+test('a bell in a hidden tab raises a notification when the settings allow it, and only then', async () => {
+  // Headless browsers show no notification anyone could observe: the page's Notification is
+  // wrapped so the test sees each one constructed (title, options) and closed. Chromium's
+  // permission is the browser's own, granted here; Firefox's driver cannot grant it, so there the
+  // wrapper answers "granted" in the browser's place.
+  if (browserName() === 'chromium') {
+    await browser.context.grantPermissions(['notifications'], { origin: new URL(relay.url).origin });
+  }
+  await page.evaluate((fakeGrant) => {
+    const Real = window.Notification;
+    window.notes = [];
+    window.Notification = class {
+      static get permission() { return fakeGrant ? 'granted' : Real.permission; }
+      static requestPermission() { return fakeGrant ? Promise.resolve('granted') : Real.requestPermission(); }
+      constructor(title, options = {}) {
+        this.record = { title, body: options.body, tag: options.tag, closed: false };
+        window.notes.push(this.record);
+      }
+      close() { this.record.closed = true; }
+    };
+  }, browserName() !== 'chromium');
+  const notes = () => page.evaluate(() => window.notes);
+  const setNotify = (on) => page.evaluate((v) => {
+    const box = document.querySelector('#settings-form [name=notifications]');
+    box.checked = v;
+    box.dispatchEvent(new Event('change', { bubbles: true }));
+  }, on);
+  let n = 0;
+  // Rings while hidden (the page hides itself once the command is typed); visible again after.
+  const ringHidden = async () => {
+    n += 1;
+    await typeLine(page, `clear; printf '\\e]0;job\\a'; sleep 1; printf '\\a'; echo rang-${n}`);
+    await setPageHidden(page, true);
+    await until(async () => new RegExp(`^rang-${n}$`, 'm').test(await screen(page)), { what: `bell ${n}` });
+    await until(async () => (await page.title()) === '🔔 job — tern', { what: 'the title marked' });
+    await sleep(300);
+  };
+
+  // Off (the default): the title is marked, nothing more.
+  assert.equal(await page.evaluate(() => window.tern.settings.get().notifications), false);
+  await ringHidden();
+  assert.deepEqual(await notes(), [], 'a notification with the setting off');
+  await setPageHidden(page, false);
+
+  // On, as a person turns it on in the panel (the browser's permission is asked there).
+  await setNotify(true);
+  await until(() => page.evaluate(() => window.tern.settings.get().notifications), { what: 'the setting on' });
+  await ringHidden();
+  const [note] = await notes();
+  assert.equal((await notes()).length, 1, `notifications: ${JSON.stringify(await notes())}`);
+  assert.equal(note.title, 'job — tern');
+  assert.match(note.body, /bell/);
+  assert.equal(note.closed, false);
+  // Seen again: the notification goes, with the title's mark.
+  await setPageHidden(page, false);
+  assert.equal((await notes())[0].closed, true, 'the notification stayed after the tab was seen');
+  assert.equal(await page.title(), 'job — tern');
+
+  // A bell in the visible tab: a flash, no notification.
+  await typeLine(page, "clear; printf '\\a'; echo rang-visible");
+  await until(async () => /^rang-visible$/m.test(await screen(page)), { what: 'the visible bell' });
+  await sleep(300);
+  assert.equal((await notes()).length, 1, 'a notification for a bell in a visible tab');
+
+  await setNotify(false);
+  await until(() => page.evaluate(() => !window.tern.settings.get().notifications), { what: 'the setting off' });
+  await ringHidden();
+  assert.equal((await notes()).length, 1, 'a notification after the setting was turned off');
+  await setPageHidden(page, false);
+});
+
 test('a phone gets the extra-keys bar; sticky Ctrl then c interrupts sleep', chromiumOnly, async () => {
   const phone = await launchBrowser({ viewport: { width: 390, height: 760 }, mobile: true });
   try {
