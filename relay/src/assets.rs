@@ -41,10 +41,13 @@ pub fn mime(path: &str) -> &'static str {
     }
 }
 
-/// Cache policy: HTML always revalidates (it names the current hashed assets); a file whose
-/// name carries a content hash (`name-0123abcd.js`, `name.0123abcd.wasm`) never changes.
+/// Cache policy: HTML is never stored (it is the document the token's tab runs in, and it names
+/// the current files); other files revalidate, except that a file whose name carries a content
+/// hash (`name-0123abcd.js`, `name.0123abcd.wasm`) never changes.
 pub fn cache_control(path: &str) -> &'static str {
-    if path.ends_with(".html") || !is_hashed(path) {
+    if path.ends_with(".html") || path.ends_with(".htm") {
+        "no-store"
+    } else if !is_hashed(path) {
         "no-cache"
     } else {
         "public, max-age=31536000, immutable"
@@ -76,7 +79,7 @@ mod tests {
 
     #[test]
     fn cache_policy() {
-        assert_eq!(cache_control("index.html"), "no-cache");
+        assert_eq!(cache_control("index.html"), "no-store");
         assert_eq!(cache_control("app.js"), "no-cache");
         assert_eq!(cache_control("assets/app-3f9a1c2d.js"), "public, max-age=31536000, immutable");
         assert_eq!(cache_control("tern_bg.1a2b3c4d5e.wasm"), "public, max-age=31536000, immutable");

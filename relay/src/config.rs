@@ -186,6 +186,11 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_BASE_PATH", default_value = "/")]
     pub base_path: BasePath,
 
+    /// Another page origin (`https://host[:port]`) allowed to open sessions, besides the page's
+    /// own as the browser reached it (repeatable): for a proxy that rewrites `Host`.
+    #[arg(long = "allow-origin", env = "TERN_RELAY_ALLOW_ORIGIN", value_delimiter = ',')]
+    pub allow_origin: Vec<crate::security::AllowedOrigin>,
+
     /// Browser sessions at once.
     #[arg(long, env = "TERN_RELAY_MAX_SESSIONS", default_value_t = 16)]
     pub max_sessions: usize,

@@ -70,6 +70,10 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
     let service = hyper::service::service_fn(move |req| {
         let shared = Arc::clone(&svc_shared);
         async move {
+            // The policy names the host the browser used (WebTransport goes to it on the relay's
+            // UDP port); taken before the request moves into its route.
+            let host =
+                req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_string);
             // Everything is served under --base-path (`/` unless the relay sits behind a reverse
             // proxy that forwards a sub-path); routes below see the path without it.
             let mut resp = match shared.config.base_path.locate(req.uri().path()) {
@@ -86,9 +90,9 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
                 UnderBase::Bare => to_base(&shared, &req),
                 UnderBase::Outside => text(StatusCode::NOT_FOUND, "not found\n"),
             };
-            // Browsers must take the declared types at their word (wasm, module scripts).
-            resp.headers_mut()
-                .insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+            if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
+                crate::security::add_response_headers(resp.headers_mut(), host.as_deref());
+            }
             Ok::<_, Infallible>(resp)
         }
     });
@@ -117,8 +121,8 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
 /// The WebSocket fallback (`tern::relay_proto::websocket`): the same session as over
 /// WebTransport, for networks that pass only TCP. Refused before the upgrade: an Origin other
 /// than the page's own (a foreign site must not ride the browser's access), a missing or wrong
-/// token (offered as the subprotocol `tern-token.TOKEN`, which keeps it out of URLs and logs, or
-/// as `?token=`), a blocked address.
+/// token (offered as a subprotocol, `tern-token.TOKEN` or `tern-token-hex.HEX`, which keeps it
+/// out of URLs and logs; `?token=` from native clients), a blocked address.
 fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
     use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
     let headers = req.headers();
@@ -129,9 +133,8 @@ fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr)
     let (Some(key), true) = (headers.get(header::SEC_WEBSOCKET_KEY).cloned(), is_upgrade) else {
         return error(StatusCode::BAD_REQUEST, "bad_request", "a WebSocket upgrade was expected");
     };
-    if !same_origin(shared, headers) {
-        tracing::info!(%peer, "websocket with a foreign Origin refused");
-        return error(StatusCode::FORBIDDEN, "bad_origin", "this page's own origin only");
+    if let Err(refused) = check_origin(shared, headers, peer, "websocket") {
+        return refused;
     }
     let offered: Vec<String> = headers
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
@@ -141,7 +144,7 @@ fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr)
         .collect();
     let token = offered
         .iter()
-        .find_map(|p| p.strip_prefix("tern-token.").map(str::to_string))
+        .find_map(|p| tern::relay_proto::websocket::token_from_subprotocol(p))
         .or_else(|| crate::session::query_token(&req.uri().to_string()));
     match shared.auth.check(&shared.token, token.as_deref(), peer.ip(), Instant::now()) {
         AuthOutcome::Ok => {}
@@ -179,27 +182,31 @@ fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr)
     r
 }
 
-/// Whether the request's Origin (if any: only browsers send one, and only browsers can be
-/// made to connect by a foreign page) is this relay's own, as the browser reached it: the
-/// scheme, then the `Host` header. Behind a reverse proxy that ends TLS the scheme is the proxy's,
-/// which it names in `X-Forwarded-Proto`; a page cannot set that header on a WebSocket, and the
-/// host must still match.
-fn same_origin(shared: &Shared, headers: &hyper::HeaderMap) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN) else { return true };
-    let (Ok(origin), Some(host)) =
-        (origin.to_str(), headers.get(header::HOST).and_then(|h| h.to_str().ok()))
-    else {
-        return false;
-    };
+/// Refuses (403 `bad_origin`, logged) a request whose Origin is not this relay's page: see
+/// [`crate::security::http_origin_ok`] and `--allow-origin`.
+#[allow(clippy::result_large_err)]
+fn check_origin(
+    shared: &Shared,
+    headers: &hyper::HeaderMap,
+    peer: SocketAddr,
+    what: &str,
+) -> Result<(), Response<Body>> {
     let own = if shared.https_acceptor().is_some() { "https" } else { "http" };
-    let forwarded = headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').next())
-        .map(str::trim)
-        .filter(|p| p.eq_ignore_ascii_case("http") || p.eq_ignore_ascii_case("https"));
-    let scheme = forwarded.unwrap_or(own);
-    origin.eq_ignore_ascii_case(&format!("{scheme}://{host}"))
+    if crate::security::http_origin_ok(headers, own, &shared.config.allow_origin) {
+        return Ok(());
+    }
+    // Debug formatting: the header is the sender's text, escaped so it cannot forge log lines.
+    let origin =
+        headers.get(header::ORIGIN).map(|o| String::from_utf8_lossy(o.as_bytes()).into_owned());
+    let host =
+        headers.get(header::HOST).map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned());
+    tracing::warn!(
+        %peer,
+        ?origin,
+        ?host,
+        "{what} from a foreign Origin refused (403): not this relay's page (--allow-origin adds one)"
+    );
+    Err(error(StatusCode::FORBIDDEN, "bad_origin", "this page's own origin only"))
 }
 
 /// `/tern` under `--base-path /tern/`: to `/tern/`, where the page's relative URLs resolve.
@@ -250,6 +257,9 @@ fn handle(shared: &Shared, req: Request<Incoming>, path: &str, peer: SocketAddr)
 
 /// The API: every route needs `Authorization: Bearer TOKEN`, checked before anything else.
 fn api(shared: &Shared, req: &Request<Incoming>, path: &str, peer: SocketAddr) -> Response<Body> {
+    if let Err(refused) = check_origin(shared, req.headers(), peer, "api request") {
+        return refused;
+    }
     if let Err(refused) = authorize(shared, req, peer) {
         return refused;
     }
@@ -275,8 +285,8 @@ async fn history(
     if let Err(refused) = authorize(shared, &req, peer) {
         return refused;
     }
-    if !same_origin(shared, req.headers()) {
-        return error(StatusCode::FORBIDDEN, "bad_origin", "this page's own origin only");
+    if let Err(refused) = check_origin(shared, req.headers(), peer, "history request") {
+        return refused;
     }
     if req.method() != Method::POST {
         return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only POST");

@@ -34,6 +34,7 @@ pub mod logging;
 pub mod paste;
 pub mod record;
 mod registry;
+pub mod security;
 pub mod send;
 mod session;
 mod shared;

@@ -114,8 +114,8 @@ impl WsReader {
 }
 
 /// `ws://` or `wss://` to the page's own host and directory (`/ws`, or `/tern/ws` under a base
-/// path), with the token as a subprotocol when it can be one (keeps it out of URLs and logs), else
-/// in the query.
+/// path), with the token as a subprotocol (`relay_proto::websocket::token_subprotocol`), never in
+/// the URL.
 fn open_socket(token: &str) -> Result<WebSocket, String> {
     let location = web_sys::window().ok_or("no window")?.location();
     let host = location.host().map_err(|_| "no host")?;
@@ -124,15 +124,12 @@ fn open_socket(token: &str) -> Result<WebSocket, String> {
     let pathname = location.pathname().map_err(|_| "no path")?;
     let dir = crate::relay_link::page_dir(&pathname);
     let url = format!("{scheme}://{host}{dir}{}", WEBSOCKET_PATH.trim_start_matches('/'));
-    let token_is_a_word = !token.is_empty()
-        && token.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b));
-    let socket = if token_is_a_word {
-        let protocols = js_sys::Array::of2(&"tern".into(), &format!("tern-token.{token}").into());
-        WebSocket::new_with_str_sequence(&url, &protocols)
-    } else {
-        let query = String::from(js_sys::encode_uri_component(token));
-        WebSocket::new_with_str(&format!("{url}?token={query}"), "tern")
-    };
+    // Never `?token=`: a URL reaches proxy and server logs, a subprotocol does not.
+    let protocols = js_sys::Array::of2(
+        &tern::relay_proto::websocket::SUBPROTOCOL.into(),
+        &tern::relay_proto::websocket::token_subprotocol(token).into(),
+    );
+    let socket = WebSocket::new_with_str_sequence(&url, &protocols);
     socket.map_err(|e| crate::relay_link::describe(&e))
 }
 

@@ -26,6 +26,41 @@ pub const MAX_FRAME: usize = 64 * 1024;
 /// Upload streams one WebSocket may have open at once.
 pub const MAX_STREAMS: usize = 8;
 
+/// The subprotocol the page asks for (and the relay answers with).
+pub const SUBPROTOCOL: &str = "tern";
+
+/// The subprotocol that carries the token next to [`SUBPROTOCOL`], so the token is never in a
+/// URL (which proxies and servers log): `tern-token.TOKEN` when the token is a subprotocol word
+/// already (letters, digits, `-_.~`), else `tern-token-hex.` and the hex of its UTF-8 bytes.
+pub fn token_subprotocol(token: &str) -> String {
+    let is_word = !token.is_empty()
+        && token.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b));
+    if is_word {
+        return format!("tern-token.{token}");
+    }
+    let mut out = String::from("tern-token-hex.");
+    for b in token.bytes() {
+        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        out.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    out
+}
+
+/// The token of one offered subprotocol written by [`token_subprotocol`], if it is one.
+pub fn token_from_subprotocol(protocol: &str) -> Option<String> {
+    if let Some(hex) = protocol.strip_prefix("tern-token-hex.") {
+        let digits = hex.as_bytes();
+        if digits.len() % 2 != 0 {
+            return None;
+        }
+        let nibble = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+        let bytes: Option<Vec<u8>> =
+            digits.chunks(2).map(|p| Some(nibble(p[0])? << 4 | nibble(p[1])?)).collect();
+        return String::from_utf8(bytes?).ok();
+    }
+    protocol.strip_prefix("tern-token.").map(str::to_string)
+}
+
 const DATAGRAM: u8 = 0x00;
 const CONTROL: u8 = 0x01;
 const OPEN: u8 = 0x02;
@@ -116,6 +151,21 @@ impl<'a> Frame<'a> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tokens_travel_as_subprotocols() {
+        use super::{token_from_subprotocol as back, token_subprotocol as sub};
+        assert_eq!(sub("a1-b_c.d~"), "tern-token.a1-b_c.d~");
+        assert_eq!(sub("a b/é"), "tern-token-hex.6120622fc3a9");
+        for t in ["a1-b_c.d~", "a b/é", "x+y=z", "%41"] {
+            assert_eq!(back(&sub(t)).as_deref(), Some(t));
+            assert!(sub(t).bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b)));
+        }
+        assert_eq!(back("tern"), None);
+        assert_eq!(back("tern-token-hex.6"), None);
+        assert_eq!(back("tern-token-hex.zz"), None);
+        assert_eq!(back("tern-token-hex.ff"), None, "not UTF-8");
+    }
+
     use super::*;
 
     #[test]

@@ -110,6 +110,23 @@ async fn handle_incoming(shared: Arc<Shared>, incoming: IncomingSession) -> anyh
         request.not_found().await;
         return Ok(());
     }
+    // A browser names the page that opens the session: only the relay's own page (or an
+    // --allow-origin one) may, checked before the token so a foreign page learns nothing.
+    let origin = request.origin();
+    if !crate::security::webtransport_origin_ok(
+        origin,
+        request.authority(),
+        &shared.config.allow_origin,
+    ) {
+        tracing::warn!(
+            %peer,
+            ?origin,
+            authority = ?request.authority(),
+            "webtransport connect from a foreign Origin refused (403): not this relay's page (--allow-origin adds one)"
+        );
+        request.forbidden().await;
+        return Ok(());
+    }
     // A token in the URL is checked before the session is accepted; without one, the hello
     // must carry it and nothing happens before that check either.
     let pre_authed = match query_token(request.path()) {

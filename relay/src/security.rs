@@ -1,0 +1,292 @@
+//! The page as a security boundary: the response headers every HTTP answer carries (a strict
+//! Content-Security-Policy, no framing, no referrer, no sniffing, its own browsing context group)
+//! and the Origin checks of the browser-facing handshakes (WebSocket upgrade, `/api/*`,
+//! WebTransport CONNECT). docs/SECURITY.md says what each one defends against.
+
+use std::str::FromStr;
+
+use hyper::HeaderMap;
+use hyper::header::{self, HeaderValue};
+
+/// An origin the relay accepts besides its own page's (`--allow-origin`): `scheme://host[:port]`,
+/// kept lower-case with the scheme's default port made explicit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedOrigin(Origin);
+
+impl FromStr for AllowedOrigin {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Origin::parse(s.trim()).map(AllowedOrigin).ok_or_else(|| {
+            format!("bad origin {s:?}: want scheme://host[:port] (http or https, no path)")
+        })
+    }
+}
+
+impl std::fmt::Display for AllowedOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}:{}", self.0.scheme, self.0.host, self.0.port)
+    }
+}
+
+/// A web origin as browsers serialize it in the `Origin` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Origin {
+    scheme: &'static str,
+    /// Lower-case; an IPv6 literal keeps its brackets.
+    host: String,
+    port: u16,
+}
+
+impl Origin {
+    /// `http(s)://host[:port]` with nothing after it (a trailing `/` is tolerated for
+    /// `--allow-origin`). `null` and other schemes are `None`.
+    fn parse(s: &str) -> Option<Origin> {
+        let (scheme, rest) = s.split_once("://")?;
+        let scheme = match scheme.to_ascii_lowercase().as_str() {
+            "http" => "http",
+            "https" => "https",
+            _ => return None,
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let (host, port) = split_host_port(rest)?;
+        let port = match port {
+            Some(p) => p,
+            None => default_port(scheme),
+        };
+        Some(Origin { scheme, host, port })
+    }
+}
+
+fn default_port(scheme: &str) -> u16 {
+    if scheme == "https" { 443 } else { 80 }
+}
+
+/// `host[:port]` (a `Host` header, an `:authority`, an origin's tail): the host lower-case and
+/// checked to be a plain name or address (letters, digits, `-`, `.`, or a bracketed IPv6
+/// literal), the port if one is written.
+fn split_host_port(s: &str) -> Option<(String, Option<u16>)> {
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']')?;
+        if inside.is_empty()
+            || !inside.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
+            return None;
+        }
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':')?),
+        };
+        (format!("[{inside}]"), port)
+    } else {
+        let (host, port) = match s.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        };
+        let name_ok = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'.';
+        if host.is_empty() || !host.bytes().all(name_ok) {
+            return None;
+        }
+        (host.to_string(), port)
+    };
+    let port = match port {
+        None => None,
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse().ok()?),
+        Some(_) => return None,
+    };
+    Some((host.to_ascii_lowercase(), port))
+}
+
+/// Whether an `Origin` of an HTTP request (WebSocket upgrade, `/api/*`) is the page's own: its
+/// scheme (the relay's, or the one a TLS-ending proxy names in `X-Forwarded-Proto`) and the
+/// `Host` the browser sent (which is the address in its address bar: a proxy must pass `Host`
+/// through), or one of `allowed`. A request without `Origin` passes: browsers always send one
+/// on a WebSocket and on a cross-origin fetch; other clients are held by the token.
+pub(crate) fn http_origin_ok(
+    headers: &HeaderMap,
+    own_scheme: &'static str,
+    allowed: &[AllowedOrigin],
+) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else { return true };
+    let Some(origin) = origin.to_str().ok().and_then(Origin::parse) else { return false };
+    if allowed.iter().any(|a| a.0 == origin) {
+        return true;
+    }
+    let forwarded = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .map(str::trim)
+        .and_then(|p| match p.to_ascii_lowercase().as_str() {
+            "http" => Some("http"),
+            "https" => Some("https"),
+            _ => None,
+        });
+    let scheme = forwarded.unwrap_or(own_scheme);
+    let Some((host, port)) =
+        headers.get(header::HOST).and_then(|h| h.to_str().ok()).and_then(split_host_port)
+    else {
+        return false;
+    };
+    let own = Origin { scheme, host, port: port.unwrap_or(default_port(scheme)) };
+    origin == own
+}
+
+/// Whether the `Origin` of a WebTransport CONNECT may open a session: absent (a native client),
+/// one of `allowed`, or an http(s) origin whose host is the host the CONNECT went to. The page
+/// builds its WebTransport URL from its own `location.hostname`, so its host always matches;
+/// the port may not (behind a reverse proxy the page is on 443 and WebTransport on the relay's
+/// UDP port), so it is not compared. A page served from another port of the same host comes from
+/// whoever can reach the relay from that host anyway, and still needs the token.
+pub(crate) fn webtransport_origin_ok(
+    origin: Option<&str>,
+    authority: &str,
+    allowed: &[AllowedOrigin],
+) -> bool {
+    let Some(origin) = origin else { return true };
+    let Some(origin) = Origin::parse(origin) else { return false };
+    if allowed.iter().any(|a| a.0 == origin) {
+        return true;
+    }
+    split_host_port(authority).is_some_and(|(host, _)| host == origin.host)
+}
+
+/// The page's Content-Security-Policy. Scripts: the page's own files only, no inline script, no
+/// eval; `'wasm-unsafe-eval'` lets the page compile its own wasm module (and nothing else).
+/// Styles: xterm.js 6 writes `<style>` elements (its scrollbar colours, the DOM renderer's theme
+/// and cell size) and `style` attributes (the DOM renderer's contrast colours; the history view's
+/// line positions and 24-bit colours), so `'unsafe-inline'` stays for styles only (docs/SECURITY.md
+/// has the measurement). Connections: the page's own origin (fetch, ws/wss) and WebTransport to
+/// any port of the host it was loaded from (`host`: the request's `Host` without its port; the
+/// relay's UDP port differs from the page's behind a proxy). Nothing may frame the page.
+pub(crate) fn content_security_policy(host: Option<&str>) -> String {
+    let connect = match host.and_then(split_host_port) {
+        Some((host, _)) => format!("'self' https://{host}:*"),
+        None => "'self'".to_string(),
+    };
+    format!(
+        "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
+         style-src 'self' 'unsafe-inline'; img-src 'self'; font-src 'self'; \
+         manifest-src 'self'; connect-src {connect}; \
+         base-uri 'none'; form-action 'none'; object-src 'none'; frame-src 'none'; \
+         worker-src 'none'; frame-ancestors 'none'"
+    )
+}
+
+/// Adds the headers every HTTP answer of the relay carries (the page, its files, `/api/*`,
+/// errors). `host` is the request's `Host` header.
+pub(crate) fn add_response_headers(headers: &mut HeaderMap, host: Option<&str>) {
+    // Browsers must take the declared types at their word (wasm, module scripts).
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    if let Ok(csp) = HeaderValue::from_str(&content_security_policy(host)) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    // frame-ancestors' older spelling, for browsers that predate it.
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // Its own browsing context group: a page that opened this one (or that it opens) gets no
+    // handle on it. `tern open` opens with noopener anyway.
+    headers.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));
+    // Other origins may not load the relay's files as their subresources.
+    headers.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
+    headers.entry(header::CACHE_CONTROL).or_insert_with(|| HeaderValue::from_static("no-store"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn origins_parse_with_default_ports() {
+        let o = |s| Origin::parse(s);
+        assert_eq!(
+            o("https://Example.COM"),
+            Some(Origin { scheme: "https", host: "example.com".into(), port: 443 })
+        );
+        assert_eq!(
+            o("http://127.0.0.1:8080"),
+            Some(Origin { scheme: "http", host: "127.0.0.1".into(), port: 8080 })
+        );
+        assert_eq!(
+            o("http://[::1]:7480"),
+            Some(Origin { scheme: "http", host: "[::1]".into(), port: 7480 })
+        );
+        assert_eq!(o("null"), None);
+        assert_eq!(o("file://"), None);
+        assert_eq!(o("https://a.b/path"), None);
+        assert_eq!(o("https://a b"), None);
+        assert_eq!(o("https://a:99999"), None);
+        assert_eq!(o("https://a:"), None);
+        assert!("https://relay.example:8443/".parse::<AllowedOrigin>().is_ok());
+        assert!("relay.example".parse::<AllowedOrigin>().is_err());
+    }
+
+    #[test]
+    fn http_origin_is_scheme_and_host() {
+        let ok = |h: &[(&'static str, &str)], scheme| http_origin_ok(&headers(h), scheme, &[]);
+        assert!(ok(&[("host", "127.0.0.1:7480")], "http"), "no Origin: not a browser");
+        assert!(ok(&[("host", "127.0.0.1:7480"), ("origin", "http://127.0.0.1:7480")], "http"));
+        assert!(ok(&[("host", "Relay.example"), ("origin", "https://relay.example")], "https"));
+        assert!(ok(&[("host", "relay.example:443"), ("origin", "https://relay.example")], "https"));
+        assert!(!ok(&[("host", "127.0.0.1:7480"), ("origin", "http://127.0.0.1:7481")], "http"));
+        assert!(!ok(&[("host", "127.0.0.1:7480"), ("origin", "https://127.0.0.1:7480")], "http"));
+        assert!(!ok(&[("host", "127.0.0.1:7480"), ("origin", "http://evil.example")], "http"));
+        assert!(!ok(&[("host", "127.0.0.1:7480"), ("origin", "null")], "http"));
+        assert!(!ok(&[("origin", "http://127.0.0.1:7480")], "http"), "no Host to compare with");
+        let proxied = [
+            ("host", "relay.example"),
+            ("origin", "https://relay.example"),
+            ("x-forwarded-proto", "https"),
+        ];
+        assert!(ok(&proxied, "http"), "a TLS-ending proxy names its scheme");
+        let allowed = ["https://portal.example:8443".parse::<AllowedOrigin>().unwrap()];
+        let h = headers(&[("host", "10.0.0.5:7480"), ("origin", "https://portal.example:8443")]);
+        assert!(!http_origin_ok(&h, "http", &[]));
+        assert!(http_origin_ok(&h, "http", &allowed), "--allow-origin");
+    }
+
+    #[test]
+    fn webtransport_origin_is_the_connect_host() {
+        let ok = |o, a| webtransport_origin_ok(o, a, &[]);
+        assert!(ok(None, "127.0.0.1:7480"), "native clients send no Origin");
+        assert!(ok(Some("http://127.0.0.1:7480"), "127.0.0.1:7480"));
+        assert!(
+            ok(Some("https://relay.example"), "relay.example:4433"),
+            "page behind a proxy on 443"
+        );
+        assert!(ok(Some("http://localhost:7480"), "LOCALHOST:9999"));
+        assert!(ok(Some("http://[::1]:7480"), "[::1]:7480"));
+        assert!(
+            !ok(Some("http://127.0.0.1:7480"), "localhost:7480"),
+            "another name is another site"
+        );
+        assert!(!ok(Some("https://evil.example"), "relay.example:4433"));
+        assert!(!ok(Some("null"), "relay.example:4433"));
+        let allowed = ["https://portal.example".parse::<AllowedOrigin>().unwrap()];
+        assert!(webtransport_origin_ok(
+            Some("https://portal.example"),
+            "relay.example:4433",
+            &allowed
+        ));
+    }
+
+    #[test]
+    fn the_policy_names_the_host_only_when_it_is_a_plain_host() {
+        let csp = content_security_policy(Some("127.0.0.1:7480"));
+        assert!(csp.contains("connect-src 'self' https://127.0.0.1:*;"), "{csp}");
+        assert!(csp.contains("script-src 'self' 'wasm-unsafe-eval';"), "{csp}");
+        assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+        // A Host header cannot smuggle directives into the policy.
+        let csp = content_security_policy(Some("x; script-src *"));
+        assert!(csp.contains("connect-src 'self';"), "{csp}");
+        assert!(!csp.contains("script-src *"), "{csp}");
+        assert!(content_security_policy(None).contains("connect-src 'self';"));
+    }
+}

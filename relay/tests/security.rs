@@ -1,0 +1,231 @@
+//! The page as a security boundary (docs/SECURITY.md), against the real relay: the headers of
+//! every kind of answer (the page, a file, the API, an error), and the Origin check of the
+//! browser-facing handshakes (WebSocket upgrade, WebTransport CONNECT, `/api/*`), with
+//! `--allow-origin`; the token (also one that is no subprotocol word) never reaches the log.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use base64::Engine;
+use support::*;
+use tern::relay_proto::WEBSOCKET_PATH;
+use tern::relay_proto::websocket::token_subprotocol;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::{Error as WsError, handshake::client::Response};
+use wtransport::endpoint::ConnectOptions;
+use wtransport::error::ConnectingError;
+use wtransport::tls::Sha256Digest;
+use wtransport::{ClientConfig, Endpoint};
+
+/// One header of a lower-cased response head.
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':').map(str::trim))
+}
+
+/// The headers every answer carries, whatever it is.
+fn assert_boundary_headers(head: &str, addr: SocketAddr, what: &str) {
+    let csp = header(head, "content-security-policy").unwrap_or_else(|| panic!("{what}: no CSP"));
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self' 'wasm-unsafe-eval'",
+        "style-src 'self' 'unsafe-inline'",
+        &format!("connect-src 'self' https://{}:*", addr.ip()),
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "object-src 'none'",
+    ] {
+        assert!(csp.split(';').any(|d| d.trim() == directive), "{what}: {directive:?} in {csp}");
+    }
+    assert!(!csp.contains("'unsafe-eval'"), "{what}: no eval ({csp})");
+    assert!(
+        !csp.split(';').any(|d| d.trim().starts_with("script-src") && d.contains("unsafe-inline"))
+    );
+    let want = [
+        ("x-frame-options", "deny"),
+        ("referrer-policy", "no-referrer"),
+        ("x-content-type-options", "nosniff"),
+        ("cross-origin-opener-policy", "same-origin"),
+        ("cross-origin-resource-policy", "same-origin"),
+    ];
+    for (name, value) in want {
+        assert_eq!(header(head, name), Some(value), "{what}: {name}\n{head}");
+    }
+}
+
+#[tokio::test]
+async fn every_answer_carries_the_boundary_headers_and_its_cache_rule() {
+    let token = test_token("headers");
+    let relay = TestRelay::start(bridge_config(&token, &["127.0.0.1:60001"])).await;
+    let addr = relay.addr();
+    assert!(tern_relay::assets::page_present(), "build the page first (scripts/build-wasm.sh)");
+
+    let (status, head, body) = http_get_with_head(addr, "/", None).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("<script type=\"module\" src=\"app.js\">"), "the page itself");
+    assert!(!body.contains("<script>") && !body.contains(" onclick="), "no inline script");
+    assert_boundary_headers(&head, addr, "/");
+    assert_eq!(header(&head, "cache-control"), Some("no-store"), "the page is never stored");
+
+    for asset in ["/app.js", "/pkg/tern_bg.wasm", "/xterm/xterm.css"] {
+        let (status, head, _) = http_get_with_head(addr, asset, None).await;
+        assert_eq!(status, 200, "{asset}");
+        assert_boundary_headers(&head, addr, asset);
+        // Unhashed names revalidate; a hashed name would be immutable (assets.rs' unit test).
+        assert_eq!(header(&head, "cache-control"), Some("no-cache"), "{asset}");
+    }
+
+    let (status, head, body) = http_get_with_head(addr, "/api/info", Some(&token)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_boundary_headers(&head, addr, "/api/info");
+    assert_eq!(header(&head, "cache-control"), Some("no-store"));
+
+    for (path, bearer, want) in
+        [("/api/info", None, 401), ("/api/nothing", Some(&token), 404), ("/nothing", None, 404)]
+    {
+        let (status, head, _) = http_get_with_head(addr, path, bearer.map(String::as_str)).await;
+        assert_eq!(status, want, "{path}");
+        assert_boundary_headers(&head, addr, path);
+        assert_eq!(header(&head, "cache-control"), Some("no-store"), "{path}");
+    }
+    relay.stop().await;
+}
+
+/// A WebSocket upgrade as a browser sends it: `origin`, and the token as the page offers it.
+async fn ws_upgrade(
+    addr: SocketAddr,
+    host: Option<&str>,
+    origin: Option<&str>,
+    token: &str,
+) -> Result<Response, WsError> {
+    let mut request = format!("ws://{addr}{WEBSOCKET_PATH}").into_client_request().unwrap();
+    let h = request.headers_mut();
+    if let Some(o) = origin {
+        h.insert("origin", HeaderValue::from_str(o).unwrap());
+    }
+    if let Some(host) = host {
+        h.insert("host", HeaderValue::from_str(host).unwrap());
+    }
+    let protocols = format!("tern, {}", token_subprotocol(token));
+    h.insert("sec-websocket-protocol", HeaderValue::from_str(&protocols).unwrap());
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    tokio_tungstenite::client_async(request, tcp).await.map(|(_, r)| r)
+}
+
+fn refusal(e: WsError) -> u16 {
+    match e {
+        WsError::Http(r) => r.status().as_u16(),
+        other => panic!("expected an HTTP refusal, got {other}"),
+    }
+}
+
+/// A WebTransport CONNECT to the relay, with `origin` as a browser would name its page.
+async fn wt_connect(relay: &TestRelay, origin: Option<&str>) -> Result<(), ConnectingError> {
+    let hashes: Vec<Sha256Digest> = relay
+        .relay
+        .cert_hashes()
+        .iter()
+        .map(|h| {
+            let b: [u8; 32] =
+                base64::engine::general_purpose::STANDARD.decode(h).unwrap().try_into().unwrap();
+            Sha256Digest::new(b)
+        })
+        .collect();
+    let config =
+        ClientConfig::builder().with_bind_default().with_server_certificate_hashes(hashes).build();
+    let endpoint = Endpoint::client(config).unwrap();
+    let mut options =
+        ConnectOptions::builder(format!("https://127.0.0.1:{}/wt", relay.addr().port()));
+    if let Some(o) = origin {
+        options = options.add_header("origin", o);
+    }
+    let conn = endpoint.connect(options.build()).await?;
+    conn.close(0u32.into(), b"done");
+    Ok(())
+}
+
+#[tokio::test]
+async fn handshakes_from_a_foreign_origin_are_refused() {
+    // Not a subprotocol word: the page sends it hex-encoded, never as `?token=`.
+    let token = format!("{} with spaces/and+signs", test_token("origin"));
+    let mut config = bridge_config(&token, &["127.0.0.1:60001"]);
+    config.allow_origin = vec!["https://portal.example:8443".parse().unwrap()];
+    let relay = TestRelay::start(config).await;
+    let addr = relay.addr();
+    let own = format!("http://{addr}");
+
+    // WebSocket: the page's own origin, no Origin (a native client), an allowed one: in.
+    for origin in [Some(own.as_str()), None, Some("https://portal.example:8443")] {
+        let r = ws_upgrade(addr, None, origin, &token)
+            .await
+            .unwrap_or_else(|e| panic!("{origin:?}: {e}"));
+        assert_eq!(r.status().as_u16(), 101);
+    }
+    // A foreign page, the relay's port on another host name, another port, `null` (a sandboxed
+    // frame), another scheme: 403, before the token is looked at.
+    let other_port = format!("http://{}:{}", addr.ip(), addr.port() + 1);
+    let foreign = [
+        "https://evil.example",
+        "http://localhost:1",
+        &other_port,
+        "null",
+        &format!("https://{addr}"),
+    ];
+    for origin in foreign {
+        let e = ws_upgrade(addr, None, Some(origin), &token).await.unwrap_err();
+        assert_eq!(refusal(e), 403, "{origin}");
+    }
+    // DNS rebinding sends a matching Host with the attacker's name: only the token stops that
+    // (docs/SECURITY.md); a Host naming another site than the Origin is refused.
+    let e = ws_upgrade(addr, Some("relay.example"), Some(&own), &token).await.unwrap_err();
+    assert_eq!(refusal(e), 403);
+
+    // /api/*: a foreign page's fetch is refused even with the token.
+    let (status, _) = http_get_origin(addr, "/api/info", &token, "https://evil.example").await;
+    assert_eq!(status, 403);
+    let (status, _) = http_get_origin(addr, "/api/info", &token, &own).await;
+    assert_eq!(status, 200);
+
+    // WebTransport: the CONNECT's Origin against the host it went to.
+    wt_connect(&relay, None).await.expect("a native client (no Origin)");
+    wt_connect(&relay, Some(&own)).await.expect("the relay's own page");
+    wt_connect(&relay, Some(&format!("http://127.0.0.1:{}", addr.port() + 7)))
+        .await
+        .expect("the page through a forwarder on another port of the same host");
+    wt_connect(&relay, Some("https://portal.example:8443")).await.expect("--allow-origin");
+    for origin in ["https://evil.example", "http://localhost:1", "null"] {
+        match wt_connect(&relay, Some(origin)).await {
+            Err(ConnectingError::SessionRejected) => {}
+            other => panic!("{origin}: expected a refused session, got {other:?}"),
+        }
+    }
+
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let logs = logs();
+    assert!(logs.contains("websocket from a foreign Origin refused (403)"), "a clear log line");
+    assert!(logs.contains("webtransport connect from a foreign Origin refused (403)"));
+    assert!(logs.contains("\"https://evil.example\""), "the refused origin is named");
+    assert_not_logged(&token, "token");
+    assert_not_logged(&token_subprotocol(&token), "token (as a subprotocol)");
+    relay.stop().await;
+}
+
+/// `GET path` with the token and an `Origin`, as a page's fetch sends it.
+async fn http_get_origin(addr: SocketAddr, path: &str, token: &str, origin: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\nAuthorization: Bearer {token}\r\n\
+         Connection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut resp = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut resp)).await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&resp).into_owned();
+    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, text)
+}
