@@ -99,6 +99,18 @@ test('a burst of server states between two frames is one xterm.js write', async 
     assert.ok(s.writes <= 1, `more than one screen write in one frame interval: ${JSON.stringify(steps)}`);
     assert.ok(s.calls <= 1, `xterm.js was written more than once in one frame interval: ${JSON.stringify(steps)}`);
   }
+  // A flood that goes on is drawn at most 15 times a second (docs/BENCHMARKS.md, "The cost of a
+  // frame"): the pacer says it floods and skips frames.
+  const paced = await until(async () => {
+    const d = (await counts(page)).draws;
+    return d.flooding && d.floodSkips > 0 ? d : null;
+  }, { timeout: 10000, what: 'the flood pace', detail: pageDetail(page) });
+  const t0 = await page.evaluate(() => ({ draws: window.tern.stats().draws.draws, at: performance.now() }));
+  await sleep(1000);
+  const t1 = await page.evaluate(() => ({ draws: window.tern.stats().draws.draws, at: performance.now() }));
+  const rate = (t1.draws - t0.draws) * 1000 / (t1.at - t0.at);
+  console.log(`# flood pace: ${rate.toFixed(1)} draws/s, ${paced.floodSkips} frames skipped so far`);
+  assert.ok(rate <= 16.5, `drawn ${rate.toFixed(1)} times a second during the flood`);
   await page.keyboard.press('Control+C');
   await until(async () => /\^C\n[^\n]*[$#] ?$/.test((await screen(page)).trimEnd()), { timeout: 30000, what: 'the prompt after the flood', detail: pageDetail(page) });
   await typeLine(page, 'echo flood-over-$((6*7))');

@@ -700,7 +700,12 @@ impl Driver {
         if bytes.is_empty() {
             return;
         }
-        let action = self.st.borrow_mut().paste.queue.key(now(), bytes);
+        let action = {
+            let mut st = self.st.borrow_mut();
+            // The person is typing: every echo is drawn at once, flood or not.
+            st.pacer.note_input(now());
+            st.paste.queue.key(now(), bytes)
+        };
         match action {
             KeyAction::Send => self.send_input(bytes),
             KeyAction::Held => self.render(false),
@@ -860,7 +865,7 @@ impl Driver {
                 .session
                 .as_ref()
                 .map(|s| st.side_effects.observe(s.server_state().framebuffer()));
-            (changes, st.pacer.request(new_state))
+            (changes, st.pacer.request(new_state, now()))
         };
         if let Some(changes) = changes {
             if let Some(title) = &changes.title {
@@ -897,7 +902,7 @@ impl Driver {
         let weak = Rc::downgrade(self);
         let on_frame = Closure::<dyn FnMut(f64)>::new(move |_at: f64| {
             if let Some(d) = weak.upgrade() {
-                let pace = d.st.borrow_mut().pacer.on_animation_frame();
+                let pace = d.st.borrow_mut().pacer.on_animation_frame(now());
                 d.follow(pace);
             }
         });
@@ -923,7 +928,7 @@ impl Driver {
     /// The page was hidden or shown: hidden, nothing is drawn; shown, the newest screen is drawn
     /// in one go.
     fn set_visible(&self, visible: bool) {
-        let pace = self.st.borrow_mut().pacer.set_visible(visible);
+        let pace = self.st.borrow_mut().pacer.set_visible(visible, now());
         self.follow(pace);
     }
 

@@ -94,6 +94,8 @@ pub fn pacer(p: &DrawPacer) -> JsValue {
         ("draws", big(c.draws)),
         ("immediate", big(c.immediate)),
         ("coalesced", big(c.coalesced)),
+        ("floodSkips", big(c.flood_skips)),
+        ("flooding", p.flooding(crate::clock::now()).into()),
     ])
 }
 
