@@ -3,7 +3,8 @@
 //!
 //! Scenarios: keystroke echo latency ([`echo`], and Tern in the browser through [`browser`]),
 //! continuous screen updates ([`frames`]), the relay's cost ([`relay`]), pasting a picture
-//! ([`browser::paste`]), predictive local echo on a typing trace ([`predictive`]). Each produces target rows (`bench/results.json`: `{name, value, unit,
+//! ([`browser::paste`]), predictive local echo on a typing trace ([`predictive`]), page load against
+//! the page before issue 15 ([`page_load`]). Each produces target rows (`bench/results.json`: `{name, value, unit,
 //! target, met}`) and details without targets. [`report`] renders them into the generated
 //! section of `docs/BENCHMARKS.md`. `--quick` runs every scenario briefly, for `npm test` (the
 //! harness must not silently break; timings are not asserted there).
@@ -18,6 +19,7 @@ pub mod frame_cost;
 pub mod frames;
 pub mod link;
 pub mod machine;
+pub mod page_load;
 pub mod predictive;
 pub mod relay;
 pub mod report;
@@ -43,10 +45,11 @@ pub enum Part {
     History,
     Cost,
     Core,
+    Load,
 }
 
 impl Part {
-    pub const ALL: [Part; 9] = [
+    pub const ALL: [Part; 10] = [
         Part::Echo,
         Part::Frames,
         Part::Relay,
@@ -56,6 +59,7 @@ impl Part {
         Part::History,
         Part::Cost,
         Part::Core,
+        Part::Load,
     ];
 
     pub fn parse(name: &str) -> Option<Part> {
@@ -69,6 +73,7 @@ impl Part {
             "history" => Some(Part::History),
             "core" => Some(Part::Core),
             "cost" => Some(Part::Cost),
+            "load" => Some(Part::Load),
             _ => None,
         }
     }
@@ -175,7 +180,7 @@ impl Options {
     }
 }
 
-fn progress(msg: &str) {
+pub(crate) fn progress(msg: &str) {
     eprintln!("[bench] {msg}");
 }
 
@@ -197,6 +202,7 @@ pub fn run(options: &Options) -> Report {
             Part::History => history_rows(options, &mut report),
             Part::Core => core_rows(options, &mut report),
             Part::Cost => cost_rows(options, &mut report),
+            Part::Load => page_load::rows(options.quick, &mut report),
         }
     }
     report.machine.load_after = machine::load();
