@@ -171,7 +171,9 @@ impl DrawPacer {
     /// A draw now would come sooner than a flood's interval allows.
     fn flood_holds(&self, now: Instant) -> bool {
         self.flooding(now)
-            && self.last_draw.is_some_and(|t| now.saturating_duration_since(t) < FLOOD_DRAW_INTERVAL)
+            && self
+                .last_draw
+                .is_some_and(|t| now.saturating_duration_since(t) < FLOOD_DRAW_INTERVAL)
     }
 
     /// The page became visible or hidden (`document.visibilityState`).
