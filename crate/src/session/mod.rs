@@ -218,9 +218,11 @@ impl<S: ServerState> ClientSession<S> {
             || self.transport.local().key_bytes() + bytes.len() > MAX_UNACKED_INPUT;
         if waits {
             self.predictor.reset();
-        } else if let Some(fb) = self.transport.remote().framebuffer() {
-            let carrier = StateNum(self.sent_state_num().0 + 1);
-            self.predictor.on_keys(now, bytes, carrier, fb);
+        } else if let Some(fb) = self.transport.remote().framebuffer()
+            && let Some(carrier) = self.sent_state_num().0.checked_add(1)
+        {
+            // After `shutdown` the last state sent is SHUTDOWN (u64::MAX): none carries these.
+            self.predictor.on_keys(now, bytes, StateNum(carrier), fb);
         }
         self.held_input.extend(bytes);
         self.release_held_input(now);

@@ -1,0 +1,30 @@
+//! Inputs the fuzz targets (fuzz/, docs/FUZZING.md) found to break the core, each kept as a
+//! named test once fixed. The fuzz target that found it is named in each test's comment.
+
+use tern::session::{ClientSession, SessionConfig};
+use tern::terminal::Complete;
+use tern::time::Instant;
+use tern::wire::Key;
+
+fn key() -> Key {
+    "WLThFE98+opDlEMyexqWsA".parse().expect("valid key")
+}
+
+/// transport_session: keys typed after `shutdown` (before the server acknowledged it) asked the
+/// predictor for the state after the shutdown state, `u64::MAX + 1`: an overflow panic in a
+/// debug build, a prediction for state 0 in a release one.
+#[test]
+fn typing_after_shutdown_does_not_overflow_the_state_number() {
+    let mut now = Instant::from_millis(1_000);
+    let mut client: ClientSession<Complete> =
+        ClientSession::new(SessionConfig::new(key(), 80, 24), now);
+    client.shutdown(now);
+    for _ in 0..3 {
+        while client.poll_transmit().is_some() {}
+        now = Instant::from_millis(now.as_millis() + 300);
+        client.handle_timeout(now);
+    }
+    client.handle_input(now, b"typed after quitting");
+    while client.poll_transmit().is_some() {}
+    assert!(!client.is_closed(), "the server has not acknowledged the shutdown");
+}

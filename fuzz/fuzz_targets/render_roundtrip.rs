@@ -1,0 +1,62 @@
+//! The renderer round trip: emulate bytes A, render that frame onto a terminal that knows
+//! nothing (a full paint), then render A -> A+B onto the same terminal; the terminal must show
+//! what was wanted each time. Both renderers: mosh-server's choices and the page's in-place one.
+//! Also mosh's state diff: `Complete::diff_events` from blank -> A and A -> A+B (with a resize)
+//! applied to a copy rebuilds the server's state.
+//!
+//! Input: `cols rows split(u16 LE) resize rcols rrows` then the bytes; A is the first `split %
+//! (len + 1)` of them, B the rest.
+//!
+//! Invariants: no panic; every rendered terminal and rebuilt state `looks_like` the wanted
+//! frame (as drawn: mosh's `Complete::compare`).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tern::terminal::{Complete, Emulator, Framebuffer, Renderer};
+use tern_fuzz::{Reader, check_framebuffer, size};
+
+fn same(got: &Framebuffer, want: &Framebuffer, what: &str) {
+    if let Err(e) = got.looks_like(want) {
+        panic!("{what}: {e}\ngot {got:?}\nwant {want:?}");
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut r = Reader(data);
+    let (cols, rows) = size(r.u8(), r.u8());
+    let split = usize::from(r.u16());
+    let resize = r.u8() & 1 != 0;
+    let (rcols, rrows) = size(r.u8(), r.u8());
+    let bytes = r.rest();
+    let (a, b) = bytes.split_at(split % (bytes.len() + 1));
+
+    let mut server_a = Complete::new(cols, rows);
+    server_a.feed_host_bytes(a);
+    let mut server_b = server_a.clone();
+    server_b.feed_host_bytes(b);
+    let (fa, fb) = (server_a.framebuffer(), server_b.framebuffer());
+    check_framebuffer(fa);
+    check_framebuffer(fb);
+
+    for (name, renderer) in [("mosh", Renderer::new()), ("in place", Renderer::in_place())] {
+        let mut terminal = Emulator::new(fa.size());
+        // A full paint does not resend the clipboard: the terminal already had it.
+        terminal.feed(format!("\x1b]52;c;{}\x07", fa.clipboard()).as_bytes());
+        terminal.feed(&renderer.render(None, fa));
+        same(terminal.framebuffer(), fa, &format!("{name}: full paint"));
+        terminal.feed(&renderer.render(Some(fa), fb));
+        same(terminal.framebuffer(), fb, &format!("{name}: update"));
+    }
+
+    let blank = Complete::new(cols, rows);
+    let mut client = blank.clone();
+    client.apply_events(&server_a.diff_events(&blank)).expect("diff from blank applies");
+    same(client.framebuffer(), fa, "state diff blank -> A");
+    let mut server_c = server_a.clone();
+    if resize {
+        server_c.resize(rcols, rrows).expect("a small size");
+    }
+    server_c.feed_host_bytes(b);
+    client.apply_events(&server_c.diff_events(&server_a)).expect("diff applies");
+    same(client.framebuffer(), server_c.framebuffer(), "state diff A -> B");
+});
