@@ -69,7 +69,9 @@ case $cmd in
     minutes=${3:-10}
     build
     if [[ -n ${2:-} && $2 != all ]]; then list=("$2"); else mapfile -t list < <(targets); fi
-    for t in "${list[@]}"; do run "$t" "$((minutes * 60))" "target/corpus/$t"; done
+    failed=()
+    for t in "${list[@]}"; do run "$t" "$((minutes * 60))" "target/corpus/$t" || failed+=("$t"); done
+    if ((${#failed[@]})); then echo "[fuzz] crashed: ${failed[*]}" >&2; exit 1; fi
     ;;
   merge)
     if [[ -n ${2:-} ]]; then list=("$2"); else mapfile -t list < <(targets); fi

@@ -75,6 +75,20 @@ else
   cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
 fi
 
+# --- nightly Rust and cargo-fuzz (the fuzz stage: scripts/fuzz.sh, docs/FUZZING.md) ------------
+if rustup toolchain list | grep -q '^nightly'; then
+  log "rustup: nightly toolchain present, skipping"
+else
+  log "rustup: installing the nightly toolchain (minimal profile)"
+  rustup toolchain install nightly --profile minimal
+fi
+if cargo fuzz --version >/dev/null 2>&1; then
+  log "cargo-fuzz: $(cargo fuzz --version) present, skipping"
+else
+  log "cargo-fuzz: installing (takes ~3 min)"
+  cargo +nightly install cargo-fuzz --locked
+fi
+
 # --- npm packages ----------------------------------------------------------------------------
 # npm writes node_modules/.package-lock.json on every install: older than package.json or
 # package-lock.json means the install is stale.

@@ -48,7 +48,11 @@ stage_tools() {
   fi
 }
 
-stage_fmt() { cargo fmt --all --check; }
+stage_fmt() {
+  cargo fmt --all --check
+  # The fuzz crate is a workspace of its own (not in --all).
+  cargo fmt --manifest-path fuzz/Cargo.toml --check
+}
 
 stage_clippy() {
   cargo clippy --workspace --all-targets -- -D warnings
@@ -89,7 +93,11 @@ stage_browser() {
   fi
 }
 
-STAGES=(setup tools fmt clippy wasm test browser)
+# Every fuzz target for a few seconds from its committed corpus (fuzz/corpus/); a crash fails.
+# Longer runs: `bash scripts/fuzz.sh long` (docs/FUZZING.md).
+stage_fuzz() { bash scripts/fuzz.sh short "${TERN_FUZZ_SECONDS:-5}"; }
+
+STAGES=(setup tools fmt clippy wasm test fuzz browser)
 selected=("$@")
 ((${#selected[@]})) || selected=("${STAGES[@]}")
 for s in "${selected[@]}"; do
