@@ -4,6 +4,7 @@
 //!
 //! - [`echo`]: `echo-bench.mjs`, keystroke echo through linkemu at one RTT (issue row 1).
 //! - [`paste`]: `paste-bench.mjs`, a picture pasted over a rate-limited link (issue row 3).
+//! - [`download`]: `download-bench.mjs`, `tern send FILE` over a rate-limited link (issue 15).
 //! - [`resume`]: `resume-bench.mjs`, reloads of a page with a running shell (issue 13).
 //!
 //! A missing `node`, Chromium or mosh-server makes the script fail, and that failure is returned
@@ -251,6 +252,71 @@ pub fn paste(setup: &PasteSetup) -> anyhow::Result<PasteRun> {
     if run.echo_idle_ms.n == 0 || run.echo_during_ms.n == 0 {
         bail!(
             "paste: no keys timed ({} idle, {} during the upload); the upload was too short",
+            run.echo_idle_ms.n,
+            run.echo_during_ms.n
+        );
+    }
+    Ok(run)
+}
+
+/// What the page saw of the relay's pacer during a download.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadPage {
+    /// `stats().download.rate` (bytes/s over about a second) x 8, median over the middle.
+    pub rate_median_bps: Option<f64>,
+    /// Bytes at the page per second of the download x 8, median.
+    pub goodput_median_bps: Option<f64>,
+    /// The longest the page's byte count stood still (sampled every 20 ms).
+    pub max_read_gap_ms: Option<f64>,
+    pub mosh_srtt_median_ms: Option<f64>,
+}
+
+/// What `download-bench.mjs --json` prints (the fields the suite uses), ms on the page's clock.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadRun {
+    pub size: u64,
+    pub rate: String,
+    pub rtt_ms: f64,
+    pub queue: String,
+    /// The first byte at the page → the checked file handed to the browser (its download).
+    pub download_ms: f64,
+    /// `size` x 8 / the link's rate.
+    pub limit_ms: f64,
+    pub ratio: f64,
+    /// The offer seen by the page → the download.
+    pub offer_to_saved_ms: f64,
+    pub offer_to_first_byte_ms: f64,
+    /// First byte → last byte at the page.
+    pub receive_ms: f64,
+    /// Last byte → the download (the SHA-256 check and the save).
+    pub verify_ms: f64,
+    pub echo_idle_ms: Summary,
+    pub echo_during_ms: Summary,
+    pub srtt_idle_ms: Option<f64>,
+    pub page: DownloadPage,
+}
+
+/// `tern send FILE` in the shell of a browser session behind an emulated link: sizes and link as
+/// the paste scenario's.
+pub fn download(setup: &PasteSetup) -> anyhow::Result<DownloadRun> {
+    let args = [
+        "--size".to_string(),
+        setup.size.to_string(),
+        "--rate".into(),
+        setup.rate.into(),
+        "--rtt".into(),
+        setup.rtt_ms.to_string(),
+        "--queue".into(),
+        setup.queue.into(),
+        "--keys".into(),
+        setup.keys.to_string(),
+    ];
+    let run: DownloadRun = node_json("download-bench.mjs", &args)?;
+    if run.echo_idle_ms.n == 0 || run.echo_during_ms.n == 0 {
+        bail!(
+            "download: no keys timed ({} idle, {} during the download); it was too short",
             run.echo_idle_ms.n,
             run.echo_during_ms.n
         );

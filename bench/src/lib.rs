@@ -40,6 +40,7 @@ pub enum Part {
     Frames,
     Relay,
     Paste,
+    Download,
     Predict,
     Resume,
     History,
@@ -49,11 +50,12 @@ pub enum Part {
 }
 
 impl Part {
-    pub const ALL: [Part; 10] = [
+    pub const ALL: [Part; 11] = [
         Part::Echo,
         Part::Frames,
         Part::Relay,
         Part::Paste,
+        Part::Download,
         Part::Predict,
         Part::Resume,
         Part::History,
@@ -68,6 +70,7 @@ impl Part {
             "frames" => Some(Part::Frames),
             "relay" => Some(Part::Relay),
             "paste" => Some(Part::Paste),
+            "download" => Some(Part::Download),
             "predict" => Some(Part::Predict),
             "resume" => Some(Part::Resume),
             "history" => Some(Part::History),
@@ -102,6 +105,8 @@ pub struct Options {
     pub fallback_rtts_ms: Vec<u64>,
     pub fallback_loss_percent: f64,
     pub paste: browser::PasteSetup,
+    /// `tern send FILE` in the shell: the file and the link (the paste's, roles swapped).
+    pub download: browser::PasteSetup,
     /// Links of the predictive-echo scenario, and whether it types the short trace.
     pub predict_links: Vec<LinkSetting>,
     pub predict_quick_trace: bool,
@@ -130,6 +135,14 @@ impl Options {
             fallback_loss_percent: 1.0,
             // The issue's "Paste a picture" scenario (docs/BENCHMARKS.md, "Paste").
             paste: browser::PasteSetup {
+                size: 13_400_000,
+                rate: "9mbit",
+                rtt_ms: 80,
+                queue: "1s",
+                keys: 40,
+            },
+            // Issue 15's download: the same file size and link as the paste.
+            download: browser::PasteSetup {
                 size: 13_400_000,
                 rate: "9mbit",
                 rtt_ms: 80,
@@ -172,6 +185,13 @@ impl Options {
                 queue: "200ms",
                 keys: 4,
             },
+            download: browser::PasteSetup {
+                size: 1_000_000,
+                rate: "8mbit",
+                rtt_ms: 20,
+                queue: "200ms",
+                keys: 4,
+            },
             predict_links: vec![LinkSetting::rtt(200)],
             predict_quick_trace: true,
             resume_rtts_ms: vec![0],
@@ -197,6 +217,7 @@ pub fn run(options: &Options) -> Report {
             Part::Frames => frame_rows(options, &mut report),
             Part::Relay => relay_rows(options, &mut report),
             Part::Paste => paste_rows(options, &mut report),
+            Part::Download => download_rows(options, &mut report),
             Part::Predict => predict_rows(options, &mut report),
             Part::Resume => resume_rows(options, &mut report),
             Part::History => history_rows(options, &mut report),
@@ -896,6 +917,81 @@ fn paste_rows(options: &Options, report: &mut Report) {
     d("pacer window median", run.pacer.window_median_bytes.map(|b| b / 1024.0), "KiB");
     d("pacer in flight median", run.pacer.in_flight_median_bytes.map(|b| b / 1024.0), "KiB");
     d("pacer min RTT", run.pacer.min_rtt_ms, "ms");
+}
+
+/// Issue 15's download targets: `tern send` within 10 % of the link's limit, typing during it at
+/// most 20 ms slower than idle.
+const DOWNLOAD_RATIO: f64 = 1.10;
+const DOWNLOAD_ECHO_ABOVE_IDLE_MS: f64 = 20.0;
+
+fn download_rows(options: &Options, report: &mut Report) {
+    let setup = &options.download;
+    progress(&format!(
+        "download: tern send of {} B over {} at RTT {} ms (queue {})",
+        setup.size, setup.rate, setup.rtt_ms, setup.queue
+    ));
+    let run = match browser::download(setup) {
+        Ok(run) => run,
+        Err(e) => {
+            report.problems.push(format!("download failed: {e:#}"));
+            return;
+        }
+    };
+    let link = format!(
+        "{:.1} MB over {}, RTT {} ms, queue {}",
+        run.size as f64 / 1e6,
+        run.rate,
+        run.rtt_ms,
+        run.queue
+    );
+    report.row(
+        format!("tern send download time / the link's limit ({link})"),
+        run.ratio,
+        "x",
+        format!(
+            "≤ {DOWNLOAD_RATIO:.2} ({:.2} / {:.2} s)",
+            run.download_ms / 1e3,
+            run.limit_ms / 1e3
+        ),
+        run.ratio <= DOWNLOAD_RATIO,
+    );
+    if let (Some(during), Some(idle)) = (run.echo_during_ms.median, run.echo_idle_ms.median) {
+        let delta = during - idle;
+        report.row(
+            "echo during a tern send download minus idle echo, median",
+            delta,
+            "ms",
+            format!("≤ {DOWNLOAD_ECHO_ABOVE_IDLE_MS} ms ({during:.1} − {idle:.1} ms)"),
+            delta <= DOWNLOAD_ECHO_ABOVE_IDLE_MS,
+        );
+    }
+    let mut d = |name: &str, v: Option<f64>, unit: &str| {
+        if let Some(v) = v {
+            report.detail("download", name, v, unit);
+        }
+    };
+    d("file size", Some(run.size as f64), "B");
+    d(
+        "download time (first byte at the page → the browser's download)",
+        Some(run.download_ms),
+        "ms",
+    );
+    d("link limit (size × 8 / rate)", Some(run.limit_ms), "ms");
+    d("offer seen by the page → the browser's download", Some(run.offer_to_saved_ms), "ms");
+    d("offer → first byte", Some(run.offer_to_first_byte_ms), "ms");
+    d("first byte → last byte", Some(run.receive_ms), "ms");
+    d("last byte → the browser's download (SHA-256, save)", Some(run.verify_ms), "ms");
+    d("echo idle median", run.echo_idle_ms.median, "ms");
+    d("echo idle p90", run.echo_idle_ms.p90, "ms");
+    d("echo idle, keys timed", Some(run.echo_idle_ms.n as f64), "");
+    d("echo during the download median", run.echo_during_ms.median, "ms");
+    d("echo during the download p90", run.echo_during_ms.p90, "ms");
+    d("echo during the download, keys timed", Some(run.echo_during_ms.n as f64), "");
+    d("mosh SRTT idle", run.srtt_idle_ms, "ms");
+    d("mosh SRTT during the download median", run.page.mosh_srtt_median_ms, "ms");
+    d("page's shown rate median", run.page.rate_median_bps.map(|b| b / 1e6), "Mbit/s");
+    d("goodput per second median", run.page.goodput_median_bps.map(|b| b / 1e6), "Mbit/s");
+    d("longest pause between the page's reads", run.page.max_read_gap_ms, "ms");
 }
 
 /// The predictive-echo targets: at least the stock client's share of keys displayed at once

@@ -2,7 +2,7 @@
 //! regenerates the marked section of `docs/BENCHMARKS.md`.
 //!
 //! ```text
-//! tern-bench [--quick] [--only echo,frames,relay,paste,predict,resume,history,cost,core,load] [--out DIR] [--doc FILE | --no-doc]
+//! tern-bench [--quick] [--only echo,frames,relay,paste,download,predict,resume,history,cost,core,load] [--out DIR] [--doc FILE | --no-doc]
 //! ```
 
 use std::path::PathBuf;
@@ -30,7 +30,7 @@ fn main() -> anyhow::Result<()> {
             "--no-doc" => doc = None,
             "-h" | "--help" => {
                 println!(
-                    "tern-bench [--quick] [--only echo,frames,relay,paste,predict,resume,history,cost,core,load] [--out DIR] [--doc FILE | --no-doc]"
+                    "tern-bench [--quick] [--only echo,frames,relay,paste,download,predict,resume,history,cost,core,load] [--out DIR] [--doc FILE | --no-doc]"
                 );
                 return Ok(());
             }
