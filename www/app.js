@@ -183,6 +183,7 @@ function onStatus(kind, message, code) {
       $('notice').hidden = true;
       document.body.classList.add('live');
       pasteOffNote();
+      settle();
       break;
     case 'reconnecting':
       pill('Reconnecting…');
@@ -446,8 +447,10 @@ async function main() {
 
   // Test and benchmark hooks (docs/BROWSER.md).
   window.tern = {
-    // xterm.js's renderer: 'dom' until the WebGL addon is loaded (if it is).
+    // xterm.js's renderer: 'dom' until the WebGL addon is loaded (if it is); rendererChosen is
+    // the choice once made (after the session went live).
     renderer: 'dom',
+    rendererChosen: null,
     screenText: () => client.screenText(),
     stats: () => client.stats(),
     term,
@@ -562,9 +565,39 @@ async function main() {
   wireConnectForm();
   wireEndButton();
   client.start();
-  // The WebGL renderer is loaded after the first draw: its module is one more round trip, which a
-  // reloaded page's saved screen need not wait for.
-  if (chooseRenderer(renderer) === 'webgl') loadWebgl(term);
+  // What the page needs only once it works waits until the session is live and the browser idle:
+  // probing WebGL starts the GPU process (with software WebGL, a few hundred ms of CPU on a small
+  // machine, which the shell's start would wait behind), the manifest brings its icons.
+  whenSettled(() => {
+    const choice = chooseRenderer(renderer);
+    window.tern.rendererChosen = choice;
+    if (choice === 'webgl') loadWebgl(term);
+    addManifest();
+  });
+}
+
+// Runs `fn` once: a moment after the session first went live, when the browser is idle.
+let settledQueue = [];
+function whenSettled(fn) {
+  if (settledQueue === null) return void fn();
+  settledQueue.push(fn);
+}
+function settle() {
+  if (settledQueue === null) return;
+  const queue = settledQueue;
+  settledQueue = null;
+  const run = () => queue.forEach((fn) => fn());
+  setTimeout(() => (window.requestIdleCallback ? requestIdleCallback(run, { timeout: 2000 }) : run()), 500);
+}
+
+// The web app manifest (an installable app): linked once the page works, so that its fetch and
+// its icons' are not in the first load's way.
+function addManifest() {
+  if (document.querySelector('link[rel=manifest]')) return;
+  const link = document.createElement('link');
+  link.rel = 'manifest';
+  link.href = 'manifest.webmanifest';
+  document.head.append(link);
 }
 
 // A blinking cursor costs the tab a repaint at every blink, and in xterm.js's DOM renderer a CSS
@@ -595,8 +628,20 @@ function wireCursorBlink(term) {
 // WebGL where a GPU draws it; xterm.js's DOM renderer where WebGL would be emulated on the CPU
 // (SwiftShader, llvmpipe): there the DOM renderer costs the tab far less per frame (measured in
 // docs/BENCHMARKS.md, "The cost of a frame").
+// The probe's answer is kept per browser (localStorage, with the user agent), so later visits
+// create no WebGL context just to ask.
+const RENDERER_PROBE = 'tern.rendererProbe';
 function chooseRenderer(asked) {
   if (asked === 'webgl' || asked === 'dom') return asked;
+  try {
+    const kept = JSON.parse(localStorage.getItem(RENDERER_PROBE) ?? 'null');
+    if (kept?.ua === navigator.userAgent && (kept.choice === 'dom' || kept.choice === 'webgl')) return kept.choice;
+  } catch { /* unreadable: probe again */ }
+  const choice = probeRenderer();
+  try { localStorage.setItem(RENDERER_PROBE, JSON.stringify({ ua: navigator.userAgent, choice })); } catch { /* private mode */ }
+  return choice;
+}
+function probeRenderer() {
   const gl = document.createElement('canvas').getContext('webgl2');
   if (!gl) return 'dom';
   const info = gl.getExtension('WEBGL_debug_renderer_info');

@@ -157,6 +157,8 @@ test('xterm.js renders with the DOM where WebGL would be emulated on the CPU, an
     const info = gl.getExtension('WEBGL_debug_renderer_info');
     return String(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER));
   });
+  // The choice is made once the session is live and the page idle.
+  await until(() => page.evaluate(() => window.tern.rendererChosen !== null), { what: 'the renderer choice' });
   console.log(`# WebGL2 here: ${webgl ?? 'none'}; the page chose ${await page.evaluate(() => window.tern.renderer)}`);
   const software = webgl === null || /swiftshader|llvmpipe|softpipe|software|basic render/i.test(webgl);
   assert.equal(await page.evaluate(() => window.tern.renderer), software ? 'dom' : 'webgl');

@@ -431,6 +431,8 @@ test('a long press on a phone offers Paste, which pastes the clipboard (brackete
 });
 
 test('the page is an installable app: a manifest with icons', async () => {
+  // Linked once the session is live (out of the first load's way).
+  await until(() => page.evaluate(() => document.querySelector('link[rel=manifest]') !== null), { what: 'the manifest link' });
   const manifest = await page.evaluate(async () => {
     const href = document.querySelector('link[rel=manifest]').href;
     const r = await fetch(href);
