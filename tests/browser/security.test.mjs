@@ -155,3 +155,33 @@ test('another origin cannot frame the terminal, and its WebSocket and WebTranspo
   assert.ok(!relay.log().includes(token), 'the token is not in the relay log');
   await attacker.close();
 });
+
+test('styles need \'unsafe-inline\': without it xterm.js\'s style elements are refused (tighten the policy when this fails)', async (t) => {
+  if (browser.name !== 'chromium') return t.skip('needs playwright\'s request routing');
+  const p = await browser.context.newPage();
+  await p.addInitScript(watchViolations);
+  // The relay's own policy with styles from files only.
+  await p.route(`http://127.0.0.1:${port}/`, async (route) => {
+    const r = await route.fetch();
+    const csp = r.headers()['content-security-policy'];
+    assert.match(csp, /style-src 'self' 'unsafe-inline';/);
+    await route.fulfill({
+      response: r,
+      headers: { ...r.headers(), 'content-security-policy': csp.replace("style-src 'self' 'unsafe-inline'", "style-src 'self'") },
+    });
+  });
+  await p.goto(newSession(relay.url).replace('#', '#renderer=dom&'));
+  // Not waiting for a prompt: without its styles the terminal may not get that far.
+  await sleep(5000);
+  const violations = await p.evaluate(() => window.__csp);
+  const byDirective = {};
+  for (const v of violations) {
+    const d = v.split(' ')[0];
+    byDirective[d] = (byDirective[d] ?? 0) + 1;
+  }
+  console.log(`# style-src 'self' alone, DOM renderer: ${violations.length} violations ${JSON.stringify(byDirective)}`);
+  for (const v of new Set(violations)) console.log(`#   ${v}`);
+  await p.screenshot({ path: join(ARTIFACTS, 'security-no-inline-styles.png') });
+  assert.ok(byDirective['style-src-elem'] > 0, 'xterm.js writes <style> elements');
+  await p.close();
+});
