@@ -45,6 +45,10 @@ pub enum RelayClock {
     Exact,
     /// Receive times cut to whole milliseconds (acks share stamps).
     Millis,
+    /// The receiver reads in bursts, about one per `every` at irregular moments, and stamps and
+    /// acks each read when it happens (a browser page reading a download stream: Chromium hands
+    /// the page stream data in bursts).
+    Bursty { every: Duration },
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -141,6 +145,7 @@ pub fn run(
     let mut link_free_ns: u64 = 0;
     let mut relay_chunks: u32 = 0;
     let mut last_arrival_ns: u64 = 0;
+    let mut last_read_ns: u64 = 0;
     // (arrival at the sender, ack)
     let mut acks: VecDeque<(u64, AckInfo)> = VecDeque::new();
     let total = upload.progress(Instant::ZERO).total;
@@ -216,12 +221,25 @@ pub fn run(
             } else {
                 RELAY_ACK_TIMER_NS
             };
-            let relay_ns = relay_origin_ns + received_ns;
+            let read_ns = match link.relay_clock {
+                RelayClock::Bursty { every } => {
+                    let every = ns(every).max(2);
+                    let burst = (received_ns + batch_phase_ns).div_ceil(every);
+                    // Every chunk of one burst is read at the same, irregular moment in it.
+                    let jitter = (burst.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) % (every / 2);
+                    (burst * every - batch_phase_ns + jitter).max(last_read_ns)
+                }
+                _ => received_ns,
+            };
+            last_read_ns = read_ns;
+            let relay_ns = relay_origin_ns + read_ns;
             let relay_time = match link.relay_clock {
-                RelayClock::Exact => Duration::from_micros(relay_ns / 1000),
+                RelayClock::Exact | RelayClock::Bursty { .. } => {
+                    Duration::from_micros(relay_ns / 1000)
+                }
                 RelayClock::Millis => Duration::from_millis(relay_ns / 1_000_000),
             };
-            let base = received_ns + relay_hold_ns + ns(link.one_way);
+            let base = read_ns + relay_hold_ns + ns(link.one_way);
             let arrival = match link.clump {
                 Clump::None => base,
                 Clump::Batched { every } => {
