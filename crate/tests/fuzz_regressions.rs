@@ -28,3 +28,24 @@ fn typing_after_shutdown_does_not_overflow_the_state_number() {
     while client.poll_transmit().is_some() {}
     assert!(!client.is_closed(), "the server has not acknowledged the shutdown");
 }
+
+/// resume_point: a point (from sessionStorage, or a relay's `ready.point`) naming a screen of
+/// 8224 x 26988 cells was rebuilt as asked: gigabytes allocated before anything was checked.
+/// Its size must be one a Resize could have made (`MAX_CELLS`).
+#[test]
+fn a_resume_point_with_a_huge_screen_is_refused_not_allocated() {
+    use tern::session::ResumeError;
+    let start = Instant::from_millis(1_000);
+    let client: ClientSession<Complete> =
+        ClientSession::new(SessionConfig::new(key(), 80, 24), start);
+    let mut point = client.resume_point();
+    (point.screen_cols, point.screen_rows) = (8224, 26988);
+    let decoded = tern::session::ResumePoint::decode(&point.encode()).expect("well formed");
+    assert!(matches!(decoded.server_state(), Err(ResumeError::Invalid("screen", _))));
+    let resumed =
+        ClientSession::<Complete>::resume(SessionConfig::new(key(), 80, 24), &decoded, start);
+    assert!(resumed.is_err(), "refused");
+    // The largest screen a Resize allows still resumes.
+    (point.screen_cols, point.screen_rows) = (4096, 512);
+    assert!(point.server_state().is_ok());
+}

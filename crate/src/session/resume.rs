@@ -139,6 +139,13 @@ impl ResumePoint {
         if self.screen_cols == 0 || self.screen_rows == 0 {
             return Err(ResumeError::Invalid("screen", "a size of 0".into()));
         }
+        // The size a Resize may ask for, no more: a point from storage or a relay is not trusted
+        // to allocate gigabytes (found by fuzz/fuzz_targets/resume_point.rs).
+        if usize::from(self.screen_cols) * usize::from(self.screen_rows)
+            > crate::terminal::MAX_CELLS
+        {
+            return Err(ResumeError::Invalid("screen", "larger than any screen".into()));
+        }
         let mut state = Complete::new(self.screen_cols, self.screen_rows);
         state.apply(&self.screen).map_err(|e| ResumeError::Invalid("screen", e.to_string()))?;
         Ok(state)
