@@ -24,10 +24,10 @@ fuzz_target!(|data: &[u8]| {
     let mut joiner = Joiner::new();
     for record in &records {
         let evicted = joiner.evicted;
-        if let Ok(Some(joined)) = joiner.push(record) {
-            if record.first() != Some(&WHOLE) {
-                assert!(joined.len() <= MAX_JOINED_LEN, "joined {} bytes", joined.len());
-            }
+        if let Ok(Some(joined)) = joiner.push(record)
+            && record.first() != Some(&WHOLE)
+        {
+            assert!(joined.len() <= MAX_JOINED_LEN, "joined {} bytes", joined.len());
         }
         assert!(joiner.evicted >= evicted);
     }
