@@ -24,7 +24,7 @@ flock 9
 # Skip everything when no input changed since the last build (cheap: hashes of file listings).
 inputs_hash() {
   {
-    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www -path www/dist -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
+    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www scripts/bundle-page.mjs -path www/dist -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
     cat package-lock.json 2>/dev/null
     echo "opt=${TERN_WASM_OPT:-1}"
   } | sort | sha256sum | cut -d' ' -f1
@@ -66,6 +66,8 @@ cp $x/xterm/lib/xterm.mjs $x/xterm/css/xterm.css $x/addon-fit/lib/addon-fit.mjs 
   $x/addon-web-links/lib/addon-web-links.mjs "$dist.tmp/xterm/"
 [[ -f $x/addon-webgl/lib/addon-webgl.mjs ]] && cp $x/addon-webgl/lib/addon-webgl.mjs "$dist.tmp/xterm/"
 cp www/index.html www/*.js www/style.css www/manifest.webmanifest www/icon.svg www/icon-*.png "$dist.tmp/"
+# The page's own modules folded into app.js: one script of ours to fetch, not nine.
+node scripts/bundle-page.mjs "$dist.tmp"
 
 rm -rf "$dist" && mv "$dist.tmp" "$dist"
 echo "$hash" >"$stamp"

@@ -1,0 +1,52 @@
+// Folds the page's own modules (www/settings.js, keys.js, ...) into app.js for www/dist, so that
+// a first visit fetches one script of ours instead of nine: on two loaded cores every request
+// costs the browser CPU the shell's start waits behind (docs/BENCHMARKS.md, "Page load").
+//
+//   node scripts/bundle-page.mjs DIST
+//
+// The modules stay separate in www/ (one job each). What this relies on, checked here: only
+// app.js imports them; they import nothing themselves; they export with `export function`,
+// `export async function`, `export class` or `export const` at the start of a line. Each module
+// becomes a function scope (its top-level names stay its own) whose exports app.js destructures
+// where its `import { ... } from './x.js'` line was. xterm.js and the wasm glue stay modules of
+// their own (fetched in parallel, cached separately). index.html loses the folded modules'
+// modulepreload links. Anything unexpected fails the build, loudly.
+import { readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+const dist = process.argv[2];
+if (!dist) throw new Error('usage: node scripts/bundle-page.mjs DIST');
+const fail = (why) => { console.error(`[bundle-page] ERROR: ${why}`); process.exit(1); };
+
+const appPath = join(dist, 'app.js');
+let app = readFileSync(appPath, 'utf8');
+const importLine = /^import \{([^}]*)\} from '\.\/([a-z-]+\.js)';\n/gm;
+const folded = [];
+app = app.replace(importLine, (_, names, file) => {
+  const source = readFileSync(join(dist, file), 'utf8');
+  if (/^\s*import\b/m.test(source) || /\bimport\(/.test(source)) fail(`${file} imports something: fold it by hand or keep it a module`);
+  const exported = [];
+  const body = source.replace(/^export (async function|function|class|const) ([A-Za-z_$][\w$]*)/gm, (m, kind, name) => {
+    exported.push(name);
+    return `${kind} ${name}`;
+  });
+  if (/^export\b/m.test(body)) fail(`${file} exports in a form this script does not fold`);
+  const wanted = names.split(',').map((n) => n.trim()).filter(Boolean);
+  for (const n of wanted) {
+    if (!exported.includes(n)) fail(`app.js imports ${n} from ${file}, which does not export it`);
+  }
+  folded.push(file);
+  const scope = `__${file.replace(/\W/g, '_')}`;
+  return `// ${file}, folded in by scripts/bundle-page.mjs\n` +
+    `const ${scope} = (() => {\n${body}\nreturn { ${exported.join(', ')} };\n})();\n` +
+    `const { ${wanted.join(', ')} } = ${scope};\n`;
+});
+if (!folded.length) fail('app.js imports none of the page modules: nothing to fold (did its imports change form?)');
+writeFileSync(appPath, app);
+for (const f of folded) rmSync(join(dist, f));
+
+const indexPath = join(dist, 'index.html');
+let index = readFileSync(indexPath, 'utf8');
+for (const f of folded) index = index.replace(new RegExp(`<link rel="modulepreload" href="${f.replace('.', '\\.')}">\\n`), '');
+writeFileSync(indexPath, index);
+console.log(`[bundle-page] folded ${folded.join(', ')} into app.js`);
