@@ -49,3 +49,20 @@ fn a_resume_point_with_a_huge_screen_is_refused_not_allocated() {
     (point.screen_cols, point.screen_rows) = (4096, 512);
     assert!(point.server_state().is_ok());
 }
+
+/// render_roundtrip: a title set with `OSC ;` and 255 characters keeps all 255 (mosh keeps an
+/// OSC's first 256 characters, less the `;`), but every renderer sends titles as `OSC 0;`, which
+/// keeps 254. mosh-client loses the same last character: kept as mosh does, and pinned here so a
+/// change of either rule is a decision.
+#[test]
+fn a_255_character_title_loses_its_last_character_on_the_way_as_in_mosh() {
+    use tern::terminal::{Emulator, Renderer, Size};
+    let title: String = "t".repeat(300);
+    let mut server = Emulator::new(Size { cols: 20, rows: 4 });
+    server.feed(format!("\x1b];{title}\x07").as_bytes());
+    assert_eq!(server.framebuffer().title().chars().count(), 255);
+    let mut client = Emulator::new(Size { cols: 20, rows: 4 });
+    client.feed(&Renderer::new().render(None, server.framebuffer()));
+    assert_eq!(client.framebuffer().title().chars().count(), 254);
+    assert!(server.framebuffer().title().starts_with(client.framebuffer().title()));
+}

@@ -16,9 +16,18 @@ use tern::terminal::{Complete, Emulator, Framebuffer, Renderer};
 use tern_fuzz::{Reader, check_framebuffer, size};
 
 fn same(got: &Framebuffer, want: &Framebuffer, what: &str) {
-    if let Err(e) = got.looks_like(want) {
-        panic!("{what}: {e}\ngot {got:?}\nwant {want:?}");
+    let Err(e) = got.looks_like(want) else { return };
+    // mosh's one title that cannot make the trip: `OSC ;` + 255 characters keeps 255 (the OSC
+    // keeps 256, less the `;`), but every title is sent as `OSC 0;`, which keeps 254. mosh-client
+    // loses the same last character; the emulator keeps mosh's rule (docs/FUZZING.md).
+    if want.title() == want.icon_name() && want.title().chars().count() == 255 {
+        let mut fixed = Emulator::with_framebuffer(got.clone());
+        fixed.feed(format!("\x1b];{}\x07", want.title()).as_bytes());
+        if fixed.framebuffer().looks_like(want).is_ok() {
+            return;
+        }
     }
+    panic!("{what}: {e}\ngot {got:?}\nwant {want:?}");
 }
 
 fuzz_target!(|data: &[u8]| {
