@@ -234,20 +234,26 @@ pub struct PasteSetup {
     pub keys: usize,
 }
 
+impl PasteSetup {
+    /// The command line of paste-bench.mjs and download-bench.mjs, which share it.
+    fn args(&self) -> [String; 10] {
+        [
+            "--size".to_string(),
+            self.size.to_string(),
+            "--rate".into(),
+            self.rate.into(),
+            "--rtt".into(),
+            self.rtt_ms.to_string(),
+            "--queue".into(),
+            self.queue.into(),
+            "--keys".into(),
+            self.keys.to_string(),
+        ]
+    }
+}
+
 pub fn paste(setup: &PasteSetup) -> anyhow::Result<PasteRun> {
-    let args = [
-        "--size".to_string(),
-        setup.size.to_string(),
-        "--rate".into(),
-        setup.rate.into(),
-        "--rtt".into(),
-        setup.rtt_ms.to_string(),
-        "--queue".into(),
-        setup.queue.into(),
-        "--keys".into(),
-        setup.keys.to_string(),
-    ];
-    let run: PasteRun = node_json("paste-bench.mjs", &args)?;
+    let run: PasteRun = node_json("paste-bench.mjs", &setup.args())?;
     // paste-bench.mjs subtracts medians even when a side has none; such a run measured nothing.
     if run.echo_idle_ms.n == 0 || run.echo_during_ms.n == 0 {
         bail!(
@@ -301,19 +307,7 @@ pub struct DownloadRun {
 /// `tern send FILE` in the shell of a browser session behind an emulated link: sizes and link as
 /// the paste scenario's.
 pub fn download(setup: &PasteSetup) -> anyhow::Result<DownloadRun> {
-    let args = [
-        "--size".to_string(),
-        setup.size.to_string(),
-        "--rate".into(),
-        setup.rate.into(),
-        "--rtt".into(),
-        setup.rtt_ms.to_string(),
-        "--queue".into(),
-        setup.queue.into(),
-        "--keys".into(),
-        setup.keys.to_string(),
-    ];
-    let run: DownloadRun = node_json("download-bench.mjs", &args)?;
+    let run: DownloadRun = node_json("download-bench.mjs", &setup.args())?;
     if run.echo_idle_ms.n == 0 || run.echo_during_ms.n == 0 {
         bail!(
             "download: no keys timed ({} idle, {} during the download); it was too short",
