@@ -238,10 +238,11 @@ test('no character of a password is ever drawn (read -s, getpass, stty -echo; sl
         `raw-byte hits ${det.rawHits.length}; keys typed before the prompt showed ${JSON.stringify(typedAhead(det))}; ` +
         `predict ${JSON.stringify(predict)}`);
       assert.deepEqual(det.serverHits, [], `${m.label}: the server itself never showed the secret (set-up)`);
-      // Each run draws at least once (its prompt, the program's answer); the page draws at most
-      // once per animation frame, so a loaded machine may see little more than that.
+      // The detector really scanned what was drawn: a parsed write for most runs. (The page draws
+      // at most once per animation frame, and two quick runs can share one: a loaded CI run saw
+      // 11 writes for 12 runs.)
       const runs = PROMPTS.length * (m.mode === 'experimental' ? 2 : Object.keys(CADENCES).length);
-      assert.ok(det.writes >= runs, `${m.label}: the detector saw ${det.writes} parsed writes for ${runs} runs`);
+      assert.ok(det.writes >= runs / 2, `${m.label}: the detector saw ${det.writes} parsed writes for ${runs} runs`);
       assert.ok(predict.made > 0, `${m.label}: keys were predicted`);
       assert.ok(typedAhead(det).some(([, before]) => before > 0), `${m.label}: some keys were typed before their prompt showed`);
       if (m.mode === 'experimental') {
