@@ -195,6 +195,30 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_MAX_SESSIONS", default_value_t = 16)]
     pub max_sessions: usize,
 
+    /// Sessions (WebTransport or WebSocket) between their first packet or upgrade and an
+    /// admitted hello, at once: past it a QUIC connection attempt is refused at once
+    /// (CONNECTION_REFUSED) and a WebSocket upgrade gets 503 `too_many_handshakes`. Bounds what
+    /// half-open handshakes can hold; each is also cut after `--handshake-timeout`.
+    #[arg(long, env = "TERN_RELAY_MAX_HANDSHAKES", default_value_t = 64)]
+    pub max_handshakes: usize,
+
+    /// Seconds a session gets to finish its QUIC handshake and CONNECT, open the control
+    /// stream and say hello (each step; a WebSocket from its upgrade to its hello).
+    #[arg(long, env = "TERN_RELAY_HANDSHAKE_TIMEOUT", default_value_t = 10)]
+    pub handshake_timeout_secs: u64,
+
+    /// TCP connections served at once (the page, `/api/*`, WebSocket upgrades until they are
+    /// upgraded). At the cap the relay stops accepting and the kernel queues new connections
+    /// until one ends, which `--header-timeout` makes soon.
+    #[arg(long, env = "TERN_RELAY_MAX_HTTP_CONNECTIONS", default_value_t = 512)]
+    pub max_http_connections: usize,
+
+    /// Seconds a TCP connection gets for its TLS handshake, and for each request's headers
+    /// (counted from the end of the previous answer on a kept-alive connection): a slowloris
+    /// client is cut off after this, however slowly it keeps sending.
+    #[arg(long, env = "TERN_RELAY_HEADER_TIMEOUT", default_value_t = 10)]
+    pub header_timeout_secs: u64,
+
     /// mosh-servers spawned and alive at once.
     #[arg(long, env = "TERN_RELAY_MAX_SPAWNED", default_value_t = 32)]
     pub max_spawned: usize,
@@ -257,6 +281,14 @@ impl Config {
     /// relay's own self-signed one).
     pub fn https(&self) -> bool {
         self.tls_cert.is_some() || self.tls_self_signed || !self.acme.is_empty()
+    }
+
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_secs(self.handshake_timeout_secs.max(1))
+    }
+
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_secs(self.header_timeout_secs.max(1))
     }
 
     pub fn idle_timeout(&self) -> Duration {

@@ -30,15 +30,19 @@ use tern::relay_proto::WEBSOCKET_PATH;
 
 type Body = Full<Bytes>;
 
-/// Time a client gets to send its request headers (slowloris guard).
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// Bound on one connection's TLS handshake.
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Accepts TCP connections until shutdown; one task per connection.
+/// Accepts TCP connections until shutdown; one task per connection, at most
+/// `--max-http-connections` at once. At the cap nothing is accepted: new connections wait in the
+/// kernel's queue for a slot, which `--header-timeout` frees within seconds even when every slot
+/// is held by a slowloris client, so a real request is delayed, never starved.
 pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
     let tracker = tokio_util::task::TaskTracker::new();
     loop {
+        let slot = tokio::select! {
+            _ = shared.shutdown.cancelled() => break,
+            s = Arc::clone(&shared.http_connections).acquire_owned() => s,
+        };
+        // The semaphore is never closed.
+        let Ok(slot) = slot else { break };
         let accepted = tokio::select! {
             _ = shared.shutdown.cancelled() => break,
             a = listener.accept() => a,
@@ -59,6 +63,9 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
                 _ = shutdown.cancelled() => {}
                 _ = serve_connection(shared, stream, peer) => {}
             }
+            // Freed when the connection closes, or once it is upgraded to a WebSocket (which
+            // --max-sessions and --max-handshakes count from then on).
+            drop(slot);
         });
     }
     tracker.close();
@@ -97,10 +104,12 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
         }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+    // A slowloris client (headers a byte at a time) is cut off after this, however it trickles.
+    let header_timeout = shared.config.header_timeout();
+    builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
     let result = match shared.https_acceptor() {
         Some(acceptor) => {
-            match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+            match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
                 Ok(Ok(tls)) => {
                     builder.serve_connection(TokioIo::new(tls), service).with_upgrades().await
                 }
@@ -160,11 +169,23 @@ fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr)
             );
         }
     }
+    // The same cap as a WebTransport handshake: until its hello is admitted, an upgraded
+    // socket holds a slot (and is closed after --handshake-timeout).
+    let Ok(slot) = Arc::clone(&shared.handshakes).try_acquire_owned() else {
+        tracing::debug!(%peer, "websocket refused: --max-handshakes reached");
+        let mut r = error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_handshakes",
+            "too many sessions starting at once; retry shortly",
+        );
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
+    };
     let upgrade = hyper::upgrade::on(&mut req);
     let shared = Arc::clone(shared);
     tokio::spawn(async move {
         match upgrade.await {
-            Ok(io) => crate::session::websocket::serve(shared, io, peer).await,
+            Ok(io) => crate::session::websocket::serve(shared, io, peer, slot).await,
             Err(e) => tracing::debug!(%peer, "websocket upgrade failed: {e}"),
         }
     });

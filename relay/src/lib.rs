@@ -178,7 +178,8 @@ impl Relay {
             addr: config.listen,
             source,
         })?;
-        let server_config = server_config(Some(udp), certs.current().identity())?;
+        let server_config =
+            server_config(Some(udp), certs.current().identity(), config.max_handshakes)?;
         let endpoint = Endpoint::server(server_config).map_err(|source| RelayError::Bind {
             what: "UDP (WebTransport)",
             addr: local_addr,
@@ -186,6 +187,10 @@ impl Relay {
         })?;
         let shared = Arc::new(Shared {
             sessions: Arc::new(tokio::sync::Semaphore::new(config.max_sessions)),
+            handshakes: Arc::new(tokio::sync::Semaphore::new(config.max_handshakes)),
+            http_connections: Arc::new(tokio::sync::Semaphore::new(
+                config.max_http_connections.max(1),
+            )),
             config,
             token,
             auth: AuthLimiter::new(),
@@ -339,9 +344,12 @@ fn subject_alt_names(listen: SocketAddr) -> Vec<String> {
 }
 
 /// wtransport server configuration; `socket` is `None` when only reloading the identity.
+/// `max_handshakes` also bounds quinn's queue of connection attempts not yet taken by the
+/// accept loop (which itself refuses past `--max-handshakes`).
 fn server_config(
     socket: Option<UdpSocket>,
     identity: Identity,
+    max_handshakes: usize,
 ) -> Result<ServerConfig, RelayError> {
     let builder = ServerConfig::builder();
     let builder = match socket {
@@ -349,12 +357,14 @@ fn server_config(
         // Ignored by `reload_config(.., rebind = false)`.
         None => builder.with_bind_default(0),
     };
-    Ok(builder
+    let mut config = builder
         .with_identity(identity)
         .keep_alive_interval(Some(KEEP_ALIVE))
         .max_idle_timeout(Some(QUIC_IDLE))
         .map_err(|e| RelayError::Tls(e.to_string()))?
-        .build())
+        .build();
+    config.quic_config_mut().max_incoming(max_handshakes.max(1));
+    Ok(config)
 }
 
 /// Binds TCP and UDP on one port number. With port 0, retries until a port is free for both.
@@ -385,7 +395,8 @@ async fn maintain_certs(
     acme: Option<AcmeSettings>,
 ) {
     if let Some(settings) = acme {
-        let apply = |identity| apply_identity(&endpoint, identity);
+        let max = shared.config.max_handshakes;
+        let apply = |identity| apply_identity(&endpoint, identity, max);
         acme::run(settings, Arc::clone(&shared.certs), apply, shared.shutdown.clone()).await;
     } else if shared.certs.watches_files() {
         watch_files(shared, endpoint).await;
@@ -395,8 +406,8 @@ async fn maintain_certs(
 }
 
 /// Hands a new identity to WebTransport: new connections get it, live ones are untouched.
-fn apply_identity(endpoint: &Endpoint<Server>, identity: Identity) {
-    let reloaded = server_config(None, identity)
+fn apply_identity(endpoint: &Endpoint<Server>, identity: Identity, max_handshakes: usize) {
+    let reloaded = server_config(None, identity, max_handshakes)
         .and_then(|c| endpoint.reload_config(c, false).map_err(|e| RelayError::Tls(e.to_string())));
     if let Err(e) = reloaded {
         tracing::error!("cannot switch the WebTransport certificate: {e:#}");
@@ -413,7 +424,7 @@ async fn watch_files(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
             _ = tokio::time::sleep(every) => {}
         }
         if let Some(identity) = shared.certs.reload_files().await {
-            apply_identity(&endpoint, identity);
+            apply_identity(&endpoint, identity, shared.config.max_handshakes);
         }
     }
 }
@@ -430,7 +441,7 @@ async fn rotate_certs(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
             _ = tokio::time::sleep(wait.clamp(Duration::from_millis(10), Duration::from_secs(3600))) => {}
         }
         match shared.certs.tick(Instant::now()) {
-            Ok(Some(identity)) => apply_identity(&endpoint, identity),
+            Ok(Some(identity)) => apply_identity(&endpoint, identity, shared.config.max_handshakes),
             Ok(None) => {}
             Err(e) => {
                 tracing::error!("cannot make the next certificate: {e:#}");

@@ -30,7 +30,13 @@ pub(crate) struct Shared {
     /// The hosts of `--ssh-host` (spawn mode): sessions started there over ssh.
     pub ssh: Option<Arc<SshHosts>>,
     pub port: u16,
+    /// `--max-sessions`: held from an admitted hello to the session's end.
     pub sessions: Arc<tokio::sync::Semaphore>,
+    /// `--max-handshakes`: held from a QUIC connection attempt or a WebSocket upgrade until its
+    /// hello is admitted or refused.
+    pub handshakes: Arc<tokio::sync::Semaphore>,
+    /// `--max-http-connections`: held by each TCP connection until it closes or is upgraded.
+    pub http_connections: Arc<tokio::sync::Semaphore>,
     /// Serializes spawns so `max_spawned` holds.
     pub spawn_lock: tokio::sync::Mutex<()>,
     pub shutdown: CancellationToken,

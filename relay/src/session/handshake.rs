@@ -19,8 +19,6 @@ use tern::relay_proto::PROTOCOL_VERSION;
 use tern::relay_proto::control::announced_protocol;
 use tern::relay_proto::decode;
 
-/// Time for the browser to finish the handshake, open the control stream and say hello.
-pub(super) const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a last line (error or ended) may take to reach the browser before the connection
 /// is closed.
 pub(super) const LINGER: Duration = Duration::from_secs(2);
@@ -75,10 +73,10 @@ pub(super) struct Admitted {
     pub slot: OwnedSemaphorePermit,
 }
 
-/// The control stream, the first bidirectional stream the browser opens. `None`: it did not
-/// come (the connection is closed).
-pub(super) async fn accept_control(conn: &BrowserLink) -> Option<Control> {
-    match tokio::time::timeout(HELLO_TIMEOUT, conn.accept_stream()).await {
+/// The control stream, the first bidirectional stream the browser opens, within `wait`
+/// (`--handshake-timeout`). `None`: it did not come (the connection is closed).
+pub(super) async fn accept_control(conn: &BrowserLink, wait: Duration) -> Option<Control> {
+    match tokio::time::timeout(wait, conn.accept_stream()).await {
         Ok(Some((send, recv))) => Some(Control { send, reader: LineReader::new(recv) }),
         Ok(None) => None,
         Err(_) => {
@@ -117,20 +115,24 @@ pub(super) async fn refuse(conn: &BrowserLink, send: &mut SendHalf, refusal: Ref
     conn.close(1, "refused");
 }
 
-/// The first line, which must be a hello, within [`HELLO_TIMEOUT`].
+/// The first line, which must be a hello, within `--handshake-timeout`.
 async fn read_hello(
     shared: &Shared,
     reader: &mut LineReader<RecvHalf>,
     pre_authed: bool,
     peer: SocketAddr,
 ) -> Result<Hello, Stop> {
-    let line = match tokio::time::timeout(HELLO_TIMEOUT, reader.next_line()).await {
+    let wait = shared.config.handshake_timeout();
+    let line = match tokio::time::timeout(wait, reader.next_line()).await {
         Ok(Ok(line)) => line,
         Ok(Err(e @ ReadError::TooLarge)) => {
             return Err(Refusal::new(ErrorCode::MessageTooLarge, e.to_string()).into());
         }
         Ok(Err(_)) => return Err(Stop::Gone),
-        Err(_) => return Err(Refusal::new(ErrorCode::HelloTimeout, "no hello within 10 s").into()),
+        Err(_) => {
+            let message = format!("no hello within {} s", wait.as_secs());
+            return Err(Refusal::new(ErrorCode::HelloTimeout, message).into());
+        }
     };
     match decode::<ClientMessage>(&line) {
         Ok(ClientMessage::Hello(hello)) => Ok(hello),

@@ -33,7 +33,7 @@ use crate::control::{FRAMING_VERSION, Hello, MAX_SESSION_MESSAGE, Ready, ServerM
 use crate::registry::Attach;
 use crate::shared::Shared;
 use forward::End;
-use handshake::{Admitted, HELLO_TIMEOUT, LINGER, Stop};
+use handshake::{Admitted, LINGER, Stop};
 use link::{BrowserLink, SendHalf};
 use target::Target;
 
@@ -49,6 +49,10 @@ struct Attached {
     _slot: OwnedSemaphorePermit,
 }
 
+/// A `--max-handshakes` slot: held from a connection attempt (or WebSocket upgrade) until its
+/// hello is admitted or refused, so half-open handshakes cannot pile up.
+pub(crate) type HandshakeSlot = OwnedSemaphorePermit;
+
 /// Accepts WebTransport sessions until shutdown, one task each.
 pub(crate) async fn accept_loop(shared: Arc<Shared>, endpoint: &Endpoint<Server>) {
     let tracker = tokio_util::task::TaskTracker::new();
@@ -63,10 +67,22 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, endpoint: &Endpoint<Server>
             incoming.refuse();
             continue;
         }
+        // Past the cap, refused at once (QUIC CONNECTION_REFUSED, before any TLS work): the
+        // client hears "no" instead of waiting, and the sessions already open are not touched.
+        let Ok(slot) = Arc::clone(&shared.handshakes).try_acquire_owned() else {
+            tracing::debug!(peer = %incoming.remote_address(), "webtransport connect refused: --max-handshakes reached");
+            incoming.refuse();
+            continue;
+        };
         let shared = Arc::clone(&shared);
         tracker.spawn(async move {
-            if let Err(e) = handle_incoming(shared, incoming).await {
-                tracing::debug!("webtransport session setup failed: {e:#}");
+            // A handshake still under way when the relay stops is dropped, not waited for.
+            let shutdown = shared.shutdown.clone();
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                r = handle_incoming(shared, incoming, slot) => if let Err(e) = r {
+                    tracing::debug!("webtransport session setup failed: {e:#}");
+                }
             }
         });
     }
@@ -102,8 +118,14 @@ pub(crate) fn query_token(path: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-async fn handle_incoming(shared: Arc<Shared>, incoming: IncomingSession) -> anyhow::Result<()> {
-    let request = tokio::time::timeout(HELLO_TIMEOUT, incoming).await??;
+async fn handle_incoming(
+    shared: Arc<Shared>,
+    incoming: IncomingSession,
+    slot: HandshakeSlot,
+) -> anyhow::Result<()> {
+    // The QUIC handshake and the CONNECT request: a client that never finishes them is dropped
+    // (its slot freed) after the timeout.
+    let request = tokio::time::timeout(shared.config.handshake_timeout(), incoming).await??;
     let peer = request.remote_address();
     let path = request.path().split('?').next().unwrap_or("");
     if path != WEBTRANSPORT_PATH {
@@ -147,28 +169,39 @@ async fn handle_incoming(shared: Arc<Shared>, incoming: IncomingSession) -> anyh
         }
     };
     let conn = BrowserLink::WebTransport(request.accept().await?);
-    run_session(shared, conn, pre_authed, peer).await;
+    run_session(shared, conn, pre_authed, peer, slot).await;
     Ok(())
 }
 
-/// Serves an accepted browser link until the session or the relay ends.
+/// Serves an accepted browser link until the session or the relay ends. `slot` is released
+/// once the hello is admitted or refused.
 pub(crate) async fn run_session(
     shared: Arc<Shared>,
     conn: BrowserLink,
     pre_authed: bool,
     peer: SocketAddr,
+    slot: HandshakeSlot,
 ) {
     let shutdown = shared.shutdown.clone();
     tokio::select! {
         _ = shutdown.cancelled() => conn.close(0, "relay shutting down"),
-        _ = serve(shared, &conn, pre_authed, peer) => {}
+        _ = serve(shared, &conn, pre_authed, peer, slot) => {}
     }
 }
 
 /// The life of one session on an accepted connection.
-async fn serve(shared: Arc<Shared>, conn: &BrowserLink, pre_authed: bool, peer: SocketAddr) {
-    let Some(mut control) = handshake::accept_control(conn).await else { return };
-    let session = match open(&shared, &mut control, pre_authed, peer).await {
+async fn serve(
+    shared: Arc<Shared>,
+    conn: &BrowserLink,
+    pre_authed: bool,
+    peer: SocketAddr,
+    slot: HandshakeSlot,
+) {
+    let wait = shared.config.handshake_timeout();
+    let Some(mut control) = handshake::accept_control(conn, wait).await else { return };
+    let opened = open(&shared, &mut control, pre_authed, peer).await;
+    drop(slot);
+    let session = match opened {
         Ok(s) => s,
         Err(Stop::Gone) => return,
         Err(Stop::Refused(r)) => {

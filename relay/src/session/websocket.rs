@@ -245,6 +245,7 @@ pub(crate) async fn serve(
     shared: std::sync::Arc<crate::shared::Shared>,
     io: Upgraded,
     peer: std::net::SocketAddr,
+    slot: super::HandshakeSlot,
 ) {
     use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
     let config = WebSocketConfig::default()
@@ -253,5 +254,5 @@ pub(crate) async fn serve(
     let socket =
         WebSocketStream::from_raw_socket(TokioIo::new(io), Role::Server, Some(config)).await;
     let link = super::link::BrowserLink::WebSocket(WsLink::start(socket));
-    super::run_session(shared, link, true, peer).await;
+    super::run_session(shared, link, true, peer, slot).await;
 }
