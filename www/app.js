@@ -572,32 +572,57 @@ async function main() {
     const choice = chooseRenderer(renderer);
     window.tern.rendererChosen = choice;
     if (choice === 'webgl') loadWebgl(term);
-    addManifest();
+    linkManifestAndIcon();
   });
 }
 
-// Runs `fn` once: a moment after the session first went live, when the browser is idle.
+// Runs `fn` once, when the session has started: live, and the terminal quiet for a moment (the
+// shell has drawn its prompt), or at the latest SETTLE_LATEST_MS after going live (a program
+// that never stops printing). A shell's start is CPU-bound on a small machine, and it is what the
+// person waits for, so nothing optional runs beside it.
+const SETTLE_QUIET_MS = 1000;
+const SETTLE_LATEST_MS = 5000;
 let settledQueue = [];
 function whenSettled(fn) {
   if (settledQueue === null) return void fn();
   settledQueue.push(fn);
 }
 function settle() {
-  if (settledQueue === null) return;
-  const queue = settledQueue;
-  settledQueue = null;
-  const run = () => queue.forEach((fn) => fn());
-  setTimeout(() => (window.requestIdleCallback ? requestIdleCallback(run, { timeout: 2000 }) : run()), 500);
+  if (settledQueue === null || settle.waiting) return;
+  settle.waiting = true;
+  let quiet;
+  const writes = window.tern?.term.onWriteParsed(() => {
+    clearTimeout(quiet);
+    quiet = setTimeout(run, SETTLE_QUIET_MS);
+  });
+  const latest = setTimeout(run, SETTLE_LATEST_MS);
+  quiet = setTimeout(run, SETTLE_QUIET_MS);
+  function run() {
+    clearTimeout(quiet);
+    clearTimeout(latest);
+    writes?.dispose();
+    if (settledQueue === null) return;
+    const queue = settledQueue;
+    settledQueue = null;
+    const go = () => queue.forEach((fn) => fn());
+    if (window.requestIdleCallback) requestIdleCallback(go, { timeout: 2000 });
+    else go();
+  }
 }
 
-// The web app manifest (an installable app): linked once the page works, so that its fetch and
-// its icons' are not in the first load's way.
-function addManifest() {
+// The web app manifest (an installable app) and the tab's icon: linked once the session has
+// started, so that their fetches (the manifest brings its icons too) and the browser's decoding
+// of them are not in the shell's way.
+function linkManifestAndIcon() {
   if (document.querySelector('link[rel=manifest]')) return;
-  const link = document.createElement('link');
-  link.rel = 'manifest';
-  link.href = 'manifest.webmanifest';
-  document.head.append(link);
+  const icon = document.createElement('link');
+  icon.rel = 'icon';
+  icon.type = 'image/svg+xml';
+  icon.href = 'icon.svg';
+  const manifest = document.createElement('link');
+  manifest.rel = 'manifest';
+  manifest.href = 'manifest.webmanifest';
+  document.head.append(icon, manifest);
 }
 
 // A blinking cursor costs the tab a repaint at every blink, and in xterm.js's DOM renderer a CSS

@@ -431,8 +431,13 @@ test('a long press on a phone offers Paste, which pastes the clipboard (brackete
 });
 
 test('the page is an installable app: a manifest with icons', async () => {
-  // Linked once the session is live (out of the first load's way).
+  // Linked, with the tab's icon, once the session has started (out of the first load's way).
   await until(() => page.evaluate(() => document.querySelector('link[rel=manifest]') !== null), { what: 'the manifest link' });
+  const favicon = await page.evaluate(async () => {
+    const link = document.querySelector('link[rel=icon]');
+    return link && { type: link.type, ok: (await fetch(link.href)).ok };
+  });
+  assert.deepEqual(favicon, { type: 'image/svg+xml', ok: true }, 'the tab has no icon');
   const manifest = await page.evaluate(async () => {
     const href = document.querySelector('link[rel=manifest]').href;
     const r = await fetch(href);
