@@ -244,9 +244,19 @@ export async function startTunLink({ link, seed = 1 }) {
     });
     child.once('exit', (code) => { clearTimeout(timer); rej(new Error(`linkemu tun exited ${code}:\n${log}`)); });
   });
+  const answers = () => log.split('\n').filter((l) => /^linkemu (set|bad line)/.test(l));
   return {
     far,
     log: () => log,
+    /// Changes the link from the next packet on: `link loss=100%`, `up delay=50ms`, ... (on top
+    /// of the current spec); resolves once linkemu applied it.
+    async set(line) {
+      const before = answers().length;
+      child.stdin.write(`${line}\n`);
+      await until(() => answers().length > before, { timeout: 10000, what: `linkemu to apply ${line}` });
+      const answer = answers()[before];
+      if (answer.startsWith('linkemu bad line')) throw new Error(answer);
+    },
     async stop() {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));

@@ -16,6 +16,7 @@
 //! unshare -n linkemu tun --net 10.77.0.0/24 --link delay=50ms,loss=1%
 //! ```
 
+use std::io::BufRead;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,7 +76,10 @@ struct TunArgs {
     #[arg(long, default_value_t = TunNet::default())]
     net: TunNet,
     /// Exit when standard input reaches its end, so the link goes away with a parent that holds
-    /// the other end of a pipe (do not combine with a closed or /dev/null stdin).
+    /// the other end of a pipe (do not combine with a closed or /dev/null stdin). Lines read
+    /// meanwhile change the link from the next packet on: `link SPEC`, `up SPEC` or `down SPEC`,
+    /// applied on top of the direction's current spec (`link loss=100%`, later `link loss=0`);
+    /// each is answered `linkemu set up: ... down: ...` (or `linkemu bad line: ...`).
     #[arg(long)]
     exit_on_stdin_eof: bool,
     #[command(flatten)]
@@ -137,6 +141,23 @@ fn direction(link: &str, own: &str) -> anyhow::Result<DirectionConfig> {
     Ok(config)
 }
 
+/// One control line from standard input: `link|up|down SPEC`, on top of the current spec.
+fn change_link(link: &TunLink, line: &str) -> anyhow::Result<()> {
+    let (which, spec) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+    let dirs: &[Dir] = match which {
+        "link" => &[Dir::Up, Dir::Down],
+        "up" => &[Dir::Up],
+        "down" => &[Dir::Down],
+        other => anyhow::bail!("{other:?}: link, up or down"),
+    };
+    for &dir in dirs {
+        let mut config = link.config(dir);
+        config.apply_spec(spec)?;
+        link.set_config(dir, config)?;
+    }
+    Ok(())
+}
+
 fn show(name: &str, s: &DirectionStats) -> String {
     format!(
         "{name}: received={} forwarded={} bytes={} lost={} queue_drops={} dups={} send_errors={}",
@@ -192,13 +213,23 @@ fn run_udp(args: UdpArgs) -> anyhow::Result<()> {
 fn run_tun(args: TunArgs) -> anyhow::Result<()> {
     let (up, down) = args.link.directions()?;
     let config = TunConfig { device: args.dev, net: args.net, up, down, seed: args.link.seed };
-    let link = TunLink::start(config).context("starting the TUN link")?;
+    let link = Arc::new(TunLink::start(config).context("starting the TUN link")?);
     let stop = Arc::new(AtomicBool::new(false));
     if args.exit_on_stdin_eof {
         let stop = Arc::clone(&stop);
+        let link = Arc::clone(&link);
         std::thread::spawn(move || {
-            // Whatever arrives is ignored; only the end matters.
-            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                match change_link(&link, &line) {
+                    Ok(()) => println!(
+                        "linkemu set up: {} down: {}",
+                        link.config(Dir::Up),
+                        link.config(Dir::Down)
+                    ),
+                    Err(e) => println!("linkemu bad line: {line:?}: {e:#}"),
+                }
+            }
             stop.store(true, Ordering::Relaxed);
         });
     }
