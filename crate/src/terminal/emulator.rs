@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::cell::{Attrs, Cell, Color, Renditions};
 use super::framebuffer::{Framebuffer, MouseEncoding, MouseReporting, Row, Size};
-use super::parser::{MAX_OSC_CHARS, Params, Parser, Perform};
+use super::parser::{MAX_OSC_CHARS, Params, Parser, Perform, or_default};
 use super::width::print_width;
 
 /// A framebuffer plus the parser state that feeds it.
@@ -164,37 +164,96 @@ fn tab(fb: &mut Framebuffer, count: i64) {
 }
 
 fn sgr(fb: &mut Framebuffer, p: &Params) {
-    let n = p.count();
-    let mut i = 0;
-    while i < n {
-        let r = p.get(i, 0);
-        // `38;5;N` / `48;5;N`: N of 0 is palette 0 here, not a reset.
-        if (r == 38 || r == 48) && n - i >= 3 && p.get(i + 1, -1) == 5 {
-            let color = palette(p.get(i + 2, 0));
-            if let Some(color) = color {
-                if r == 38 { fb.pen.fg = color } else { fb.pen.bg = color }
+    if let Some(pen) = sgr_short(fb.pen, p) {
+        fb.pen = pen;
+        return;
+    }
+    let mut fields = p.fields();
+    while let Some(field) = fields.next() {
+        let r = or_default(Some(field), 0);
+        if r == 38 || r == 48 {
+            // `38;5;N` / `48;5;N` (N of 0 is palette 0 here, not a reset) and `38;2;R;G;B`, each
+            // only when that many fields follow; otherwise 38 and 48 alone mean nothing.
+            let mut ahead = fields.clone();
+            if let (Some(kind), Some(n)) = (ahead.next(), ahead.next()) {
+                if kind == 5 {
+                    if let Some(color) = palette(or_default(Some(n), 0)) {
+                        if r == 38 { fb.pen.fg = color } else { fb.pen.bg = color }
+                    }
+                    fields = ahead;
+                    continue;
+                }
+                if kind == 2
+                    && let (Some(g), Some(b)) = (ahead.next(), ahead.next())
+                {
+                    let color = true_color(
+                        or_default(Some(n), 0),
+                        or_default(Some(g), 0),
+                        or_default(Some(b), 0),
+                    );
+                    if r == 38 {
+                        fb.pen.fg = color
+                    } else {
+                        fb.pen.bg = color
+                    }
+                    fields = ahead;
+                    continue;
+                }
             }
-            i += 3;
-            continue;
-        }
-        if (r == 38 || r == 48) && n - i >= 5 && p.get(i + 1, -1) == 2 {
-            let color = true_color(p.get(i + 2, 0), p.get(i + 3, 0), p.get(i + 4, 0));
-            if r == 38 {
-                fb.pen.fg = color
-            } else {
-                fb.pen.bg = color
-            }
-            i += 5;
-            continue;
         }
         set_rendition(&mut fb.pen, r);
-        i += 1;
     }
 }
 
+/// The SGRs servers write (mosh-server's `0;38;5;N;48;2;R;G;B` for every cell of a colourful
+/// screen), every field of one to three digits, applied to a copy of `pen`; `None` for anything
+/// else (an empty or long field, a colour without all its fields, `38` followed by neither `5`
+/// nor `2`), which [`sgr`] then reads the general way. Where it answers, the pen is the one the
+/// general reading gives; it only reads each field once, as one word.
+#[inline]
+fn sgr_short(mut pen: Renditions, p: &Params) -> Option<Renditions> {
+    let mut fields = p.short_fields();
+    while fields.more() {
+        // mosh-server's reset and colours first, as whole words: they are most of a repaint.
+        if fields.next_is_digit(0) {
+            pen = Renditions::DEFAULT;
+            continue;
+        }
+        let (n, kind) = match fields.next_color() {
+            Some(intro) => intro,
+            None => {
+                let n = fields.next()?;
+                if n != 38 && n != 48 {
+                    set_rendition(&mut pen, i32::from(n));
+                    continue;
+                }
+                if fields.next_is_digit(5) {
+                    (n, 5)
+                } else if fields.next_is_digit(2) {
+                    (n, 2)
+                } else {
+                    return None;
+                }
+            }
+        };
+        let color = if kind == 5 {
+            // Palette entries above 255 leave the colour as it was.
+            match u8::try_from(fields.next()?) {
+                Ok(entry) => Color::Palette(entry),
+                Err(_) => continue,
+            }
+        } else {
+            let (r, g, b) = (fields.next()?, fields.next()?, fields.next()?);
+            true_color(i32::from(r), i32::from(g), i32::from(b))
+        };
+        if n == 38 { pen.fg = color } else { pen.bg = color }
+    }
+    Some(pen)
+}
+
 fn set_mode(fb: &mut Framebuffer, p: &Params, on: bool) {
-    for i in 0..p.count() {
-        let n = p.get(i, 0);
+    for field in p.fields() {
+        let n = or_default(Some(field), 0);
         if let Some(mode) = MouseReporting::from_mode_number(n) {
             fb.modes.mouse_reporting = if on { mode } else { MouseReporting::None };
             continue;
@@ -293,8 +352,8 @@ fn csi(fb: &mut Framebuffer, p: &Params, collected: u8, final_char: char) {
         (b'?', 'h') => set_mode(fb, p, true),
         (b'?', 'l') => set_mode(fb, p, false),
         (0, 'h') | (0, 'l') => {
-            for i in 0..p.count() {
-                if p.get(i, 0) == 4 {
+            for field in p.fields() {
+                if field == 4 {
                     fb.modes.insert = final_char == 'h';
                 }
             }

@@ -30,129 +30,237 @@ pub(crate) const MAX_OSC_CHARS: usize = 16 * 1024;
 /// Larger parameter values count as missing (mosh's `PARAM_MAX`).
 const PARAM_MAX: i64 = 65535;
 
-/// CSI parameters as mosh parses them: every `;`-separated field, -1 when empty or out of range.
+/// CSI parameters as mosh keeps them: the first `MAX_PARAM_TEXT` characters of parameter text
+/// (ASCII digits and `;`), read field by field where they are used. Every `;`-separated field is
+/// a value, -1 when empty or out of range.
 ///
-/// Built as the characters arrive rather than from a saved string, so a sequence costs no
-/// allocation once the vector has grown (this runs for every SGR of a full-screen repaint).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Params {
-    values: Vec<i32>,
-    /// The field being read: its value so far (saturating just above `PARAM_MAX`) and whether
-    /// it has any digit.
-    field: i64,
-    field_digits: bool,
-    /// Parameter characters kept so far (mosh drops those past `MAX_PARAM_TEXT`).
-    chars: usize,
+/// A view of the text rather than a list of values: a sequence that arrives whole (every SGR of
+/// a repaint) is read straight from the input, with nothing stored, and the SGR reads its fields
+/// once, in order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Params<'a> {
+    text: &'a [u8],
 }
 
-impl Params {
-    fn clear(&mut self) {
-        self.values.clear();
-        self.field = 0;
-        self.field_digits = false;
-        self.chars = 0;
+impl<'a> Params<'a> {
+    /// Parameter text: only digits and `;`, at most `MAX_PARAM_TEXT` characters.
+    fn new(text: &'a [u8]) -> Params<'a> {
+        debug_assert!(text.len() <= MAX_PARAM_TEXT && text.iter().all(|&b| is_param_byte(b)));
+        Params { text }
     }
-    /// Reads the parameter characters (ASCII digits and `;`) that `bytes` starts with and
-    /// returns how many there were.
-    #[inline]
-    fn push_run(&mut self, bytes: &[u8]) -> usize {
-        let mut n = 0;
-        if !self.field_digits {
-            n = self.push_short_fields(bytes);
-        }
-        let bytes = bytes.get(n..).unwrap_or_default();
-        // The field in locals: this loop runs for most bytes of a colourful repaint.
-        let (mut field, mut digits, mut chars) = (self.field, self.field_digits, self.chars);
-        for &b in bytes {
-            if !is_param_byte(b) {
-                break;
-            }
-            n += 1;
-            if chars >= MAX_PARAM_TEXT {
-                continue;
-            }
-            chars += 1;
-            if b == b';' {
-                self.values.push(field_value(field, digits));
-                (field, digits) = (0, false);
-            } else {
-                field = (field * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
-                digits = true;
-            }
-        }
-        (self.field, self.field_digits, self.chars) = (field, digits, chars);
-        n
+    /// The fields in order (at least one: an empty parameter list is one missing field).
+    pub(crate) fn fields(&self) -> Fields<'a> {
+        Fields { text: self.text, at: 0, done: false }
     }
-    /// At the start of a field: reads whole fields of at most three digits (every SGR
-    /// parameter a server sends) four bytes at a time, as one word and without a branch per
-    /// digit, and returns how many bytes it took. It stops, leaving the rest to the
-    /// byte-at-a-time loop, at a longer field, near the end of `bytes` or near the parameter
-    /// text's cap; it ends the run (with the field open, as the loop would leave it) at a byte
-    /// that is not parameter text.
-    #[inline]
-    fn push_short_fields(&mut self, bytes: &[u8]) -> usize {
-        let (mut at, mut chars) = (0, self.chars);
-        // The field holds nothing yet (no digit): it is 0 at the start of every field.
-        debug_assert!(!self.field_digits && self.field == 0);
-        while let Some(&[b0, b1, b2, b3]) = bytes.get(at..at + 4) {
-            if chars + 4 > MAX_PARAM_TEXT {
-                break;
-            }
-            let w = u32::from_le_bytes([b0, b1, b2, b3]);
-            // A byte of `not_digit` is nonzero where `w`'s is not an ASCII digit: its high
-            // nibble is not 3, or its low nibble is 10 or more (adding 6 carries into bit 4;
-            // no byte carries into the next).
-            let not_digit = ((w & 0xf0f0_f0f0) ^ 0x3030_3030)
-                | (((w & 0x0f0f_0f0f) + 0x0606_0606) & 0x1010_1010);
-            // How many digits the field has: 4 means four or more.
-            let len = (not_digit.trailing_zeros() / 8) as usize;
-            if len == 4 {
-                break;
-            }
-            // The digits' values, right-aligned in the word (first digit lowest), then combined
-            // pairwise: 10 * d0 + d1 in bytes 0 and 2, then 100 * (that) + (the other).
-            let d = (u64::from(w & 0x0f0f_0f0f) << (8 * (4 - len))) as u32;
-            let pairs = (d * 10 + (d >> 8)) & 0x00ff_00ff;
-            let value = (pairs * 100 + (pairs >> 16)) & 0xffff;
-            let next = (w >> (8 * len)) as u8;
-            if next == b';' {
-                self.values.push(if len == 0 { -1 } else { value as i32 });
-                chars += len + 1;
-                at += len + 1;
-                continue;
-            }
-            // The run ends inside this field (`next` is no digit: `len` stopped there).
-            self.field = i64::from(value);
-            self.field_digits = len > 0;
-            self.chars = chars + len;
-            return at + len;
-        }
-        self.chars = chars;
-        at
-    }
-    #[inline]
-    fn end_field(&mut self) {
-        self.values.push(field_value(self.field, self.field_digits));
-        self.field = 0;
-        self.field_digits = false;
-    }
-    /// How many fields there were; at least 1 (an empty parameter list is one missing field).
-    pub(crate) fn count(&self) -> usize {
-        self.values.len()
+    /// The fields for a reader that handles only the common form (see [`ShortFields`]).
+    pub(crate) fn short_fields(&self) -> ShortFields<'a> {
+        ShortFields { text: self.text, at: 0 }
     }
     /// Field `n`, or `default` when it is missing, empty or below 1 (mosh's `getparam`).
     pub(crate) fn get(&self, n: usize, default: i32) -> i32 {
-        match self.values.get(n) {
-            Some(&v) if v >= 1 => v,
-            _ => default,
-        }
+        or_default(self.fields().nth(n), default)
     }
 }
 
-/// A finished field: -1 when it had no digit or is out of range.
+/// A field's value as mosh's `getparam` reads it: `default` when it is missing, empty or below 1.
 #[inline]
-fn field_value(field: i64, digits: bool) -> i32 {
-    if !digits || field > PARAM_MAX { -1 } else { field as i32 }
+pub(crate) fn or_default(field: Option<i32>, default: i32) -> i32 {
+    match field {
+        Some(v) if v >= 1 => v,
+        _ => default,
+    }
+}
+
+/// The fields of a parameter text, in order: -1 for an empty field or one above `PARAM_MAX`.
+#[derive(Clone, Debug)]
+pub(crate) struct Fields<'a> {
+    text: &'a [u8],
+    /// Where the next field starts (at most `text.len()`).
+    at: usize,
+    /// The last field was read (it is not followed by a `;`).
+    done: bool,
+}
+
+impl Iterator for Fields<'_> {
+    type Item = i32;
+
+    #[inline]
+    fn next(&mut self) -> Option<i32> {
+        if self.done {
+            return None;
+        }
+        let rest = self.text.get(self.at..).unwrap_or_default();
+        let (value, len) = match rest.get(..4) {
+            Some(&[b0, b1, b2, b3]) => match short_field(u32::from_le_bytes([b0, b1, b2, b3])) {
+                Some(short) => short,
+                None => long_field(rest),
+            },
+            _ => long_field(rest),
+        };
+        // The text holds only digits and `;`: what ends the digits is a `;` or the end.
+        if len < rest.len() {
+            self.at += len + 1;
+        } else {
+            self.done = true;
+        }
+        Some(value)
+    }
+}
+
+/// The fields of a parameter text where every field has one to three digits (every SGR a server
+/// writes), for a reader that falls back to [`Fields`] at anything else. Cheaper than [`Fields`]:
+/// a field is one word read, with no case for long fields.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ShortFields<'a> {
+    text: &'a [u8],
+    /// Where the next field starts; past the end once the last field was read.
+    at: usize,
+}
+
+impl ShortFields<'_> {
+    /// Whether a field is left.
+    #[inline]
+    pub(crate) fn more(&self) -> bool {
+        self.at <= self.text.len()
+    }
+    /// The next field's value, or `None` when there is none or it is empty or longer than three
+    /// digits (the reader then starts over with [`Fields`]).
+    #[inline]
+    pub(crate) fn next(&mut self) -> Option<u16> {
+        let rest = self.text.get(self.at..)?;
+        let (value, len) = match rest.get(..4) {
+            Some(&[b0, b1, b2, b3]) => short_field(u32::from_le_bytes([b0, b1, b2, b3]))?,
+            _ => {
+                // The last few bytes: as many as there are, padded with a non-digit.
+                let mut word = [b';'; 4];
+                word[..rest.len()].copy_from_slice(rest);
+                short_field(u32::from_le_bytes(word))?
+            }
+        };
+        if len == 0 {
+            return None;
+        }
+        // A `;` or the end follows the digits; past the end means no field is left.
+        self.at += len + 1;
+        Some(value as u16)
+    }
+    /// Whether the next fields are `38;5;`, `48;5;`, `38;2;` or `48;2;` (a colour's introduction,
+    /// `N;` or `R;G;B` follows): `Some((38 or 48, 5 or 2))`, taken, if so. Five bytes compared as
+    /// one word, instead of two fields read.
+    #[inline]
+    pub(crate) fn next_color(&mut self) -> Option<(u16, u16)> {
+        let rest = self.text.get(self.at..)?;
+        let word = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?) & 0xff_ffff_ffff;
+        const fn intro(text: &[u8; 5]) -> u64 {
+            u64::from_le_bytes([text[0], text[1], text[2], text[3], text[4], 0, 0, 0])
+        }
+        let found = match word {
+            w if w == intro(b"38;5;") => (38, 5),
+            w if w == intro(b"48;5;") => (48, 5),
+            w if w == intro(b"38;2;") => (38, 2),
+            w if w == intro(b"48;2;") => (48, 2),
+            _ => return None,
+        };
+        self.at += 5;
+        Some(found)
+    }
+    /// Whether the next field is the single digit `d`; takes it if so.
+    #[inline]
+    pub(crate) fn next_is_digit(&mut self, d: u8) -> bool {
+        let rest = self.text.get(self.at..).unwrap_or_default();
+        let is = rest.first() == Some(&(b'0' + d)) && rest.get(1).is_none_or(|&b| b == b';');
+        if is {
+            self.at += 2;
+        }
+        is
+    }
+}
+
+/// A field of at most three digits at the start of the little-endian word `w` (every SGR
+/// parameter a server sends), read without a branch per digit: its value (-1 for none) and its
+/// number of digits; `None` for four digits or more.
+#[inline]
+fn short_field(w: u32) -> Option<(i32, usize)> {
+    // A byte of `not_digit` is nonzero where `w`'s is not an ASCII digit: its high nibble is not
+    // 3, or its low nibble is 10 or more (adding 6 carries into bit 4; no byte carries into the
+    // next).
+    let not_digit =
+        ((w & 0xf0f0_f0f0) ^ 0x3030_3030) | (((w & 0x0f0f_0f0f) + 0x0606_0606) & 0x1010_1010);
+    let len = (not_digit.trailing_zeros() / 8) as usize;
+    if len == 4 {
+        return None;
+    }
+    if len == 0 {
+        return Some((-1, 0));
+    }
+    // The digits' values, right-aligned in the word (first digit lowest), then combined
+    // pairwise: 10 * d0 + d1 in bytes 0 and 2, then 100 * (that) + (the other).
+    let d = (u64::from(w & 0x0f0f_0f0f) << (8 * (4 - len))) as u32;
+    let pairs = (d * 10 + (d >> 8)) & 0x00ff_00ff;
+    Some((((pairs * 100 + (pairs >> 16)) & 0xffff) as i32, len))
+}
+
+/// A field read digit by digit (long fields and the text's last few bytes): its value (-1 for
+/// none or above `PARAM_MAX`) and its number of digits.
+fn long_field(text: &[u8]) -> (i32, usize) {
+    let len = text.iter().take_while(|b| b.is_ascii_digit()).count();
+    let value =
+        text[..len].iter().fold(0i64, |v, &b| (v * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1));
+    (if len == 0 || value > PARAM_MAX { -1 } else { value as i32 }, len)
+}
+
+/// How many bytes at the start of `bytes` are parameter text (digits and `;`), eight at a time:
+/// a repaint's SGRs are some twenty of them per cell.
+#[inline]
+fn param_run(bytes: &[u8]) -> usize {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    let mut n = 0;
+    while let Some(chunk) = bytes.get(n..n + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        // Parameter bytes are 0x30..=0x3B but not 0x3A: `x` below is 0..=9 or 11 for them.
+        // Each test sets a byte's high bit exactly (no carry or borrow crosses bytes).
+        let x = u64::from_le_bytes(word) ^ (0x30 * LOW);
+        let twelve_or_more = (((x & (0x7f * LOW)) + 0x74 * LOW) | x) & (0x80 * LOW);
+        let colon = x ^ (0x0a * LOW);
+        let is_colon = !(((colon & (0x7f * LOW)) + 0x7f * LOW) | colon) & (0x80 * LOW);
+        let not_param = twelve_or_more | is_colon;
+        if not_param != 0 {
+            return n + (not_param.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    n + bytes[n..].iter().take_while(|&&b| is_param_byte(b)).count()
+}
+
+/// The parameter text of a sequence that arrives in pieces (or byte by byte through the state
+/// machine), kept up to mosh's cap.
+#[derive(Clone, Copy, Debug)]
+struct ParamText {
+    len: u8,
+    buf: [u8; MAX_PARAM_TEXT],
+}
+
+impl Default for ParamText {
+    fn default() -> Self {
+        ParamText { len: 0, buf: [0; MAX_PARAM_TEXT] }
+    }
+}
+
+impl ParamText {
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+    /// Keeps what fits of `text` (parameter characters past the cap are dropped, as mosh does).
+    fn push(&mut self, text: &[u8]) {
+        let len = usize::from(self.len);
+        let n = text.len().min(MAX_PARAM_TEXT - len);
+        self.buf[len..len + n].copy_from_slice(&text[..n]);
+        self.len += n as u8;
+    }
+    fn params(&self) -> Params<'_> {
+        Params::new(&self.buf[..usize::from(self.len)])
+    }
 }
 
 /// The intermediate and private-marker characters of a sequence, at most `MAX_COLLECTED`.
@@ -210,7 +318,7 @@ pub(crate) struct Parser {
     utf8: [u8; 6],
     utf8_len: usize,
     state: State,
-    params: Params,
+    params: ParamText,
     collected: Collected,
     osc: String,
     osc_chars: usize,
@@ -222,7 +330,7 @@ impl Default for Parser {
             utf8: [0; 6],
             utf8_len: 0,
             state: State::Ground,
-            params: Params::default(),
+            params: ParamText::default(),
             collected: Collected::default(),
             osc: String::new(),
             osc_chars: 0,
@@ -305,7 +413,8 @@ impl Parser {
                         }
                     }
                     State::CsiEntry | State::CsiParam => {
-                        let run = self.params.push_run(&bytes[at..]);
+                        let run = param_run(&bytes[at..]);
+                        self.params.push(&bytes[at..at + run]);
                         if run > 0 {
                             self.state = State::CsiParam;
                             at += run;
@@ -323,21 +432,32 @@ impl Parser {
     /// In Ground at an ESC that starts a CSI: takes the `ESC [` and the parameters after it,
     /// then dispatches when the final byte follows (no private marker, no intermediates), and
     /// returns how many bytes it took. Anything else is left to the state machine (`None`).
+    /// A whole sequence is dispatched with its parameters read in place.
+    #[inline]
     fn whole_csi<P: Perform>(&mut self, perform: &mut P, bytes: &[u8]) -> Option<usize> {
         if bytes.get(1) != Some(&b'[') {
             return None;
         }
-        self.enter(State::CsiEntry);
-        let digits = self.params.push_run(&bytes[2..]);
-        if digits > 0 {
-            self.state = State::CsiParam;
-        }
-        match bytes.get(2 + digits) {
+        let text = bytes.get(2..).unwrap_or_default();
+        let run = param_run(text);
+        match text.get(run) {
             Some(&b) if (0x40..=0x7e).contains(&b) => {
-                self.csi_dispatch(perform, char::from(b));
-                Some(3 + digits)
+                // What entering CsiEntry and dispatching leave: Ground, nothing collected.
+                self.collected.clear();
+                self.params.clear();
+                let params = Params::new(&text[..run.min(MAX_PARAM_TEXT)]);
+                perform.csi_dispatch(&params, "", char::from(b));
+                self.state = State::Ground;
+                Some(3 + run)
             }
-            _ => Some(2 + digits),
+            _ => {
+                self.enter(State::CsiEntry);
+                self.params.push(&text[..run]);
+                if run > 0 {
+                    self.state = State::CsiParam;
+                }
+                Some(2 + run)
+            }
         }
     }
 
@@ -472,7 +592,7 @@ impl Parser {
                 } else if (0x40..=0x7e).contains(&r) {
                     self.csi_dispatch(perform, ch);
                 } else if (0x30..=0x39).contains(&r) || r == 0x3b {
-                    self.params.push_run(&[r as u8]);
+                    self.params.push(&[r as u8]);
                     self.state = State::CsiParam;
                 } else if (0x3c..=0x3f).contains(&r) {
                     if entry {
@@ -541,8 +661,7 @@ impl Parser {
     }
 
     fn csi_dispatch<P: Perform>(&mut self, perform: &mut P, ch: char) {
-        self.params.end_field();
-        perform.csi_dispatch(&self.params, self.collected.as_str(), ch);
+        perform.csi_dispatch(&self.params.params(), self.collected.as_str(), ch);
         self.enter(State::Ground);
     }
 }
@@ -552,46 +671,93 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// One character at a time, as mosh reads them: what `push_run` must agree with.
-    fn reference(chunks: &[Vec<u8>]) -> (Vec<i32>, i64, bool, usize) {
-        let mut p = Params::default();
-        for chunk in chunks {
-            for &b in chunk.iter().take_while(|&&b| is_param_byte(b)) {
-                if p.chars >= MAX_PARAM_TEXT {
-                    continue;
-                }
-                p.chars += 1;
-                if b == b';' {
-                    p.end_field();
-                } else {
-                    p.field = (p.field * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
-                    p.field_digits = true;
-                }
+    /// mosh's reading, one character at a time: every `;` ends a field, -1 for an empty one or
+    /// one above `PARAM_MAX`.
+    fn reference(text: &[u8]) -> Vec<i32> {
+        let mut values = Vec::new();
+        let (mut field, mut digits) = (0i64, false);
+        for &b in text {
+            if b == b';' {
+                values.push(if !digits || field > PARAM_MAX { -1 } else { field as i32 });
+                (field, digits) = (0, false);
+            } else {
+                field = (field * 10 + i64::from(b - b'0')).min(PARAM_MAX + 1);
+                digits = true;
             }
         }
-        (p.values, p.field, p.field_digits, p.chars)
+        values.push(if !digits || field > PARAM_MAX { -1 } else { field as i32 });
+        values
     }
 
     proptest! {
-        /// `push_run` (fields in locals, runs across calls) reads the parameters as reading
-        /// them one character at a time does, however the text is cut and whatever follows.
+        /// The fields (word at a time for short ones) are what reading the text one character
+        /// at a time gives, and `get` agrees with them.
         #[test]
-        fn runs_of_parameters_match_the_byte_at_a_time_reading(
+        fn fields_match_the_byte_at_a_time_reading(
             fields in prop::collection::vec(prop_oneof![Just(String::new()), "[0-9]{1,3}", "[0-9]{4,9}"], 0..40),
-            tail in prop::sample::select(vec!["", "m", "H", "?", ":", "\x1b", "12"]),
+        ) {
+            let text = fields.join(";");
+            let text = &text.as_bytes()[..text.len().min(MAX_PARAM_TEXT)];
+            let params = Params::new(text);
+            let want = reference(text);
+            prop_assert_eq!(params.fields().collect::<Vec<_>>(), want.clone());
+            for (n, &v) in want.iter().enumerate() {
+                prop_assert_eq!(params.get(n, 7), if v >= 1 { v } else { 7 });
+            }
+            prop_assert_eq!(params.get(want.len(), 7), 7);
+        }
+
+        /// `param_run` (eight bytes at a time) stops where the first byte that is not a digit or
+        /// `;` is, and a sequence cut anywhere dispatches the parameters it dispatches whole.
+        #[test]
+        fn parameter_runs_and_cut_sequences_read_as_whole_ones(
+            fields in prop::collection::vec(prop_oneof![Just(String::new()), "[0-9]{1,3}", "[0-9]{4,9}"], 0..40),
+            tail in prop::sample::select(vec!["", "m", "H", "?", ":", "\x1b", "12", "m!"]),
             cut in 0usize..200,
         ) {
             let text = format!("{}{tail}", fields.join(";"));
             let bytes = text.as_bytes();
-            let cut = cut.min(bytes.len());
-            let chunks = [bytes[..cut].to_vec(), bytes[cut..].to_vec()];
-            let mut p = Params::default();
-            let first = p.push_run(&chunks[0]);
-            if first == chunks[0].len() {
-                p.push_run(&chunks[1]);
+            let want = bytes.iter().take_while(|&&b| is_param_byte(b)).count();
+            prop_assert_eq!(param_run(bytes), want);
+
+            let seq = format!("\x1b[{text}");
+            let cut = cut.min(seq.len());
+            let mut whole = Recorder::default();
+            Parser::new().advance(&mut whole, seq.as_bytes());
+            let mut pieces = Recorder::default();
+            let mut parser = Parser::new();
+            parser.advance(&mut pieces, &seq.as_bytes()[..cut]);
+            parser.advance(&mut pieces, &seq.as_bytes()[cut..]);
+            let mut by_byte = Recorder::default();
+            let mut parser = Parser::new();
+            for b in seq.as_bytes() {
+                parser.byte(&mut by_byte, *b);
             }
-            let want = if first == chunks[0].len() { reference(&chunks) } else { reference(&chunks[..1]) };
-            prop_assert_eq!((p.values, p.field, p.field_digits, p.chars), want);
+            prop_assert_eq!(&pieces.0, &whole.0);
+            prop_assert_eq!(&by_byte.0, &whole.0);
+        }
+    }
+
+    /// Every action as text, to compare parses.
+    #[derive(Default)]
+    struct Recorder(Vec<String>);
+
+    impl Perform for Recorder {
+        fn print(&mut self, c: char) {
+            self.0.push(format!("print {c:?}"));
+        }
+        fn execute(&mut self, c: char) {
+            self.0.push(format!("execute {c:?}"));
+        }
+        fn esc_dispatch(&mut self, collected: &str, final_char: char) {
+            self.0.push(format!("esc {collected:?} {final_char:?}"));
+        }
+        fn csi_dispatch(&mut self, params: &Params, collected: &str, final_char: char) {
+            let fields: Vec<i32> = params.fields().collect();
+            self.0.push(format!("csi {fields:?} {collected:?} {final_char:?}"));
+        }
+        fn osc_dispatch(&mut self, osc: &str) {
+            self.0.push(format!("osc {osc:?}"));
         }
     }
 }
