@@ -28,18 +28,18 @@ impl Attrs {
     pub const NONE: Attrs = Attrs(0);
 
     /// In the order the SGR string lists them, with their SGR numbers.
-    const SGR_ORDER: [(Attrs, &'static str); 6] = [
-        (Attrs::BOLD, ";1"),
-        (Attrs::ITALIC, ";3"),
-        (Attrs::UNDERLINE, ";4"),
-        (Attrs::BLINK, ";5"),
-        (Attrs::INVERSE, ";7"),
-        (Attrs::INVISIBLE, ";8"),
+    const SGR_ORDER: [(Attrs, &'static [u8; 2]); 6] = [
+        (Attrs::BOLD, b";1"),
+        (Attrs::ITALIC, b";3"),
+        (Attrs::UNDERLINE, b";4"),
+        (Attrs::BLINK, b";5"),
+        (Attrs::INVERSE, b";7"),
+        (Attrs::INVISIBLE, b";8"),
     ];
 
     /// The SGR that turns one attribute off, with its leading `;`. Bold's is 22 (21 is double
     /// underline in xterm); the others are 20 plus their own number.
-    fn off_code(attr: Attrs) -> &'static [u8] {
+    fn off_code(attr: Attrs) -> &'static [u8; 3] {
         match attr {
             Attrs::BOLD => b";22",
             Attrs::ITALIC => b";23",
@@ -112,7 +112,7 @@ impl Renditions {
     pub fn write_sgr(&self, out: &mut Vec<u8>) {
         let mut seq = Seq::new(false);
         self.absolute_into(&mut seq);
-        out.extend_from_slice(seq.as_bytes());
+        seq.append_to(out);
     }
 
     fn absolute_into(&self, seq: &mut Seq) {
@@ -120,7 +120,7 @@ impl Renditions {
         let listed = if self.attrs.is_empty() { &[][..] } else { &Attrs::SGR_ORDER[..] };
         for &(attr, code) in listed {
             if self.attrs.contains(attr) {
-                seq.bytes(code.as_bytes());
+                seq.bytes(code);
             }
         }
         seq.color(self.fg, 30);
@@ -133,6 +133,26 @@ impl Renditions {
     /// back with 39/49) when that is shorter. Both mean the same to xterm and to mosh's emulator;
     /// the renderer sends this only to the page's terminal, as mosh-server always resets.
     pub fn write_sgr_from(&self, from: Renditions, out: &mut Vec<u8>) {
+        let (fg_changed, bg_changed) = (from.fg != self.fg, from.bg != self.bg);
+        if from.attrs == self.attrs
+            && (!fg_changed || self.fg != Color::Default)
+            && (!bg_changed || self.bg != Color::Default)
+        {
+            // The same attributes and no colour changed back to the default (a repaint's pen
+            // changes): the changes are always the shorter, as their colours are in the
+            // absolute string too, which has `0` and the rest besides.
+            let mut seq = Seq::new(true);
+            seq.bytes(b"\x1b[");
+            if fg_changed {
+                seq.color(self.fg, 30);
+            }
+            if bg_changed {
+                seq.color(self.bg, 40);
+            }
+            seq.byte(b'm');
+            seq.append_to(out);
+            return;
+        }
         // The first parameter goes without its `;` (`ESC [ ;` would be an empty, resetting,
         // first parameter).
         let mut seq = Seq::new(true);
@@ -144,7 +164,7 @@ impl Renditions {
             if was && !is {
                 seq.param(Attrs::off_code(attr));
             } else if is && !was {
-                seq.param(code.as_bytes());
+                seq.param(code);
             }
         }
         for (was, is, base) in [(from.fg, self.fg, 30), (from.bg, self.bg, 40)] {
@@ -163,7 +183,7 @@ impl Renditions {
             seq = Seq::new(false);
             self.absolute_into(&mut seq);
         }
-        out.extend_from_slice(seq.as_bytes());
+        seq.append_to(out);
     }
 
     /// The length of [`write_sgr`](Self::write_sgr)'s string, without writing it.
@@ -225,9 +245,13 @@ impl Seq {
     fn new(first: bool) -> Seq {
         Seq { buf: [0; MAX_SGR + 2], len: 0, first }
     }
+    /// Appends the sequence to `out`: the whole buffer, then cut to the sequence. A copy of a
+    /// fixed size is a few moves; one of the sequence's own length is a call to `memcpy`.
     #[inline]
-    fn as_bytes(&self) -> &[u8] {
-        self.buf.get(..self.len).unwrap_or_default()
+    fn append_to(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&self.buf);
+        out.truncate(start + self.len.min(self.buf.len()));
     }
     #[inline]
     fn byte(&mut self, b: u8) {
@@ -236,22 +260,26 @@ impl Seq {
             self.len += 1;
         }
     }
+    /// (Pieces of a size known when compiling: a copy of a length only known at run time is a
+    /// call to `memcpy`.)
     #[inline]
-    fn bytes(&mut self, bytes: &[u8]) {
+    fn bytes<const N: usize>(&mut self, bytes: &[u8; N]) {
         // Never cut: MAX_SGR holds the longest sequence.
-        if let Some(slots) = self.buf.get_mut(self.len..self.len + bytes.len()) {
+        if let Some(slots) = self.buf.get_mut(self.len..self.len + N) {
             slots.copy_from_slice(bytes);
-            self.len += bytes.len();
+            self.len += N;
         }
     }
-    /// A parameter given with its leading `;` (as `SGR_ORDER` and `off_code` hold them).
+    /// A parameter given with its leading `;` (as `SGR_ORDER` and `off_code` hold them). The
+    /// first one goes without it: written over the `[` before it, with a `[` in its place.
     #[inline]
-    fn param(&mut self, with_separator: &[u8]) {
-        if std::mem::take(&mut self.first) {
-            self.bytes(with_separator.get(1..).unwrap_or_default());
-        } else {
-            self.bytes(with_separator);
+    fn param<const N: usize>(&mut self, with_separator: &[u8; N]) {
+        let mut piece = *with_separator;
+        if std::mem::take(&mut self.first) && self.len > 0 {
+            piece[0] = b'[';
+            self.len -= 1;
         }
+        self.bytes(&piece);
     }
     #[inline]
     fn decimal(&mut self, n: u8) {
@@ -463,6 +491,11 @@ impl Cell {
     /// Appends what a terminal must be sent to draw this cell: a space for an empty cell, and
     /// U+00A0 before contents that start with a combining mark (mosh's `print_grapheme`).
     pub fn write_grapheme(&self, out: &mut Vec<u8>) {
+        if self.grapheme.len == 1 && !self.fallback {
+            // Most cells: one ASCII byte.
+            out.push(self.grapheme.buf[0]);
+            return;
+        }
         let (prefix, text) = self.drawn();
         out.extend_from_slice(prefix);
         match text {
