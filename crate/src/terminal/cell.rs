@@ -464,6 +464,7 @@ impl Cell {
         self.wide
     }
     /// Columns this cell covers: 1 or 2.
+    #[inline]
     pub fn width(&self) -> usize {
         if self.wide { 2 } else { 1 }
     }
@@ -490,6 +491,7 @@ impl Cell {
 
     /// Appends what a terminal must be sent to draw this cell: a space for an empty cell, and
     /// U+00A0 before contents that start with a combining mark (mosh's `print_grapheme`).
+    #[inline]
     pub fn write_grapheme(&self, out: &mut Vec<u8>) {
         if self.grapheme.len == 1 && !self.fallback {
             // Most cells: one ASCII byte.

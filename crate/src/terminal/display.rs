@@ -62,6 +62,7 @@ impl FrameState {
         self.out.extend(std::iter::repeat_n(byte, n));
     }
     /// Moves for drawing: hides the cursor first so it does not flicker across the screen.
+    #[inline]
     fn silent_move(&mut self, y: usize, x: usize, width: usize) {
         if self.cursor == Some((y, x)) {
             return;
@@ -155,6 +156,7 @@ impl FrameState {
         }
         self.append(&best[..best_len]);
     }
+    #[inline]
     fn update_rendition(&mut self, r: Renditions, force: bool) {
         if self.compact && !force && self.pen != r {
             r.write_sgr_from(self.pen, &mut self.out);
@@ -164,6 +166,7 @@ impl FrameState {
             self.pen = r;
         }
     }
+    #[inline]
     fn advance(&mut self, n: usize) {
         if let Some((_, x)) = &mut self.cursor {
             *x += n;

@@ -124,7 +124,17 @@ impl Dispatch<'_> {
                 }
             }
         }
-        self.fb.move_col(w as i64, true, true);
+        // `move_col(w, true, true)` from a column where `w` more stay inside the row, outside
+        // origin mode (the cursor's row is then always on screen): the printed cell is the one
+        // a combining mark joins, no wrap is pending, nothing needs clamping.
+        let fb = &mut *self.fb;
+        if fb.modes.origin {
+            fb.move_col(w as i64, true, true);
+        } else {
+            fb.combining = Some((row, col));
+            fb.cursor_col = col + w;
+            fb.next_print_will_wrap = false;
+        }
     }
 
     fn clear_wrap(&mut self) {
