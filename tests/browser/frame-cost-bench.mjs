@@ -1,7 +1,7 @@
 // The cost of a frame in the browser, for the benchmark suite (tern-bench's `cost` rows, issue 17):
 //
 //   node tests/browser/frame-cost-bench.mjs [--seconds 10] [--renderer auto|dom|webgl]
-//        [--scenarios flood,log,clock,hidden,idle] [--profile] [--json]
+//        [--scenarios flood,log,clock,hidden,idle] [--profile [--top]] [--css RULES] [--json]
 //
 // Headless Chromium, the real tern-relay in spawn mode on loopback. Each scenario runs a command in
 // the shell, waits for it to settle, then counts over `--seconds`:
@@ -13,7 +13,11 @@
 //   profile (with --profile, in a second window of the flood and hidden scenarios only, so the profiler's
 //        own cost stays out of the CPU figures): the renderer's main thread from Chromium's
 //        sampling profiler, ms by where the time went: tern (wasm and its glue), xterm.js
-//        (parse and render), gc, browser (style, layout, paint: "(program)").
+//        (parse and render), gc, browser (style, layout, paint: "(program)"); with --top also
+//        the functions with the most self time;
+//   rendererThreadsCpuS: the renderer's CPU by thread (main, compositor, IO, workers);
+//   --css RULES: a style sheet added to the page before the command, to try a style change
+//        without rebuilding the page.
 // Scenarios: flood = `seq` in a loop, full screen; log = a line every 50 ms; clock = the time
 // rewritten every second on an otherwise still screen; hidden = the flood with the page hidden
 // (document.visibilityState, as tests/browser/frames.test.mjs sets it); idle = a prompt, nothing
@@ -39,6 +43,7 @@ const RENDERER = cliArg('renderer', 'auto');
 const SCENARIOS = cliArg('scenarios', 'flood,log,clock,hidden,idle').split(',');
 const PROFILE = process.argv.includes('--profile');
 const JSON_OUT = process.argv.includes('--json');
+const EXTRA_CSS = cliArg('css', '');
 const SETTLE_MS = 2000;
 const IDLE_SETTLE_MS = 12000;
 
@@ -69,13 +74,38 @@ function chromiumCpu() {
     else if (cmd.includes('--type=gpu-process')) cpu.gpu += s;
     else cpu.browser += s;
   }
+  cpu.threads = rendererThreads(parent, mine);
   return cpu;
+}
+
+/// CPU seconds of the renderer processes' threads by thread name (`CrRendererMain`, the IO
+/// thread `Chrome_ChildIOT`, the compositor `Compositor`, raster workers...), from
+/// /proc/<pid>/task/*/stat: which thread the renderer's CPU goes to.
+function rendererThreads(parent, mine) {
+  const threads = {};
+  for (const pid of parent.keys()) {
+    if (pid === process.pid || !mine(pid)) continue;
+    let cmd = '';
+    try { cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8'); } catch { continue; }
+    if (!cmd.includes('--type=renderer')) continue;
+    let tasks = [];
+    try { tasks = readdirSync(`/proc/${pid}/task`); } catch { continue; }
+    for (const tid of tasks) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/\d+$/, '');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        threads[name] = (threads[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100;
+      } catch { /* gone */ }
+    }
+  }
+  return threads;
 }
 
 const pageCounts = async (page) => {
   const s = await stats(page);
   return {
-    states: Number(s.core.applied), writes: s.xtermWrites,
+    states: Number(s.core.applied), writes: s.xtermWrites, datagramsOut: Number(s.linkDatagramsOut),
     cost: Object.fromEntries(Object.entries(s.cost).map(([k, v]) => [k, Number(v)])),
   };
 };
@@ -100,9 +130,23 @@ async function profile(browser, page, ms) {
     kind.set(node.id, k);
   }
   const out = { tern: 0, xterm: 0, gc: 0, browser: 0, other: 0, idle: 0 };
-  p.samples.forEach((id, i) => { out[kind.get(id)] += (p.timeDeltas[i] ?? 0) / 1000; });
+  const self = new Map();
+  p.samples.forEach((id, i) => {
+    const ms = (p.timeDeltas[i] ?? 0) / 1000;
+    out[kind.get(id)] += ms;
+    self.set(id, (self.get(id) ?? 0) + ms);
+  });
   await cdp.detach();
-  return out;
+  // The functions with the most self time (not idle), for a look at what to cut.
+  const byName = new Map();
+  for (const node of p.nodes) {
+    const { url, functionName, lineNumber } = node.callFrame;
+    if (functionName === '(idle)') continue;
+    const name = `${functionName || '(anonymous)'} ${url.split('/').pop()}:${lineNumber}`;
+    byName.set(name, (byName.get(name) ?? 0) + (self.get(node.id) ?? 0));
+  }
+  const top = [...byName].sort((a, b) => b[1] - a[1]).slice(0, 25).map(([n, v]) => [n, Number(v.toFixed(1))]);
+  return [out, top];
 }
 
 const token = 'cost-bench-' + Math.random().toString(36).slice(2);
@@ -116,6 +160,7 @@ try {
     const page = await browser.context.newPage();
     await page.goto(newSession(relay.url).replace('#', `#renderer=${RENDERER}&`));
     await waitForPrompt(page, 30000);
+    if (EXTRA_CSS) await page.addStyleTag({ content: EXTRA_CSS });
     // The WebGL addon loads after the first draw.
     await sleep(500);
     const size = await page.evaluate(() => ({ cols: window.tern.term.cols, rows: window.tern.term.rows, renderer: window.tern.renderer }));
@@ -131,12 +176,16 @@ try {
     const r = {
       ...size, seconds: SECONDS,
       rendererCpuS: c1.renderer - c0.renderer, gpuCpuS: c1.gpu - c0.gpu, browserCpuS: c1.browser - c0.browser,
-      states: p1.states - p0.states, writes: p1.writes - p0.writes,
+      states: p1.states - p0.states, writes: p1.writes - p0.writes, datagramsOut: p1.datagramsOut - p0.datagramsOut,
       page: Object.fromEntries(Object.keys(p1.cost).map((k) => [k, p1.cost[k] - p0.cost[k]])),
+      rendererThreadsCpuS: Object.fromEntries(Object.keys(c1.threads)
+        .map((k) => [k, c1.threads[k] - (c0.threads[k] ?? 0)])
+        .filter(([, v]) => v > 0)
+        .sort((a, b) => b[1] - a[1])),
     };
     if (PROFILE && (scenario === 'flood' || scenario === 'hidden')) {
       const q0 = await pageCounts(page);
-      r.profile = await profile(browser, page, SECONDS * 1000);
+      [r.profile, r.profileTop] = await profile(browser, page, SECONDS * 1000);
       r.profileStates = (await pageCounts(page)).states - q0.states;
     }
     results[scenario] = r;
@@ -156,9 +205,15 @@ try {
 for (const [name, r] of Object.entries(results)) {
   const perFrame = (s) => (r.states ? (s * 1000 / r.states).toFixed(2) : '-');
   console.log(`${name} (${r.cols}x${r.rows}, ${r.renderer}): ${(r.states / r.seconds).toFixed(1)} states/s, ` +
-    `${(r.writes / r.seconds).toFixed(1)} writes/s; renderer ${(100 * r.rendererCpuS / r.seconds).toFixed(1)} % ` +
+    `${(r.writes / r.seconds).toFixed(1)} writes/s, ${(r.datagramsOut / r.seconds).toFixed(1)} datagrams out/s; renderer ${(100 * r.rendererCpuS / r.seconds).toFixed(1)} % ` +
     `(${perFrame(r.rendererCpuS)} ms/state), GPU ${(100 * r.gpuCpuS / r.seconds).toFixed(1)} %; ` +
     `page ms: ${Object.entries(r.page).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}` +
+    `; renderer threads %: ${Object.entries(r.rendererThreadsCpuS).map(([k, v]) => `${k} ${(100 * v / r.seconds).toFixed(1)}`).join(', ')}` +
     (r.profile ? `; profile ms: ${Object.entries(r.profile).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}` : ''));
+}
+if (PROFILE && process.argv.includes('--top')) {
+  for (const [name, r] of Object.entries(results)) {
+    if (r.profile) console.log(`${name}, main thread self time (ms): ${r.profileTop.map(([n, v]) => `${n} ${v}`).join('; ')}`);
+  }
 }
 if (JSON_OUT) console.log(JSON.stringify({ scenarios: results, commands: COMMANDS }));
