@@ -572,7 +572,7 @@ async function main() {
     const choice = chooseRenderer(renderer);
     window.tern.rendererChosen = choice;
     if (choice === 'webgl') loadWebgl(term);
-    linkManifestAndIcon();
+    linkManifest();
   });
 }
 
@@ -610,19 +610,14 @@ function settle() {
   }
 }
 
-// The web app manifest (an installable app) and the tab's icon: linked once the session has
-// started, so that their fetches (the manifest brings its icons too) and the browser's decoding
-// of them are not in the shell's way.
-function linkManifestAndIcon() {
+// The web app manifest (an installable app): linked once the session has started, so that its
+// fetch, its icons' and the browser's installability check are not in the shell's way.
+function linkManifest() {
   if (document.querySelector('link[rel=manifest]')) return;
-  const icon = document.createElement('link');
-  icon.rel = 'icon';
-  icon.type = 'image/svg+xml';
-  icon.href = 'icon.svg';
-  const manifest = document.createElement('link');
-  manifest.rel = 'manifest';
-  manifest.href = 'manifest.webmanifest';
-  document.head.append(icon, manifest);
+  const link = document.createElement('link');
+  link.rel = 'manifest';
+  link.href = 'manifest.webmanifest';
+  document.head.append(link);
 }
 
 // A blinking cursor costs the tab a repaint at every blink, and in xterm.js's DOM renderer a CSS

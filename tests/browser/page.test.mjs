@@ -431,7 +431,7 @@ test('a long press on a phone offers Paste, which pastes the clipboard (brackete
 });
 
 test('the page is an installable app: a manifest with icons', async () => {
-  // Linked, with the tab's icon, once the session has started (out of the first load's way).
+  // Linked once the session has started (out of the first load's way); the tab's icon at once.
   await until(() => page.evaluate(() => document.querySelector('link[rel=manifest]') !== null), { what: 'the manifest link' });
   const favicon = await page.evaluate(async () => {
     const link = document.querySelector('link[rel=icon]');
