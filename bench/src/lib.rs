@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod browser;
+pub mod chaos;
 pub mod core_frame;
 pub mod decode;
 pub mod echo;

@@ -201,6 +201,37 @@ pub fn splice(doc: &str, generated: &str) -> String {
     format!("{}{heading}{section}\n\n{}", &doc[..at], &doc[at..])
 }
 
+/// A partial run (`--only X --merge`) folded into the last full one in `dir`: each new row and
+/// detail replaces the one of the same name (and group) or is added at the end; the machine,
+/// pending rows and problems of the earlier run are kept, the new problems added. The earlier
+/// numbers pass through serde_json's float parsing, which may move a value's last digit (1 ulp).
+pub fn merge_into(report: &Report, dir: &Path) -> anyhow::Result<Report> {
+    let rows: Vec<Row> = serde_json::from_str(&std::fs::read_to_string(dir.join("results.json"))?)?;
+    let earlier: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("details.json"))?)?;
+    let mut merged = Report {
+        machine: serde_json::from_value(earlier["machine"].clone())?,
+        rows,
+        details: serde_json::from_value(earlier["details"].clone())?,
+        pending: serde_json::from_value(earlier["pending"].clone())?,
+        problems: serde_json::from_value(earlier["problems"].clone())?,
+    };
+    for row in &report.rows {
+        match merged.rows.iter_mut().find(|r| r.name == row.name) {
+            Some(old) => *old = row.clone(),
+            None => merged.rows.push(row.clone()),
+        }
+    }
+    for detail in &report.details {
+        match merged.details.iter_mut().find(|d| d.group == detail.group && d.name == detail.name) {
+            Some(old) => *old = detail.clone(),
+            None => merged.details.push(detail.clone()),
+        }
+    }
+    merged.problems.extend(report.problems.iter().cloned());
+    Ok(merged)
+}
+
 /// Writes `results.json`, `details.json` (in `dir`) and, if given, the doc section.
 pub fn write(report: &Report, dir: &Path, doc: Option<&Path>) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;

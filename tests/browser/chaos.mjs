@@ -25,7 +25,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  ROOT, inOwnNetns, startTunLink, freePort, startRelay, stopRelay, launchBrowser, until, stats,
+  ROOT, ARTIFACTS, inOwnNetns, startTunLink, freePort, startRelay, stopRelay, launchBrowser, until, stats,
   tempDir, sleep, cleanupState, cliArg, pageDetail,
 } from './helpers.mjs';
 import { makePng, pasteFile } from './paste-lib.mjs';
@@ -219,7 +219,7 @@ async function reload(wtPort) {
     }
     await page.reload();
     await until(() => page.evaluate(() => !!window.tern && !!document.activeElement?.classList.contains('xterm-helper-textarea')),
-      { timeout: 30000, what: 'the reloaded page, its terminal focused', detail: pageDetail(page) });
+      { timeout: 60000, what: 'the reloaded page, its terminal focused', detail: pageDetail(page) });
   } finally { typist.resume(); }
   await waitLive('the page live after a reload');
 }
@@ -400,7 +400,8 @@ try {
   say(`live; the shell is pid ${shellPid}; chaos for ${SECONDS} s, seed ${SEED}`);
 
   const sampler = setInterval(sample, 250);
-  const typing = typist.run();
+  // A key the page could not take (it crashed, the browser went) ends the typing: a failure.
+  const typing = typist.run().catch((e) => fail(`the typist stopped: ${e.message}`));
   // Every kind once (in a seeded order), then at random; a few seconds of plain typing between.
   const order = [...KINDS].sort(() => random() - 0.5);
   let n = 0;
@@ -445,6 +446,10 @@ try {
   const line = JSON.stringify(totals);
   console.log(`chaos totals ${line}`);
   if (JSON_OUT) writeFileSync(JSON_OUT, `${line}\n`);
+  // Kept for a look afterwards: every relay's log (one per restart) and the page's console.
+  const logs = join(ARTIFACTS, `chaos-seed-${SEED}.log`);
+  writeFileSync(logs, `${relayLogs.map((r, i) => `=== relay ${i + 1}\n${r.log()}`).join('\n')}\n=== page console\n${browser?.consoleLog.join('\n')}\n`);
+  console.log(`chaos logs in ${logs}`);
   if (failures.length) {
     console.log(`chaos FAILED (${failures.length}):\n- ${failures.join('\n- ')}`);
     console.log(`relay log (last 60 lines):\n${relay?.log().split('\n').slice(-60).join('\n')}`);
