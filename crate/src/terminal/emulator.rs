@@ -174,10 +174,11 @@ fn tab(fb: &mut Framebuffer, count: i64) {
 }
 
 fn sgr(fb: &mut Framebuffer, p: &Params) {
-    if let Some(pen) = sgr_short(fb.pen, p) {
-        fb.pen = pen;
-        return;
-    }
+    fb.pen = sgr_short(fb.pen, p).unwrap_or_else(|| sgr_general(fb.pen, p));
+}
+
+/// SGR as mosh reads it (`Renditions::set_rendition` over every field), applied to `pen`.
+fn sgr_general(mut pen: Renditions, p: &Params) -> Renditions {
     let mut fields = p.fields();
     while let Some(field) = fields.next() {
         let r = or_default(Some(field), 0);
@@ -188,7 +189,7 @@ fn sgr(fb: &mut Framebuffer, p: &Params) {
             if let (Some(kind), Some(n)) = (ahead.next(), ahead.next()) {
                 if kind == 5 {
                     if let Some(color) = palette(or_default(Some(n), 0)) {
-                        if r == 38 { fb.pen.fg = color } else { fb.pen.bg = color }
+                        if r == 38 { pen.fg = color } else { pen.bg = color }
                     }
                     fields = ahead;
                     continue;
@@ -202,17 +203,18 @@ fn sgr(fb: &mut Framebuffer, p: &Params) {
                         or_default(Some(b), 0),
                     );
                     if r == 38 {
-                        fb.pen.fg = color
+                        pen.fg = color
                     } else {
-                        fb.pen.bg = color
+                        pen.bg = color
                     }
                     fields = ahead;
                     continue;
                 }
             }
         }
-        set_rendition(&mut fb.pen, r);
+        set_rendition(&mut pen, r);
     }
+    pen
 }
 
 /// The SGRs servers write (mosh-server's `0;38;5;N;48;2;R;G;B` for every cell of a colourful
@@ -603,5 +605,67 @@ impl Perform for Dispatch<'_> {
         self.close();
         debug_assert!(osc.chars().count() <= MAX_OSC_CHARS);
         osc_dispatch(self.fb, osc);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A pen with something in every part, so that a reset or a kept colour shows.
+    fn any_pen() -> impl Strategy<Value = Renditions> {
+        let color = prop_oneof![
+            Just(Color::Default),
+            any::<u8>().prop_map(Color::Palette),
+            any::<(u8, u8, u8)>().prop_map(|(r, g, b)| Color::Rgb(r, g, b)),
+        ];
+        (0u8..64, color.clone(), color).prop_map(|(attrs, fg, bg)| Renditions {
+            attrs: Attrs::from_bits_truncate(attrs),
+            fg,
+            bg,
+        })
+    }
+
+    proptest! {
+        /// Where the short reading answers, it gives the pen the general one does: fields from
+        /// SGR numbers, colour introductions and their parts, out-of-range and odd values,
+        /// empty and long fields.
+        #[test]
+        fn short_sgr_reading_agrees_with_the_general_one(
+            pen in any_pen(),
+            fields in prop::collection::vec(prop_oneof![
+                prop::sample::select(vec![
+                    "0", "1", "22", "39", "49", "97", "107", "", "05", "38", "48", "5", "2",
+                    "38;5", "48;2;1;2", "38;7;1", "38;05;1", "48;;1",
+                ]).prop_map(str::to_string),
+                (0u16..1000).prop_map(|n| n.to_string()),
+                (1000u32..100_000).prop_map(|n| n.to_string()),
+                (prop::bool::ANY, 0u16..1000)
+                    .prop_map(|(fg, n)| format!("{};5;{n}", if fg { 38 } else { 48 })),
+                (prop::bool::ANY, 0u16..1000, 0u16..1000, 0u16..1000).prop_map(|(fg, r, g, b)| {
+                    format!("{};2;{r};{g};{b}", if fg { 38 } else { 48 })
+                }),
+            ], 0..10),
+        ) {
+            let text = fields.join(";");
+            let text = &text.as_bytes()[..text.len().min(100)];
+            let params = Params::new(text);
+            let general = sgr_general(pen, &params);
+            if let Some(short) = sgr_short(pen, &params) {
+                prop_assert_eq!(short, general, "{:?}", std::str::from_utf8(text));
+            }
+        }
+    }
+
+    /// mosh-server's per-cell SGR is read the short way (the point of it).
+    #[test]
+    fn mosh_servers_sgr_takes_the_short_reading() {
+        let params = Params::new(b"0;38;5;58;48;2;58;197;174");
+        let pen = Renditions { attrs: Attrs::BOLD, fg: Color::Default, bg: Color::Palette(3) };
+        let want =
+            Renditions { attrs: Attrs::NONE, fg: Color::Palette(58), bg: Color::Rgb(58, 197, 174) };
+        assert_eq!(sgr_short(pen, &params), Some(want));
+        assert_eq!(sgr_general(pen, &params), want);
     }
 }

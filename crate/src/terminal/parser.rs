@@ -44,7 +44,7 @@ pub(crate) struct Params<'a> {
 
 impl<'a> Params<'a> {
     /// Parameter text: only digits and `;`, at most `MAX_PARAM_TEXT` characters.
-    fn new(text: &'a [u8]) -> Params<'a> {
+    pub(crate) fn new(text: &'a [u8]) -> Params<'a> {
         debug_assert!(text.len() <= MAX_PARAM_TEXT && text.iter().all(|&b| is_param_byte(b)));
         Params { text }
     }
