@@ -19,6 +19,9 @@ pub struct Totals {
     pub seconds: f64,
     pub events: Events,
     pub events_injected: u64,
+    /// Relay restarts and drops injected while an upload or a download ran.
+    #[serde(default)]
+    pub events_during_transfers: u64,
     pub network_down_s: f64,
     pub relay_down_s: f64,
     pub bytes_typed: u64,
@@ -116,7 +119,9 @@ pub fn rows(seconds: u64, seed: u64, report: &mut Report) {
     }
     let t = &run.totals;
     let e = &t.events;
-    let label = format!("chaos, {:.0} s, seed {}", t.seconds, t.seed);
+    // Named by the run's length in minutes, so a rerun replaces its rows (`--merge`).
+    let label = format!("chaos, {:.0} min, seed {}", (t.seconds / 60.0).round(), t.seed);
+    report.detail("chaos", format!("{label}: length"), t.seconds, "s");
     let every_kind = [
         e.relay_sigkill,
         e.relay_sigterm,
@@ -180,6 +185,7 @@ pub fn rows(seconds: u64, seed: u64, report: &mut Report) {
         ("reloads", e.reload),
         ("pastes", e.paste),
         ("downloads", e.download),
+        ("restarts and drops during a transfer", t.events_during_transfers),
         ("datagrams checked", t.datagrams_checked),
         ("upload bytes verified", t.upload_bytes_verified),
         ("download bytes verified", t.download_bytes_verified),

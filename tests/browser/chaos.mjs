@@ -59,13 +59,16 @@ const seqsFile = join(work, 'seqs.txt');
 const SHELL = join(ROOT, 'tests/browser/chaos-shell.py');
 const TAP = join(ROOT, 'tests/browser/chaos-seqs.py');
 const MOSH_PORTS = [60001, 60999];
+// A link slow enough that an upload or a download takes seconds, so that the events after it
+// (relay restarts, drops) land while it runs: 8 Mbit/s each way, at most 300 ms queued.
+const LINK = 'rate=8mbit,queue-delay=300ms';
 
 const failures = [];
 const fail = (msg) => { failures.push(msg); say(`FAIL: ${msg}`); };
 const totals = {
   seed: SEED, seconds: 0,
   events: { relay_sigkill: 0, relay_sigterm: 0, network_drop: 0, to_websocket: 0, to_webtransport: 0, reload: 0, paste: 0, download: 0 },
-  events_injected: 0, network_down_s: 0, relay_down_s: 0,
+  events_injected: 0, events_during_transfers: 0, network_down_s: 0, relay_down_s: 0,
   bytes_typed: 0, bytes_verified: 0, duplicates: 0, losses: 0,
   uploads: 0, uploads_verified: 0, upload_bytes_verified: 0,
   downloads: 0, downloads_verified: 0, download_bytes_verified: 0,
@@ -149,25 +152,27 @@ const pastes = []; // { path, bytes }
 const downloads = []; // { id, bytes, got }
 
 function startPaste(n) {
-  const png = makePng(Math.floor(between(150_000, 500_000)), SEED * 1000 + n);
+  const png = makePng(Math.floor(between(500_000, 2_000_000)), SEED * 1000 + n);
   const path = join(pasteDir, `${sha256(png)}.png`);
   running.paste = true;
+  const t0 = Date.now();
   const job = (async () => {
     const before = (await stats(page)).paste.pathsTyped;
     await pasteFile(page, png);
     await until(async () => (await stats(page)).paste.pathsTyped > before,
       { timeout: 180000, interval: 250, what: `paste ${n}: its path typed`, detail: pageDetail(page) });
     pastes.push({ path, bytes: png });
-    say(`paste ${n} done (${png.length} bytes)`);
+    say(`paste ${n} done (${png.length} bytes, ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   })().catch((e) => fail(`paste ${n}: ${e.message}`)).finally(() => { jobs.delete(job); running.paste = false; });
   jobs.add(job);
 }
 
 function startDownload(n) {
-  const bytes = randomBytes(Math.floor(between(500_000, 2_000_000)));
+  const bytes = randomBytes(Math.floor(between(2_000_000, 6_000_000)));
   const file = join(work, `send-${n}.bin`);
   writeFileSync(file, bytes);
   running.download = true;
+  const t0 = Date.now();
   const job = (async () => {
     const event = page.waitForEvent('download', { timeout: 180000 });
     writeFileSync(join(shellDir, 'control'), `send ${n} ${file}\n`, { flag: 'a' });
@@ -178,7 +183,7 @@ function startDownload(n) {
     await until(() => existsSync(rcFile), { timeout: 60000, what: `tern send ${n} to exit` });
     downloads.push({ n, bytes, got: readFileSync(saved), rc: readFileSync(rcFile, 'utf8').trim(),
       out: readFileSync(join(shellDir, `send-${n}.out`), 'utf8') });
-    say(`download ${n} done (${bytes.length} bytes)`);
+    say(`download ${n} done (${bytes.length} bytes, ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   })().catch((e) => fail(`download ${n}: ${e.message}`)).finally(() => { jobs.delete(job); running.download = false; });
   jobs.add(job);
 }
@@ -238,9 +243,12 @@ async function switchTransport() {
 }
 
 const KINDS = ['relay_sigkill', 'relay_sigterm', 'network_drop', 'switch', 'reload', 'paste', 'download'];
+const DISRUPTIONS = ['relay_sigkill', 'relay_sigterm', 'network_drop'];
 async function inject(kind, n) {
   totals.events_injected++;
-  say(`event ${n}: ${kind}`);
+  // A restart or a drop while an upload or download runs: the transfer must resume.
+  if (jobs.size && DISRUPTIONS.includes(kind)) totals.events_during_transfers++;
+  say(`event ${n}: ${kind}${jobs.size ? ` (${[...Object.keys(running)].filter((k) => running[k]).join(', ')} running)` : ''}`);
   switch (kind) {
     case 'relay_sigkill': totals.events.relay_sigkill++; return restartRelay('SIGKILL');
     case 'relay_sigterm': totals.events.relay_sigterm++; return restartRelay('SIGTERM');
@@ -377,7 +385,7 @@ const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { retu
 let exitCode = 0;
 try {
   // The TUN link first: it brings up the namespace's loopback.
-  tun = await startTunLink({ link: '', seed: SEED });
+  tun = await startTunLink({ link: LINK, seed: SEED });
   mkdirSync(shellDir);
   execFileSync('mkfifo', [join(shellDir, 'control')]);
   tap = spawn('python3', [TAP, seqsFile, String(MOSH_PORTS[0]), String(MOSH_PORTS[1])], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -403,16 +411,20 @@ try {
   // A key the page could not take (it crashed, the browser went) ends the typing: a failure.
   const typing = typist.run().catch((e) => fail(`the typist stopped: ${e.message}`));
   // Every kind once (in a seeded order), then at random; a few seconds of plain typing between.
+  // Right after a transfer starts comes a restart or a drop, soon: it lands while it runs.
   const order = [...KINDS].sort(() => random() - 0.5);
   let n = 0;
+  let next = 0;
+  let afterTransfer = false;
   const chaosFrom = Date.now();
-  while ((Date.now() - chaosFrom) / 1000 < SECONDS || n < order.length) {
-    await sleep(between(2, 6) * 1000);
-    let kind = n < order.length ? order[n] : pick(KINDS);
+  while ((Date.now() - chaosFrom) / 1000 < SECONDS || next < order.length) {
+    await sleep((afterTransfer ? between(0.3, 1.5) : between(2, 6)) * 1000);
+    let kind = afterTransfer ? pick(DISRUPTIONS) : next < order.length ? order[next++] : pick(KINDS);
     n++;
     // One upload and one download at a time (each is told apart by what the page counts).
-    if (running[kind]) kind = pick(['relay_sigkill', 'relay_sigterm', 'network_drop']);
+    if (running[kind]) kind = pick(DISRUPTIONS);
     await inject(kind, n);
+    afterTransfer = kind === 'paste' || kind === 'download';
   }
   say('chaos over; settling');
   while (jobs.size) await Promise.race([...jobs]);

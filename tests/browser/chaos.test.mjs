@@ -28,6 +28,7 @@ test(`chaos for ${SECONDS} s (seed ${SEED}): every byte once and in order, trans
   for (const kind of ['relay_sigkill', 'relay_sigterm', 'network_drop', 'to_websocket', 'reload', 'paste', 'download']) {
     assert.ok(totals.events[kind] >= 1, `no ${kind} event: ${line[1]}`);
   }
+  assert.ok(totals.events_during_transfers >= 1, `no restart or drop during a transfer: ${line[1]}`);
   assert.ok(totals.bytes_typed > 100, `typed ${totals.bytes_typed} bytes`);
   assert.equal(totals.bytes_verified, totals.bytes_typed);
   assert.equal(totals.losses, 0);
