@@ -153,6 +153,8 @@ pub struct Load {
 #[serde(rename_all = "camelCase")]
 pub struct Setting {
     pub latency_ms: f64,
+    /// What the tab showed before the page: `blank` (a new tab) or `site` (another site's page).
+    pub from: String,
     pub old: Vec<Load>,
     pub new: Vec<Load>,
 }
@@ -194,8 +196,14 @@ pub struct LoadRun {
     pub files: Files,
 }
 
-/// Loads each page `runs` times per HTTP latency, in turns.
-pub fn measure(old: &Path, new: &Path, runs: usize, latencies: &[u64]) -> anyhow::Result<LoadRun> {
+/// Loads each page `runs` times per HTTP latency and start (`froms`: `blank`, `site`), in turns.
+pub fn measure(
+    old: &Path,
+    new: &Path,
+    runs: usize,
+    latencies: &[u64],
+    froms: &[&str],
+) -> anyhow::Result<LoadRun> {
     let latency = latencies.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
     let out = Command::new("node")
         .arg("tests/browser/load-bench.mjs")
@@ -203,7 +211,8 @@ pub fn measure(old: &Path, new: &Path, runs: usize, latencies: &[u64]) -> anyhow
         .arg(old)
         .arg("--new-relay")
         .arg(new)
-        .args(["--runs", &runs.to_string(), "--latency", &latency, "--json"])
+        .args(["--runs", &runs.to_string(), "--latency", &latency, "--from", &froms.join(",")])
+        .arg("--json")
         .current_dir(root())
         .stderr(Stdio::inherit())
         .output()
@@ -220,9 +229,17 @@ pub fn measure(old: &Path, new: &Path, runs: usize, latencies: &[u64]) -> anyhow
     serde_json::from_str(line).with_context(|| format!("parsing load-bench.mjs's JSON: {line}"))
 }
 
+/// How a row names its start: a new tab is the rows' name as it always was.
+fn from_label(from: &str) -> &'static str {
+    if from == "site" { ", from another site's page" } else { "" }
+}
+
 /// The suite's `load` part: rows and details into `report`.
 pub fn rows(quick: bool, report: &mut Report) {
     let (runs, latencies): (usize, &[u64]) = if quick { (2, &[0]) } else { (10, &[0, 50]) };
+    // A new tab (about:blank) and a tab that showed another site: they differ in whether Chromium
+    // can give the page the tab's renderer process (load-bench.mjs, `--from`).
+    let froms: &[&str] = if quick { &["blank"] } else { &["blank", "site"] };
     // Quick mode compares this page with itself: building the old tree takes minutes.
     let before =
         if quick { "this page (quick mode)".to_string() } else { format!("{BEFORE}'s page") };
@@ -241,9 +258,9 @@ pub fn rows(quick: bool, report: &mut Report) {
     });
     let run = match relays.and_then(|(old, new)| {
         crate::progress(&format!(
-            "load: {runs} first visits of each page per HTTP latency {latencies:?} ms, in turns"
+            "load: {runs} first visits of each page per HTTP latency {latencies:?} ms and start {froms:?}, in turns"
         ));
-        measure(&old, &new, runs, latencies)
+        measure(&old, &new, runs, latencies, froms)
     }) {
         Ok(run) => run,
         Err(e) => {
@@ -258,8 +275,9 @@ pub fn rows(quick: bool, report: &mut Report) {
             let ratio = n / o;
             report.row(
                 format!(
-                    "page load to a usable prompt, median, {this} / {before}, HTTP latency {} ms",
-                    s.latency_ms
+                    "page load to a usable prompt, median, {this} / {before}, HTTP latency {} ms{}",
+                    s.latency_ms,
+                    from_label(&s.from)
                 ),
                 ratio,
                 "x",
@@ -267,7 +285,7 @@ pub fn rows(quick: bool, report: &mut Report) {
                 ratio <= TARGET_RATIO,
             );
         }
-        let group = format!("load, HTTP latency {} ms", s.latency_ms);
+        let group = format!("load, HTTP latency {} ms{}", s.latency_ms, from_label(&s.from));
         for (side, loads) in [(this.as_str(), &s.new), (before.as_str(), &s.old)] {
             for (what, pick) in [
                 (

@@ -2,7 +2,7 @@
 // (tern-bench's `load` rows, issue 15):
 //
 //   node tests/browser/load-bench.mjs --new-relay BIN --old-relay BIN [--runs 10]
-//        [--latency 0,50] [--json]
+//        [--latency 0,50] [--from blank,site] [--json]
 //
 // Two tern-relays in spawn mode on loopback, each serving the page it was built with (a relay
 // embeds www/dist when it is built; bench/src/page_load.rs builds the old one from a commit).
@@ -11,7 +11,12 @@
 // loaded in turns, the order swapped every round (old, new, new, old, ...), so machine noise falls
 // on both. `--latency` adds that many ms to every HTTP request (Chromium's network emulation, the
 // DevTools "throttling": per request, so a page that needs one more wave of module imports pays one
-// more; WebTransport is not delayed). Per load, ms on the page's clock (navigation start = 0):
+// more; WebTransport is not delayed). `--from` says what the tab shows before it opens the page:
+// `blank` (a new tab's about:blank, whose renderer process Chromium reuses for the page unless the
+// page's Cross-Origin-Opener-Policy asks for a browsing context group of its own) or `site`
+// (another site's page, http://localhost:PORT/, as when the URL is typed into a tab already in
+// use: the page then gets a new renderer process with or without COOP). Every latency is run
+// from every start. Per load, ms on the page's clock (navigation start = 0):
 //   promptMs:  the first xterm.js render after which its screen shows a shell prompt (a line
 //              ending in `$` or `#`): the page is usable;
 //   wasmMs:    WebAssembly.instantiate(Streaming) resolved (the core is compiled and instantiated);
@@ -30,6 +35,7 @@
 // size raw and `gzip -9`, and whether it arrived before the prompt.
 // Prints a summary, and with --json one JSON object on the last line.
 import { spawn, execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
 import {
   freePort, stopRelay, launchBrowser, tempDir, cleanupState, cliArg, newSession, sleep,
@@ -37,6 +43,8 @@ import {
 
 const RUNS = Number(cliArg('runs', 10));
 const LATENCIES = cliArg('latency', '0,50').split(',').map(Number);
+const FROMS = cliArg('from', 'blank').split(',');
+for (const f of FROMS) if (f !== 'blank' && f !== 'site') throw new Error(`--from ${f}: blank or site`);
 const JSON_OUT = process.argv.includes('--json');
 const BINS = { old: cliArg('old-relay', ''), new: cliArg('new-relay', '') };
 if (!BINS.old || !BINS.new) throw new Error('--old-relay BIN and --new-relay BIN are both needed');
@@ -133,8 +141,19 @@ const probe = () => {
   requestAnimationFrame(poll);
 };
 
-/// One first visit of `relay`'s page; `inventory`: also the bodies the browser fetched.
-async function load(relay, latencyMs, inventory = false) {
+/// Another site for `--from site`: `localhost` is a different site from the relays' 127.0.0.1.
+async function startOtherSite() {
+  const server = createServer((_, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<!doctype html><title>another site</title><p>a page the tab showed before');
+  });
+  await new Promise((res) => server.listen(0, '127.0.0.1', res));
+  return { server, url: `http://localhost:${server.address().port}/` };
+}
+
+/// One first visit of `relay`'s page; `inventory`: also the bodies the browser fetched. `from`:
+/// the URL the tab shows first, or null for a new tab's about:blank.
+async function load(relay, latencyMs, inventory = false, from = null) {
   const browser = await launchBrowser({ viewport: { width: 1000, height: 640 } });
   try {
     const page = browser.page;
@@ -148,6 +167,7 @@ async function load(relay, latencyMs, inventory = false) {
         offline: false, latency: latencyMs, downloadThroughput: -1, uploadThroughput: -1,
       });
     }
+    if (from) await page.goto(from);
     const responses = [];
     if (inventory) page.on('response', (r) => responses.push(r));
     const cpu0 = chromiumCpu();
@@ -230,6 +250,7 @@ async function load(relay, latencyMs, inventory = false) {
 const token = 'load-bench-' + Math.random().toString(36).slice(2);
 const state = { old: tempDir('tern-load-bench-old-'), new: tempDir('tern-load-bench-new-') };
 const relays = {};
+let other = null;
 const out = { runs: RUNS, settings: [], files: {} };
 try {
   for (const side of ['old', 'new']) {
@@ -237,17 +258,21 @@ try {
   }
   // The inventory loads also warm the relays, mosh-server's and the shell's files, and Chromium's.
   for (const side of ['old', 'new']) out.files[side] = (await load(relays[side], 0, true)).fetched;
+  if (FROMS.includes('site')) other = await startOtherSite();
   for (const latencyMs of LATENCIES) {
-    const setting = { latencyMs, old: [], new: [] };
-    for (let i = 0; i < RUNS; i++) {
-      for (const side of i % 2 ? ['new', 'old'] : ['old', 'new']) {
-        setting[side].push(await load(relays[side], latencyMs));
+    for (const from of FROMS) {
+      const setting = { latencyMs, from, old: [], new: [] };
+      for (let i = 0; i < RUNS; i++) {
+        for (const side of i % 2 ? ['new', 'old'] : ['old', 'new']) {
+          setting[side].push(await load(relays[side], latencyMs, false, from === 'site' ? other.url : null));
+        }
+        process.stderr.write(`[load] latency ${latencyMs} ms, from ${from}: round ${i + 1}/${RUNS}\n`);
       }
-      process.stderr.write(`[load] latency ${latencyMs} ms: round ${i + 1}/${RUNS}\n`);
+      out.settings.push(setting);
     }
-    out.settings.push(setting);
   }
 } finally {
+  other?.server.close();
   for (const side of ['old', 'new']) {
     await stopRelay(relays[side]);
     cleanupState(state[side]);
@@ -260,9 +285,9 @@ const median = (v) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const fmt = (v) => (v == null ? '-' : v.toFixed(0));
-for (const { latencyMs, old, new: now } of out.settings) {
+for (const { latencyMs, from, old, new: now } of out.settings) {
   const m = (runs, k) => median(runs.map((r) => r[k]));
-  console.log(`HTTP latency ${latencyMs} ms, ${RUNS} loads each, medians (ms): ` +
+  console.log(`HTTP latency ${latencyMs} ms, from ${from}, ${RUNS} loads each, medians (ms): ` +
     ['scriptMs', 'wasmMs', 'connectMs', 'readyMs', 'frameMs', 'promptMs']
       .map((k) => `${k} old ${fmt(m(old, k))} new ${fmt(m(now, k))}`).join('; '));
 }
