@@ -437,6 +437,8 @@ async function main() {
       session: holdSession,
       title: (t) => bell.title(t),
       bell: () => bell.bell(),
+      // The output floods (drawn a few times a second): no cursor blink meanwhile.
+      flooding: (on) => blink.pause(on),
       // OSC 52 from the remote: copied, or offered with a Copy button where the browser refuses.
       clipboard: (text) => clipboard.remoteCopy(text),
       // `tern open URL` (asks the person first) and `tern send FILE` (checked, then saved).
@@ -623,7 +625,10 @@ function linkManifest() {
 // A blinking cursor costs the tab a repaint at every blink, and in xterm.js's DOM renderer a CSS
 // animation that restyles the page at every animation frame: about 5 % of a core on an idle page
 // here (docs/BENCHMARKS.md, "The cost of a frame"). So it blinks while the person types and for a
-// while after, as GTK's terminals do (gtk-cursor-blink-timeout), and never while the tab is hidden.
+// while after, as GTK's terminals do (gtk-cursor-blink-timeout), never while the tab is hidden, and
+// not while output floods (the cursor moves with every draw anyway, and the blink's restyling at
+// every frame came on top of the flood's draws: 2 % of a core of the flood's 11 % here).
+// A key blinks it again.
 const CURSOR_BLINK_MS = 10000;
 function wireCursorBlink(term) {
   let timer;
@@ -641,8 +646,15 @@ function wireCursorBlink(term) {
   term.textarea?.addEventListener('focus', wake);
   document.addEventListener('visibilitychange', wake);
   wake();
-  // The settings panel's "blinking cursor".
-  return { allow(on) { allowed = on; wake(); } };
+  return {
+    // The settings panel's "blinking cursor".
+    allow(on) { allowed = on; wake(); },
+    pause(on) {
+      if (!on) return;
+      clearTimeout(timer);
+      term.options.cursorBlink = false;
+    },
+  };
 }
 
 // WebGL where a GPU draws it; xterm.js's DOM renderer where WebGL would be emulated on the CPU

@@ -60,6 +60,20 @@ async function countXtermWrites(p) {
   });
 }
 
+/// Ctrl+C until the shell's prompt is back: bash goes on with a loop when the child it waited
+/// for exited normally (a short `seq` can finish before the signal reaches it).
+async function interrupt(p) {
+  const prompt = async () => /\^C\n[^\n]*[$#] ?$/.test((await screen(p)).trimEnd());
+  for (let i = 0; i < 5; i++) {
+    await p.keyboard.press('Control+C');
+    try {
+      await until(prompt, { timeout: 6000, what: 'the prompt after the flood' });
+      return;
+    } catch { /* the loop went on: again */ }
+  }
+  await until(prompt, { timeout: 10000, what: 'the prompt after the flood', detail: pageDetail(p) });
+}
+
 test('a burst of server states between two frames is one xterm.js write', async () => {
   await countXtermWrites(page);
   // A flood that runs until interrupted, so the stall below always falls inside it.
@@ -99,18 +113,21 @@ test('a burst of server states between two frames is one xterm.js write', async 
     assert.ok(s.writes <= 1, `more than one screen write in one frame interval: ${JSON.stringify(steps)}`);
     assert.ok(s.calls <= 1, `xterm.js was written more than once in one frame interval: ${JSON.stringify(steps)}`);
   }
-  // A flood that goes on is drawn at most 15 times a second (docs/BENCHMARKS.md, "The cost of a
-  // frame"), not at every animation frame (60 here). An upper bound only: a loaded machine draws
-  // fewer frames still, never more.
-  await sleep(1500);
-  const t0 = await page.evaluate(() => ({ draws: window.tern.stats().draws.draws, at: performance.now() }));
-  await sleep(1500);
+  // A flood that goes on is drawn at most 4 times a second (docs/BROWSER.md, "Drawing"), not at
+  // every animation frame (60 here). An upper bound only: a loaded machine draws fewer frames
+  // still, never more. Output without pauses (the loop above sleeps, and on a loaded machine a
+  // pause can end the flood), measured once the typed command's grace is over.
+  await interrupt(page);
+  await typeLine(page, 'while :; do seq 1 200000; done');
+  await sleep(3000);
+  const t0 = await page.evaluate(() => ({ draws: Number(window.tern.stats().draws.draws), at: performance.now() }));
+  await sleep(2000);
   const t1 = await page.evaluate(() => ({ draws: window.tern.stats().draws, at: performance.now() }));
-  const rate = (t1.draws.draws - t0.draws) * 1000 / (t1.at - t0.at);
+  const rate = (Number(t1.draws.draws) - t0.draws) * 1000 / (t1.at - t0.at);
   console.log(`# flood pace: ${rate.toFixed(1)} draws/s (flooding: ${t1.draws.flooding}, ${t1.draws.floodSkips} frames skipped)`);
-  assert.ok(rate <= 16.5, `drawn ${rate.toFixed(1)} times a second during the flood`);
-  await page.keyboard.press('Control+C');
-  await until(async () => /\^C\n[^\n]*[$#] ?$/.test((await screen(page)).trimEnd()), { timeout: 30000, what: 'the prompt after the flood', detail: pageDetail(page) });
+  // One more than 4 a second: a draw at each edge of the window.
+  assert.ok(rate <= 5, `drawn ${rate.toFixed(1)} times a second during the flood`);
+  await interrupt(page);
   await typeLine(page, 'echo flood-over-$((6*7))');
   await until(async () => /^flood-over-42$/m.test(await screen(page)), { what: 'the command after the flood', detail: pageDetail(page) });
   // And the screen drawn is the server's.

@@ -4,10 +4,17 @@ use std::time::Duration;
 
 use tern::time::Instant;
 
+thread_local! {
+    /// The page's `performance`, looked up once: the clock is read several times per datagram,
+    /// and each `window()` and `performance` lookup is a call into JavaScript.
+    static PERFORMANCE: Option<web_sys::Performance> =
+        web_sys::window().and_then(|w| w.performance());
+}
+
 /// Milliseconds on the page's monotonic clock (`performance.now()`, 0.1 ms resolution unless
 /// the page is cross-origin isolated).
 pub fn now_ms() -> f64 {
-    web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
+    PERFORMANCE.with(|p| p.as_ref().map_or(0.0, web_sys::Performance::now))
 }
 
 /// The core's clock: microseconds on the same timeline as [`now_ms`].

@@ -28,6 +28,7 @@ use tern::relay_proto::framing::Joiner;
 use tern::relay_proto::{ClientMessage, UploadReply, decode};
 use tern::session::{ClientSession, CloseReason, DrawPacer, EchoMeter, Event, Pace, SessionConfig};
 use tern::terminal::{Complete, Notification, SideEffects, join_messages, screen_text};
+use tern::time::Instant;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::JsValue;
 use wasm_bindgen::closure::Closure;
@@ -120,8 +121,11 @@ struct State {
     /// The session was restored from the tab's storage and no relay has confirmed it yet.
     restored: bool,
     nonces: Option<NonceStore>,
-    /// The session's timer (`poll_timeout`).
-    timer: Option<Timeout>,
+    /// The session's timer (`poll_timeout`) and when it runs out. Armed again only when the
+    /// core's deadline comes sooner: during a flood the deadline (the delayed ack, mostly) stays
+    /// the same for many datagrams, and a timer that runs out early is harmless (the core does
+    /// nothing, and the flush after it arms the timer for the real deadline).
+    timer: Option<(Timeout, Instant)>,
     /// Keys typed before the first session existed.
     early_input: Vec<u8>,
     screen: Screen,
@@ -151,6 +155,8 @@ struct State {
     resizing: bool,
     /// Writes of screen content to xterm.js (the pacer's effect, seen from the outside).
     xterm_writes: u64,
+    /// Whether the page was last told that the output floods (`Hooks::flooding`).
+    flooding_reported: bool,
     /// Where the page's time goes (`stats().cost`).
     cost: FrameCost,
 }
@@ -169,6 +175,9 @@ pub struct Driver {
     st: RefCell<State>,
     /// The animation frame callback, made once in [`Driver::start`] and asked for by the pacer.
     frame_callback: RefCell<Option<FrameCallback>>,
+    /// The pacer's timer during a flood (`Pace::wait`); dropped (cancelled) when a frame is
+    /// asked for instead.
+    pacer_timer: RefCell<Option<Timeout>>,
 }
 
 impl Driver {
@@ -197,6 +206,7 @@ impl Driver {
             history_lines: 0,
             resizing: false,
             xterm_writes: 0,
+            flooding_reported: false,
             cost: FrameCost::default(),
             paste: PasteState::default(),
             downloads: DownloadsState::default(),
@@ -208,6 +218,7 @@ impl Driver {
             wt_port,
             st: RefCell::new(st),
             frame_callback: RefCell::new(None),
+            pacer_timer: RefCell::new(None),
         })
     }
 
@@ -786,14 +797,22 @@ impl Driver {
                     Event::Closed(reason) => closed = Some(reason),
                 }
             }
-            st.timer = session.poll_timeout().map(|at| {
-                let weak = Rc::downgrade(self);
-                Timeout::new(ms(at.saturating_duration_since(now())), move || {
-                    if let Some(d) = weak.upgrade() {
-                        d.timeout();
-                    }
-                })
-            });
+            match session.poll_timeout() {
+                None => st.timer = None,
+                Some(at) if st.timer.as_ref().is_some_and(|(_, armed)| *armed <= at) => {}
+                Some(at) => {
+                    let weak = Rc::downgrade(self);
+                    // Rounded up to the browser's milliseconds: one that ran out a fraction too
+                    // early would only come back at once.
+                    let wait = at.saturating_duration_since(now()) + Duration::from_micros(999);
+                    let timer = Timeout::new(ms(wait), move || {
+                        if let Some(d) = weak.upgrade() {
+                            d.timeout();
+                        }
+                    });
+                    st.timer = Some((timer, at));
+                }
+            }
         }
         if changed {
             self.st.borrow_mut().live_ms.get_or_insert(now_ms());
@@ -813,6 +832,8 @@ impl Driver {
     fn timeout(self: &Rc<Self>) {
         {
             let mut st = self.st.borrow_mut();
+            // This timer has run: the flush below arms the next.
+            st.timer = None;
             let Some(s) = st.session.as_mut() else { return };
             s.handle_timeout(now());
         }
@@ -857,7 +878,7 @@ impl Driver {
     /// Something to show changed (`new_state`: the server's screen): reports the title, bell and
     /// clipboard at once, and draws when the pacer says (at once on a quiet screen, at the next
     /// animation frame during a flood, not while the page is hidden).
-    pub fn render(&self, new_state: bool) {
+    pub fn render(self: &Rc<Self>, new_state: bool) {
         let (changes, pace) = {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
@@ -881,9 +902,20 @@ impl Driver {
         self.follow(pace);
     }
 
-    /// Does what the pacer said: asks for an animation frame, draws.
-    fn follow(&self, pace: Pace) {
+    /// Does what the pacer said: asks for an animation frame (or sets its timer), draws.
+    fn follow(self: &Rc<Self>, pace: Pace) {
+        if let Some(wait) = pace.wait {
+            let weak = Rc::downgrade(self);
+            let timer = Timeout::new(ms(wait).max(1), move || {
+                let Some(d) = weak.upgrade() else { return };
+                d.pacer_timer.borrow_mut().take();
+                let pace = d.st.borrow_mut().pacer.on_wait_over(now());
+                d.follow(pace);
+            });
+            *self.pacer_timer.borrow_mut() = Some(timer);
+        }
         if pace.request_frame {
+            self.pacer_timer.borrow_mut().take();
             if let (Some(window), Some(callback)) =
                 (web_sys::window(), &*self.frame_callback.borrow())
             {
@@ -927,7 +959,7 @@ impl Driver {
 
     /// The page was hidden or shown: hidden, nothing is drawn; shown, the newest screen is drawn
     /// in one go.
-    fn set_visible(&self, visible: bool) {
+    fn set_visible(self: &Rc<Self>, visible: bool) {
         let pace = self.st.borrow_mut().pacer.set_visible(visible, now());
         self.follow(pace);
     }
@@ -939,7 +971,7 @@ impl Driver {
             return;
         }
         let t = now();
-        let (bytes, paste_report) = {
+        let (bytes, paste_report, flood_report) = {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
             let progress = st.paste.queue.progress(t);
@@ -986,10 +1018,18 @@ impl Driver {
                 bytes
             });
             st.cost.diff_ms += now_ms() - started;
-            (bytes, paste_report)
+            let flooding = st.pacer.flooding(t);
+            let flood_report = (flooding != st.flooding_reported).then(|| {
+                st.flooding_reported = flooding;
+                flooding
+            });
+            (bytes, paste_report, flood_report)
         };
         if let Some(p) = paste_report {
             self.hooks.paste(p.as_ref());
+        }
+        if let Some(on) = flood_report {
+            self.hooks.flooding(on);
         }
         if let Some(bytes) = bytes.filter(|b| !b.is_empty()) {
             let started = now_ms();

@@ -95,6 +95,12 @@ impl Hooks {
         self.call("title", &[title.into()]);
     }
 
+    /// `flooding(on)`: the output floods and is drawn only a few times a second
+    /// (`tern::session::DrawPacer`), or no longer; the page stops the cursor's blink meanwhile.
+    pub fn flooding(&self, on: bool) {
+        self.call("flooding", &[on.into()]);
+    }
+
     pub fn bell(&self) {
         self.call("bell", &[]);
     }

@@ -15,10 +15,13 @@
 //!   shown again, one draw brings the display to the newest screen.
 //! - **fewer during a long flood**: once new server states have kept coming for
 //!   [`FLOOD_AFTER`] (a build log, `cat` of a big file), the display is drawn at most every
-//!   [`FLOOD_DRAW_INTERVAL`] (15 a second): text scrolling that fast cannot be read, and each draw
-//!   costs the browser several milliseconds of layout and paint (docs/BENCHMARKS.md, "The cost
-//!   of a frame"). A typed key ends this for [`INPUT_GRACE`]: the person is looking, and every
-//!   echo is drawn at once again. The first pause in the output ends it too.
+//!   [`FLOOD_DRAW_INTERVAL`] (4 a second, mosh's own slowest frame rate): text scrolling that
+//!   fast cannot be read, and each draw costs the browser several milliseconds of layout and
+//!   paint (docs/BENCHMARKS.md, "The cost of a frame"). The wait between two such draws is one
+//!   timer ([`Pace::wait`]), not an animation frame callback every frame: each frame asked for
+//!   costs the browser a lifecycle update even when nothing is drawn. A typed key ends this for
+//!   [`INPUT_GRACE`]: the person is looking, and every echo is drawn at once again. The first
+//!   pause in the output ends it too.
 //!
 //! Sans-IO: the driver reports what happened (with `now`) and does what the returned [`Pace`]
 //! says.
@@ -32,8 +35,9 @@ use crate::time::Instant;
 pub const QUIET_GAP: Duration = Duration::from_millis(150);
 /// ...once they have kept coming for this long.
 pub const FLOOD_AFTER: Duration = Duration::from_millis(500);
-/// During a flood, at most one draw per this interval.
-pub const FLOOD_DRAW_INTERVAL: Duration = Duration::from_millis(66);
+/// During a flood, at most one draw per this interval: mosh's own longest frame interval
+/// (SEND_INTERVAL_MAX), the rate a slow link shows a flood at.
+pub const FLOOD_DRAW_INTERVAL: Duration = Duration::from_millis(250);
 /// After a typed key, every frame is drawn again for this long.
 pub const INPUT_GRACE: Duration = Duration::from_secs(2);
 
@@ -44,7 +48,21 @@ pub struct Pace {
     /// (the echo meter counts such draws).
     pub draw: Option<bool>,
     /// Ask the browser for an animation frame callback ([`DrawPacer::on_animation_frame`]).
+    /// A pending [`wait`](Self::wait) is then cancelled: the frame comes first.
     pub request_frame: bool,
+    /// Call [`DrawPacer::on_wait_over`] after this long (one timer; a flood's draw interval has
+    /// not passed yet).
+    pub wait: Option<Duration>,
+}
+
+/// What the driver was told to wait for, so that it is never asked twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    None,
+    /// An animation frame callback is pending (the browser was asked and has not called back).
+    Frame,
+    /// A timer is pending ([`Pace::wait`]).
+    Timer,
 }
 
 /// Counters a test or the stats can read.
@@ -74,12 +92,11 @@ pub struct DrawPacer {
     new_state: bool,
     /// A draw happened since the last animation frame: the next one waits for the frame.
     drew_this_frame: bool,
-    /// An animation frame callback is pending (the browser was asked and has not called back).
-    frame_requested: bool,
+    wake: Wake,
     /// When the current run of new server states without a [`QUIET_GAP`] began, and when the
-    /// last of them was drawn.
+    /// last of them came (drawn or not: a flood's draws are further apart than the gap).
     busy_since: Option<Instant>,
-    last_state_drawn: Option<Instant>,
+    last_state: Option<Instant>,
     last_draw: Option<Instant>,
     last_input: Option<Instant>,
     counters: PacerCounters,
@@ -99,9 +116,9 @@ impl DrawPacer {
             dirty: false,
             new_state: false,
             drew_this_frame: false,
-            frame_requested: false,
+            wake: Wake::None,
             busy_since: None,
-            last_state_drawn: None,
+            last_state: None,
             last_draw: None,
             last_input: None,
             counters: PacerCounters::default(),
@@ -122,13 +139,25 @@ impl DrawPacer {
         self.counters.requests += 1;
         self.dirty = true;
         self.new_state |= new_state;
+        if new_state {
+            let continues =
+                self.last_state.is_some_and(|t| now.saturating_duration_since(t) < QUIET_GAP);
+            if !continues {
+                self.busy_since = Some(now);
+            }
+            self.last_state = Some(now);
+        }
         if !self.visible {
             self.counters.coalesced += 1;
             return Pace::default();
         }
-        if self.drew_this_frame || self.flood_holds(now) {
+        if self.flood_holds(now) {
             self.counters.coalesced += 1;
-            return Pace { draw: None, request_frame: self.want_frame() };
+            return self.wait_for_interval(now);
+        }
+        if self.drew_this_frame {
+            self.counters.coalesced += 1;
+            return Pace { request_frame: self.want_frame(), ..Pace::default() };
         }
         self.counters.immediate += 1;
         self.draw_now(now)
@@ -141,12 +170,27 @@ impl DrawPacer {
 
     /// The browser's animation frame callback ran.
     pub fn on_animation_frame(&mut self, now: Instant) -> Pace {
-        self.frame_requested = false;
+        if self.wake == Wake::Frame {
+            self.wake = Wake::None;
+        }
+        self.wake_up(now)
+    }
+
+    /// The timer of a [`Pace::wait`] ran out: what is pending is drawn now (xterm.js paints it
+    /// at its next animation frame anyway).
+    pub fn on_wait_over(&mut self, now: Instant) -> Pace {
+        if self.wake == Wake::Timer {
+            self.wake = Wake::None;
+        }
+        self.wake_up(now)
+    }
+
+    fn wake_up(&mut self, now: Instant) -> Pace {
         if self.dirty && self.visible {
             if self.flood_holds(now) {
-                // Not yet: look again at the next frame.
+                // Not yet: one timer for the rest of the interval.
                 self.counters.flood_skips += 1;
-                return Pace { draw: None, request_frame: self.want_frame() };
+                return self.wait_for_interval(now);
             }
             return self.draw_now(now);
         }
@@ -158,7 +202,7 @@ impl DrawPacer {
     /// Whether the output has been flooding for [`FLOOD_AFTER`] (and no key was typed lately).
     pub fn flooding(&self, now: Instant) -> bool {
         let typed = self.last_input.is_some_and(|t| now.saturating_duration_since(t) < INPUT_GRACE);
-        let busy = match (self.busy_since, self.last_state_drawn) {
+        let busy = match (self.busy_since, self.last_state) {
             (Some(since), Some(last)) => {
                 now.saturating_duration_since(last) < QUIET_GAP
                     && now.saturating_duration_since(since) >= FLOOD_AFTER
@@ -170,10 +214,29 @@ impl DrawPacer {
 
     /// A draw now would come sooner than a flood's interval allows.
     fn flood_holds(&self, now: Instant) -> bool {
-        self.flooding(now)
-            && self
-                .last_draw
-                .is_some_and(|t| now.saturating_duration_since(t) < FLOOD_DRAW_INTERVAL)
+        self.flooding(now) && self.until_flood_draw(now).is_some()
+    }
+
+    /// How long until a flood's interval since the last draw has passed (`None`: it has).
+    fn until_flood_draw(&self, now: Instant) -> Option<Duration> {
+        let since = now.saturating_duration_since(self.last_draw?);
+        FLOOD_DRAW_INTERVAL.checked_sub(since).filter(|d| !d.is_zero())
+    }
+
+    /// Nothing now: a timer for the rest of the flood's interval, unless a wake-up is pending
+    /// (a pending animation frame looks again when it comes).
+    fn wait_for_interval(&mut self, now: Instant) -> Pace {
+        if self.wake != Wake::None {
+            return Pace::default();
+        }
+        match self.until_flood_draw(now) {
+            Some(wait) => {
+                self.wake = Wake::Timer;
+                Pace { wait: Some(wait), ..Pace::default() }
+            }
+            // The interval has just passed: the next frame draws.
+            None => Pace { request_frame: self.want_frame(), ..Pace::default() },
+        }
     }
 
     /// The page became visible or hidden (`document.visibilityState`).
@@ -193,24 +256,17 @@ impl DrawPacer {
     fn draw_now(&mut self, now: Instant) -> Pace {
         let new_state = std::mem::take(&mut self.new_state);
         self.last_draw = Some(now);
-        if new_state {
-            let continues =
-                self.last_state_drawn.is_some_and(|t| now.saturating_duration_since(t) < QUIET_GAP);
-            if !continues {
-                self.busy_since = Some(now);
-            }
-            self.last_state_drawn = Some(now);
-        }
         self.dirty = false;
         self.drew_this_frame = true;
         self.counters.draws += 1;
         // The frame callback clears `drew_this_frame` (or draws what came meanwhile).
-        Pace { draw: Some(new_state), request_frame: self.want_frame() }
+        Pace { draw: Some(new_state), request_frame: self.want_frame(), wait: None }
     }
 
-    /// Whether to ask for a frame callback: only when none is pending.
+    /// Whether to ask for a frame callback: only when none is pending. A pending timer is
+    /// superseded (the driver cancels it): the frame comes sooner.
     fn want_frame(&mut self) -> bool {
-        !std::mem::replace(&mut self.frame_requested, true)
+        std::mem::replace(&mut self.wake, Wake::Frame) != Wake::Frame
     }
 }
 
@@ -233,11 +289,14 @@ mod tests {
     fn a_request_on_a_quiet_screen_draws_at_once() {
         let mut p = DrawPacer::new();
         let pace = p.request(true, T);
-        assert_eq!(pace, Pace { draw: Some(true), request_frame: true });
+        assert_eq!(pace, Pace { draw: Some(true), request_frame: true, wait: None });
         // The frame goes by with nothing new: nothing drawn, no further frame asked for.
         assert_eq!(p.on_animation_frame(T), Pace::default());
         // And the next request draws at once again.
-        assert_eq!(p.request(false, T), Pace { draw: Some(false), request_frame: true });
+        assert_eq!(
+            p.request(false, T),
+            Pace { draw: Some(false), request_frame: true, wait: None }
+        );
     }
 
     #[test]
@@ -256,41 +315,129 @@ mod tests {
         }
         assert_eq!(frames_asked, 0, "a frame was already asked for");
         let pace = p.on_animation_frame(T);
-        assert_eq!(pace, Pace { draw: Some(true), request_frame: true });
+        assert_eq!(pace, Pace { draw: Some(true), request_frame: true, wait: None });
         assert_eq!(p.counters().draws, 3);
         assert_eq!(p.counters().coalesced, 20);
         // Nothing more came: the next frame draws nothing and asks for no more.
         assert_eq!(p.on_animation_frame(T), Pace::default());
     }
 
-    #[test]
-    fn during_a_flood_every_frame_draws_once_then_fifteen_a_second() {
-        let mut p = DrawPacer::new();
-        let mut draw_times = Vec::new();
-        // Three states per 16 ms frame for 3 s.
-        for frame in 0..180u64 {
-            let now = ms(frame * 16);
-            for _ in 0..3 {
-                if draws(&p.request(true, now)) {
-                    draw_times.push(now);
-                }
-            }
-            let pace = p.on_animation_frame(now + Duration::from_millis(8));
-            if draws(&pace) {
-                draw_times.push(now + Duration::from_millis(8));
-            }
-            if frame > 0 && frame * 16 + 8 < 500 {
-                assert!(draws(&pace), "frame {frame} drew nothing before the flood was one");
+    /// A driver's event loop around a pacer: animation frames every 16 ms when asked for, one
+    /// timer for a [`Pace::wait`]; records every draw and every wake-up it was asked for.
+    struct Loop {
+        pacer: DrawPacer,
+        frame_pending: bool,
+        timer_at: Option<Instant>,
+        draws: Vec<Instant>,
+        frames_asked: u32,
+        timers_armed: u32,
+    }
+
+    impl Loop {
+        fn new() -> Self {
+            Loop {
+                pacer: DrawPacer::new(),
+                frame_pending: false,
+                timer_at: None,
+                draws: Vec::new(),
+                frames_asked: 0,
+                timers_armed: 0,
             }
         }
-        let late: Vec<_> = draw_times.iter().filter(|t| t.as_millis() >= 1000).collect();
-        // 2 s at one draw per 66 ms or more (a frame's granularity: every 5th frame, 80 ms).
-        assert!((20..=31).contains(&late.len()), "{} draws in the flood's last 2 s", late.len());
+
+        fn follow(&mut self, pace: Pace, now: Instant) {
+            if pace.request_frame {
+                assert!(!self.frame_pending, "a second frame asked for");
+                self.frame_pending = true;
+                self.frames_asked += 1;
+                self.timer_at = None;
+            }
+            if let Some(wait) = pace.wait {
+                assert!(!self.frame_pending && self.timer_at.is_none(), "two wake-ups at once");
+                self.timer_at = Some(now + wait);
+                self.timers_armed += 1;
+            }
+            if pace.draw.is_some() {
+                self.draws.push(now);
+            }
+        }
+
+        fn state(&mut self, now: Instant) {
+            let pace = self.pacer.request(true, now);
+            self.follow(pace, now);
+        }
+
+        /// Runs the timer and the frame callback due by `now` (frames come at multiples of 16 ms).
+        fn run_until(&mut self, now: Instant) {
+            if let Some(at) = self.timer_at.filter(|at| *at <= now) {
+                self.timer_at = None;
+                let pace = self.pacer.on_wait_over(at);
+                self.follow(pace, at);
+            }
+            if self.frame_pending && now.as_millis() % 16 == 0 {
+                self.frame_pending = false;
+                let pace = self.pacer.on_animation_frame(now);
+                self.follow(pace, now);
+            }
+        }
+    }
+
+    #[test]
+    fn during_a_flood_every_frame_draws_once_then_four_a_second_by_one_timer() {
+        let mut l = Loop::new();
+        // A state every 20 ms (mosh-server's fastest) for 4 s; time in 1 ms steps.
+        for t in 0..4000u64 {
+            let now = ms(t);
+            if t % 20 == 0 {
+                l.state(now);
+            }
+            l.run_until(now);
+            if t == 400 {
+                // Before the flood is one, every frame with a new state draws: 20 states, 20 draws.
+                assert!(l.draws.len() >= 19, "{} draws in the first 400 ms", l.draws.len());
+            }
+        }
+        let late: Vec<_> = l.draws.iter().filter(|t| t.as_millis() >= 1000).collect();
+        // 3 s at one draw per 250 ms.
+        assert!((11..=13).contains(&late.len()), "{} draws in the flood's last 3 s", late.len());
         for w in late.windows(2) {
             assert!(w[1].saturating_duration_since(*w[0]) >= FLOOD_DRAW_INTERVAL, "{w:?}");
         }
-        assert!(p.counters().flood_skips > 0);
-        assert!(p.flooding(ms(180 * 16)));
+        assert!(l.pacer.flooding(ms(4000)));
+        // Waiting costs one timer and one frame per draw, not a frame callback every 16 ms.
+        assert!(l.timers_armed > 0);
+        assert!(l.frames_asked < 30 + 2 * 13, "{} frames asked for", l.frames_asked);
+    }
+
+    #[test]
+    fn a_key_typed_while_the_flood_waits_is_drawn_at_the_next_frame() {
+        let mut l = Loop::new();
+        for t in 0..2000u64 {
+            if t % 20 == 0 {
+                l.state(ms(t));
+            }
+            l.run_until(ms(t));
+        }
+        assert!(l.pacer.flooding(ms(2000)));
+        // Wait for the timer to be armed, then type.
+        let mut t = 2000;
+        while l.timer_at.is_none() {
+            t += 1;
+            l.run_until(ms(t));
+            if t % 20 == 0 {
+                l.state(ms(t));
+            }
+        }
+        let typed = ms(t);
+        let drawn_before = l.draws.len();
+        l.pacer.note_input(typed);
+        l.state(typed);
+        // The echo's state is drawn at once or at the next frame, and the wait is cancelled.
+        for step in 1..=16 {
+            l.run_until(typed + Duration::from_millis(step));
+        }
+        assert!(l.draws.len() > drawn_before, "the key's echo waited for the flood's interval");
+        assert!(l.timer_at.is_none(), "the timer was not superseded");
     }
 
     #[test]
@@ -359,24 +506,38 @@ mod tests {
     }
 
     #[test]
-    fn never_two_frame_requests_outstanding() {
+    fn never_two_wake_ups_outstanding() {
         let mut p = DrawPacer::new();
-        let mut outstanding = 0;
-        for i in 0..1000u32 {
+        let (mut frame, mut timer) = (false, false);
+        // Time moves 7 ms a step, so floods begin and end; a key now and then.
+        for i in 0..3000u64 {
+            let now = ms(i * 7);
             let pace = match i % 7 {
-                0 | 3 => {
-                    if outstanding > 0 {
-                        outstanding -= 1;
-                        p.on_animation_frame(T)
-                    } else {
-                        Pace::default()
-                    }
+                0 | 3 if frame => {
+                    frame = false;
+                    p.on_animation_frame(now)
                 }
-                5 => p.set_visible(i % 2 == 0, T),
-                _ => p.request(i % 3 == 0, T),
+                4 if timer => {
+                    timer = false;
+                    p.on_wait_over(now)
+                }
+                5 => p.set_visible(i % 11 != 0, now),
+                6 if i % 50 == 6 => {
+                    p.note_input(now);
+                    Pace::default()
+                }
+                _ => p.request(i % 3 == 0, now),
             };
-            outstanding += u32::from(pace.request_frame);
-            assert!(outstanding <= 1, "step {i}: {outstanding} frame requests outstanding");
+            if pace.request_frame {
+                assert!(!frame, "step {i}: two frame requests outstanding");
+                frame = true;
+                // The driver cancels a pending timer.
+                timer = false;
+            }
+            if pace.wait.is_some() {
+                assert!(!frame && !timer, "step {i}: a timer beside another wake-up");
+                timer = true;
+            }
         }
     }
 }
