@@ -56,6 +56,10 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
                 continue;
             }
         };
+        // A terminal's keystrokes and echoes are small writes that must leave at once: Nagle's
+        // algorithm would hold an echo behind the previous one's ACK (tens of ms on the
+        // WebSocket fallback). Browsers set TCP_NODELAY on their side too.
+        let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
         tracker.spawn(async move {
             let shutdown = shared.shutdown.clone();
