@@ -363,7 +363,8 @@ pub fn history(lines: u64, repeat: usize, release: bool) -> anyhow::Result<Histo
     node_json_with("history-bench.mjs", &args, &env)
 }
 
-fn release_relay() -> anyhow::Result<String> {
+/// Builds the release relay and returns its path.
+pub(crate) fn release_relay() -> anyhow::Result<String> {
     let status = Command::new("cargo")
         .args(["build", "--release", "-q", "-p", "tern-relay"])
         .current_dir(root())

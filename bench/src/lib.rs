@@ -24,6 +24,7 @@ pub mod page_load;
 pub mod predictive;
 pub mod relay;
 pub mod report;
+pub mod sessions;
 pub mod stats;
 
 use std::time::{Duration, Instant};
@@ -48,10 +49,11 @@ pub enum Part {
     Cost,
     Core,
     Load,
+    Sessions,
 }
 
 impl Part {
-    pub const ALL: [Part; 11] = [
+    pub const ALL: [Part; 12] = [
         Part::Echo,
         Part::Frames,
         Part::Relay,
@@ -63,6 +65,7 @@ impl Part {
         Part::Cost,
         Part::Core,
         Part::Load,
+        Part::Sessions,
     ];
 
     pub fn parse(name: &str) -> Option<Part> {
@@ -78,6 +81,7 @@ impl Part {
             "core" => Some(Part::Core),
             "cost" => Some(Part::Cost),
             "load" => Some(Part::Load),
+            "sessions" => Some(Part::Sessions),
             _ => None,
         }
     }
@@ -114,6 +118,11 @@ pub struct Options {
     /// RTTs of the reload scenario, and reloads at each.
     pub resume_rtts_ms: Vec<u64>,
     pub resume_reloads: usize,
+    /// Sessions on one relay (its `--max-sessions`), the keys a second each types, and how long
+    /// their typing is measured.
+    pub sessions: usize,
+    pub session_keys_per_second: f64,
+    pub session_typing: Duration,
 }
 
 impl Options {
@@ -159,6 +168,10 @@ impl Options {
             predict_quick_trace: false,
             resume_rtts_ms: vec![0, 200],
             resume_reloads: 7,
+            // Issue 16's "Load": a thousand sessions, each typing like a quick typist.
+            sessions: 1000,
+            session_keys_per_second: 4.0,
+            session_typing: Duration::from_secs(20),
         }
     }
 
@@ -197,6 +210,9 @@ impl Options {
             predict_quick_trace: true,
             resume_rtts_ms: vec![0],
             resume_reloads: 2,
+            sessions: 50,
+            session_keys_per_second: 4.0,
+            session_typing: Duration::from_secs(3),
         }
     }
 }
@@ -225,6 +241,7 @@ pub fn run(options: &Options) -> Report {
             Part::Core => core_rows(options, &mut report),
             Part::Cost => cost_rows(options, &mut report),
             Part::Load => page_load::rows(options.quick, &mut report),
+            Part::Sessions => sessions_rows(options, &mut report),
         }
     }
     report.machine.load_after = machine::load();
@@ -1425,4 +1442,82 @@ fn core_rows(options: &Options, report: &mut Report) {
         "B",
     );
     report.detail(group, "frames timed", run.frames as f64, "");
+}
+
+/// Added latency p99 at the full session count must stay within this (issue 16).
+const SESSIONS_ADDED_P99_MS: f64 = 2.0;
+/// The relay's memory per idle session must stay within this (issue 16).
+const SESSION_MEMORY_KIB: f64 = 256.0;
+
+fn sessions_rows(options: &Options, report: &mut Report) {
+    let n = options.sessions;
+    progress(&format!("sessions: {n} on one relay (release build)"));
+    let run = browser::release_relay().and_then(|bin| {
+        sessions::run(&bin, n, options.session_keys_per_second, options.session_typing)
+    });
+    let run = match run {
+        Ok(run) => run,
+        Err(e) => {
+            report.problems.push(format!("sessions ({n}) failed: {e:#}"));
+            return;
+        }
+    };
+    let held_ok = run.held == n && run.neighbours_ok_after == n && run.relay_alive_after;
+    report.row(
+        format!("sessions held by one relay (--max-sessions {n}), all answering after the load"),
+        run.neighbours_ok_after as f64,
+        "sessions",
+        format!("= {n} ({} over the WebSocket)", run.websocket_sessions),
+        held_ok,
+    );
+    if let Some(p99) = run.added(0.99) {
+        report.row(
+            format!("added latency p99, keystroke → echo, {n} sessions typing"),
+            p99,
+            "ms",
+            format!("≤ {SESSIONS_ADDED_P99_MS} ms"),
+            p99 <= SESSIONS_ADDED_P99_MS,
+        );
+    }
+    let memory = run.memory_per_session_kib();
+    report.row(
+        format!("relay memory per idle session ({n} sessions)"),
+        memory,
+        "KiB",
+        format!("≤ {SESSION_MEMORY_KIB} KiB"),
+        memory <= SESSION_MEMORY_KIB,
+    );
+    report.row(
+        format!("session {} past --max-sessions {n}: refused, relay alive", n + 1),
+        f64::from(u8::from(run.refused_both && run.relay_alive_after)),
+        "refused",
+        format!("refused over both transports ({})", run.refusal),
+        run.refused_both && run.relay_alive_after,
+    );
+    let g = "sessions";
+    if let Some(p50) = run.added_p50() {
+        report.detail(g, format!("added latency p50, {n} sessions typing"), p50, "ms");
+    }
+    let paths = [
+        ("through the relay", &run.relayed),
+        ("through the relay, WebTransport", &run.relayed_webtransport),
+        ("through the relay, WebSocket", &run.relayed_websocket),
+        ("direct", &run.direct),
+    ];
+    for (name, samples) in paths {
+        for (q, label) in [(0.5, "p50"), (0.99, "p99")] {
+            if let Some(v) = stats::quantile(samples, q) {
+                report.detail(g, format!("keystroke → echo {label}, {name}"), v, "ms");
+            }
+        }
+    }
+    report.detail(g, "relay CPU per typing session", run.cpu_per_session_percent(), "% of a core");
+    report.detail(g, "relay CPU, all sessions typing", run.cpu_typing_percent, "% of a core");
+    report.detail(g, "relay CPU, all sessions idle", run.cpu_idle_percent, "% of a core");
+    report.detail(g, "relay RSS before the sessions", run.rss_before_kib / 1024.0, "MiB");
+    report.detail(g, "relay RSS with every session open", run.rss_idle_kib / 1024.0, "MiB");
+    report.detail(g, "keystrokes through the relay in the window", run.keys as f64, "keys");
+    report.detail(g, "keystrokes without an echo", run.lost as f64, "keys");
+    report.detail(g, "time to open every session", run.open_seconds, "s");
+    report.detail(g, "keys a second per session", options.session_keys_per_second, "keys/s");
 }
