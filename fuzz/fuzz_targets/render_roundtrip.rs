@@ -54,6 +54,19 @@ fuzz_target!(|data: &[u8]| {
         terminal.feed(&renderer.render(None, fa));
         same(terminal.framebuffer(), fa, &format!("{name}: full paint"));
         terminal.feed(&renderer.render(Some(fa), fb));
+        if name == "mosh" {
+            // mosh's renderer keeps the wrap flag it believes for a last row scrolled up, which
+            // the terminal cannot have (crate/tests/fuzz_regressions.rs): only such a row may
+            // differ, and only in its flag. The page's renderer is held to the frame exactly.
+            let last_row = usize::from(fa.size().rows) - 1;
+            let last_was_wrapped = fa.row(last_row).is_some_and(|r| r.is_wrapped());
+            if let Ok(rows) = terminal.framebuffer().wrap_flags_differing(fb)
+                && last_was_wrapped
+                && rows.iter().all(|&y| y < last_row)
+            {
+                continue;
+            }
+        }
         same(terminal.framebuffer(), fb, &format!("{name}: update"));
     }
 

@@ -410,6 +410,22 @@ impl Framebuffer {
         Ok(())
     }
 
+    /// [`looks_like`](Self::looks_like) with the rows' wrap flags left out: the rows where only
+    /// the flag differs, or the first difference of another kind. mosh's renderer keeps the flag
+    /// it believes for a last row scrolled up (the terminal's own last row cannot have it set),
+    /// so its output can differ from the frame there, as mosh-client's screen does.
+    pub fn wrap_flags_differing(&self, other: &Framebuffer) -> Result<Vec<usize>, String> {
+        let mut same_flags = self.clone();
+        let mut rows = Vec::new();
+        for (y, (mine, theirs)) in same_flags.rows.iter_mut().zip(&other.rows).enumerate() {
+            if mine.wrap != theirs.wrap {
+                Arc::make_mut(mine).wrap = theirs.wrap;
+                rows.push(y);
+            }
+        }
+        same_flags.looks_like(other).map(|()| rows)
+    }
+
     /// `exact_bell`: compare bell counts exactly; otherwise not at all (a diff rings the bell once
     /// however often it rang, so a receiver only learns that it rang).
     fn same_state(&self, other: &Framebuffer, exact_bell: bool) -> bool {
