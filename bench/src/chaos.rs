@@ -152,6 +152,9 @@ pub fn rows(seconds: u64, seed: u64, report: &mut Report) {
         ("typed bytes lost", t.losses),
         ("(direction, sequence number) repeated under the key", t.seq_repeats),
         ("panics", t.panics),
+        // Every check chaos.mjs makes, these and the rest (a drop of 10 s or more not shown on
+        // the bar, a stuck page, a shell gone): the reasons are under problems.
+        ("checks failed", t.failures),
     ] {
         report.row(format!("{label}: {what}"), n as f64, "", "0".into(), n == 0);
     }
