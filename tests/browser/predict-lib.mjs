@@ -216,6 +216,10 @@ export async function armDetector(page, chars) {
     const probe = window.__probe;
     const set = new Set(chars);
     const has = (s) => [...s].some((c) => set.has(c));
+    // The notification bar's durations ("tern: Last contact 7 seconds ago.", "… in 9 seconds",
+    // "(5 s without reply.)" on a loaded machine) are not the secret's digits.
+    const BAR_DURATION = /(Last (contact|reply) |in |\()\d+(:\d\d){0,2}( seconds| minutes| s)?/g;
+    const hasOffBar = (s) => has(s.startsWith('tern: ') ? s.replace(BAR_DURATION, '') : s);
     // spans: [tag, from, to] for each stretch of writes that showed a secret character.
     // keys: per tag, when each key went down; promptAt: per tag, the first write after which the
     // bottom non-empty row of xterm.js ended in the prompt (`det.prompt`).
@@ -231,12 +235,12 @@ export async function armDetector(page, chars) {
         .replace(/\x1b\[[0-?]*[ -/]*[@-~]/g, '')
         .replace(/\x1b\][^\x07\x1b]*(\x07|\x1b\\)/g, '')
         .replace(/\x1b[ -/]*[0-~]/g, '');
-      if (has(printed)) det.rawHits.push({ tag: det.tag, t: performance.now(), printed });
+      if (has(printed.replace(BAR_DURATION, ''))) det.rawHits.push({ tag: det.tag, t: performance.now(), printed });
     });
     probe.parsed.add(() => {
       det.writes++;
       const lines = probe.lines();
-      const row = lines.findIndex(has);
+      const row = lines.findIndex(hasOffBar);
       const now = performance.now();
       if (det.prompt && det.promptAt[det.tag] == null
           && (lines.findLast((l) => l.trim() !== '') ?? '').trimEnd().endsWith(det.prompt)) {
