@@ -402,15 +402,15 @@ impl RelayLink {
             Carrier::WebSocket(_) => None,
         };
         let socket = match &self.carrier {
-            Carrier::WebSocket(ws) => Some(ws.socket()),
+            Carrier::WebSocket(ws) => Some(ws.closer()),
             Carrier::WebTransport { .. } => None,
         };
         move || {
             if let Some(t) = transport {
                 close(&t);
             }
-            if let Some(s) = socket {
-                let _ = s.close();
+            if let Some(close_socket) = socket {
+                close_socket();
             }
         }
     }

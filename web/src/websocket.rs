@@ -35,12 +35,36 @@ struct Shared {
     socket: WebSocket,
     streams: RefCell<HashMap<u32, mpsc::UnboundedSender<Inbound>>>,
     next_stream: Cell<u32>,
+    /// The datagram and control readers' senders, until the socket is done with.
+    ends: RefCell<Option<ReaderEnds>>,
 }
+
+/// What feeds the datagram reader and the control stream's reader.
+type ReaderEnds = (mpsc::UnboundedSender<Vec<u8>>, mpsc::UnboundedSender<Inbound>);
 
 impl Shared {
     fn send(&self, frame: Frame<'_>) {
         // A closed socket throws: the session notices through its reads ending.
         let _ = self.socket.send_with_u8_array(&frame.encode());
+    }
+
+    /// Every reader ends: the session sees the link gone.
+    fn end_readers(&self) {
+        if let Some((datagrams, control)) = self.ends.borrow_mut().take() {
+            datagrams.close_channel();
+            control.close_channel();
+        }
+        for (_, tx) in self.streams.borrow_mut().drain() {
+            tx.close_channel();
+        }
+    }
+
+    /// Closes the socket and ends the readers now. The socket's `close` event can come much
+    /// later: over a stalled TCP connection (a dead network) the closing handshake waits for
+    /// the peer, and the session must not stay `live` on a link it has given up.
+    fn close(&self) {
+        let _ = self.socket.close();
+        self.end_readers();
     }
 }
 
@@ -142,13 +166,14 @@ impl WsCarrier {
             socket: socket.clone(),
             streams: RefCell::new(HashMap::new()),
             next_stream: Cell::new(1),
+            ends: RefCell::new(None),
         });
         let (datagrams_tx, datagrams) = mpsc::unbounded();
         let (control_tx, control) = mpsc::unbounded();
+        *shared.ends.borrow_mut() = Some((datagrams_tx.clone(), control_tx.clone()));
         let (opened_tx, opened) = oneshot::channel::<bool>();
         let opened_tx = Rc::new(RefCell::new(Some(opened_tx)));
 
-        let (datagrams_end, control_end) = (datagrams_tx.clone(), control_tx.clone());
         let demux = Rc::clone(&shared);
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
             let Ok(buf) = e.data().dyn_into::<ArrayBuffer>() else { return };
@@ -163,12 +188,7 @@ impl WsCarrier {
             if let Some(tx) = opened_on_close.borrow_mut().take() {
                 let _ = tx.send(false);
             }
-            // Every reader ends: the session sees the link gone.
-            datagrams_end.close_channel();
-            control_end.close_channel();
-            for (_, tx) in ends.streams.borrow_mut().drain() {
-                tx.close_channel();
-            }
+            ends.end_readers();
         });
         socket.set_onclose(Some(on_close.as_ref().unchecked_ref()));
         socket.set_onerror(Some(on_close.as_ref().unchecked_ref()));
@@ -213,9 +233,10 @@ impl WsCarrier {
         WsReader { shared: Rc::clone(&self.shared), id: CONTROL_ID, inbound: RefCell::new(rx) }
     }
 
-    /// The socket, for closing it from a deadline.
-    pub fn socket(&self) -> WebSocket {
-        self.shared.socket.clone()
+    /// Closes the link from a deadline: the socket, and its readers at once (see `close`).
+    pub fn closer(&self) -> impl FnOnce() + 'static {
+        let shared = Rc::clone(&self.shared);
+        move || shared.close()
     }
 
     /// Opens an upload stream.
@@ -235,8 +256,9 @@ impl WsCarrier {
         Ok((writer, reader))
     }
 
+    /// Closes the link; every pending read ends at once.
     pub fn close(&self) {
-        let _ = self.shared.socket.close();
+        self.shared.close();
     }
 }
 
