@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import {
-  ARTIFACTS, launchBrowser, until, screen, stats, waitForPrompt, typeLine, sleep,
+  ARTIFACTS, launchBrowser, until, screen, stats, waitForPrompt, typeLine, sleep, pageDetail,
 } from './helpers.mjs';
 import {
   SECRET, SECRET_CHARS, SECRET_PROMPT_PREFIX, startRig, installProbe, compareScreens,
@@ -444,7 +444,7 @@ test('screenshots: predicted text underlined at 200 ms RTT (desktop and phone si
     try {
       await page.keyboard.type(rest, { delay: 20 });
       await until(async () => (await compareScreens(page)).underlined.length >= rest.replace(/ /g, '').length,
-        { timeout: 3000, what: 'underlined predictions' });
+        { timeout: 10000, what: 'underlined predictions', detail: pageDetail(page) });
       await page.screenshot({ path: join(ARTIFACTS, file) });
     } finally {
       rig.thaw();
