@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
-  tempDir, cleanupState, screenshotsOfState, newSession, moshServerNew as startMoshServer,
+  tempDir, cleanupState, screenshotsOfState, newSession, moshServerNew as startMoshServer, pageDetail,
 } from './helpers.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
@@ -144,9 +144,13 @@ test('vi and less stay out of the history; the lines before vi are still there a
   await page.keyboard.type(':q!');
   await page.keyboard.press('Enter');
   await typeLine(page, 'less /tmp/tern-vi-$$');
-  await until(async () => (await screen(page)).includes('in-vi-1'), { what: 'less' });
+  // Whole lines: vi's last screen holds in-vi-170 and the like, which contain 'in-vi-1'.
+  await until(async () => /^in-vi-1$/m.test(await screen(page)), { what: 'less', detail: pageDetail(page) });
   for (let i = 0; i < 30; i++) await page.keyboard.press('j');
-  await until(async () => (await screen(page)).includes('in-vi-31'), { what: 'less scrolled' });
+  await until(async () => {
+    const s = await screen(page);
+    return /^in-vi-31$/m.test(s) && !/^in-vi-1$/m.test(s);
+  }, { what: 'less scrolled', detail: pageDetail(page) });
   await page.keyboard.press('q');
   await run("rm /tmp/tern-vi-$$; seq -f 'after-vi-%g' 1 60", 'after-vi-60');
   const history = await page.evaluate(() => window.tern.history.lines());
