@@ -58,7 +58,7 @@ after(async () => {
   if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
 });
 
-test('through a TCP-only forwarder the session runs over the WebSocket within 3 s', async () => {
+test('through a TCP-only forwarder the session runs over the WebSocket, without waiting for QUIC to give up', async () => {
   const started = Date.now();
   await page.goto(`http://127.0.0.1:${forwarderPort}/#session=new&token=${token}&wt_port=${deadUdpPort}`);
   await waitForPrompt(page);
@@ -66,7 +66,10 @@ test('through a TCP-only forwarder the session runs over the WebSocket within 3 
   const s = await stats(page);
   assert.equal(s.transport, 'websocket', 'the fallback carries the session');
   assert.ok(s.websocketLinks >= 1);
-  assert.ok(tookMs < 3000, `a usable prompt after ${tookMs} ms`);
+  // Not a timing target (the benchmark has the figure): the page falls back after its own
+  // patience (about a second), not after QUIC's idle timeout (30 s), which this bound would catch.
+  // A loaded CI machine took 3.2 s.
+  assert.ok(tookMs < 15000, `a usable prompt after ${tookMs} ms`);
   console.log(`# prompt over the fallback after ${tookMs} ms`);
   await typeLine(page, 'echo tern-$((6*7))');
   await until(async () => /^tern-42$/m.test(await screen(page)), { what: 'tern-42' });
