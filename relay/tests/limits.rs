@@ -384,17 +384,7 @@ async fn blackholed_quic(relay: &TestRelay) -> tokio::task::JoinHandle<()> {
     let back = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     back.connect(relay.addr()).await.unwrap();
     let front_addr = front.local_addr().unwrap();
-    let hashes = relay
-        .relay
-        .cert_hashes()
-        .iter()
-        .map(|h| {
-            use base64::Engine;
-            let b: [u8; 32] =
-                base64::engine::general_purpose::STANDARD.decode(h).unwrap().try_into().unwrap();
-            wtransport::tls::Sha256Digest::new(b)
-        })
-        .collect::<Vec<_>>();
+    let hashes = cert_digests(relay);
     let (answered_tx, answered) = tokio::sync::oneshot::channel();
     let task = tokio::spawn(async move {
         let client = connect_with_hashes(front_addr, hashes, None);

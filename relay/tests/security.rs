@@ -8,7 +8,6 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use base64::Engine;
 use support::*;
 use tern::relay_proto::WEBSOCKET_PATH;
 use tern::relay_proto::websocket::token_subprotocol;
@@ -18,7 +17,6 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::{Error as WsError, handshake::client::Response};
 use wtransport::endpoint::ConnectOptions;
 use wtransport::error::ConnectingError;
-use wtransport::tls::Sha256Digest;
 use wtransport::{ClientConfig, Endpoint};
 
 /// One header of a lower-cased response head.
@@ -125,16 +123,7 @@ fn refusal(e: WsError) -> u16 {
 
 /// A WebTransport CONNECT to the relay, with `origin` as a browser would name its page.
 async fn wt_connect(relay: &TestRelay, origin: Option<&str>) -> Result<(), ConnectingError> {
-    let hashes: Vec<Sha256Digest> = relay
-        .relay
-        .cert_hashes()
-        .iter()
-        .map(|h| {
-            let b: [u8; 32] =
-                base64::engine::general_purpose::STANDARD.decode(h).unwrap().try_into().unwrap();
-            Sha256Digest::new(b)
-        })
-        .collect();
+    let hashes = cert_digests(relay);
     let config =
         ClientConfig::builder().with_bind_default().with_server_certificate_hashes(hashes).build();
     let endpoint = Endpoint::client(config).unwrap();

@@ -151,7 +151,12 @@ pub async fn connect(
     relay: &TestRelay,
     query_token: Option<&str>,
 ) -> Result<Connection, wtransport::error::ConnectingError> {
-    let hashes: Vec<Sha256Digest> = relay
+    connect_with_hashes(relay.addr(), cert_digests(relay), query_token).await
+}
+
+/// The relay's self-signed certificate hashes, as a WebTransport client pins them.
+pub fn cert_digests(relay: &TestRelay) -> Vec<Sha256Digest> {
+    relay
         .relay
         .cert_hashes()
         .iter()
@@ -160,8 +165,7 @@ pub async fn connect(
                 base64::engine::general_purpose::STANDARD.decode(h).unwrap().try_into().unwrap();
             Sha256Digest::new(b)
         })
-        .collect();
-    connect_with_hashes(relay.addr(), hashes, query_token).await
+        .collect()
 }
 
 pub async fn connect_with_hashes(
