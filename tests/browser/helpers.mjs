@@ -153,16 +153,19 @@ export async function until(fn, { timeout = 15000, interval = 50, what = 'condit
   }
 }
 
-/// What a failed wait on the page shows: the core's screen, xterm.js's and the session's stats.
+/// What a failed wait on the page shows: the core's screen, xterm.js's, the session's stats and
+/// where the keyboard's focus is (keys typed into an element that ignores them go nowhere).
 export const pageDetail = (page) => async () => {
-  const [core, xterm, s] = await page.evaluate(() => {
+  const [core, xterm, s, focus] = await page.evaluate(() => {
     const { term } = window.tern;
     const buf = term.buffer.active;
     const rows = [];
     for (let y = 0; y < term.rows; y++) rows.push(buf.getLine(buf.viewportY + y)?.translateToString(true) ?? '');
-    return [window.tern.screenText(), rows.join('\n'), JSON.stringify(window.tern.stats())];
+    const el = document.activeElement;
+    const focus = el ? `${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}${el.className ? '.' + String(el.className).trim().split(/\s+/).join('.') : ''}` : 'none';
+    return [window.tern.screenText(), rows.join('\n'), JSON.stringify(window.tern.stats()), focus];
   });
-  return `core screen:\n${core}\nxterm.js screen:\n${xterm}\nstats: ${s}`;
+  return `core screen:\n${core}\nxterm.js screen:\n${xterm}\nstats: ${s}\nfocus: ${focus}`;
 };
 
 export const screen = (page) => page.evaluate(() => window.tern ? window.tern.screenText() : '');

@@ -131,7 +131,7 @@ test('scrolling up past what the page saw opens the history, with colours and wh
   // Typing goes to the shell and closes the view.
   await page.keyboard.type('echo typed-in-history');
   await page.keyboard.press('Enter');
-  await until(async () => (await screen(page)).includes('\ntyped-in-history'), { what: 'the typed command ran' });
+  await until(async () => (await screen(page)).includes('\ntyped-in-history'), { what: 'the typed command ran', detail: pageDetail(page) });
   assert.equal(await page.evaluate(() => window.tern.history.isOpen()), false);
 });
 
@@ -143,6 +143,9 @@ test('vi and less stay out of the history; the lines before vi are still there a
   await until(async () => (await screen(page)).includes('in-vi-200'), { what: 'vi at the end' });
   await page.keyboard.type(':q!');
   await page.keyboard.press('Enter');
+  // vi throws away what was typed after `:q!` in the same read, as in any terminal: the next
+  // command waits for the shell's prompt.
+  await waitForPrompt(page);
   await typeLine(page, 'less /tmp/tern-vi-$$');
   // Whole lines: vi's last screen holds in-vi-170 and the like, which contain 'in-vi-1'.
   await until(async () => /^in-vi-1$/m.test(await screen(page)), { what: 'less', detail: pageDetail(page) });
@@ -152,6 +155,7 @@ test('vi and less stay out of the history; the lines before vi are still there a
     return /^in-vi-31$/m.test(s) && !/^in-vi-1$/m.test(s);
   }, { what: 'less scrolled', detail: pageDetail(page) });
   await page.keyboard.press('q');
+  await waitForPrompt(page);
   await run("rm /tmp/tern-vi-$$; seq -f 'after-vi-%g' 1 60", 'after-vi-60');
   const history = await page.evaluate(() => window.tern.history.lines());
   assert.deepEqual(history.filter((l) => l.startsWith('in-vi-')), [], 'no vi or less screen in the history');
