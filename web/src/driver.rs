@@ -493,7 +493,12 @@ impl Driver {
             st.restored = false;
             let local = st.session.as_ref().map(ClientSession::resume_point);
             let mtu = link.max_datagram_size;
-            match relay_client::takeover(local.as_ref(), &ready) {
+            let takeover = relay_client::takeover(local.as_ref(), &ready);
+            // One line a connect, for whoever debugs a resume: which point won and why.
+            web_sys::console::info_1(
+                &relay_client::describe_takeover(&takeover, local.as_ref(), &ready).into(),
+            );
+            match takeover {
                 Takeover::Fresh => {
                     // A new session cannot fail to start.
                     let _ = self.begin_session(st, key, &key_text, mtu, &ready.session, None);

@@ -44,8 +44,22 @@ type ReaderEnds = (mpsc::UnboundedSender<Vec<u8>>, mpsc::UnboundedSender<Inbound
 
 impl Shared {
     fn send(&self, frame: Frame<'_>) {
-        // A closed socket throws: the session notices through its reads ending.
+        // A closing or closed socket drops what it is given (and the browser logs an error for
+        // each): the session notices the link gone through its reads ending, and sends again
+        // on the next one.
+        if self.socket.ready_state() != WebSocket::OPEN {
+            return;
+        }
         let _ = self.socket.send_with_u8_array(&frame.encode());
+    }
+
+    /// The socket stops calling into closures that are about to be dropped (a call after that
+    /// throws "closure invoked after being dropped" into the page).
+    fn detach_handlers(&self) {
+        self.socket.set_onmessage(None);
+        self.socket.set_onclose(None);
+        self.socket.set_onerror(None);
+        self.socket.set_onopen(None);
     }
 
     /// Every reader ends: the session sees the link gone.
@@ -76,6 +90,15 @@ pub struct WsCarrier {
     control: RefCell<Option<mpsc::UnboundedReceiver<Inbound>>>,
     _on_message: Closure<dyn FnMut(MessageEvent)>,
     _on_close: Closure<dyn FnMut(JsValue)>,
+}
+
+impl Drop for WsCarrier {
+    /// The link is done with: the socket closes, and its events (a late `close`, a message
+    /// still in flight) no longer reach the handlers dropped with the carrier.
+    fn drop(&mut self) {
+        self.shared.detach_handlers();
+        self.shared.close();
+    }
 }
 
 /// The sending half of a stream over the WebSocket.
@@ -200,6 +223,7 @@ impl WsCarrier {
         socket.set_onopen(Some(on_open.unchecked_ref()));
 
         if !opened.await.unwrap_or(false) {
+            shared.detach_handlers();
             let _ = socket.close();
             return Err("the WebSocket did not open".into());
         }

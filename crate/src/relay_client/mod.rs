@@ -28,4 +28,4 @@ pub use connect::{
 };
 pub use saved::SavedSession;
 pub use status::{FailCode, Status};
-pub use takeover::{Takeover, decode_point, encode_point, takeover};
+pub use takeover::{Takeover, decode_point, describe_takeover, encode_point, takeover};

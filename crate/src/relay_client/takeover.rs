@@ -44,6 +44,32 @@ pub fn takeover(local: Option<&ResumePoint>, ready: &Ready) -> Takeover {
     }
 }
 
+/// One line on what [`takeover`] decided and from what (the page logs it on every `ready`).
+pub fn describe_takeover(
+    decision: &Takeover,
+    local: Option<&ResumePoint>,
+    ready: &Ready,
+) -> String {
+    let relay = ready.point.as_deref().map(|text| match decode_point(text) {
+        Some(p) => format!("input {} (acked {})", p.input_next.0, p.input_acked.0),
+        None => "a point that does not decode".to_string(),
+    });
+    let mine = local.map(|p| format!("input {} (acked {})", p.input_next.0, p.input_acked.0));
+    let what = match decision {
+        Takeover::Fresh => "a new session",
+        Takeover::KeepLocal => "the page's own point",
+        Takeover::Adopt(_) => "the relay's point",
+        Takeover::CannotResume => "nothing (cannot resume)",
+    };
+    format!(
+        "tern: ready (resumed: {}, seq floor {}): continuing from {what}; page: {}, relay: {}",
+        ready.resumed,
+        ready.seq_floor,
+        mine.as_deref().unwrap_or("none"),
+        relay.as_deref().unwrap_or("none"),
+    )
+}
+
 /// The text form a point travels in (`ready.point`, `seed.point`).
 pub fn encode_point(point: &ResumePoint) -> String {
     use base64::Engine as _;
@@ -111,5 +137,20 @@ mod tests {
         let mut garbled = ready(None, 0);
         garbled.point = Some("not base64!".into());
         assert_eq!(takeover(None, &garbled), Takeover::Fresh);
+    }
+
+    #[test]
+    fn the_log_line_names_the_winner_and_both_points() {
+        let mine = point(40, 100);
+        let line =
+            describe_takeover(&Takeover::KeepLocal, Some(&mine), &ready(Some(&point(35, 90)), 7));
+        assert!(line.contains("the page's own point"), "{line}");
+        assert!(line.contains("page: input 40 (acked 39)"), "{line}");
+        assert!(line.contains("relay: input 35 (acked 34)"), "{line}");
+        assert!(line.contains("seq floor 7"), "{line}");
+        let mut garbled = ready(None, 0);
+        garbled.point = Some("not base64!".into());
+        let line = describe_takeover(&Takeover::Fresh, None, &garbled);
+        assert!(line.contains("page: none, relay: a point that does not decode"), "{line}");
     }
 }
