@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
-  waitForPrompt, typeLine, tempDir, cleanupState, screenshotsOfState,
+  waitForPrompt, typeLine, tempDir, cleanupState, screenshotsOfState, pageDetail,
 } from './helpers.mjs';
 
 const token = 'test-token-' + Math.random().toString(36).slice(2);
@@ -82,13 +82,34 @@ test('a reload shows the old screen at once and continues the same shell', async
   assert.equal(recordedPids().length, 1, 'no second mosh-server was started');
 });
 
-test('a second reload right after the first continues it too', async () => {
+test('a second reload right after the first continues it too, with keys typed as soon as the terminal has the focus', async () => {
   const pid = pidAfter(await screen(page), 'marker');
+  // Another page of the origin queues for the session's lock and keeps it 700 ms once the
+  // reload lets go of it (as a browser that frees a closed tab's locks late does): the reloaded
+  // page waits for it with its terminal already focused, and has not started its client yet.
+  const { session } = await stats(page);
+  const holder = await browser.context.newPage();
+  await holder.goto(new URL('/manifest.webmanifest', relay.url).href);
+  await holder.evaluate((name) => {
+    window.lockHeld = new Promise((held) => navigator.locks.request(name, () => {
+      held(Date.now());
+      return new Promise((r) => setTimeout(r, 700));
+    }));
+  }, `tern.session.${session}`);
   await page.reload();
-  await waitForPrompt(page);
-  await until(async () => (await stats(page)).phase === 'live', { what: 'live' });
-  await typeLine(page, 'echo third-$$');
-  assert.equal(await until(async () => pidAfter(await screen(page), 'third'), { what: 'third-PID' }), pid);
+  // Typing from the first moment the terminal takes keys (these keys once went nowhere).
+  await until(() => page.evaluate(() => !!window.tern && !!document.activeElement?.classList.contains('xterm-helper-textarea')),
+    { interval: 5, what: 'the reloaded page, its terminal focused' });
+  const early = await stats(page);
+  await page.keyboard.type('echo third-', { delay: 0 });
+  const heldAt = await holder.evaluate(() => window.lockHeld);
+  await holder.close();
+  assert.ok(heldAt > 0, 'the other page held the lock');
+  await until(async () => (await stats(page)).phase === 'live', { what: 'live', detail: pageDetail(page) });
+  await typeLine(page, '$$');
+  const third = await until(async () => pidAfter(await screen(page), 'third'), { what: 'third-PID', detail: pageDetail(page) });
+  assert.equal(third, pid);
+  console.log(`# typed before the session was live (phase then: ${early?.phase ?? 'no client yet'})`);
 });
 
 test('closing the tab and opening the URL again continues the shell, its screen at once', async () => {

@@ -284,7 +284,14 @@ impl Driver {
         }
         self.render(false);
         self.st.borrow_mut().restored_ms = Some(now_ms());
-        self.flush(false);
+        // Keys typed while the page was still starting were kept for the first session: this
+        // one, and before anything typed from now on.
+        let early = std::mem::take(&mut self.st.borrow_mut().early_input);
+        if early.is_empty() {
+            self.flush(false);
+        } else {
+            self.send_input(&early);
+        }
     }
 
     /// Writes the tab's saved session (see [`SAVE_INTERVAL`]); nothing while there is none.

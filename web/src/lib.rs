@@ -77,43 +77,18 @@ impl Client {
     #[wasm_bindgen(constructor)]
     pub fn new(term: Terminal, options: JsValue) -> Result<Client, JsValue> {
         let (target, hooks, wt_port) = self::options(&options)?;
-        Ok(Client { driver: Driver::new(term, target, hooks::Hooks::new(hooks), wt_port) })
+        let client =
+            Client { driver: Driver::new(term, target, hooks::Hooks::new(hooks), wt_port) };
+        // From now on, not from `start`: the page awaits things in between (the session's
+        // lock, the relay's list of sessions) while the terminal already has the focus, and a
+        // key typed then (a reload, and typing on at once) must wait for the session, not vanish.
+        client.wire_terminal();
+        Ok(client)
     }
 
-    /// Wires the terminal's events and starts connecting (and reconnecting) in the background.
+    /// Starts connecting (and reconnecting) in the background.
     pub fn start(&self) {
-        let driver = &self.driver;
-        let term = driver.term();
-        // mosh-client keeps the local terminal in DECCKM for good (MOSH-PROTOCOL.md 7.1), so
-        // xterm.js sends cursor keys as ESC O A..D; input::translate_typed covers the rest.
-        term.write(&Uint8Array::from(&b"\x1b[?1h"[..]));
-
-        let weak = Rc::downgrade(driver);
-        let on_data = Closure::<dyn FnMut(String)>::new(move |data: String| {
-            if let Some(d) = weak.upgrade() {
-                d.input(&input::translate_typed(&data));
-            }
-        });
-        term.on_data(&on_data);
-        let weak = Rc::downgrade(driver);
-        let on_binary = Closure::<dyn FnMut(String)>::new(move |data: String| {
-            if let Some(d) = weak.upgrade() {
-                d.input(&input::binary_string(&data));
-            }
-        });
-        term.on_binary(&on_binary);
-        let weak = Rc::downgrade(driver);
-        let on_resize = Closure::<dyn FnMut(JsValue)>::new(move |_size: JsValue| {
-            if let Some(d) = weak.upgrade() {
-                d.resized();
-            }
-        });
-        term.on_resize(&on_resize);
-        // The terminal lives as long as the page: so do its callbacks.
-        on_data.forget();
-        on_binary.forget();
-        on_resize.forget();
-        driver.start();
+        self.driver.start();
     }
 
     /// The core's screen (not xterm.js's) as text: rows joined by `\n`, trailing blanks trimmed.
@@ -358,5 +333,42 @@ impl Client {
         self.driver.history_target().ok_or_else(|| {
             JsValue::from_str("this relay keeps no history for this session (bridge mode)")
         })
+    }
+}
+
+impl Client {
+    /// The terminal's events reach the driver: keys, binary input (mouse reports), resizes.
+    fn wire_terminal(&self) {
+        let driver = &self.driver;
+        let term = driver.term();
+        // mosh-client keeps the local terminal in DECCKM for good (MOSH-PROTOCOL.md 7.1), so
+        // xterm.js sends cursor keys as ESC O A..D; input::translate_typed covers the rest.
+        term.write(&Uint8Array::from(&b"\x1b[?1h"[..]));
+
+        let weak = Rc::downgrade(driver);
+        let on_data = Closure::<dyn FnMut(String)>::new(move |data: String| {
+            if let Some(d) = weak.upgrade() {
+                d.input(&input::translate_typed(&data));
+            }
+        });
+        term.on_data(&on_data);
+        let weak = Rc::downgrade(driver);
+        let on_binary = Closure::<dyn FnMut(String)>::new(move |data: String| {
+            if let Some(d) = weak.upgrade() {
+                d.input(&input::binary_string(&data));
+            }
+        });
+        term.on_binary(&on_binary);
+        let weak = Rc::downgrade(driver);
+        let on_resize = Closure::<dyn FnMut(JsValue)>::new(move |_size: JsValue| {
+            if let Some(d) = weak.upgrade() {
+                d.resized();
+            }
+        });
+        term.on_resize(&on_resize);
+        // The terminal lives as long as the page: so do its callbacks.
+        on_data.forget();
+        on_binary.forget();
+        on_resize.forget();
     }
 }
