@@ -227,6 +227,8 @@ async function dropNetwork() {
 async function reload(wtPort) {
   while (jobs.size) await Promise.race([...jobs]);
   await typist.pause();
+  // The event's own position is where it was chosen; the burst in progress then ends first.
+  say(`reloading after byte ${typist.typed.length}`);
   try {
     if (wtPort !== undefined) {
       await page.evaluate((p) => (p ? sessionStorage.setItem('tern.wt_port', String(p)) : sessionStorage.removeItem('tern.wt_port')), wtPort);
