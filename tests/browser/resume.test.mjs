@@ -89,7 +89,7 @@ test('a second reload right after the first continues it too, with keys typed as
   // page waits for it with its terminal already focused, and has not started its client yet.
   const { session } = await stats(page);
   const holder = await browser.context.newPage();
-  await holder.goto(new URL('/manifest.webmanifest', relay.url).href);
+  await holder.goto(new URL('/icon.svg', relay.url).href);
   await holder.evaluate((name) => {
     window.lockHeld = new Promise((held) => navigator.locks.request(name, () => {
       held(Date.now());
