@@ -284,8 +284,13 @@ impl Driver {
         }
         self.render(false);
         self.st.borrow_mut().restored_ms = Some(now_ms());
-        // Keys typed while the page was still starting were kept for the first session: this
-        // one, and before anything typed from now on.
+        // Keys typed while the page was still starting go first, before anything typed later.
+        self.send_early_input();
+    }
+
+    /// The keys kept until a session existed go to it now (sending them flushes), or the
+    /// session just flushes.
+    fn send_early_input(self: &Rc<Self>) {
         let early = std::mem::take(&mut self.st.borrow_mut().early_input);
         if early.is_empty() {
             self.flush(false);
@@ -476,7 +481,7 @@ impl Driver {
         };
         let mut seed = None;
         let mut cannot_resume = false;
-        let early = {
+        {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
             if st.status.is_final() {
@@ -535,8 +540,7 @@ impl Driver {
                 // reload, used those numbers.
                 s.raise_next_seq(ready.seq_floor);
             }
-            std::mem::take(&mut st.early_input)
-        };
+        }
         if cannot_resume {
             link.close();
             self.cannot_resume();
@@ -555,11 +559,7 @@ impl Driver {
         if let Some(s) = self.st.borrow_mut().session.as_mut() {
             s.link_up(now());
         }
-        if early.is_empty() {
-            self.flush(false);
-        } else {
-            self.send_input(&early);
-        }
+        self.send_early_input();
         self.render(false);
         // An upload interrupted by the lost link resumes on this one, and a download too.
         self.drive_pastes();
