@@ -458,6 +458,8 @@ async function main() {
     term,
     // The benchmark measures echo during an upload: keys must not wait for the path there.
     holdKeysDuringPaste: (hold) => client.setHoldKeysDuringPaste(hold),
+    // The benchmark measures a hidden tab with and without the relay holding its datagrams.
+    holdWhileHidden: (hold) => client.setHoldWhileHidden(hold),
     cancelPaste: () => client.cancelPaste(),
     setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
     endSession: () => client.endSession(),

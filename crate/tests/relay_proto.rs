@@ -102,6 +102,25 @@ fn server_messages() {
         r#"{"type":"ended","code":"session_ended","message":"bye"}"#,
     );
     round_trip(&ServerMessage::Pong, r#"{"type":"pong"}"#);
+    round_trip(&ClientMessage::Hold { ms: 1000 }, r#"{"type":"hold","ms":1000}"#);
+    round_trip(&ClientMessage::Hold { ms: 0 }, r#"{"type":"hold","ms":0}"#);
+    round_trip(
+        &ServerMessage::Held { datagrams: vec![vec![0, 1, 2, 255], vec![], vec![b'x'; 3]] },
+        r#"{"type":"held","datagrams":["AAEC/w==","","eHh4"]}"#,
+    );
+}
+
+#[test]
+fn held_datagrams_that_are_not_base64_are_refused() {
+    let bad = decode::<ServerMessage>(br#"{"type":"held","datagrams":["not base64!"]}"#);
+    assert!(bad.is_err(), "{bad:?}");
+    let not_strings = decode::<ServerMessage>(br#"{"type":"held","datagrams":[1]}"#);
+    assert!(not_strings.is_err(), "{not_strings:?}");
+    for bad in [r#"{"type":"hold","ms":"1"}"#, r#"{"type":"hold","ms":-1}"#, r#"{"type":"hold"}"#] {
+        assert!(decode::<ClientMessage>(bad.as_bytes()).is_err(), "{bad}");
+    }
+    let too_long = decode::<ClientMessage>(br#"{"type":"hold","ms":99999999999}"#);
+    assert!(too_long.is_err(), "more than a u32: {too_long:?}");
 }
 
 #[test]

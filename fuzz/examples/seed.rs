@@ -282,6 +282,8 @@ fn main() {
         lines.push(encode(&ClientMessage::Answer { id: "0f0f".into(), answer }));
     }
     lines.push(encode(&ClientMessage::Seed { point: "VFJQMQ==".into() }));
+    lines.push(encode(&ClientMessage::Hold { ms: 1000 }));
+    lines.push(encode(&ServerMessage::Held { datagrams: vec![vec![0, 1, 2], vec![0xff; 40]] }));
     lines.push(encode(&UploadHeader {
         hash: hash.clone(),
         size: 70,
@@ -387,7 +389,7 @@ fn main() {
 /// Lines copied from the protocol tests (crate/tests/relay_proto.rs and relay_proto's own),
 /// including ones that must be refused.
 const RELAY_JSON: &[&str] = &[
-    r#"{"type":"hello","protocol":6,"token":"t0k","mode":"spawn","resume":"00ff00ff00ff00ff00ff00ff00ff00ff","max_datagram_size":1211}"#,
+    r#"{"type":"hello","protocol":7,"token":"t0k","mode":"spawn","resume":"00ff00ff00ff00ff00ff00ff00ff00ff","max_datagram_size":1211}"#,
     r#"{"type":"hello","mode":"bridge","host":"::1","port":60001}"#,
     r#"{"type":"hello","mode":"spawn","ssh_host":"devbox"}"#,
     r#"{"type":"hello","mode":"spawn","port":70000}"#,
@@ -400,7 +402,7 @@ const RELAY_JSON: &[&str] = &[
     r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"key":"PWSoCIVurTVBGXAj873xNg","max_datagram_size":1211,"framing":1,"resumed":true,"seq_floor":4096,"point":"VFJQMQ=="}"#,
     r#"{"type":"ended","code":"session_ended","message":"bye"}"#,
     r#"{"type":"error","code":"solar_flare","message":"m"}"#,
-    r#"{"version":"0.1.0","protocol":6,"mode":"spawn","port":7480,"webtransport_path":"/wt","cert_hashes":["AAEC","not base64!"],"cert_hash_algorithm":"sha-256","cert_self_signed":true,"framing":1,"max_datagram_size":1211,"limits":{"max_sessions":64,"max_spawned":16,"datagram_rate":2000,"datagram_burst":400,"idle_timeout_secs":3600,"max_control_message":4096},"paste":{"available":true,"max_size":67108864},"bridge_allow":["127.0.0.1:60001-60999"],"history_lines":100000}"#,
+    r#"{"version":"0.1.0","protocol":7,"mode":"spawn","port":7480,"webtransport_path":"/wt","cert_hashes":["AAEC","not base64!"],"cert_hash_algorithm":"sha-256","cert_self_signed":true,"framing":1,"max_datagram_size":1211,"limits":{"max_sessions":64,"max_spawned":16,"datagram_rate":2000,"datagram_burst":400,"idle_timeout_secs":3600,"max_control_message":4096},"paste":{"available":true,"max_size":67108864},"bridge_allow":["127.0.0.1:60001-60999"],"history_lines":100000}"#,
     r#"{"sessions":[{"id":"ab","port":60001,"created":7,"last_active":9,"cols":80,"rows":24,"title":"vim \"a\"","attached":true,"host":"devbox"}],"ssh_hosts":["devbox","me@build"]}"#,
     r#"{"error":"rate_limited","message":"too many failed attempts","retry_after_secs":3}"#,
     r#"{"have":70,"path":"/p/x.png"}"#,

@@ -333,3 +333,121 @@ async fn a_session_no_page_attaches_ends_after_the_idle_timeout_and_its_record_g
     assert!(left.is_empty(), "the record and the copy are removed: {left:?}");
     relay.stop().await;
 }
+
+/// What a page that asked for datagrams held (as a hidden page does) received: datagrams (joined) and `held` lines.
+#[derive(Debug, Default)]
+struct Received {
+    datagrams: u64,
+    batches: u64,
+    held: u64,
+}
+
+/// Runs `mosh` like a page that reads its control stream too, until `done` holds (or 20 s).
+async fn run_reading_held(
+    mosh: &mut MoshOverRelay,
+    got: &mut Received,
+    mut done: impl FnMut(&MoshOverRelay) -> bool,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !done(mosh) {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        let now = mosh.now();
+        let timer = mosh
+            .session
+            .poll_timeout()
+            .map_or(Duration::from_millis(100), |at| at.saturating_duration_since(now))
+            .max(Duration::from_micros(200));
+        tokio::select! {
+            d = mosh.conn.receive_datagram() => {
+                let d = d.expect("the relay stays");
+                if let Ok(Some(whole)) = mosh.joiner.push(&d) {
+                    got.datagrams += 1;
+                    let now = mosh.now();
+                    mosh.session.handle_datagram(now, &whole);
+                }
+            }
+            m = mosh.control.next() => match m {
+                tern_relay::control::ServerMessage::Held { datagrams } => {
+                    got.batches += 1;
+                    got.held += datagrams.len() as u64;
+                    for d in datagrams {
+                        let now = mosh.now();
+                        mosh.session.handle_datagram(now, &d);
+                    }
+                }
+                tern_relay::control::ServerMessage::Pong => {}
+                other => panic!("unexpected control message {other:?}"),
+            },
+            _ = tokio::time::sleep(timer) => {
+                let now = mosh.now();
+                mosh.session.handle_timeout(now);
+            }
+        }
+        mosh.flush();
+    }
+    true
+}
+
+async fn ask_hold(mosh: &mut MoshOverRelay, ms: u32) {
+    let line = tern_relay::control::ClientMessage::Hold { ms }.to_line();
+    mosh.control.send.write_all(&line).await.expect("control stream open");
+}
+
+#[tokio::test]
+async fn a_page_that_asks_gets_the_servers_datagrams_held_and_together_and_each_one_when_it_ends() {
+    require_mosh_server();
+    let token = test_token("hidden");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let (mut mosh, _ready) = spawned_session(&relay, &token).await;
+    mosh.control.reader.set_limit(tern_relay::control::MAX_SESSION_MESSAGE);
+    assert!(mosh.run_until(Duration::from_secs(10), |s| s.has_heard_server()).await);
+    mosh.type_bytes(b"echo ready-$((2*3))\n");
+    assert!(
+        mosh.run_until(Duration::from_secs(10), |s| s.server_state().contains(b"ready-6")).await
+    );
+
+    // Held, as for a hidden page: 3 s of output, 20 lines a second, each its own server state.
+    ask_hold(&mut mosh, 1000).await;
+    // What was on its way before the relay read the message may still come as datagrams.
+    let mut before = Received::default();
+    let settle = tokio::time::Instant::now() + Duration::from_millis(300);
+    run_reading_held(&mut mosh, &mut before, |_| tokio::time::Instant::now() >= settle).await;
+    mosh.type_bytes(
+        b"for i in $(seq 1 60); do echo held-$i; sleep 0.05; done; echo held-over-$((6*7))\n",
+    );
+    let mut hidden = Received::default();
+    let over =
+        run_reading_held(&mut mosh, &mut hidden, |m| m.screen_contains("held-over-42")).await;
+    assert!(over, "the output never arrived while hidden; screen: {:?}", mosh.screen_text());
+    assert_eq!(hidden.datagrams, 0, "datagrams sent to a hidden page: {hidden:?}");
+    // The relay holds a datagram up to a second: 3 s of output in a few batches, not one each.
+    assert!(hidden.batches >= 2, "{hidden:?}");
+    assert!(hidden.held >= 3 * hidden.batches, "the batches hold few datagrams: {hidden:?}");
+    // No number in 1..=60 extends these (held-9 is not the start of held-90).
+    for i in [9, 31, 60] {
+        assert!(mosh.screen_contains(&format!("held-{i}")), "held-{i} missing");
+    }
+
+    // No hold (shown again): what is held comes at once, then every datagram as it comes.
+    ask_hold(&mut mosh, 0).await;
+    let mut shown = Received::default();
+    mosh.type_bytes(b"echo shown-$((6*7))\n");
+    let echoed = run_reading_held(&mut mosh, &mut shown, |m| m.screen_contains("shown-42")).await;
+    assert!(echoed, "no echo once shown; screen: {:?}", mosh.screen_text());
+    assert!(shown.datagrams > 0, "{shown:?}");
+    assert!(shown.batches <= 1, "held after being shown: {shown:?}");
+    eprintln!("held: {hidden:?}; then: {shown:?}");
+    // The session's last log line counts what was held.
+    mosh.conn.close(wtransport::VarInt::from_u32(0), b"done");
+    let logged = tokio::time::timeout(Duration::from_secs(10), async {
+        while !logs().contains("server datagrams held as the page asked") {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    assert!(logged.await.is_ok(), "the session did not log what it held");
+    relay.stop().await;
+}

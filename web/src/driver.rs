@@ -72,6 +72,10 @@ struct LinkCounters {
     datagrams_out: u64,
     dropped_offline: u64,
     framing_errors: u64,
+    /// Batches of server datagrams the relay held while the page was hidden, and their datagrams
+    /// (not in `datagrams_in`).
+    held_batches: u64,
+    held_datagrams: u64,
     /// Links that came over the WebSocket fallback.
     websocket_links: u32,
 }
@@ -157,6 +161,8 @@ struct State {
     xterm_writes: u64,
     /// Whether the page was last told that the output floods (`Hooks::flooding`).
     flooding_reported: bool,
+    /// Whether the relay is asked to hold the server's datagrams while the page is hidden.
+    hold_while_hidden: bool,
     /// Where the page's time goes (`stats().cost`).
     cost: FrameCost,
 }
@@ -207,6 +213,7 @@ impl Driver {
             resizing: false,
             xterm_writes: 0,
             flooding_reported: false,
+            hold_while_hidden: true,
             cost: FrameCost::default(),
             paste: PasteState::default(),
             downloads: DownloadsState::default(),
@@ -549,6 +556,10 @@ impl Driver {
         if let Some(point) = seed {
             link.send_control(&ClientMessage::Seed { point: relay_client::encode_point(&point) });
         }
+        // A new link holds nothing until asked.
+        if !self.st.borrow().pacer.relay_hold().is_zero() {
+            self.tell_hold(&link);
+        }
         if let Some(id) = self.st.borrow().session_id.clone() {
             self.hooks.session(&id);
         }
@@ -690,6 +701,10 @@ impl Driver {
                     d.st.borrow_mut().relay.last_control_ms = now_ms();
                     d.offer(offer);
                 }
+                Some(ControlEvent::Held(datagrams)) => {
+                    d.st.borrow_mut().relay.last_control_ms = now_ms();
+                    d.held_datagrams(&datagrams);
+                }
                 Some(ControlEvent::LinkOver) | None => return link.close(),
             }
         }
@@ -711,6 +726,22 @@ impl Driver {
                     st.relay.counters.framing_errors += 1;
                     return;
                 }
+            }
+        }
+        self.flush(true);
+    }
+
+    /// Server datagrams the relay held while the page was hidden: each handled as if it had
+    /// come alone (they are whole: no joiner), then one flush.
+    fn held_datagrams(self: &Rc<Self>, datagrams: &[Vec<u8>]) {
+        {
+            let mut st = self.st.borrow_mut();
+            let st = &mut *st;
+            st.relay.counters.held_batches += 1;
+            st.relay.counters.held_datagrams += datagrams.len() as u64;
+            let Some(s) = st.session.as_mut() else { return };
+            for d in datagrams {
+                s.handle_datagram_staged(now(), d, &mut st.cost.receive());
             }
         }
         self.flush(true);
@@ -971,9 +1002,41 @@ impl Driver {
 
     /// The page was hidden or shown: hidden, nothing is drawn; shown, the newest screen is drawn
     /// in one go.
+    /// The relay is told too: it holds a hidden page's datagrams and sends them together.
     fn set_visible(self: &Rc<Self>, visible: bool) {
-        let pace = self.st.borrow_mut().pacer.set_visible(visible, now());
+        let (pace, link) = {
+            let mut st = self.st.borrow_mut();
+            let changed = st.pacer.is_visible() != visible;
+            let pace = st.pacer.set_visible(visible, now());
+            (pace, st.relay.link.clone().filter(|_| changed))
+        };
+        if let Some(link) = link {
+            self.tell_hold(&link);
+        }
         self.follow(pace);
+    }
+
+    /// Whether the relay holds this page's datagrams while it is hidden (default true; the
+    /// benchmark turns it off to measure both in one run).
+    pub fn set_hold_while_hidden(self: &Rc<Self>, hold: bool) {
+        let link = {
+            let mut st = self.st.borrow_mut();
+            st.hold_while_hidden = hold;
+            st.relay.link.clone()
+        };
+        if let Some(link) = link {
+            self.tell_hold(&link);
+        }
+    }
+
+    /// Tells the relay how long it may hold the server's datagrams for this page.
+    fn tell_hold(&self, link: &RelayLink) {
+        let hold = {
+            let st = self.st.borrow();
+            if st.hold_while_hidden { st.pacer.relay_hold() } else { Duration::ZERO }
+        };
+        let ms = u32::try_from(hold.as_millis()).unwrap_or(u32::MAX);
+        link.send_control(&ClientMessage::Hold { ms });
     }
 
     /// Draws the core's newest screen with the notification bar into xterm.js (only the
@@ -1317,6 +1380,8 @@ impl Driver {
             ("linkDatagramsOut", (c.datagrams_out as f64).into()),
             ("droppedOffline", (c.dropped_offline as f64).into()),
             ("framingErrors", (c.framing_errors as f64).into()),
+            ("heldBatches", (c.held_batches as f64).into()),
+            ("heldDatagrams", (c.held_datagrams as f64).into()),
             ("transport", st.relay.kind.map_or(JsValue::NULL, JsValue::from)),
             ("websocketLinks", c.websocket_links.into()),
             ("joinerEvicted", (st.relay.joiner.evicted as f64).into()),

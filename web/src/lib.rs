@@ -157,6 +157,13 @@ impl Client {
         self.driver.set_hold_keys(hold);
     }
 
+    /// Whether the relay holds the server's datagrams while the page is hidden and sends them
+    /// together (default true). The benchmark turns it off to measure both in one run.
+    #[wasm_bindgen(js_name = setHoldWhileHidden)]
+    pub fn set_hold_while_hidden(&self, hold: bool) {
+        self.driver.set_hold_while_hidden(hold);
+    }
+
     /// The relay session this page would continue, if any: the one this tab saved before a
     /// reload, else the one this browser drove last (a tab opened again, the browser restarted).
     /// The page checks that no other tab drives it before [`start`](Self::start) continues it.

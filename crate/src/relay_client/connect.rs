@@ -213,7 +213,10 @@ pub fn answer(line: Option<&[u8]>) -> Result<Ready, ConnectError> {
         ServerMessage::Error { code, message } | ServerMessage::Ended { code, message } => {
             Err(refusal(code, message))
         }
-        ServerMessage::Pong | ServerMessage::Moved | ServerMessage::Offer(_) => Err(closed()),
+        ServerMessage::Pong
+        | ServerMessage::Moved
+        | ServerMessage::Offer(_)
+        | ServerMessage::Held { .. } => Err(closed()),
     }
 }
 
@@ -240,6 +243,9 @@ pub enum ControlEvent {
     Moved,
     /// The shell sent a file or a URL to the browser (the relay is alive, too).
     Offer(crate::relay_proto::Offer),
+    /// Server datagrams the relay held while the page was hidden, oldest first, each whole: to
+    /// be handled like datagrams that came one by one (the relay is alive, too).
+    Held(Vec<Vec<u8>>),
 }
 
 /// Reads one control line received after `ready`.
@@ -251,6 +257,7 @@ pub fn control_after_ready(line: &[u8]) -> ControlEvent {
         Ok(ServerMessage::Ended { .. } | ServerMessage::Error { .. }) => ControlEvent::LinkOver,
         Ok(ServerMessage::Moved) => ControlEvent::Moved,
         Ok(ServerMessage::Offer(offer)) => ControlEvent::Offer(offer),
+        Ok(ServerMessage::Held { datagrams }) => ControlEvent::Held(datagrams),
         Ok(ServerMessage::Pong | ServerMessage::Ready(_)) | Err(_) => ControlEvent::Alive,
     }
 }
@@ -342,6 +349,10 @@ mod tests {
         let l = |m| line(&m);
         assert_eq!(control_after_ready(&l(ServerMessage::Pong)), ControlEvent::Alive);
         assert_eq!(control_after_ready(b"{\"type\":\"news\"}"), ControlEvent::Alive);
+        assert_eq!(
+            control_after_ready(&l(ServerMessage::Held { datagrams: vec![vec![1, 2], vec![3]] })),
+            ControlEvent::Held(vec![vec![1, 2], vec![3]])
+        );
         assert_eq!(
             control_after_ready(&l(ServerMessage::Ended {
                 code: ErrorCode::SessionEnded,

@@ -14,6 +14,10 @@ pub const MAX_MESSAGE: usize = 4096;
 /// resume point, the screen included (a 300x100 screen in many colours is a few hundred kB).
 pub const MAX_SESSION_MESSAGE: usize = 4 << 20;
 
+/// Longest the relay holds a server datagram for the page ([`ClientMessage::Hold`]): Chromium
+/// runs a hidden tab's timers at most once a second, so a hidden page does little more anyway.
+pub const MAX_HOLD_MS: u32 = 1000;
+
 /// How the relay finds the mosh-server of a browser session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -57,6 +61,14 @@ pub enum ClientMessage {
     Answer {
         id: String,
         answer: super::offer::OfferAnswer,
+    },
+    /// Hold the server's datagrams up to `ms` milliseconds (at most [`MAX_HOLD_MS`]) and send
+    /// them together as [`ServerMessage::Held`]; 0: send what is held now and every datagram as
+    /// it comes. A browser's cost is per datagram delivered, not per byte: the page asks this
+    /// while it is hidden (`tern::session::DrawPacer::relay_hold`). A new connection holds
+    /// nothing.
+    Hold {
+        ms: u32,
     },
 }
 
@@ -157,6 +169,11 @@ pub enum ServerMessage {
     Moved,
     /// Spawn mode: the shell sent something to the browser (`tern send`, `tern open`).
     Offer(super::offer::Offer),
+    /// Server datagrams held as the page asked ([`ClientMessage::Hold`]), oldest first, each one whole (no framing: a stream has no size limit). On the wire each is
+    /// base64, so the line stays text.
+    Held {
+        datagrams: Vec<Vec<u8>>,
+    },
 }
 
 impl ServerMessage {
@@ -290,6 +307,9 @@ impl Message for ClientMessage {
                 w.str("type", "answer").str("id", id);
                 answer.write_fields(w);
             }
+            ClientMessage::Hold { ms } => {
+                w.str("type", "hold").u64("ms", u64::from(*ms));
+            }
         }
     }
 
@@ -331,6 +351,10 @@ impl Message for ClientMessage {
                 let answer = super::offer::OfferAnswer::read_fields(&f)?;
                 Ok(ClientMessage::Answer { id: f.str("id")?, answer })
             }
+            "hold" => {
+                f.only(&["type", "ms"])?;
+                Ok(ClientMessage::Hold { ms: f.int("ms")? })
+            }
             _ => Err(DecodeError::data("unknown value", "type")),
         }
     }
@@ -363,6 +387,12 @@ impl Message for ServerMessage {
                 w.str("type", "moved");
             }
             ServerMessage::Offer(o) => o.write_fields(w),
+            ServerMessage::Held { datagrams } => {
+                use base64::Engine as _;
+                let b64 = base64::engine::general_purpose::STANDARD;
+                let encoded: Vec<String> = datagrams.iter().map(|d| b64.encode(d)).collect();
+                w.str("type", "held").strings("datagrams", &encoded);
+            }
         }
     }
 
@@ -386,6 +416,18 @@ impl Message for ServerMessage {
             "pong" => Ok(ServerMessage::Pong),
             "moved" => Ok(ServerMessage::Moved),
             "offer" => super::offer::Offer::read_fields(&f).map(ServerMessage::Offer),
+            "held" => {
+                use base64::Engine as _;
+                let b64 = base64::engine::general_purpose::STANDARD;
+                let datagrams = f
+                    .strings("datagrams")?
+                    .iter()
+                    .map(|d| {
+                        b64.decode(d).map_err(|_| DecodeError::data("not base64", "datagrams"))
+                    })
+                    .collect::<Result<_, _>>()?;
+                Ok(ServerMessage::Held { datagrams })
+            }
             _ => Err(DecodeError::data("unknown value", "type")),
         }
     }

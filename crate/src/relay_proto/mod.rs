@@ -45,7 +45,7 @@ pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).
 /// Both ends are built from this crate; a mismatch means a page from another relay build.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Path of the WebTransport endpoint (`https://HOST:PORT/wt`).
 pub const WEBTRANSPORT_PATH: &str = "/wt";

@@ -40,6 +40,10 @@ pub const FLOOD_AFTER: Duration = Duration::from_millis(500);
 pub const FLOOD_DRAW_INTERVAL: Duration = Duration::from_millis(250);
 /// After a typed key, every frame is drawn again for this long.
 pub const INPUT_GRACE: Duration = Duration::from_secs(2);
+/// How long the relay may hold the server's datagrams for a hidden page and send them together
+/// (`ClientMessage::Hold`): the page draws nothing, and a browser's cost is per datagram
+/// delivered. Chromium runs a hidden tab's timers at most once a second anyway.
+pub const HIDDEN_RELAY_HOLD: Duration = Duration::from_secs(1);
 
 /// What the driver does after telling the pacer something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -131,6 +135,12 @@ impl DrawPacer {
 
     pub fn is_visible(&self) -> bool {
         self.visible
+    }
+
+    /// How long the relay may hold the server's datagrams for this page ([`HIDDEN_RELAY_HOLD`]
+    /// while hidden; a shown page gets each one as it comes).
+    pub fn relay_hold(&self) -> Duration {
+        if self.visible { Duration::ZERO } else { HIDDEN_RELAY_HOLD }
     }
 
     /// Something should be drawn: a server state (`new_state`), a keystroke's prediction, a
@@ -283,6 +293,16 @@ mod tests {
 
     fn draws(p: &Pace) -> bool {
         p.draw.is_some()
+    }
+
+    #[test]
+    fn the_relay_holds_datagrams_only_for_a_hidden_page() {
+        let mut p = DrawPacer::new();
+        assert_eq!(p.relay_hold(), Duration::ZERO);
+        p.set_visible(false, T);
+        assert_eq!(p.relay_hold(), HIDDEN_RELAY_HOLD);
+        p.set_visible(true, T);
+        assert_eq!(p.relay_hold(), Duration::ZERO);
     }
 
     #[test]

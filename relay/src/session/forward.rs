@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::Attached;
 use super::handshake::Control;
+use super::hold::{Hold, Route};
 use super::link::{BrowserLink, RecvHalf, SendHalf};
 use crate::control::{ClientMessage, ErrorCode, ReadError, ServerMessage};
 use crate::framing::{MAX_PARTS, Splitter};
@@ -87,7 +88,10 @@ pub(super) async fn run(
     let end = loop {
         let step = tokio::select! {
             d = conn.receive_datagram() => bridge.on_browser_datagram(d).await,
-            r = session.udp.recv(&mut buf) => bridge.on_server_datagram(r.map(|n| &buf[..n])),
+            r = session.udp.recv(&mut buf) => {
+                bridge.on_server_datagram(r.map(|n| &buf[..n]), &mut control.send).await
+            }
+            _ = sleep_until_some(bridge.hold.deadline()) => bridge.send_held(&mut control.send).await,
             m = control.reader.next_message() => bridge.on_control_message(m, &mut control.send).await,
             s = conn.accept_stream() => bridge.paste_stream(s),
             _ = tokio::time::sleep_until(bridge.last_heard + idle) => ControlFlow::Break(End::ended(
@@ -110,6 +114,9 @@ pub(super) async fn run(
     };
     if let Some(store) = store {
         session.attach.save(store, true);
+    }
+    if bridge.hold.batches > 0 {
+        tracing::info!(session = %session.target.session, batches = bridge.hold.batches, datagrams = bridge.hold.datagrams, "server datagrams held as the page asked and sent together");
     }
     let (stale, after_move) = session.attach.dropped();
     if stale + after_move > 0 {
@@ -134,6 +141,16 @@ struct Bridge<'a> {
     last_warn: Option<Instant>,
     /// Offers this page has been sent (`tern send`, `tern open`).
     offered: std::collections::HashSet<String>,
+    /// Server datagrams held as the page asked (while it is hidden).
+    hold: Hold,
+}
+
+/// Sleeps until `at`, or forever when there is nothing to wait for.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 impl<'a> Bridge<'a> {
@@ -155,6 +172,7 @@ impl<'a> Bridge<'a> {
             dropped_size: 0,
             last_warn: None,
             offered: std::collections::HashSet::new(),
+            hold: Hold::new(),
         }
     }
 
@@ -193,8 +211,12 @@ impl<'a> Bridge<'a> {
         ControlFlow::Continue(())
     }
 
-    /// A server datagram: framed to fit the browser's limit.
-    fn on_server_datagram(&mut self, received: std::io::Result<&[u8]>) -> Step {
+    /// A server datagram: framed to fit the browser's limit, or held as the page asked.
+    async fn on_server_datagram(
+        &mut self,
+        received: std::io::Result<&[u8]>,
+        control: &mut SendHalf,
+    ) -> Step {
         let payload = match received {
             Ok(p) => p,
             Err(e) => {
@@ -203,6 +225,17 @@ impl<'a> Bridge<'a> {
                 return self.check_alive();
             }
         };
+        match self.hold.route(payload, Instant::now()) {
+            Route::Send => {}
+            Route::Held => {
+                self.session.attach.server_datagram(payload);
+                return ControlFlow::Continue(());
+            }
+            Route::SendBatch => {
+                self.session.attach.server_datagram(payload);
+                return self.send_held(control).await;
+            }
+        }
         self.frames.clear();
         let limit = datagram_limit(self.shared, self.conn, self.session.hello.max_datagram_size);
         if self.splitter.split(payload, limit, &mut self.frames).is_err() {
@@ -221,7 +254,21 @@ impl<'a> Bridge<'a> {
         ControlFlow::Continue(())
     }
 
-    /// A control message after `ready`: only pings are expected.
+    /// What is held for the page, as one control line.
+    async fn send_held(&mut self, control: &mut SendHalf) -> Step {
+        let datagrams = self.hold.take();
+        if datagrams.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        tracing::trace!(target: HOPS, count = datagrams.len(), "server → browser, held");
+        let line = ServerMessage::Held { datagrams }.to_line();
+        if control.write_all(&line).await.is_err() {
+            return ControlFlow::Break(End::BrowserGone("control stream closed"));
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// A control message after `ready`.
     async fn on_control_message(
         &mut self,
         m: Result<ClientMessage, ReadError>,
@@ -236,6 +283,12 @@ impl<'a> Bridge<'a> {
             }
             Ok(ClientMessage::Seed { point }) => {
                 self.session.attach.seed(&point);
+                return ControlFlow::Continue(());
+            }
+            Ok(ClientMessage::Hold { ms }) => {
+                // What is held is due by the new time: the deadline's branch sends it.
+                tracing::debug!(session = %self.id(), ms, "the page asks for datagrams held");
+                self.hold.set_hold(ms);
                 return ControlFlow::Continue(());
             }
             Ok(ClientMessage::Answer { id, answer }) => {

@@ -13,6 +13,7 @@
 
 mod forward;
 mod handshake;
+mod hold;
 pub(crate) mod link;
 mod target;
 pub(crate) mod websocket;
