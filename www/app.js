@@ -458,8 +458,8 @@ async function main() {
     term,
     // The benchmark measures echo during an upload: keys must not wait for the path there.
     holdKeysDuringPaste: (hold) => client.setHoldKeysDuringPaste(hold),
-    // The benchmark measures a hidden tab with and without the relay holding its datagrams.
-    holdWhileHidden: (hold) => client.setHoldWhileHidden(hold),
+    // The benchmark measures a hidden tab and a flood with and without the relay holding datagrams.
+    relayHold: (allowed) => client.setRelayHold(allowed),
     cancelPaste: () => client.cancelPaste(),
     setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
     endSession: () => client.endSession(),

@@ -1,7 +1,7 @@
 // The cost of a frame in the browser, for the benchmark suite (tern-bench's `cost` rows, issue 17):
 //
 //   node tests/browser/frame-cost-bench.mjs [--seconds 10] [--renderer auto|dom|webgl]
-//        [--scenarios flood,log,clock,hidden,hidden-unheld,idle] [--profile [--top]] [--css RULES] [--json]
+//        [--scenarios flood,flood-unheld,log,clock,hidden,hidden-unheld,idle] [--profile [--top]] [--css RULES] [--json]
 //
 // Headless Chromium, the real tern-relay in spawn mode on loopback. Each scenario runs a command in
 // the shell, waits for it to settle, then counts over `--seconds`:
@@ -18,11 +18,12 @@
 //   rendererThreadsCpuS: the renderer's CPU by thread (main, compositor, IO, workers);
 //   --css RULES: a style sheet added to the page before the command, to try a style change
 //        without rebuilding the page.
-// Scenarios: flood = `seq` in a loop, full screen; log = a line every 50 ms; clock = the time
+// Scenarios: flood = `seq` in a loop, full screen (after 0.5 s the relay holds the datagrams up to
+// 250 ms, the flood's draw interval); log = a line every 50 ms; clock = the time
 // rewritten every second on an otherwise still screen; hidden = the flood with the page hidden
 // (document.visibilityState, as tests/browser/frames.test.mjs sets it), the relay holding the
-// server's datagrams and sending them together; hidden-unheld = the same with the relay told not
-// to hold them (each datagram delivered alone, as before the hold); idle = a prompt, nothing
+// server's datagrams and sending them together; flood-unheld and hidden-unheld = the same with the
+// relay told not to hold datagrams (each delivered alone, as before the hold); idle = a prompt, nothing
 // happening, measured from 12 s after the last key (the cursor blinks for 10 s after a key). The JSON carries the commands too: tern-bench types the same ones into the stock
 // mosh-client in tmux for the comparison (bench/src/frame_cost.rs).
 // Prints a summary, and with --json one JSON object on the last line.
@@ -38,12 +39,13 @@ const COMMANDS = {
   clock: 'clear; while :; do printf "\\r%s" "$(date +%T)"; sleep 1; done',
   hidden: 'while :; do seq 1 200000; done',
   'hidden-unheld': 'while :; do seq 1 200000; done',
+  'flood-unheld': 'while :; do seq 1 200000; done',
   idle: '',
 };
 
 const SECONDS = Number(cliArg('seconds', 10));
 const RENDERER = cliArg('renderer', 'auto');
-const SCENARIOS = cliArg('scenarios', 'flood,log,clock,hidden,hidden-unheld,idle').split(',');
+const SCENARIOS = cliArg('scenarios', 'flood,flood-unheld,log,clock,hidden,hidden-unheld,idle').split(',');
 const PROFILE = process.argv.includes('--profile');
 const JSON_OUT = process.argv.includes('--json');
 const EXTRA_CSS = cliArg('css', '');
@@ -109,7 +111,7 @@ const pageCounts = async (page) => {
   const s = await stats(page);
   return {
     states: Number(s.core.applied), writes: s.xtermWrites, datagramsOut: Number(s.linkDatagramsOut),
-    datagramsIn: Number(s.linkDatagramsIn), heldBatches: Number(s.heldBatches),
+    datagramsIn: Number(s.linkDatagramsIn), heldBatches: Number(s.heldBatches), controlChunks: Number(s.controlChunks),
     cost: Object.fromEntries(Object.entries(s.cost).map(([k, v]) => [k, Number(v)])),
   };
 };
@@ -170,7 +172,7 @@ try {
     const size = await page.evaluate(() => ({ cols: window.tern.term.cols, rows: window.tern.term.rows, renderer: window.tern.renderer }));
     if (COMMANDS[scenario]) await typeLine(page, COMMANDS[scenario]);
     const hidden = scenario.startsWith('hidden');
-    if (scenario === 'hidden-unheld') await page.evaluate(() => window.tern.holdWhileHidden(false));
+    if (scenario.endsWith('-unheld')) await page.evaluate(() => window.tern.relayHold(false));
     if (hidden) await setPageHidden(page, true);
     // Idle is measured once the cursor has stopped blinking (www/app.js, CURSOR_BLINK_MS).
     await sleep(scenario === 'idle' ? IDLE_SETTLE_MS : SETTLE_MS);
@@ -184,13 +186,14 @@ try {
       rendererCpuS: c1.renderer - c0.renderer, gpuCpuS: c1.gpu - c0.gpu, browserCpuS: c1.browser - c0.browser,
       states: p1.states - p0.states, writes: p1.writes - p0.writes, datagramsOut: p1.datagramsOut - p0.datagramsOut,
       datagramsIn: p1.datagramsIn - p0.datagramsIn, heldBatches: p1.heldBatches - p0.heldBatches,
+      controlChunks: p1.controlChunks - p0.controlChunks,
       page: Object.fromEntries(Object.keys(p1.cost).map((k) => [k, p1.cost[k] - p0.cost[k]])),
       rendererThreadsCpuS: Object.fromEntries(Object.keys(c1.threads)
         .map((k) => [k, c1.threads[k] - (c0.threads[k] ?? 0)])
         .filter(([, v]) => v > 0)
         .sort((a, b) => b[1] - a[1])),
     };
-    if (PROFILE && (scenario === 'flood' || hidden)) {
+    if (PROFILE && (scenario.startsWith('flood') || hidden)) {
       const q0 = await pageCounts(page);
       [r.profile, r.profileTop] = await profile(browser, page, SECONDS * 1000);
       r.profileStates = (await pageCounts(page)).states - q0.states;
@@ -213,7 +216,7 @@ for (const [name, r] of Object.entries(results)) {
   const perFrame = (s) => (r.states ? (s * 1000 / r.states).toFixed(2) : '-');
   console.log(`${name} (${r.cols}x${r.rows}, ${r.renderer}): ${(r.states / r.seconds).toFixed(1)} states/s, ` +
     `${(r.writes / r.seconds).toFixed(1)} writes/s, ${(r.datagramsIn / r.seconds).toFixed(1)} datagrams in/s, ` +
-    `${(r.heldBatches / r.seconds).toFixed(1)} held batches/s, ${(r.datagramsOut / r.seconds).toFixed(1)} datagrams out/s; renderer ${(100 * r.rendererCpuS / r.seconds).toFixed(1)} % ` +
+    `${(r.heldBatches / r.seconds).toFixed(1)} held batches/s (${(r.controlChunks / r.seconds).toFixed(1)} control reads/s), ${(r.datagramsOut / r.seconds).toFixed(1)} datagrams out/s; renderer ${(100 * r.rendererCpuS / r.seconds).toFixed(1)} % ` +
     `(${perFrame(r.rendererCpuS)} ms/state), GPU ${(100 * r.gpuCpuS / r.seconds).toFixed(1)} %; ` +
     `page ms: ${Object.entries(r.page).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}` +
     `; renderer threads %: ${Object.entries(r.rendererThreadsCpuS).map(([k, v]) => `${k} ${(100 * v / r.seconds).toFixed(1)}`).join(', ')}` +

@@ -161,10 +161,14 @@ struct State {
     xterm_writes: u64,
     /// Whether the page was last told that the output floods (`Hooks::flooding`).
     flooding_reported: bool,
-    /// Whether the relay is asked to hold the server's datagrams while the page is hidden.
-    hold_while_hidden: bool,
     /// Where the page's time goes (`stats().cost`).
     cost: FrameCost,
+}
+
+/// Asks the relay to hold the server's datagrams up to `hold` (zero: not at all).
+fn send_hold(link: &RelayLink, hold: Duration) {
+    let ms = u32::try_from(hold.as_millis()).unwrap_or(u32::MAX);
+    link.send_control(&ClientMessage::Hold { ms });
 }
 
 /// `requestAnimationFrame`'s callback (its argument is the frame's time).
@@ -213,7 +217,6 @@ impl Driver {
             resizing: false,
             xterm_writes: 0,
             flooding_reported: false,
-            hold_while_hidden: true,
             cost: FrameCost::default(),
             paste: PasteState::default(),
             downloads: DownloadsState::default(),
@@ -557,8 +560,9 @@ impl Driver {
             link.send_control(&ClientMessage::Seed { point: relay_client::encode_point(&point) });
         }
         // A new link holds nothing until asked.
-        if !self.st.borrow().pacer.relay_hold().is_zero() {
-            self.tell_hold(&link);
+        let hold = self.st.borrow().pacer.relay_hold();
+        if !hold.is_zero() {
+            send_hold(&link, hold);
         }
         if let Some(id) = self.st.borrow().session_id.clone() {
             self.hooks.session(&id);
@@ -760,6 +764,8 @@ impl Driver {
             st.pacer.note_input(now());
             st.paste.queue.key(now(), bytes)
         };
+        // And the relay holds nothing back any more, before the key goes out.
+        self.ask_relay_hold();
         match action {
             KeyAction::Send => self.send_input(bytes),
             KeyAction::Held => self.render(false),
@@ -945,8 +951,10 @@ impl Driver {
         self.follow(pace);
     }
 
-    /// Does what the pacer said: asks for an animation frame (or sets its timer), draws.
+    /// Does what the pacer said: asks for an animation frame (or sets its timer), draws; and
+    /// asks the relay for another hold when the pacer wants one.
     fn follow(self: &Rc<Self>, pace: Pace) {
+        self.ask_relay_hold();
         if let Some(wait) = pace.wait {
             let weak = Rc::downgrade(self);
             let timer = Timeout::new(ms(wait).max(1), move || {
@@ -1002,41 +1010,30 @@ impl Driver {
 
     /// The page was hidden or shown: hidden, nothing is drawn; shown, the newest screen is drawn
     /// in one go.
-    /// The relay is told too: it holds a hidden page's datagrams and sends them together.
+    /// The pacer also tells the relay (`follow`): it holds a hidden page's datagrams.
     fn set_visible(self: &Rc<Self>, visible: bool) {
-        let (pace, link) = {
-            let mut st = self.st.borrow_mut();
-            let changed = st.pacer.is_visible() != visible;
-            let pace = st.pacer.set_visible(visible, now());
-            (pace, st.relay.link.clone().filter(|_| changed))
-        };
-        if let Some(link) = link {
-            self.tell_hold(&link);
-        }
+        let pace = self.st.borrow_mut().pacer.set_visible(visible, now());
         self.follow(pace);
     }
 
-    /// Whether the relay holds this page's datagrams while it is hidden (default true; the
-    /// benchmark turns it off to measure both in one run).
-    pub fn set_hold_while_hidden(self: &Rc<Self>, hold: bool) {
-        let link = {
-            let mut st = self.st.borrow_mut();
-            st.hold_while_hidden = hold;
-            st.relay.link.clone()
-        };
-        if let Some(link) = link {
-            self.tell_hold(&link);
-        }
+    /// Whether the relay may hold the server's datagrams and send them together, for a hidden
+    /// page or during a flood (default true). The benchmark turns it off to measure both in one
+    /// run.
+    pub fn set_relay_hold(self: &Rc<Self>, allowed: bool) {
+        self.st.borrow_mut().pacer.allow_relay_hold(allowed);
+        self.follow(Pace::default());
     }
 
-    /// Tells the relay how long it may hold the server's datagrams for this page.
-    fn tell_hold(&self, link: &RelayLink) {
-        let hold = {
-            let st = self.st.borrow();
-            if st.hold_while_hidden { st.pacer.relay_hold() } else { Duration::ZERO }
+    /// Asks the relay for the hold the pacer wants now, when it changed.
+    fn ask_relay_hold(&self) {
+        let (hold, link) = {
+            let mut st = self.st.borrow_mut();
+            let Some(hold) = st.pacer.poll_relay_hold(now()) else { return };
+            (hold, st.relay.link.clone())
         };
-        let ms = u32::try_from(hold.as_millis()).unwrap_or(u32::MAX);
-        link.send_control(&ClientMessage::Hold { ms });
+        if let Some(link) = link {
+            send_hold(&link, hold);
+        }
     }
 
     /// Draws the core's newest screen with the notification bar into xterm.js (only the
@@ -1382,6 +1379,10 @@ impl Driver {
             ("framingErrors", (c.framing_errors as f64).into()),
             ("heldBatches", (c.held_batches as f64).into()),
             ("heldDatagrams", (c.held_datagrams as f64).into()),
+            (
+                "controlChunks",
+                (st.relay.link.as_ref().map_or(0, |l| l.control_chunks()) as f64).into(),
+            ),
             ("transport", st.relay.kind.map_or(JsValue::NULL, JsValue::from)),
             ("websocketLinks", c.websocket_links.into()),
             ("joinerEvicted", (st.relay.joiner.evicted as f64).into()),

@@ -157,11 +157,12 @@ impl Client {
         self.driver.set_hold_keys(hold);
     }
 
-    /// Whether the relay holds the server's datagrams while the page is hidden and sends them
-    /// together (default true). The benchmark turns it off to measure both in one run.
-    #[wasm_bindgen(js_name = setHoldWhileHidden)]
-    pub fn set_hold_while_hidden(&self, hold: bool) {
-        self.driver.set_hold_while_hidden(hold);
+    /// Whether the relay may hold the server's datagrams and send them together while the page
+    /// is hidden or a flood is drawn (default true). The benchmark turns it off to measure both
+    /// in one run.
+    #[wasm_bindgen(js_name = setRelayHold)]
+    pub fn set_relay_hold(&self, allowed: bool) {
+        self.driver.set_relay_hold(allowed);
     }
 
     /// The relay session this page would continue, if any: the one this tab saved before a

@@ -135,11 +135,22 @@ enum Source {
 pub struct StreamLines {
     source: Source,
     buf: RefCell<LineBuffer>,
+    /// Chunks read so far (each one a read the browser resolved: its cost is per chunk).
+    chunks: std::cell::Cell<u64>,
 }
 
 impl StreamLines {
     fn new(source: Source, limit: usize) -> Self {
-        StreamLines { source, buf: RefCell::new(LineBuffer::new(limit)) }
+        StreamLines {
+            source,
+            buf: RefCell::new(LineBuffer::new(limit)),
+            chunks: Default::default(),
+        }
+    }
+
+    /// Chunks read so far.
+    pub fn chunks(&self) -> u64 {
+        self.chunks.get()
     }
 
     /// The next line (without its newline), or `None` once the stream ended, failed or sent a
@@ -160,6 +171,7 @@ impl StreamLines {
                 }
                 Source::WebSocket(reader) => reader.next().await?,
             };
+            self.chunks.set(self.chunks.get() + 1);
             self.buf.borrow_mut().push(&chunk);
         }
     }
@@ -448,6 +460,11 @@ impl RelayLink {
     }
 
     /// The next control line, or `None` once the stream ended (or broke its line limit).
+    /// Chunks of the control stream read so far.
+    pub fn control_chunks(&self) -> u64 {
+        self.control_in.chunks()
+    }
+
     pub async fn next_control(&self) -> Option<Vec<u8>> {
         self.control_in.next_line().await
     }

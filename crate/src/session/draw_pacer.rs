@@ -23,6 +23,13 @@
 //!   [`INPUT_GRACE`]: the person is looking, and every echo is drawn at once again. The first
 //!   pause in the output ends it too.
 //!
+//! The pacer also says how long the relay may hold the server's datagrams and send them
+//! together ([`DrawPacer::poll_relay_hold`], `ClientMessage::Hold`): a browser's cost is per
+//! datagram delivered (~0.7-0.9 ms of a renderer each here), and while the page is hidden, or
+//! draws a flood four times a second, taking 47 of them a second one by one buys nothing. While
+//! datagrams are held they come in bursts, so the pause that ends a flood is counted with the
+//! hold added ([`QUIET_GAP`] plus the hold).
+//!
 //! Sans-IO: the driver reports what happened (with `now`) and does what the returned [`Pace`]
 //! says.
 
@@ -44,6 +51,9 @@ pub const INPUT_GRACE: Duration = Duration::from_secs(2);
 /// (`ClientMessage::Hold`): the page draws nothing, and a browser's cost is per datagram
 /// delivered. Chromium runs a hidden tab's timers at most once a second anyway.
 pub const HIDDEN_RELAY_HOLD: Duration = Duration::from_secs(1);
+/// ...and during a long flood: the flood's draw interval, as the page draws no more often. A
+/// typed key ends it at once (before the key is sent), as it ends the flood's pace.
+pub const FLOOD_RELAY_HOLD: Duration = FLOOD_DRAW_INTERVAL;
 
 /// What the driver does after telling the pacer something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -103,6 +113,10 @@ pub struct DrawPacer {
     last_state: Option<Instant>,
     last_draw: Option<Instant>,
     last_input: Option<Instant>,
+    /// The hold last asked of the relay ([`DrawPacer::poll_relay_hold`]).
+    relay_hold: Duration,
+    /// Whether the relay may be asked to hold datagrams at all.
+    relay_hold_allowed: bool,
     counters: PacerCounters,
 }
 
@@ -125,6 +139,8 @@ impl DrawPacer {
             last_state: None,
             last_draw: None,
             last_input: None,
+            relay_hold: Duration::ZERO,
+            relay_hold_allowed: true,
             counters: PacerCounters::default(),
         }
     }
@@ -137,10 +153,45 @@ impl DrawPacer {
         self.visible
     }
 
-    /// How long the relay may hold the server's datagrams for this page ([`HIDDEN_RELAY_HOLD`]
-    /// while hidden; a shown page gets each one as it comes).
+    /// How long the relay may hold the server's datagrams for this page now:
+    /// [`HIDDEN_RELAY_HOLD`] while hidden, [`FLOOD_RELAY_HOLD`] during a long flood nobody types
+    /// into, else nothing (each datagram as it comes).
+    pub fn wanted_relay_hold(&self, now: Instant) -> Duration {
+        if !self.relay_hold_allowed {
+            Duration::ZERO
+        } else if !self.visible {
+            HIDDEN_RELAY_HOLD
+        } else if self.flooding(now) {
+            FLOOD_RELAY_HOLD
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// The hold to ask the relay for, when it is not the one asked last (the driver sends it).
+    pub fn poll_relay_hold(&mut self, now: Instant) -> Option<Duration> {
+        let want = self.wanted_relay_hold(now);
+        (want != self.relay_hold).then(|| {
+            self.relay_hold = want;
+            want
+        })
+    }
+
+    /// The hold asked last: a new link to the relay starts with none, so the driver asks again.
     pub fn relay_hold(&self) -> Duration {
-        if self.visible { Duration::ZERO } else { HIDDEN_RELAY_HOLD }
+        self.relay_hold
+    }
+
+    /// Whether the relay may be asked to hold datagrams (default true; the benchmark measures
+    /// both in one run).
+    pub fn allow_relay_hold(&mut self, allowed: bool) {
+        self.relay_hold_allowed = allowed;
+    }
+
+    /// The pause in new server states that ends a flood: longer while the relay holds datagrams,
+    /// which then come in bursts up to the hold apart.
+    fn quiet_gap(&self) -> Duration {
+        QUIET_GAP + self.relay_hold
     }
 
     /// Something should be drawn: a server state (`new_state`), a keystroke's prediction, a
@@ -150,8 +201,9 @@ impl DrawPacer {
         self.dirty = true;
         self.new_state |= new_state;
         if new_state {
-            let continues =
-                self.last_state.is_some_and(|t| now.saturating_duration_since(t) < QUIET_GAP);
+            let continues = self
+                .last_state
+                .is_some_and(|t| now.saturating_duration_since(t) < self.quiet_gap());
             if !continues {
                 self.busy_since = Some(now);
             }
@@ -214,7 +266,7 @@ impl DrawPacer {
         let typed = self.last_input.is_some_and(|t| now.saturating_duration_since(t) < INPUT_GRACE);
         let busy = match (self.busy_since, self.last_state) {
             (Some(since), Some(last)) => {
-                now.saturating_duration_since(last) < QUIET_GAP
+                now.saturating_duration_since(last) < self.quiet_gap()
                     && now.saturating_duration_since(since) >= FLOOD_AFTER
             }
             _ => false,
@@ -296,13 +348,54 @@ mod tests {
     }
 
     #[test]
-    fn the_relay_holds_datagrams_only_for_a_hidden_page() {
+    fn the_relay_holds_datagrams_for_a_hidden_page_until_it_is_shown() {
         let mut p = DrawPacer::new();
-        assert_eq!(p.relay_hold(), Duration::ZERO);
+        assert_eq!(p.poll_relay_hold(T), None, "nothing to ask of the relay at first");
         p.set_visible(false, T);
+        assert_eq!(p.poll_relay_hold(T), Some(HIDDEN_RELAY_HOLD));
+        assert_eq!(p.poll_relay_hold(T), None, "asked once");
         assert_eq!(p.relay_hold(), HIDDEN_RELAY_HOLD);
         p.set_visible(true, T);
-        assert_eq!(p.relay_hold(), Duration::ZERO);
+        assert_eq!(p.poll_relay_hold(T), Some(Duration::ZERO));
+        // Turned off (the benchmark's comparison), nothing is held.
+        p.allow_relay_hold(false);
+        p.set_visible(false, T);
+        assert_eq!(p.poll_relay_hold(T), None);
+    }
+
+    #[test]
+    fn a_long_flood_is_held_at_the_relay_until_a_key_or_its_end() {
+        let mut p = DrawPacer::new();
+        // States every 20 ms: after FLOOD_AFTER the flood is held at the relay.
+        let mut t = 0;
+        while t < 600 {
+            p.request(true, ms(t));
+            t += 20;
+        }
+        assert_eq!(p.poll_relay_hold(ms(t)), Some(FLOOD_RELAY_HOLD));
+        // Held, states come in bursts a hold apart: the gaps do not end the flood.
+        for burst in 0..4 {
+            t += FLOOD_RELAY_HOLD.as_millis() as u64;
+            for _ in 0..12 {
+                p.request(true, ms(t));
+            }
+            assert!(p.flooding(ms(t + 200)), "burst {burst}: a gap of the hold ended the flood");
+            assert_eq!(p.poll_relay_hold(ms(t + 200)), None);
+        }
+        // A key ends the hold at once, before it is sent.
+        p.note_input(ms(t + 10));
+        assert_eq!(p.poll_relay_hold(ms(t + 10)), Some(Duration::ZERO));
+        // The grace passes while the flood goes on (each datagram alone again): held again.
+        let mut u = t + 20;
+        while u < t + 10 + INPUT_GRACE.as_millis() as u64 + 100 {
+            p.request(true, ms(u));
+            u += 20;
+        }
+        assert_eq!(p.poll_relay_hold(ms(u)), Some(FLOOD_RELAY_HOLD));
+        // The output stops: a pause of the gap plus the hold ends the flood and the hold.
+        let quiet = (QUIET_GAP + FLOOD_RELAY_HOLD).as_millis() as u64;
+        assert_eq!(p.poll_relay_hold(ms(u - 20 + quiet - 1)), None, "ended before the pause");
+        assert_eq!(p.poll_relay_hold(ms(u - 20 + quiet)), Some(Duration::ZERO));
     }
 
     #[test]
