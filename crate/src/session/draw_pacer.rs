@@ -310,7 +310,11 @@ impl DrawPacer {
         if !visible {
             return Pace::default();
         }
-        // Shown again: the display catches up with the newest screen in one draw, now.
+        // Shown again, a flood counts from now: while hidden, states came in bursts held up to a
+        // second apart, and whether the output still floods shows only from what comes next.
+        self.busy_since = None;
+        self.last_state = None;
+        // The display catches up with the newest screen in one draw, now.
         if self.dirty { self.draw_now(now) } else { Pace::default() }
     }
 
@@ -361,6 +365,33 @@ mod tests {
         p.allow_relay_hold(false);
         p.set_visible(false, T);
         assert_eq!(p.poll_relay_hold(T), None);
+    }
+
+    #[test]
+    fn shown_again_during_a_flood_the_page_draws_and_takes_datagrams_at_once_until_it_floods_again()
+    {
+        let mut p = DrawPacer::new();
+        p.set_visible(false, T);
+        assert_eq!(p.poll_relay_hold(T), Some(HIDDEN_RELAY_HOLD));
+        // Hidden: bursts a second apart; the gaps do not end the flood.
+        for second in 0..3 {
+            for _ in 0..40 {
+                p.request(true, ms(second * 1000));
+            }
+        }
+        assert!(p.flooding(ms(2500)));
+        // Shown, 500 ms after the last burst: a draw at once, and no hold (not a flood yet).
+        let pace = p.set_visible(true, ms(2500));
+        assert_eq!(pace.draw, Some(true));
+        assert!(!p.flooding(ms(2500)));
+        assert_eq!(p.poll_relay_hold(ms(2500)), Some(Duration::ZERO));
+        // The flood goes on: after FLOOD_AFTER it is held again.
+        let mut t = 2500;
+        while t <= 2500 + FLOOD_AFTER.as_millis() as u64 {
+            p.request(true, ms(t));
+            t += 20;
+        }
+        assert_eq!(p.poll_relay_hold(ms(t)), Some(FLOOD_RELAY_HOLD));
     }
 
     #[test]

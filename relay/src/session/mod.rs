@@ -5,7 +5,7 @@
 //!  accept_loop ─▶ handle_incoming (path, ?token=) ─▶ serve
 //!    serve: handshake::admit (control stream, hello, version, token, mode, limits)
 //!           ─▶ target::attach (spawn, resume or bridge) ─▶ ready
-//!           ─▶ forward::run (datagrams both ways, pings, pastes) ─▶ ended
+//!           ─▶ forward::run (datagrams both ways, held as the page asks; pings, pastes) ─▶ ended
 //! ```
 //!
 //! Each session runs in its own task; whatever goes wrong in it (a bad client, a dead
