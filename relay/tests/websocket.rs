@@ -226,3 +226,51 @@ async fn a_flooding_or_malformed_client_harms_only_itself() {
     }
     relay.stop().await;
 }
+
+#[tokio::test]
+async fn held_datagrams_come_over_the_websocket_whole_in_order_and_once() {
+    let token = test_token("ws");
+    let echo = echo_server().await;
+    let relay =
+        TestRelay::start(bridge_config(&token, &[&format!("127.0.0.1:{}", echo.port())])).await;
+    let (mut ws, mut lines) = bridged_session(&relay, &token, echo).await;
+    lines.set_limit(tern::relay_proto::control::MAX_SESSION_MESSAGE);
+
+    // The page asks for a hold (a hidden page): the echoes come back as one `held` line, whole
+    // (no framing: one is larger than a datagram the relay would send) and in order.
+    send(&mut ws, Frame::Control(&ClientMessage::Hold { ms: 1000 }.to_line())).await;
+    // The relay reads the control stream and the datagrams in one loop: a ping's pong means it
+    // has read the hold too.
+    send(&mut ws, Frame::Control(&ClientMessage::Ping.to_line())).await;
+    assert_eq!(control_message(&mut ws, &mut lines).await, ServerMessage::Pong);
+    let sent: Vec<Vec<u8>> = (0..30u8).map(|i| vec![i; 50 + usize::from(i) * 60]).collect();
+    for d in &sent {
+        send(&mut ws, Frame::Datagram(d)).await;
+    }
+    let mut got = Vec::new();
+    while got.len() < sent.len() {
+        let bytes = next_frame(&mut ws).await.expect("the held datagrams");
+        match Frame::decode(&bytes).unwrap() {
+            Frame::Datagram(d) => panic!("a datagram alone while held ({} bytes)", d.len()),
+            Frame::Control(b) => lines.push(b),
+            other => panic!("unexpected {other:?}"),
+        }
+        while let Some(line) = lines.next_line().unwrap() {
+            match decode::<ServerMessage>(&line).unwrap() {
+                ServerMessage::Held { datagrams } => got.extend(datagrams),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+    assert_eq!(got, sent);
+
+    // No hold: each datagram as it comes again.
+    send(&mut ws, Frame::Control(&ClientMessage::Hold { ms: 0 }.to_line())).await;
+    send(&mut ws, Frame::Control(&ClientMessage::Ping.to_line())).await;
+    assert_eq!(control_message(&mut ws, &mut lines).await, ServerMessage::Pong);
+    send(&mut ws, Frame::Datagram(b"after")).await;
+    let bytes = next_frame(&mut ws).await.expect("the echo");
+    let Ok(Frame::Datagram(d)) = Frame::decode(&bytes) else { panic!("not a datagram") };
+    assert_eq!(Joiner::new().push(d).unwrap().as_deref(), Some(&b"after"[..]));
+    relay.stop().await;
+}
