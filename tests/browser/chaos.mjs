@@ -1,7 +1,8 @@
 // The chaos run (issue 16): for a while, with the real tern-relay (spawn mode), a real mosh-server
 // and the page in headless Chromium, it kills and restarts the relay at random moments (SIGKILL
 // and SIGTERM), drops the network (linkemu's TUN link at 100 % loss for a few seconds), switches
-// the page between WebTransport and the WebSocket fallback, and reloads the page, while a typist
+// the page between WebTransport and the WebSocket fallback, reloads the page, and hides it for a
+// few seconds (the relay then holds the server's datagrams and sends them together), while a typist
 // types at a person's pace through the page's keyboard path and pastes (uploads) and `tern send`
 // downloads run. At the end it checks:
 //   - every typed byte arrived exactly once and in order: the session runs chaos-shell.py, which
@@ -26,7 +27,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from 'node:path';
 import {
   ROOT, ARTIFACTS, inOwnNetns, startTunLink, freePort, startRelay, stopRelay, launchBrowser, until, stats,
-  tempDir, sleep, cleanupState, cliArg, pageDetail,
+  tempDir, sleep, cleanupState, cliArg, pageDetail, setPageHidden,
 } from './helpers.mjs';
 import { makePng, pasteFile } from './paste-lib.mjs';
 
@@ -67,7 +68,8 @@ const failures = [];
 const fail = (msg) => { failures.push(msg); say(`FAIL: ${msg}`); };
 const totals = {
   seed: SEED, seconds: 0,
-  events: { relay_sigkill: 0, relay_sigterm: 0, network_drop: 0, to_websocket: 0, to_webtransport: 0, reload: 0, paste: 0, download: 0 },
+  events: { relay_sigkill: 0, relay_sigterm: 0, network_drop: 0, to_websocket: 0, to_webtransport: 0, reload: 0, hide: 0, paste: 0, download: 0 },
+  held_batches: 0, held_datagrams: 0,
   events_injected: 0, events_during_transfers: 0, network_down_s: 0, relay_down_s: 0,
   bytes_typed: 0, bytes_verified: 0, duplicates: 0, losses: 0,
   uploads: 0, uploads_verified: 0, upload_bytes_verified: 0,
@@ -253,7 +255,22 @@ async function switchTransport() {
   if (onFallback && transport !== want) fail(`after the switch to the fallback the page uses ${transport}`);
 }
 
-const KINDS = ['relay_sigkill', 'relay_sigterm', 'network_drop', 'switch', 'reload', 'paste', 'download'];
+/// Hides the page for a few seconds while the typist goes on (a tab in the background: the relay
+/// holds the server's datagrams and sends them together), then shows it again.
+async function hidePage() {
+  const before = await stats(page);
+  await setPageHidden(page, true);
+  await sleep(between(2, 5) * 1000);
+  const during = await stats(page);
+  await setPageHidden(page, false);
+  const batches = during.heldBatches - before.heldBatches;
+  const datagrams = during.heldDatagrams - before.heldDatagrams;
+  totals.held_batches += batches;
+  totals.held_datagrams += datagrams;
+  say(`shown again: ${datagrams} server datagrams came in ${batches} held batches while hidden`);
+}
+
+const KINDS = ['relay_sigkill', 'relay_sigterm', 'network_drop', 'switch', 'reload', 'hide', 'paste', 'download'];
 const DISRUPTIONS = ['relay_sigkill', 'relay_sigterm', 'network_drop'];
 async function inject(kind, n) {
   totals.events_injected++;
@@ -269,6 +286,7 @@ async function inject(kind, n) {
       totals.events[onFallback ? 'to_webtransport' : 'to_websocket']++;
       return switchTransport();
     case 'reload': totals.events.reload++; return reload();
+    case 'hide': totals.events.hide++; return hidePage();
     case 'paste':
       totals.events.paste++; totals.uploads++;
       return startPaste(n);

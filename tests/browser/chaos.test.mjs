@@ -1,6 +1,7 @@
 // The chaos run, short (issue 16): tests/browser/chaos.mjs for about 75 s with a fixed seed, which
 // injects every kind of event at least once (relay SIGKILL and SIGTERM, a network drop, a switch to
-// the WebSocket fallback and back, a reload, a paste, a download) while its typist types. It runs
+// the WebSocket fallback and back, a reload, the page hidden for a while, a paste, a download) while
+// its typist types. It runs
 // as a child process because it re-runs itself in a network namespace of its own. The long run and
 // what it checks: docs/CHAOS.md.
 import { test } from 'node:test';
@@ -25,9 +26,11 @@ test(`chaos for ${SECONDS} s (seed ${SEED}): every byte once and in order, trans
   console.log(`# chaos totals ${line[1]}`);
   assert.equal(code, 0, `chaos.mjs failed:\n${out}`);
   // What chaos.mjs checked, as numbers (a run that injected or typed nothing cannot pass).
-  for (const kind of ['relay_sigkill', 'relay_sigterm', 'network_drop', 'to_websocket', 'reload', 'paste', 'download']) {
+  for (const kind of ['relay_sigkill', 'relay_sigterm', 'network_drop', 'to_websocket', 'reload', 'hide', 'paste', 'download']) {
     assert.ok(totals.events[kind] >= 1, `no ${kind} event: ${line[1]}`);
   }
+  // While hidden the typist typed on and the shell echoed: the relay held those datagrams.
+  assert.ok(totals.held_batches >= 1, `nothing held while the page was hidden: ${line[1]}`);
   assert.ok(totals.events_during_transfers >= 1, `no restart or drop during a transfer: ${line[1]}`);
   assert.ok(totals.bytes_typed > 100, `typed ${totals.bytes_typed} bytes`);
   assert.equal(totals.bytes_verified, totals.bytes_typed);
