@@ -72,7 +72,7 @@ struct LinkCounters {
     datagrams_out: u64,
     dropped_offline: u64,
     framing_errors: u64,
-    /// Batches of server datagrams the relay held while the page was hidden, and their datagrams
+    /// Batches of server datagrams the relay held (the page hidden, or a long flood), and their datagrams
     /// (not in `datagrams_in`).
     held_batches: u64,
     held_datagrams: u64,
@@ -735,7 +735,7 @@ impl Driver {
         self.flush(true);
     }
 
-    /// Server datagrams the relay held while the page was hidden: each handled as if it had
+    /// Server datagrams the relay held for the page: each handled as if it had
     /// come alone (they are whole: no joiner), then one flush.
     fn held_datagrams(self: &Rc<Self>, datagrams: &[Vec<u8>]) {
         {
@@ -1009,8 +1009,7 @@ impl Driver {
     }
 
     /// The page was hidden or shown: hidden, nothing is drawn; shown, the newest screen is drawn
-    /// in one go.
-    /// The pacer also tells the relay (`follow`): it holds a hidden page's datagrams.
+    /// in one go. `follow` then asks the relay for the hold that goes with it.
     fn set_visible(self: &Rc<Self>, visible: bool) {
         let pace = self.st.borrow_mut().pacer.set_visible(visible, now());
         self.follow(pace);

@@ -65,7 +65,7 @@ pub enum ClientMessage {
     /// Hold the server's datagrams up to `ms` milliseconds (at most [`MAX_HOLD_MS`]) and send
     /// them together as [`ServerMessage::Held`]; 0: send what is held now and every datagram as
     /// it comes. A browser's cost is per datagram delivered, not per byte: the page asks this
-    /// while it is hidden (`tern::session::DrawPacer::relay_hold`). A new connection holds
+    /// while it is hidden and during a long flood (`tern::session::DrawPacer::poll_relay_hold`). A new connection holds
     /// nothing.
     Hold {
         ms: u32,

@@ -141,7 +141,7 @@ struct Bridge<'a> {
     last_warn: Option<Instant>,
     /// Offers this page has been sent (`tern send`, `tern open`).
     offered: std::collections::HashSet<String>,
-    /// Server datagrams held as the page asked (while it is hidden).
+    /// Server datagrams held as the page asked (hidden, or a long flood).
     hold: Hold,
 }
 

@@ -4,7 +4,7 @@
 //! timers; ~0.7 ms of a renderer's main thread each, docs/BENCHMARKS.md "The cost of a frame in
 //! the browser"), not its bytes: a hidden tab during a flood spent 5.6 % of a core taking ~47
 //! datagrams a second it does not draw. So a page may ask the relay to hold the server's
-//! datagrams up to some time (`ClientMessage::Hold`; the page asks while it is hidden) and the
+//! datagrams up to some time (`ClientMessage::Hold`; the page asks while it is hidden and during a long flood) and the
 //! relay sends them as one `ServerMessage::Held` line on the control stream.
 //!
 //! Nothing is dropped, and the order is kept: mosh-server diffs each state from one it assumes
