@@ -67,6 +67,35 @@ fn a_255_character_title_loses_its_last_character_on_the_way_as_in_mosh() {
     assert!(server.framebuffer().title().starts_with(client.framebuffer().title()));
 }
 
+/// render_roundtrip (10-minute run): the same rule when a later OSC changed one of the two names.
+/// `OSC ;` + 255 characters sets the icon name and the title; `OSC 2;` then sets the title alone,
+/// so the renderers send `OSC 1;` for the icon name, which keeps 254 of its 255 characters. Both
+/// renderers, full paint and update: mosh-client loses the same character.
+#[test]
+fn a_255_character_icon_name_beside_another_title_loses_its_last_character_as_in_mosh() {
+    use tern::terminal::{Emulator, Renderer, Size};
+    let size = Size { cols: 20, rows: 4 };
+    let name: String = "i".repeat(300);
+    let mut before = Emulator::new(size);
+    before.feed(b"\x1b]0;short\x07");
+    let mut server = Emulator::with_framebuffer(before.framebuffer().clone());
+    server.feed(format!("\x1b];{name}\x07\x1b]2;\x07").as_bytes());
+    let want = server.framebuffer();
+    assert_eq!((want.icon_name().chars().count(), want.title()), (255, ""));
+    for renderer in [Renderer::new(), Renderer::in_place()] {
+        let mut painted = Emulator::new(size);
+        painted.feed(&renderer.render(None, want));
+        let mut updated = Emulator::new(size);
+        updated.feed(&renderer.render(None, before.framebuffer()));
+        updated.feed(&renderer.render(Some(before.framebuffer()), want));
+        for client in [painted.framebuffer(), updated.framebuffer()] {
+            assert_eq!(client.icon_name().chars().count(), 254);
+            assert!(want.icon_name().starts_with(client.icon_name()));
+            assert_eq!(client.title(), "");
+        }
+    }
+}
+
 /// render_roundtrip: a soft-wrapped last row scrolled up by line feeds after the margins were
 /// reset. No output can set the terminal's last row's wrap flag (printing past its end scrolls),
 /// so a terminal painted from the frame has it clear; mosh's renderer (`Renderer::new`, its
