@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::cell::{Attrs, Cell, Color, Renditions};
 use super::framebuffer::{Framebuffer, MouseEncoding, MouseReporting, Row, Size};
+use super::mosh_sgr;
 use super::parser::{MAX_OSC_CHARS, Params, Parser, Perform, or_default};
 use super::width::print_width;
 
@@ -601,6 +602,15 @@ impl Perform for Dispatch<'_> {
         csi(self.fb, params, collected, final_char);
     }
 
+    /// mosh-server's SGRs (nearly one per cell of a colourful repaint), read in one pass: only
+    /// the pen changes (no row is put back, the pending wrap stays), as for any SGR.
+    #[inline]
+    fn csi_from_input(&mut self, after_bracket: &[u8]) -> Option<usize> {
+        let (pen, len) = mosh_sgr::read(after_bracket)?;
+        self.fb.pen = pen;
+        Some(len)
+    }
+
     fn osc_dispatch(&mut self, osc: &str) {
         self.close();
         debug_assert!(osc.chars().count() <= MAX_OSC_CHARS);
@@ -655,6 +665,44 @@ mod tests {
             if let Some(short) = sgr_short(pen, &params) {
                 prop_assert_eq!(short, general, "{:?}", std::str::from_utf8(text));
             }
+        }
+    }
+
+    proptest! {
+        /// An SGR fed whole (where it is in mosh-server's layout, read in one pass by
+        /// `mosh_sgr`) and fed a byte at a time (through the state machine and the general
+        /// reading) leaves the same pen and screen: mosh-server's own SGR for any pen, and
+        /// odd parameter texts next to it.
+        #[test]
+        fn sgr_fed_whole_or_byte_by_byte_leaves_the_same_screen(
+            before in any_pen(),
+            pen in any_pen(),
+            odd in prop::collection::vec(prop_oneof![
+                prop::sample::select(vec![
+                    "0", "1", "2", "3", "22", "31", "39", "49", "97", "107", "", "05", "38",
+                    "48", "5", "256", "38;5", "48;2;1;2", "38;7;1", "38;05;1", "48;;1", "1000",
+                ]).prop_map(str::to_string),
+                (0u16..300).prop_map(|n| n.to_string()),
+            ], 0..8),
+            tail in "[0-9;mA]{0,12}",
+        ) {
+            let mut input = Vec::new();
+            before.write_sgr(&mut input);
+            input.push(b'A');
+            pen.write_sgr(&mut input);
+            input.push(b'B');
+            input.extend_from_slice(format!("\x1b[0;{}m", odd.join(";")).as_bytes());
+            input.push(b'C');
+            pen.write_sgr(&mut input);
+            input.extend_from_slice(tail.as_bytes());
+            let mut whole = Emulator::new(Size { cols: 10, rows: 2 });
+            whole.feed(&input);
+            let mut by_byte = Emulator::new(Size { cols: 10, rows: 2 });
+            for b in &input {
+                by_byte.feed(std::slice::from_ref(b));
+            }
+            prop_assert!(whole.framebuffer() == by_byte.framebuffer(), "{:?}", String::from_utf8_lossy(&input));
+            prop_assert_eq!(whole.framebuffer().pen, by_byte.framebuffer().pen);
         }
     }
 

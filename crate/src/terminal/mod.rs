@@ -19,6 +19,7 @@ mod emulator;
 mod framebuffer;
 mod history;
 mod history_html;
+mod mosh_sgr;
 mod notify;
 mod parser;
 mod scrollback;

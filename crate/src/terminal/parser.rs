@@ -19,6 +19,15 @@ pub(crate) trait Perform {
     fn csi_dispatch(&mut self, params: &Params, collected: &str, final_char: char);
     /// An OSC string, dispatched when it ends (by BEL, ST, or any sequence start or CAN/SUB).
     fn osc_dispatch(&mut self, osc: &str);
+    /// At `ESC [` in Ground, with the input after the `[`: a consumer that recognises a whole
+    /// `CSI params final` there (digits and `;` only, within the parameter cap) may act on it
+    /// straight from the bytes, as [`csi_dispatch`](Self::csi_dispatch) would, and answer how
+    /// many bytes it took; the parser then goes on after them. `None` (the default): the parser
+    /// reads it as usual. (The emulator takes mosh-server's SGRs this way.)
+    fn csi_from_input(&mut self, after_bracket: &[u8]) -> Option<usize> {
+        let _ = after_bracket;
+        None
+    }
 }
 
 /// mosh keeps at most 100 characters of parameter text ("16 five-char params plus 15 semicolons").
@@ -179,8 +188,8 @@ impl ShortFields<'_> {
 /// A field of at most three digits at the start of the little-endian word `w` (every SGR
 /// parameter a server sends), read without a branch per digit: its value (-1 for none) and its
 /// number of digits; `None` for four digits or more.
-#[inline]
-fn short_field(w: u32) -> Option<(i32, usize)> {
+#[inline(always)]
+pub(crate) fn short_field(w: u32) -> Option<(i32, usize)> {
     // A byte of `not_digit` is nonzero where `w`'s is not an ASCII digit: its high nibble is not
     // 3, or its low nibble is 10 or more (adding 6 carries into bit 4; no byte carries into the
     // next).
@@ -439,6 +448,13 @@ impl Parser {
             return None;
         }
         let text = bytes.get(2..).unwrap_or_default();
+        if let Some(n) = perform.csi_from_input(text) {
+            // What entering CsiEntry and dispatching leave: Ground, nothing collected.
+            self.collected.clear();
+            self.params.clear();
+            self.state = State::Ground;
+            return Some(2 + n);
+        }
         let run = param_run(text);
         match text.get(run) {
             Some(&b) if (0x40..=0x7e).contains(&b) => {
