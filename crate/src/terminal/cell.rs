@@ -291,7 +291,7 @@ impl Seq {
     }
     /// `;` and the colour's parameters, as mosh writes them (`base` 30 for the foreground, 40
     /// for the background).
-    #[inline]
+    #[inline(always)]
     fn color(&mut self, color: Color, base: u8) {
         match color {
             Color::Default => {}
