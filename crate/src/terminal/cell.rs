@@ -132,6 +132,7 @@ impl Renditions {
     /// [`write_sgr`](Self::write_sgr), or only the changes (attributes off with 22..28, colours
     /// back with 39/49) when that is shorter. Both mean the same to xterm and to mosh's emulator;
     /// the renderer sends this only to the page's terminal, as mosh-server always resets.
+    #[inline(always)]
     pub fn write_sgr_from(&self, from: Renditions, out: &mut Vec<u8>) {
         let (fg_changed, bg_changed) = (from.fg != self.fg, from.bg != self.bg);
         if from.attrs == self.attrs
@@ -153,6 +154,12 @@ impl Renditions {
             seq.append_to(out);
             return;
         }
+        self.write_sgr_changes(from, out);
+    }
+
+    /// [`write_sgr_from`](Self::write_sgr_from) where attributes change or a colour goes back to
+    /// the default (out of line: the common case above is inlined into the renderer).
+    fn write_sgr_changes(&self, from: Renditions, out: &mut Vec<u8>) {
         // The first parameter goes without its `;` (`ESC [ ;` would be an empty, resetting,
         // first parameter).
         let mut seq = Seq::new(true);
@@ -532,6 +539,7 @@ impl Cell {
 
 impl PartialEq for Cell {
     /// The pen first: on a repainted screen it is what differs, and it is cheaper to compare.
+    #[inline(always)]
     fn eq(&self, other: &Cell) -> bool {
         self.renditions == other.renditions
             && self.wide == other.wide

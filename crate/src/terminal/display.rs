@@ -156,7 +156,7 @@ impl FrameState {
         }
         self.append(&best[..best_len]);
     }
-    #[inline]
+    #[inline(always)]
     fn update_rendition(&mut self, r: Renditions, force: bool) {
         if self.compact && !force && self.pen != r {
             r.write_sgr_from(self.pen, &mut self.out);
