@@ -138,6 +138,70 @@ impl Dispatch<'_> {
         }
     }
 
+    /// [`print`](Perform::print) where the character wraps, is inserted, reaches the last column,
+    /// is a combining mark or is unprintable.
+    fn print_general(&mut self, ch: char, width: i8) {
+        self.close();
+        let fb = &mut *self.fb;
+        match width {
+            1 | 2 => {
+                let w = width as usize;
+                if fb.modes.autowrap && fb.next_print_will_wrap {
+                    let row = fb.cursor_row;
+                    fb.row_mut(row).set_wrap(true);
+                    fb.move_col(0, false, false);
+                    fb.move_rows_autoscroll(1);
+                } else if fb.modes.autowrap && w == 2 && fb.cursor_col == fb.width - 1 {
+                    // A wide character does not fit in the last column: wrap early, unmarked.
+                    let row = fb.cursor_row;
+                    fb.reset_cell(row, fb.cursor_col);
+                    fb.row_mut(row).set_wrap(false);
+                    fb.move_col(0, false, false);
+                    fb.move_rows_autoscroll(1);
+                }
+                let (row, col) = (fb.cursor_row, fb.cursor_col);
+                let bg = fb.bg();
+                let pen = fb.pen;
+                let last = col + 1 == fb.width;
+                if fb.modes.insert {
+                    fb.row_mut(row).insert_cells(col, w, bg);
+                }
+                let r = fb.row_mut(row);
+                let cells = r.cells_mut();
+                cells[col].set_printed(ch, pen, w == 2);
+                if w == 2 && col + 1 < cells.len() {
+                    cells[col + 1].reset(bg);
+                }
+                if last || (w == 2 && col + 2 == cells.len()) {
+                    r.set_wrap(false);
+                }
+                fb.move_col(w as i64, true, true);
+            }
+            0 => {
+                // Combining: joins the last printed cell (or the cell a move landed on).
+                let Some((row, col)) = fb.combining else {
+                    return;
+                };
+                if row >= fb.height || col >= fb.width {
+                    return;
+                }
+                let empty = fb.rows[row].cells()[col].is_empty();
+                let cell = &mut fb.row_mut(row).cells_mut()[col];
+                if empty {
+                    // A mark with no base: a "fallback" cell, drawn after U+00A0; the cursor advances.
+                    cell.set_fallback(true);
+                }
+                if !cell.is_full() {
+                    cell.push(ch);
+                }
+                if empty {
+                    fb.move_col(1, true, true);
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn clear_wrap(&mut self) {
         self.fb.next_print_will_wrap = false;
     }
@@ -478,7 +542,10 @@ fn set_rendition(pen: &mut Renditions, n: i32) {
 }
 
 impl Perform for Dispatch<'_> {
-    /// mosh's `Emulator::print` (MOSH-PROTOCOL.md 8.3).
+    /// mosh's `Emulator::print` (MOSH-PROTOCOL.md 8.3). The common print (inside the row, no
+    /// wrap, no insertion) is inlined into the parser's loop; the rest is
+    /// [`print_general`](Dispatch::print_general).
+    #[inline(always)]
     fn print(&mut self, ch: char) {
         let width = print_width(ch);
         let fb = &*self.fb;
@@ -489,67 +556,8 @@ impl Perform for Dispatch<'_> {
         {
             return self.print_in_row(ch, width as usize);
         }
-        self.close();
-        let fb = &mut *self.fb;
-        match width {
-            1 | 2 => {
-                let w = width as usize;
-                if fb.modes.autowrap && fb.next_print_will_wrap {
-                    let row = fb.cursor_row;
-                    fb.row_mut(row).set_wrap(true);
-                    fb.move_col(0, false, false);
-                    fb.move_rows_autoscroll(1);
-                } else if fb.modes.autowrap && w == 2 && fb.cursor_col == fb.width - 1 {
-                    // A wide character does not fit in the last column: wrap early, unmarked.
-                    let row = fb.cursor_row;
-                    fb.reset_cell(row, fb.cursor_col);
-                    fb.row_mut(row).set_wrap(false);
-                    fb.move_col(0, false, false);
-                    fb.move_rows_autoscroll(1);
-                }
-                let (row, col) = (fb.cursor_row, fb.cursor_col);
-                let bg = fb.bg();
-                let pen = fb.pen;
-                let last = col + 1 == fb.width;
-                if fb.modes.insert {
-                    fb.row_mut(row).insert_cells(col, w, bg);
-                }
-                let r = fb.row_mut(row);
-                let cells = r.cells_mut();
-                cells[col].set_printed(ch, pen, w == 2);
-                if w == 2 && col + 1 < cells.len() {
-                    cells[col + 1].reset(bg);
-                }
-                if last || (w == 2 && col + 2 == cells.len()) {
-                    r.set_wrap(false);
-                }
-                fb.move_col(w as i64, true, true);
-            }
-            0 => {
-                // Combining: joins the last printed cell (or the cell a move landed on).
-                let Some((row, col)) = fb.combining else {
-                    return;
-                };
-                if row >= fb.height || col >= fb.width {
-                    return;
-                }
-                let empty = fb.rows[row].cells()[col].is_empty();
-                let cell = &mut fb.row_mut(row).cells_mut()[col];
-                if empty {
-                    // A mark with no base: a "fallback" cell, drawn after U+00A0; the cursor advances.
-                    cell.set_fallback(true);
-                }
-                if !cell.is_full() {
-                    cell.push(ch);
-                }
-                if empty {
-                    fb.move_col(1, true, true);
-                }
-            }
-            _ => {}
-        }
+        self.print_general(ch, width);
     }
-
     fn execute(&mut self, c: char) {
         self.close();
         self.control(u32::from(c));
