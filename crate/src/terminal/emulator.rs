@@ -714,6 +714,24 @@ mod tests {
         }
     }
 
+    /// Around mosh's 100 characters of parameter text, whole and byte by byte agree: at 101 the
+    /// `4` of the last field is cut off, leaving an empty field, which resets the pen.
+    #[test]
+    fn an_sgr_past_the_parameter_cap_means_what_its_first_100_characters_say() {
+        for n in [47, 48, 49, 50] {
+            let input = format!("\x1b[0{};4mA", ";1".repeat(n)) + "12345678";
+            let mut whole = Emulator::new(Size { cols: 20, rows: 2 });
+            whole.feed(input.as_bytes());
+            let mut by_byte = Emulator::new(Size { cols: 20, rows: 2 });
+            for b in input.as_bytes() {
+                by_byte.feed(std::slice::from_ref(b));
+            }
+            assert!(whole.framebuffer() == by_byte.framebuffer(), "{n} attributes");
+            let underlined = whole.framebuffer().rows[0].cells()[0].renditions.attrs;
+            assert_eq!(underlined.contains(Attrs::UNDERLINE), n <= 48, "{n} attributes");
+        }
+    }
+
     /// mosh-server's per-cell SGR is read the short way (the point of it).
     #[test]
     fn mosh_servers_sgr_takes_the_short_reading() {

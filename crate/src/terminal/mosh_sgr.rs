@@ -10,13 +10,21 @@
 //! the parser and the general reading, which give the same pen where both answer (the tests).
 
 use super::cell::{Attrs, Color, Renditions};
-use super::parser::short_field;
+use super::parser::{MAX_PARAM_TEXT, short_field};
 
 /// The pen an SGR in mosh-server's layout sets, and how many bytes it takes after `ESC [`
 /// (through its `m`); `None` for anything else. `bytes` starts after `ESC [`; every part is read
 /// as an eight-byte word, so at least eight bytes must follow the start of each.
 #[inline]
 pub(crate) fn read(bytes: &[u8]) -> Option<(Renditions, usize)> {
+    let (pen, len) = read_layout(bytes)?;
+    // mosh keeps only the first 100 characters of parameter text: a longer one (mosh-server
+    // never writes one, but attributes can repeat) means what its first 100 say.
+    (len - 1 <= MAX_PARAM_TEXT).then_some((pen, len))
+}
+
+#[inline(always)]
+fn read_layout(bytes: &[u8]) -> Option<(Renditions, usize)> {
     let mut r = Reader { bytes, at: 0, done: false };
     let mut pen = Renditions::DEFAULT;
     // The reset every one of them starts with.
@@ -192,5 +200,13 @@ mod tests {
         }
         // Too near the end of the input to read a word.
         assert_eq!(read(b"0;38;5;1m"), None);
+        // Past mosh's 100 characters of parameter text (its parser drops the rest): 50
+        // attributes, then an underline at characters 102-103.
+        let long = format!("0{};4m12345678", ";1".repeat(50));
+        assert_eq!(read(long.as_bytes()), None);
+        // 48 of them: the underline ends at character 99, and is read.
+        let just = format!("0{};4m12345678", ";1".repeat(48));
+        let pen = Renditions { attrs: Attrs::BOLD | Attrs::UNDERLINE, ..Renditions::DEFAULT };
+        assert_eq!(read(just.as_bytes()), Some((pen, 100)));
     }
 }

@@ -31,7 +31,7 @@ pub(crate) trait Perform {
 }
 
 /// mosh keeps at most 100 characters of parameter text ("16 five-char params plus 15 semicolons").
-const MAX_PARAM_TEXT: usize = 100;
+pub(crate) const MAX_PARAM_TEXT: usize = 100;
 /// mosh keeps at most 8 dispatch characters.
 const MAX_COLLECTED: usize = 8;
 /// mosh's `MAXIMUM_CLIPBOARD_SIZE`: OSC strings keep their first 16 Ki characters.
