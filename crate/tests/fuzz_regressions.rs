@@ -124,3 +124,44 @@ fn a_wrapped_last_row_scrolled_up_keeps_its_wrap_flag_through_the_pages_renderer
     assert_eq!(on_terminal(Renderer::in_place()).looks_like(&fb), Ok(()));
     assert_eq!(on_terminal(Renderer::new()).wrap_flags_differing(&fb), Ok(vec![10]));
 }
+
+/// render_roundtrip (an 8-minute run, 2026-12-03): the same belief of mosh's renderer as above,
+/// reached through mosh's state diff (`Complete::diff_events` draws with `Renderer::new`), so a
+/// client that applies mosh-server's diffs keeps it too: after a frame whose last row was
+/// wrapped (margins set, reverse and forward index, line feeds), the client's row 0 is unwrapped
+/// where the server's is wrapped, and nothing else differs. mosh-client applies the same bytes.
+/// The page's renderer, drawing the same two frames, matches exactly. The input is the fuzzer's,
+/// kept in the corpus; the target allows mosh's state diff exactly this.
+#[test]
+fn a_state_diff_after_a_wrapped_last_row_differs_only_in_a_wrap_flag_above_it_as_in_mosh() {
+    use tern::terminal::{Emulator, Renderer};
+    let input =
+        include_bytes!("../../fuzz/corpus/render_roundtrip/regression-state-diff-wrap-flag");
+    // The target's header: columns, rows, the split of A and B, then three bytes it reads for
+    // a resize this case does not need.
+    let (cols, rows) = (u16::from(input[0] % 120) + 1, u16::from(input[1] % 40) + 1);
+    let split = usize::from(u16::from_le_bytes([input[2], input[3]]));
+    let bytes = &input[7..];
+    let (a, b) = bytes.split_at(split % (bytes.len() + 1));
+
+    let mut server_a = Complete::new(cols, rows);
+    server_a.feed_host_bytes(a);
+    let last = usize::from(rows) - 1;
+    let wrapped = server_a.framebuffer().row(last).is_some_and(|r| r.is_wrapped());
+    assert!(wrapped, "the case needs a wrapped last row");
+    let mut server_b = server_a.clone();
+    server_b.feed_host_bytes(b);
+    let (fa, fb) = (server_a.framebuffer(), server_b.framebuffer());
+
+    let blank = Complete::new(cols, rows);
+    let mut client = blank.clone();
+    client.apply_events(&server_a.diff_events(&blank)).expect("diff from blank applies");
+    assert_eq!(client.framebuffer().looks_like(fa), Ok(()));
+    client.apply_events(&server_b.diff_events(&server_a)).expect("diff applies");
+    assert_eq!(client.framebuffer().wrap_flags_differing(fb), Ok(vec![0]));
+
+    let mut terminal = Emulator::new(fa.size());
+    terminal.feed(&Renderer::in_place().render(None, fa));
+    terminal.feed(&Renderer::in_place().render(Some(fa), fb));
+    assert_eq!(terminal.framebuffer().looks_like(fb), Ok(()));
+}

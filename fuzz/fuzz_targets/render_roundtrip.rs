@@ -47,6 +47,20 @@ fn with_mosh_255_character_name(got: &Framebuffer, want: &Framebuffer) -> Option
     Some(fixed.framebuffer().clone())
 }
 
+/// mosh's renderer (`Renderer::new`, also what `Complete::diff_events` draws with) keeps the
+/// wrap flag it believes for a last row scrolled up, which the terminal cannot have
+/// (crate/tests/fuzz_regressions.rs): after a frame `before` whose last row was wrapped, `got`
+/// may differ from `want` in the wrap flags of rows above the last, and in nothing else.
+fn mosh_keeps_a_scrolled_wrap_flag(
+    before: &Framebuffer,
+    got: &Framebuffer,
+    want: &Framebuffer,
+) -> bool {
+    let last_row = usize::from(before.size().rows) - 1;
+    before.row(last_row).is_some_and(|r| r.is_wrapped())
+        && got.wrap_flags_differing(want).is_ok_and(|rows| rows.iter().all(|&y| y < last_row))
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut r = Reader(data);
     let (cols, rows) = size(r.u8(), r.u8());
@@ -71,18 +85,9 @@ fuzz_target!(|data: &[u8]| {
         terminal.feed(&renderer.render(None, fa));
         same(terminal.framebuffer(), fa, &format!("{name}: full paint"));
         terminal.feed(&renderer.render(Some(fa), fb));
-        if name == "mosh" {
-            // mosh's renderer keeps the wrap flag it believes for a last row scrolled up, which
-            // the terminal cannot have (crate/tests/fuzz_regressions.rs): only such a row may
-            // differ, and only in its flag. The page's renderer is held to the frame exactly.
-            let last_row = usize::from(fa.size().rows) - 1;
-            let last_was_wrapped = fa.row(last_row).is_some_and(|r| r.is_wrapped());
-            if let Ok(rows) = terminal.framebuffer().wrap_flags_differing(fb)
-                && last_was_wrapped
-                && rows.iter().all(|&y| y < last_row)
-            {
-                continue;
-            }
+        // The page's renderer is held to the frame exactly.
+        if name == "mosh" && mosh_keeps_a_scrolled_wrap_flag(fa, terminal.framebuffer(), fb) {
+            continue;
         }
         same(terminal.framebuffer(), fb, &format!("{name}: update"));
     }
@@ -97,5 +102,8 @@ fuzz_target!(|data: &[u8]| {
     }
     server_c.feed_host_bytes(b);
     client.apply_events(&server_c.diff_events(&server_a)).expect("diff applies");
-    same(client.framebuffer(), server_c.framebuffer(), "state diff A -> B");
+    // mosh's state diff is drawn by mosh's renderer, with the same belief.
+    if !mosh_keeps_a_scrolled_wrap_flag(fa, client.framebuffer(), server_c.framebuffer()) {
+        same(client.framebuffer(), server_c.framebuffer(), "state diff A -> B");
+    }
 });
