@@ -165,3 +165,35 @@ fn a_state_diff_after_a_wrapped_last_row_differs_only_in_a_wrap_flag_above_it_as
     terminal.feed(&Renderer::in_place().render(Some(fa), fb));
     assert_eq!(terminal.framebuffer().looks_like(fb), Ok(()));
 }
+
+/// render_roundtrip (the 10-minute run after the case above, a mutation of its input): the same
+/// belief through mosh's renderer itself, landing on row 0 rather than just above the last row,
+/// while the frame's last row is wrapped too (a flag no terminal can have, never compared). The
+/// page's renderer matches the frame exactly.
+#[test]
+fn mosh_renderers_scrolled_wrap_flag_can_land_on_row_0_and_the_pages_renderer_stays_exact() {
+    use tern::terminal::{Emulator, Renderer};
+    let input =
+        include_bytes!("../../fuzz/corpus/render_roundtrip/regression-scrolled-wrap-flag-row-0");
+    let (cols, rows) = (u16::from(input[0] % 120) + 1, u16::from(input[1] % 40) + 1);
+    let split = usize::from(u16::from_le_bytes([input[2], input[3]]));
+    let bytes = &input[7..];
+    let (a, b) = bytes.split_at(split % (bytes.len() + 1));
+
+    let mut server = Complete::new(cols, rows);
+    server.feed_host_bytes(a);
+    let fa = server.framebuffer().clone();
+    let last = usize::from(rows) - 1;
+    assert!(fa.row(last).is_some_and(|r| r.is_wrapped()), "the case needs a wrapped last row");
+    server.feed_host_bytes(b);
+    let fb = server.framebuffer().clone();
+    let on_terminal = |renderer: Renderer| {
+        let mut terminal = Emulator::new(fa.size());
+        terminal.feed(&renderer.render(None, &fa));
+        assert_eq!(terminal.framebuffer().looks_like(&fa), Ok(()));
+        terminal.feed(&renderer.render(Some(&fa), &fb));
+        terminal.framebuffer().clone()
+    };
+    assert_eq!(on_terminal(Renderer::in_place()).looks_like(&fb), Ok(()));
+    assert_eq!(on_terminal(Renderer::new()).wrap_flags_differing(&fb), Ok(vec![0, last]));
+}

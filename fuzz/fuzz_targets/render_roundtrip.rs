@@ -50,15 +50,16 @@ fn with_mosh_255_character_name(got: &Framebuffer, want: &Framebuffer) -> Option
 /// mosh's renderer (`Renderer::new`, also what `Complete::diff_events` draws with) keeps the
 /// wrap flag it believes for a last row scrolled up, which the terminal cannot have
 /// (crate/tests/fuzz_regressions.rs): after a frame `before` whose last row was wrapped, `got`
-/// may differ from `want` in the wrap flags of rows above the last, and in nothing else.
+/// may differ from `want` in rows' wrap flags, and in nothing else. (Where the belief ends up
+/// depends on the scrolls after it: row 0 after margins, reverse and forward index. The last
+/// row's own flag is never compared: no output can set it.)
 fn mosh_keeps_a_scrolled_wrap_flag(
     before: &Framebuffer,
     got: &Framebuffer,
     want: &Framebuffer,
 ) -> bool {
     let last_row = usize::from(before.size().rows) - 1;
-    before.row(last_row).is_some_and(|r| r.is_wrapped())
-        && got.wrap_flags_differing(want).is_ok_and(|rows| rows.iter().all(|&y| y < last_row))
+    before.row(last_row).is_some_and(|r| r.is_wrapped()) && got.wrap_flags_differing(want).is_ok()
 }
 
 fuzz_target!(|data: &[u8]| {
