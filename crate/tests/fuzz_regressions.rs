@@ -2,7 +2,7 @@
 //! named test once fixed. The fuzz target that found it is named in each test's comment.
 
 use tern::session::{ClientSession, SessionConfig};
-use tern::terminal::Complete;
+use tern::terminal::{Complete, Emulator, Framebuffer, Renderer};
 use tern::time::Instant;
 use tern::wire::Key;
 
@@ -56,7 +56,7 @@ fn a_resume_point_with_a_huge_screen_is_refused_not_allocated() {
 /// change of either rule is a decision.
 #[test]
 fn a_255_character_title_loses_its_last_character_on_the_way_as_in_mosh() {
-    use tern::terminal::{Emulator, Renderer, Size};
+    use tern::terminal::Size;
     let title: String = "t".repeat(300);
     let mut server = Emulator::new(Size { cols: 20, rows: 4 });
     server.feed(format!("\x1b];{title}\x07").as_bytes());
@@ -73,7 +73,7 @@ fn a_255_character_title_loses_its_last_character_on_the_way_as_in_mosh() {
 /// renderers, full paint and update: mosh-client loses the same character.
 #[test]
 fn a_255_character_icon_name_beside_another_title_loses_its_last_character_as_in_mosh() {
-    use tern::terminal::{Emulator, Renderer, Size};
+    use tern::terminal::Size;
     let size = Size { cols: 20, rows: 4 };
     let name: String = "i".repeat(300);
     let mut before = Emulator::new(size);
@@ -96,6 +96,15 @@ fn a_255_character_icon_name_beside_another_title_loses_its_last_character_as_in
     }
 }
 
+/// What a terminal shows after `renderer` painted `fa` on it (checked) and then drew `fb`.
+fn painted_then_updated(renderer: Renderer, fa: &Framebuffer, fb: &Framebuffer) -> Framebuffer {
+    let mut terminal = Emulator::new(fa.size());
+    terminal.feed(&renderer.render(None, fa));
+    assert_eq!(terminal.framebuffer().looks_like(fa), Ok(()));
+    terminal.feed(&renderer.render(Some(fa), fb));
+    terminal.framebuffer().clone()
+}
+
 /// render_roundtrip: a soft-wrapped last row scrolled up by line feeds after the margins were
 /// reset. No output can set the terminal's last row's wrap flag (printing past its end scrolls),
 /// so a terminal painted from the frame has it clear; mosh's renderer (`Renderer::new`, its
@@ -105,7 +114,6 @@ fn a_255_character_icon_name_beside_another_title_loses_its_last_character_as_in
 /// Minimized by `cargo fuzz tmin`; the fuzz target allows mosh's renderer exactly this.
 #[test]
 fn a_wrapped_last_row_scrolled_up_keeps_its_wrap_flag_through_the_pages_renderer() {
-    use tern::terminal::{Emulator, Renderer};
     let a: &[u8] = b"\xff\x00\x1b[5;10r\x1b'\xec\x81[K\x1b[24;1H00000000000000000000000000000000;1;ic23;1H\n\n)\x1b[0";
     let b: &[u8] = b"r\x1b[10;1H\n\n\n\x1br\x1b[\x12";
     let mut server = Complete::new(40, 12);
@@ -114,15 +122,27 @@ fn a_wrapped_last_row_scrolled_up_keeps_its_wrap_flag_through_the_pages_renderer
     server.feed_host_bytes(b);
     let fb = server.framebuffer().clone();
     assert!(fb.row(10).unwrap().is_wrapped(), "the case needs a wrapped row 10");
-    let on_terminal = |renderer: Renderer| {
-        let mut terminal = Emulator::new(fa.size());
-        terminal.feed(&renderer.render(None, &fa));
-        assert_eq!(terminal.framebuffer().looks_like(&fa), Ok(()));
-        terminal.feed(&renderer.render(Some(&fa), &fb));
-        terminal.framebuffer().clone()
-    };
+    let on_terminal = |renderer| painted_then_updated(renderer, &fa, &fb);
     assert_eq!(on_terminal(Renderer::in_place()).looks_like(&fb), Ok(()));
     assert_eq!(on_terminal(Renderer::new()).wrap_flags_differing(&fb), Ok(vec![10]));
+}
+
+/// A render_roundtrip input played as the target plays it: the server's states after A and
+/// after A + B (the header: columns, rows, the split of A and B, then three bytes for a resize
+/// these cases do not need). Both cases need A to leave the last row wrapped.
+fn states_after_a_wrapped_last_row(input: &[u8]) -> (Complete, Complete) {
+    let (cols, rows) = (u16::from(input[0] % 120) + 1, u16::from(input[1] % 40) + 1);
+    let split = usize::from(u16::from_le_bytes([input[2], input[3]]));
+    let bytes = &input[7..];
+    let (a, b) = bytes.split_at(split % (bytes.len() + 1));
+    let mut server_a = Complete::new(cols, rows);
+    server_a.feed_host_bytes(a);
+    let last = usize::from(rows) - 1;
+    let wrapped = server_a.framebuffer().row(last).is_some_and(|r| r.is_wrapped());
+    assert!(wrapped, "the case needs a wrapped last row");
+    let mut server_b = server_a.clone();
+    server_b.feed_host_bytes(b);
+    (server_a, server_b)
 }
 
 /// render_roundtrip (an 8-minute run, 2026-12-03): the same belief of mosh's renderer as above,
@@ -134,36 +154,19 @@ fn a_wrapped_last_row_scrolled_up_keeps_its_wrap_flag_through_the_pages_renderer
 /// kept in the corpus; the target allows mosh's state diff exactly this.
 #[test]
 fn a_state_diff_after_a_wrapped_last_row_differs_only_in_a_wrap_flag_above_it_as_in_mosh() {
-    use tern::terminal::{Emulator, Renderer};
     let input =
         include_bytes!("../../fuzz/corpus/render_roundtrip/regression-state-diff-wrap-flag");
-    // The target's header: columns, rows, the split of A and B, then three bytes it reads for
-    // a resize this case does not need.
-    let (cols, rows) = (u16::from(input[0] % 120) + 1, u16::from(input[1] % 40) + 1);
-    let split = usize::from(u16::from_le_bytes([input[2], input[3]]));
-    let bytes = &input[7..];
-    let (a, b) = bytes.split_at(split % (bytes.len() + 1));
-
-    let mut server_a = Complete::new(cols, rows);
-    server_a.feed_host_bytes(a);
-    let last = usize::from(rows) - 1;
-    let wrapped = server_a.framebuffer().row(last).is_some_and(|r| r.is_wrapped());
-    assert!(wrapped, "the case needs a wrapped last row");
-    let mut server_b = server_a.clone();
-    server_b.feed_host_bytes(b);
+    let (server_a, server_b) = states_after_a_wrapped_last_row(input);
     let (fa, fb) = (server_a.framebuffer(), server_b.framebuffer());
 
-    let blank = Complete::new(cols, rows);
+    let blank = Complete::new(fa.size().cols, fa.size().rows);
     let mut client = blank.clone();
     client.apply_events(&server_a.diff_events(&blank)).expect("diff from blank applies");
     assert_eq!(client.framebuffer().looks_like(fa), Ok(()));
     client.apply_events(&server_b.diff_events(&server_a)).expect("diff applies");
     assert_eq!(client.framebuffer().wrap_flags_differing(fb), Ok(vec![0]));
 
-    let mut terminal = Emulator::new(fa.size());
-    terminal.feed(&Renderer::in_place().render(None, fa));
-    terminal.feed(&Renderer::in_place().render(Some(fa), fb));
-    assert_eq!(terminal.framebuffer().looks_like(fb), Ok(()));
+    assert_eq!(painted_then_updated(Renderer::in_place(), fa, fb).looks_like(fb), Ok(()));
 }
 
 /// render_roundtrip (the 10-minute run after the case above, a mutation of its input): the same
@@ -172,28 +175,12 @@ fn a_state_diff_after_a_wrapped_last_row_differs_only_in_a_wrap_flag_above_it_as
 /// page's renderer matches the frame exactly.
 #[test]
 fn mosh_renderers_scrolled_wrap_flag_can_land_on_row_0_and_the_pages_renderer_stays_exact() {
-    use tern::terminal::{Emulator, Renderer};
     let input =
         include_bytes!("../../fuzz/corpus/render_roundtrip/regression-scrolled-wrap-flag-row-0");
-    let (cols, rows) = (u16::from(input[0] % 120) + 1, u16::from(input[1] % 40) + 1);
-    let split = usize::from(u16::from_le_bytes([input[2], input[3]]));
-    let bytes = &input[7..];
-    let (a, b) = bytes.split_at(split % (bytes.len() + 1));
-
-    let mut server = Complete::new(cols, rows);
-    server.feed_host_bytes(a);
-    let fa = server.framebuffer().clone();
-    let last = usize::from(rows) - 1;
-    assert!(fa.row(last).is_some_and(|r| r.is_wrapped()), "the case needs a wrapped last row");
-    server.feed_host_bytes(b);
-    let fb = server.framebuffer().clone();
-    let on_terminal = |renderer: Renderer| {
-        let mut terminal = Emulator::new(fa.size());
-        terminal.feed(&renderer.render(None, &fa));
-        assert_eq!(terminal.framebuffer().looks_like(&fa), Ok(()));
-        terminal.feed(&renderer.render(Some(&fa), &fb));
-        terminal.framebuffer().clone()
-    };
+    let (server_a, server_b) = states_after_a_wrapped_last_row(input);
+    let (fa, fb) = (server_a.framebuffer().clone(), server_b.framebuffer().clone());
+    let last = usize::from(fa.size().rows) - 1;
+    let on_terminal = |renderer| painted_then_updated(renderer, &fa, &fb);
     assert_eq!(on_terminal(Renderer::in_place()).looks_like(&fb), Ok(()));
     assert_eq!(on_terminal(Renderer::new()).wrap_flags_differing(&fb), Ok(vec![0, last]));
 }
