@@ -28,7 +28,7 @@ impl Attrs {
     pub const NONE: Attrs = Attrs(0);
 
     /// In the order the SGR string lists them, with their SGR numbers.
-    const SGR_ORDER: [(Attrs, &'static [u8; 2]); 6] = [
+    pub(crate) const SGR_ORDER: [(Attrs, &'static [u8; 2]); 6] = [
         (Attrs::BOLD, b";1"),
         (Attrs::ITALIC, b";3"),
         (Attrs::UNDERLINE, b";4"),

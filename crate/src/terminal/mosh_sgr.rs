@@ -60,21 +60,15 @@ fn read_layout(bytes: &[u8]) -> Option<(Renditions, usize)> {
     None
 }
 
-/// A single-digit field that is an attribute mosh keeps (`1;` or `1m` at the start of `w`).
+/// A single-digit field that is an attribute mosh keeps (`1;` or `1m` at the start of `w`), by
+/// the attribute table mosh-server's SGR is written from.
 #[inline]
 fn attribute(w: u64) -> Option<Attrs> {
     if !matches!((w >> 8) as u8, b';' | b'm') {
         return None;
     }
-    Some(match w as u8 {
-        b'1' => Attrs::BOLD,
-        b'3' => Attrs::ITALIC,
-        b'4' => Attrs::UNDERLINE,
-        b'5' => Attrs::BLINK,
-        b'7' => Attrs::INVERSE,
-        b'8' => Attrs::INVISIBLE,
-        _ => return None,
-    })
+    let digit = w as u8;
+    Attrs::SGR_ORDER.iter().find(|(_, code)| code[1] == digit).map(|&(attr, _)| attr)
 }
 
 struct Reader<'a> {
@@ -118,6 +112,13 @@ impl Reader<'_> {
         Some(value)
     }
 
+    /// A [`number`](Self::number) that another field must follow (not the `m`).
+    #[inline(always)]
+    fn number_before_more(&mut self) -> Option<u8> {
+        let n = self.number()?;
+        (!self.done).then_some(n)
+    }
+
     /// The colour whose first field starts `w` (`3` or `4` already seen): `N` of palette 0-7,
     /// `8;5;N` or `8;2;R;G;B`; the reader is left after it.
     #[inline(always)]
@@ -134,14 +135,7 @@ impl Reader<'_> {
                 if kind == u64::from(u32::from_le_bytes(*b";5;\0")) {
                     Some(Color::Palette(self.number()?))
                 } else if kind == u64::from(u32::from_le_bytes(*b";2;\0")) {
-                    let r = self.number()?;
-                    if self.done {
-                        return None;
-                    }
-                    let g = self.number()?;
-                    if self.done {
-                        return None;
-                    }
+                    let (r, g) = (self.number_before_more()?, self.number_before_more()?);
                     Some(Color::Rgb(r, g, self.number()?))
                 } else {
                     None
