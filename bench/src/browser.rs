@@ -428,6 +428,17 @@ pub struct CostScenario {
     /// The renderer's main thread by where its time went (ms), from the sampling profiler.
     pub profile: Option<std::collections::BTreeMap<String, f64>>,
     pub profile_states: Option<f64>,
+    /// Hidden scenarios: how the server's pace came back once the page was shown again.
+    pub after_shown: Option<AfterShown>,
+}
+
+/// The first seconds after a hidden page is shown again (`frame-cost-bench.mjs`, `afterShown`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AfterShown {
+    pub states_first_second: f64,
+    /// When a whole second first brought a full pace of states again (s after showing).
+    pub full_pace_after_s: Option<f64>,
 }
 
 /// What `frame-cost-bench.mjs --json` prints: each scenario, and the commands typed for each.

@@ -1349,6 +1349,21 @@ fn cost_rows(options: &Options, report: &mut Report) {
                 );
             }
         }
+        if let Some(a) = &s.after_shown {
+            // What pacing mosh-server to a hidden page's hold costs once someone looks.
+            report.detail(
+                &group,
+                "shown again: server states in the first second",
+                a.states_first_second,
+                "",
+            );
+            report.detail(
+                &group,
+                "shown again: a second of full pace (40 states) from",
+                a.full_pace_after_s.unwrap_or(f64::NAN),
+                "s",
+            );
+        }
     }
     for (name, m) in &mosh {
         let group = format!("cost: {name}");

@@ -328,3 +328,72 @@ fn receiving_a_datagram_reports_its_steps_in_order() {
     fresh.handle_datagram_staged(pair.now, &forged, &mut |s| steps.push(s));
     assert!(steps.is_empty(), "a forged datagram got as far as {steps:?}");
 }
+
+/// Floods the server's screen (a line every 5 ms) for `duration`.
+fn flood(pair: &mut Pair, duration: Duration) {
+    let end = pair.now + duration;
+    while pair.now < end {
+        let now = pair.now;
+        pair.server.update_local(now, |screen| screen.push_bytes(b"12345\n"));
+        pair.run_for(Duration::from_millis(5));
+    }
+}
+
+/// Server datagrams put on the link since `from`, per second.
+fn server_datagrams_per_second(pair: &Pair, from: tern::time::Instant) -> f64 {
+    let sent = pair.log.iter().filter(|d| !d.to_server && d.at >= from).count();
+    sent as f64 / (pair.now - from).as_secs_f64()
+}
+
+/// The relay holds a hidden page's datagrams (`HIDDEN_RELAY_HOLD`). Echoing the newest of each batch
+/// (mosh's rule) hides the hold: the server keeps sending a flood ~50 states a second, which the
+/// page must decrypt and apply. Echoing the oldest shows the server what the hold costs: it paces
+/// itself to ~4 a second, every state still arrives, and once the hold ends its pace comes back.
+#[test]
+fn echoing_the_oldest_of_held_batches_paces_a_flood_to_the_hold_and_the_pace_comes_back() {
+    use tern::wire::TimestampEcho;
+    let hold = tern::session::HIDDEN_RELAY_HOLD;
+    let mut rates = Vec::new();
+    for echo in [TimestampEcho::Newest, TimestampEcho::Oldest] {
+        let mut pair = Pair::new(21, LinkConfig::delay(5), LinkConfig::delay(5));
+        flood(&mut pair, Duration::from_secs(1));
+        assert!(pair.server.rtt().send_interval() <= Duration::from_millis(25), "{echo:?}");
+
+        pair.down_hold = Some((hold, echo));
+        flood(&mut pair, Duration::from_secs(5));
+        let from = pair.now;
+        flood(&mut pair, Duration::from_secs(5));
+        let rate = server_datagrams_per_second(&pair, from);
+        let interval = pair.server.rtt().send_interval();
+        println!(
+            "{echo:?}: {rate:.1} server datagrams/s while held, send interval {interval:?}, \
+             {} batches of {} datagrams",
+            pair.held_batches, pair.held_datagrams
+        );
+        rates.push(rate);
+        match echo {
+            TimestampEcho::Newest => assert!(rate > 30.0, "the hold stays hidden: {rate:.1}/s"),
+            TimestampEcho::Oldest => {
+                assert!(rate < 6.0, "the server paces itself to the hold: {rate:.1}/s");
+                assert!(interval >= Duration::from_millis(200), "{interval:?}");
+            }
+        }
+
+        // Shown again: no hold, and the pace comes back within a few seconds.
+        pair.down_hold = None;
+        let shown = pair.now;
+        let mut back = None;
+        while back.is_none() && pair.now < shown + Duration::from_secs(10) {
+            flood(&mut pair, Duration::from_millis(50));
+            if pair.server.rtt().send_interval() <= Duration::from_millis(25) {
+                back = Some(pair.now - shown);
+            }
+        }
+        let back = back.expect("the server's pace came back within 10 s");
+        println!("{echo:?}: full pace again {back:?} after the hold ended");
+        assert!(back < Duration::from_secs(4), "{echo:?}: {back:?} to full pace");
+        let caught_up = |p: &Pair| p.client.server_state() == p.server.local();
+        assert!(pair.run_until(Duration::from_secs(5), caught_up), "{echo:?}: every state arrived");
+    }
+    assert!(rates[1] * 5.0 < rates[0], "held batches with the oldest echo: {rates:?}");
+}

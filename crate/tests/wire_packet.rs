@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tern::time::Instant;
-use tern::wire::{Cipher, Direction, Key, MAX_SEQ, Nonce, PacketLayer, WireError};
+use tern::wire::{Cipher, Direction, Key, MAX_SEQ, Nonce, PacketLayer, TimestampEcho, WireError};
 
 fn key() -> Key {
     "WLThFE98+opDlEMyexqWsA".parse().unwrap()
@@ -165,4 +165,38 @@ fn sequence_exhaustion_is_an_error_not_a_wrap() {
     assert_eq!(client.next_seq(), MAX_SEQ + 1);
     let mut beyond = PacketLayer::with_next_seq(&key(), Direction::ToServer, u64::MAX);
     assert_eq!(beyond.seal(ms(3), b"x"), Err(WireError::SequenceExhausted));
+}
+
+#[test]
+fn held_datagrams_can_leave_the_oldest_timestamp_to_be_echoed() {
+    let (mut client, mut server) = pair();
+    client.set_timestamp_echo(TimestampEcho::Oldest);
+    // Three datagrams sent 20 ms apart, held on the way and opened together.
+    let sent: Vec<_> = [5_000, 5_020, 5_040].map(|t| server.seal(ms(t), b"x").unwrap()).into();
+    for d in &sent {
+        client.open(ms(1_000), d).unwrap();
+    }
+    // The first one's stamp, advanced by how long the client held it (10 ms).
+    assert_eq!(stamps(&client.seal(ms(1_010), b"x").unwrap()).2, 5_010);
+
+    // Once echoed it is gone, and the next batch's first one waits.
+    client.open(ms(1_500), &server.seal(ms(5_500), b"x").unwrap()).unwrap();
+    client.open(ms(1_500), &server.seal(ms(5_520), b"x").unwrap()).unwrap();
+    assert_eq!(stamps(&client.seal(ms(1_500), b"x").unwrap()).2, 5_500);
+}
+
+#[test]
+fn the_oldest_timestamp_gives_way_once_it_is_too_old_to_echo() {
+    let (mut client, mut server) = pair();
+    client.set_timestamp_echo(TimestampEcho::Oldest);
+    client.open(ms(1_000), &server.seal(ms(5_000), b"x").unwrap()).unwrap();
+    // Nothing was sent for a second: that one can no longer be echoed, the newer one can.
+    client.open(ms(2_000), &server.seal(ms(6_000), b"x").unwrap()).unwrap();
+    assert_eq!(stamps(&client.seal(ms(2_005), b"x").unwrap()).2, 6_005);
+
+    // Back to the newest: a later datagram overwrites again.
+    client.set_timestamp_echo(TimestampEcho::Newest);
+    client.open(ms(3_000), &server.seal(ms(7_000), b"x").unwrap()).unwrap();
+    client.open(ms(3_000), &server.seal(ms(7_040), b"x").unwrap()).unwrap();
+    assert_eq!(stamps(&client.seal(ms(3_000), b"x").unwrap()).2, 7_040);
 }

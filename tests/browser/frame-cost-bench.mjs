@@ -16,6 +16,11 @@
 //        (parse and render), gc, browser (style, layout, paint: "(program)"); with --top also
 //        the functions with the most self time;
 //   rendererThreadsCpuS: the renderer's CPU by thread (main, compositor, IO, workers);
+//   afterShown (hidden scenarios): once the page is shown again, the server states it applied in
+//        the first second, and when a whole second first brought FULL_PACE_STATES or more again
+//        (the start of that second, s after showing; null if not within AFTER_SHOWN_S): a hidden
+//        page slows mosh-server to its hold (crate/src/session/draw_pacer.rs, held_batch_echo),
+//        and this is what that costs once someone looks;
 //   --css RULES: a style sheet added to the page before the command, to try a style change
 //        without rebuilding the page.
 // Scenarios: flood = `seq` in a loop, full screen (after 0.5 s the relay holds the datagrams up to
@@ -24,7 +29,9 @@
 // (document.visibilityState, as tests/browser/frames.test.mjs sets it), the relay holding the
 // server's datagrams and sending them together; flood-unheld and hidden-unheld = the same with the
 // relay told not to hold datagrams (each delivered alone, as before the hold); idle = a prompt, nothing
-// happening, measured from 12 s after the last key (the cursor blinks for 10 s after a key). The JSON carries the commands too: tern-bench types the same ones into the stock
+// happening, measured from 12 s after the last key (the cursor blinks for 10 s after a key);
+// blank = about:blank in the same browser, what headless Chromium costs with no page of ours
+// (the floor under idle and hidden). The JSON carries the commands too: tern-bench types the same ones into the stock
 // mosh-client in tmux for the comparison (bench/src/frame_cost.rs).
 // Prints a summary, and with --json one JSON object on the last line.
 import { readFileSync, readdirSync } from 'node:fs';
@@ -109,6 +116,7 @@ function rendererThreads(parent, mine) {
 
 const pageCounts = async (page) => {
   const s = await stats(page);
+  if (!s) return { states: 0, writes: 0, datagramsOut: 0, datagramsIn: 0, heldBatches: 0, controlChunks: 0, cost: {} };
   return {
     states: Number(s.core.applied), writes: s.xtermWrites, datagramsOut: Number(s.linkDatagramsOut),
     datagramsIn: Number(s.linkDatagramsIn), heldBatches: Number(s.heldBatches), controlChunks: Number(s.controlChunks),
@@ -155,6 +163,24 @@ async function profile(browser, page, ms) {
   return [out, top];
 }
 
+/// States a second that count as mosh-server's full pace again (it sends a flood at ~46-50).
+const FULL_PACE_STATES = 40;
+const AFTER_SHOWN_S = 8;
+
+/// Just after the page is shown again: see `afterShown` above.
+async function paceAfterShown(page) {
+  const shown = performance.now();
+  const samples = [];
+  while (performance.now() - shown < AFTER_SHOWN_S * 1000) {
+    samples.push({ t: (performance.now() - shown) / 1000, states: (await pageCounts(page)).states });
+    await sleep(100);
+  }
+  const statesAt = (t) => samples.findLast((s) => s.t <= t)?.states ?? samples[0].states;
+  const firstSecond = statesAt(1) - samples[0].states;
+  const full = samples.find((s) => s.t >= 1 && s.states - statesAt(s.t - 1) >= FULL_PACE_STATES);
+  return { statesFirstSecond: firstSecond, fullPaceAfterS: full ? Number((full.t - 1).toFixed(2)) : null };
+}
+
 const token = 'cost-bench-' + Math.random().toString(36).slice(2);
 const stateDir = tempDir('tern-cost-bench-state-');
 let relay, browser;
@@ -164,18 +190,23 @@ try {
   browser = await launchBrowser({ viewport: { width: 1000, height: 640 } });
   for (const scenario of SCENARIOS) {
     const page = await browser.context.newPage();
-    await page.goto(newSession(relay.url).replace('#', `#renderer=${RENDERER}&`));
-    await waitForPrompt(page, 30000);
+    const blank = scenario === 'blank';
+    if (blank) await page.goto('about:blank');
+    else {
+      await page.goto(newSession(relay.url).replace('#', `#renderer=${RENDERER}&`));
+      await waitForPrompt(page, 30000);
+    }
     if (EXTRA_CSS) await page.addStyleTag({ content: EXTRA_CSS });
     // The WebGL addon loads after the first draw.
     await sleep(500);
-    const size = await page.evaluate(() => ({ cols: window.tern.term.cols, rows: window.tern.term.rows, renderer: window.tern.renderer }));
+    const size = blank ? { cols: 0, rows: 0, renderer: 'none' }
+      : await page.evaluate(() => ({ cols: window.tern.term.cols, rows: window.tern.term.rows, renderer: window.tern.renderer }));
     if (COMMANDS[scenario]) await typeLine(page, COMMANDS[scenario]);
     const hidden = scenario.startsWith('hidden');
     if (scenario.endsWith('-unheld')) await page.evaluate(() => window.tern.relayHold(false));
     if (hidden) await setPageHidden(page, true);
     // Idle is measured once the cursor has stopped blinking (www/app.js, CURSOR_BLINK_MS).
-    await sleep(scenario === 'idle' ? IDLE_SETTLE_MS : SETTLE_MS);
+    await sleep(scenario === 'idle' || blank ? IDLE_SETTLE_MS : SETTLE_MS);
     const c0 = chromiumCpu();
     const p0 = await pageCounts(page);
     await sleep(SECONDS * 1000);
@@ -193,17 +224,22 @@ try {
         .filter(([, v]) => v > 0)
         .sort((a, b) => b[1] - a[1])),
     };
-    if (PROFILE && (scenario.startsWith('flood') || hidden)) {
+    if (PROFILE && (scenario.startsWith('flood') || hidden || scenario === 'idle')) {
       const q0 = await pageCounts(page);
       [r.profile, r.profileTop] = await profile(browser, page, SECONDS * 1000);
       r.profileStates = (await pageCounts(page)).states - q0.states;
     }
+    if (hidden) {
+      await setPageHidden(page, false);
+      r.afterShown = await paceAfterShown(page);
+    }
     results[scenario] = r;
-    if (hidden) await setPageHidden(page, false);
-    await page.keyboard.press('Control+C');
-    await sleep(300);
-    await typeLine(page, 'exit');
-    await sleep(500);
+    if (!blank) {
+      await page.keyboard.press('Control+C');
+      await sleep(300);
+      await typeLine(page, 'exit');
+      await sleep(500);
+    }
     await page.close();
   }
 } finally {
@@ -220,6 +256,7 @@ for (const [name, r] of Object.entries(results)) {
     `(${perFrame(r.rendererCpuS)} ms/state), GPU ${(100 * r.gpuCpuS / r.seconds).toFixed(1)} %; ` +
     `page ms: ${Object.entries(r.page).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}` +
     `; renderer threads %: ${Object.entries(r.rendererThreadsCpuS).map(([k, v]) => `${k} ${(100 * v / r.seconds).toFixed(1)}`).join(', ')}` +
+    (r.afterShown ? `; shown again: ${r.afterShown.statesFirstSecond} states in the first second, full pace from ${r.afterShown.fullPaceAfterS ?? 'never'} s` : '') +
     (r.profile ? `; profile ms: ${Object.entries(r.profile).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}` : ''));
 }
 if (PROFILE && process.argv.includes('--top')) {

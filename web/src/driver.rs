@@ -16,12 +16,13 @@ use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
-use gloo_timers::callback::{Interval, Timeout};
+use gloo_timers::callback::Timeout;
 use gloo_timers::future::TimeoutFuture;
 use js_sys::Uint8Array;
 use tern::paste::{KeyAction, PasteProgress, PasteQueue};
 use tern::relay_client::{
-    self, Backoff, ConnectError, ControlEvent, FailCode, Status, Takeover, Target,
+    self, Backoff, ConnectError, ControlEvent, FailCode, LinkCheck, Liveness, PING_AFTER, Status,
+    Takeover, Target,
 };
 use tern::relay_proto::Mode;
 use tern::relay_proto::framing::Joiner;
@@ -46,16 +47,16 @@ use crate::xterm::Terminal;
 mod downloads;
 use downloads::DownloadsState;
 
-/// Control-stream pings: a relay killed without a goodbye (or a dead network path) shows up
-/// as missing pongs long before QUIC's own idle timeout.
-const PING_INTERVAL: Duration = Duration::from_secs(2);
-const PING_DEADLINE: Duration = Duration::from_secs(7);
-/// The notification bar counts seconds; redraw it this often.
+/// The notification bar counts seconds: while it shows anything, or a flood, paste or download
+/// is under way, the overlay clock wakes this often; otherwise only when the bar would change
+/// (`Notification::next_change`), since every wake costs an idle tab a browser task.
 const OVERLAY_TICK: Duration = Duration::from_secs(1);
 /// Upload progress redraws at most this often (acks come every few milliseconds).
 const PASTE_REDRAW: Duration = Duration::from_millis(100);
-/// The tab's saved session (what a reload continues) is refreshed this often, and when the page
-/// goes away; a crash loses what came after (the keys typed since are sent again, nothing more).
+/// The tab's saved session (what a reload continues) is refreshed at most this often, when the
+/// session does something (a datagram, a key, a timer: an idle session still hears mosh's
+/// heartbeat every 3 s), and when the page goes away; a crash loses what came after (the keys
+/// typed since are sent again, nothing more). No timer of its own: an idle tab wakes less.
 const SAVE_INTERVAL: Duration = Duration::from_secs(2);
 /// Datagrams of a session restored before any link told its limit (the smallest a browser link
 /// has; the first `ready` sets the real one).
@@ -92,7 +93,8 @@ struct RelayState {
     kind: Option<&'static str>,
     /// `performance.now()` when the relay first answered `ready`.
     first_ready_ms: Option<f64>,
-    last_control_ms: f64,
+    /// When the current link last heard from the relay (any line or datagram).
+    liveness: Liveness,
     last_error: Option<String>,
 }
 
@@ -161,8 +163,38 @@ struct State {
     xterm_writes: u64,
     /// Whether the page was last told that the output floods (`Hooks::flooding`).
     flooding_reported: bool,
+    /// The notification bar's text at the last draw (`None`: no bar).
+    drawn_bar: Option<String>,
+    /// `performance.now()` of the last save of the tab's session ([`SAVE_INTERVAL`]).
+    saved_ms: f64,
     /// Where the page's time goes (`stats().cost`).
     cost: FrameCost,
+}
+
+/// The notification bar's message: the link's state, then the paste's and the download's
+/// progress, which share mosh's bar with it.
+fn bar_message(
+    relay: &RelayState,
+    paste: Option<&PasteProgress>,
+    downloads: &DownloadsState,
+) -> Option<String> {
+    let line = paste.map(PasteProgress::line);
+    let download = downloads.progress().map(|p| p.line());
+    join_messages([relay.message.as_deref(), line.as_deref(), download.as_deref()])
+}
+
+/// The notification bar for `session` now, with `message`.
+fn notification<'a, S: tern::session::ServerState>(
+    session: &ClientSession<S>,
+    message: Option<&'a str>,
+    now: Instant,
+) -> Notification<'a> {
+    Notification {
+        since_server_state: session.since_last_contact(now),
+        since_reply: session.since_last_reply(now),
+        message,
+        never_heard: !session.has_heard_server(),
+    }
 }
 
 /// Asks the relay to hold the server's datagrams up to `hold` (zero: not at all).
@@ -188,6 +220,8 @@ pub struct Driver {
     /// The pacer's timer during a flood (`Pace::wait`); dropped (cancelled) when a frame is
     /// asked for instead.
     pacer_timer: RefCell<Option<Timeout>>,
+    /// The overlay clock's next wake ([`Driver::tick`]) and when it is due (`performance.now()`).
+    tick_timer: RefCell<Option<(Timeout, f64)>>,
 }
 
 impl Driver {
@@ -217,6 +251,8 @@ impl Driver {
             resizing: false,
             xterm_writes: 0,
             flooding_reported: false,
+            drawn_bar: None,
+            saved_ms: f64::NEG_INFINITY,
             cost: FrameCost::default(),
             paste: PasteState::default(),
             downloads: DownloadsState::default(),
@@ -229,6 +265,7 @@ impl Driver {
             st: RefCell::new(st),
             frame_callback: RefCell::new(None),
             pacer_timer: RefCell::new(None),
+            tick_timer: RefCell::new(None),
         })
     }
 
@@ -247,20 +284,7 @@ impl Driver {
     pub fn start(self: &Rc<Self>) {
         self.watch_frames_and_visibility();
         self.restore();
-        let weak = Rc::downgrade(self);
-        Interval::new(ms(OVERLAY_TICK), move || {
-            if let Some(d) = weak.upgrade() {
-                d.render(false);
-            }
-        })
-        .forget();
-        let weak = Rc::downgrade(self);
-        Interval::new(ms(SAVE_INTERVAL), move || {
-            if let Some(d) = weak.upgrade() {
-                d.save();
-            }
-        })
-        .forget();
+        self.arm_tick();
         wasm_bindgen_futures::spawn_local(Driver::connection_loop(Rc::clone(self)));
     }
 
@@ -306,6 +330,80 @@ impl Driver {
             self.flush(false);
         } else {
             self.send_input(&early);
+        }
+    }
+
+    /// The overlay clock: draws only when a draw would show something new (the bar's text, a
+    /// paste's progress, the end of a flood), and lets the relay stop holding datagrams once a
+    /// flood is over. An idle page draws nothing: each draw costs the browser a frame (a few
+    /// milliseconds of its main thread here, docs/BENCHMARKS.md "The idle page").
+    fn tick(self: &Rc<Self>) {
+        let t = now();
+        let due = {
+            let st = self.st.borrow();
+            let progress = st.paste.queue.progress(t);
+            let bar = st.session.as_ref().and_then(|session| {
+                let message = bar_message(&st.relay, progress.as_ref(), &st.downloads);
+                notification(session, message.as_deref(), t).text()
+            });
+            bar != st.drawn_bar
+                || progress != st.paste.reported
+                || st.pacer.flooding(t) != st.flooding_reported
+        };
+        if due {
+            self.render(false);
+        } else {
+            self.ask_relay_hold();
+            self.arm_tick();
+        }
+    }
+
+    /// When the overlay clock should wake next (see [`OVERLAY_TICK`]).
+    fn tick_delay(&self) -> Duration {
+        let st = self.st.borrow();
+        let t = now();
+        let lively = st.relay.message.is_some()
+            || st.drawn_bar.is_some()
+            || st.flooding_reported
+            || st.pacer.flooding(t)
+            || st.paste.queue.progress(t).is_some()
+            || st.downloads.progress().is_some();
+        match st.session.as_ref() {
+            Some(session) if !lively => notification(session, None, t).next_change(),
+            _ => OVERLAY_TICK,
+        }
+    }
+
+    /// Sets the overlay clock for [`Driver::tick_delay`] from now, unless it wakes sooner already.
+    fn arm_tick(self: &Rc<Self>) {
+        let delay = self.tick_delay();
+        let due = now_ms() + delay.as_secs_f64() * 1000.0;
+        let mut timer = self.tick_timer.borrow_mut();
+        if timer.as_ref().is_some_and(|(_, at)| *at <= due) {
+            return;
+        }
+        let weak = Rc::downgrade(self);
+        let wake = Timeout::new(ms(delay).max(1), move || {
+            let Some(d) = weak.upgrade() else { return };
+            d.tick_timer.borrow_mut().take();
+            d.tick();
+        });
+        *timer = Some((wake, due));
+    }
+
+    /// Saves the tab's session if [`SAVE_INTERVAL`] has passed since the last save.
+    fn save_if_due(&self) {
+        let due = {
+            let mut st = self.st.borrow_mut();
+            let t = now_ms();
+            let due = t - st.saved_ms >= SAVE_INTERVAL.as_secs_f64() * 1000.0;
+            if due {
+                st.saved_ms = t;
+            }
+            due
+        };
+        if due {
+            self.save();
         }
     }
 
@@ -504,7 +602,7 @@ impl Driver {
                 st.relay.counters.websocket_links += 1;
             }
             st.relay.first_ready_ms.get_or_insert(now_ms());
-            st.relay.last_control_ms = now_ms();
+            st.relay.liveness = Liveness::new(now());
             st.relay.message = None;
             st.relay.joiner = Joiner::new();
             st.relay.link = Some(Rc::clone(&link));
@@ -665,17 +763,10 @@ impl Driver {
     /// Runs one live link: datagrams here, control messages and pings beside; returns when the
     /// link is gone.
     async fn serve_link(self: &Rc<Self>, link: Rc<RelayLink>) {
-        let weak = Rc::downgrade(self);
-        let ping_link = Rc::downgrade(&link);
-        let _ping = Interval::new(ms(PING_INTERVAL), move || {
-            let (Some(d), Some(link)) = (weak.upgrade(), ping_link.upgrade()) else { return };
-            let last = d.st.borrow().relay.last_control_ms;
-            if now_ms() - last > PING_DEADLINE.as_secs_f64() * 1000.0 {
-                link.close();
-            } else {
-                link.send_control(&ClientMessage::Ping);
-            }
-        });
+        wasm_bindgen_futures::spawn_local(Driver::watch_link(
+            Rc::downgrade(self),
+            Rc::downgrade(&link),
+        ));
         wasm_bindgen_futures::spawn_local(Driver::control_loop(
             Rc::downgrade(self),
             Rc::clone(&link),
@@ -693,20 +784,46 @@ impl Driver {
         }
     }
 
+    /// Pings the relay when the link has been silent, and drops a link silent too long
+    /// (`relay_client::Liveness`); ends when the link is no longer the driver's.
+    async fn watch_link(driver: Weak<Driver>, link: Weak<RelayLink>) {
+        let mut wait = PING_AFTER;
+        loop {
+            TimeoutFuture::new(ms(wait).max(1)).await;
+            let (Some(d), Some(link)) = (driver.upgrade(), link.upgrade()) else { return };
+            let check = {
+                let st = d.st.borrow();
+                if !st.relay.link.as_ref().is_some_and(|l| Rc::ptr_eq(l, &link)) {
+                    return;
+                }
+                st.relay.liveness.poll(now())
+            };
+            let t = now();
+            wait = match check {
+                LinkCheck::WaitUntil(at) => at.saturating_duration_since(t),
+                LinkCheck::Ping { next } => {
+                    link.send_control(&ClientMessage::Ping);
+                    next.saturating_duration_since(t)
+                }
+                LinkCheck::Dead => return link.close(),
+            };
+        }
+    }
+
     async fn control_loop(driver: Weak<Driver>, link: Rc<RelayLink>) {
         loop {
             let line = link.next_control().await;
             let Some(d) = driver.upgrade() else { return };
             match line.as_deref().map(relay_client::control_after_ready) {
-                Some(ControlEvent::Alive) => d.st.borrow_mut().relay.last_control_ms = now_ms(),
+                Some(ControlEvent::Alive) => d.st.borrow_mut().relay.liveness.heard(now()),
                 Some(ControlEvent::SessionOver(message)) => return d.end(&message),
                 Some(ControlEvent::Moved) => return d.moved(),
                 Some(ControlEvent::Offer(offer)) => {
-                    d.st.borrow_mut().relay.last_control_ms = now_ms();
+                    d.st.borrow_mut().relay.liveness.heard(now());
                     d.offer(offer);
                 }
                 Some(ControlEvent::Held(datagrams)) => {
-                    d.st.borrow_mut().relay.last_control_ms = now_ms();
+                    d.st.borrow_mut().relay.liveness.heard(now());
                     d.held_datagrams(&datagrams);
                 }
                 Some(ControlEvent::LinkOver) | None => return link.close(),
@@ -719,10 +836,11 @@ impl Driver {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
             st.relay.counters.datagrams_in += 1;
+            st.relay.liveness.heard(now());
             match st.relay.joiner.push(framed) {
                 Ok(Some(d)) => {
                     if let Some(s) = st.session.as_mut() {
-                        s.handle_datagram_staged(now(), &d, &mut st.cost.receive());
+                        s.handle_datagram_staged(now(), &d, &mut st.cost.receive(1));
                     }
                 }
                 Ok(None) => return,
@@ -735,8 +853,8 @@ impl Driver {
         self.flush(true);
     }
 
-    /// Server datagrams the relay held for the page: each handled as if it had
-    /// come alone (they are whole: no joiner), then one flush.
+    /// Server datagrams the relay held for the page: handled together (they are whole: no
+    /// joiner), with the timestamp echo the pacer picks for a batch, then one flush.
     fn held_datagrams(self: &Rc<Self>, datagrams: &[Vec<u8>]) {
         {
             let mut st = self.st.borrow_mut();
@@ -744,9 +862,8 @@ impl Driver {
             st.relay.counters.held_batches += 1;
             st.relay.counters.held_datagrams += datagrams.len() as u64;
             let Some(s) = st.session.as_mut() else { return };
-            for d in datagrams {
-                s.handle_datagram_staged(now(), d, &mut st.cost.receive());
-            }
+            let echo = st.pacer.held_batch_echo();
+            s.handle_held_datagrams(now(), datagrams, echo, &mut st.cost.receive(datagrams.len()));
         }
         self.flush(true);
     }
@@ -867,6 +984,7 @@ impl Driver {
             self.st.borrow_mut().live_ms.get_or_insert(now_ms());
             self.render(from_server);
         }
+        self.save_if_due();
         if let Some(reason) = closed {
             self.end(match reason {
                 CloseReason::ServerShutdown => "The shell exited; the session is over.",
@@ -949,6 +1067,7 @@ impl Driver {
             }
         }
         self.follow(pace);
+        self.arm_tick();
     }
 
     /// Does what the pacer said: asks for an animation frame (or sets its timer), draws; and
@@ -1051,22 +1170,10 @@ impl Driver {
                 progress.clone()
             });
             let started = now_ms();
+            let message = bar_message(&st.relay, progress.as_ref(), &st.downloads);
             let bytes = st.session.as_mut().map(|session| {
-                // The paste's and the download's progress share mosh's notification bar with
-                // the link's state.
-                let line = progress.as_ref().map(PasteProgress::line);
-                let download = st.downloads.progress().map(|p| p.line());
-                let message = join_messages([
-                    st.relay.message.as_deref(),
-                    line.as_deref(),
-                    download.as_deref(),
-                ]);
-                let note = Notification {
-                    since_server_state: session.since_last_contact(t),
-                    since_reply: session.since_last_reply(t),
-                    message: message.as_deref(),
-                    never_heard: !session.has_heard_server(),
-                };
+                let note = notification(session, message.as_deref(), t);
+                st.drawn_bar = note.text();
                 // The server's screen with the predictions that may be shown, then the bar.
                 let frame = session
                     .display_frame()

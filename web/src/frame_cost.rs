@@ -26,8 +26,10 @@ pub struct FrameCost {
 
 impl FrameCost {
     /// A stage callback for `handle_datagram_staged` that adds each step's time here.
-    pub fn receive(&mut self) -> impl FnMut(ReceiveStage) + '_ {
-        self.datagrams += 1;
+    /// `datagrams`: how many it is handed for (a relay's held batch is several: the session's
+    /// bookkeeping between one and the next then counts as the next one's decrypt).
+    pub fn receive(&mut self, datagrams: usize) -> impl FnMut(ReceiveStage) + '_ {
+        self.datagrams += datagrams as u64;
         let mut last = now_ms();
         move |stage| {
             let t = now_ms();

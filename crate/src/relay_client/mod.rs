@@ -16,6 +16,7 @@
 mod address;
 mod backoff;
 mod connect;
+mod liveness;
 mod saved;
 mod status;
 mod takeover;
@@ -26,6 +27,7 @@ pub use connect::{
     ConnectError, ControlEvent, Target, answer, check_info, control_after_ready, history_response,
     info_response, parse_mosh_connect, sessions_response, webtransport_patience,
 };
+pub use liveness::{LINK_DEADLINE, LinkCheck, Liveness, PING_AFTER};
 pub use saved::SavedSession;
 pub use status::{FailCode, Status};
 pub use takeover::{Takeover, decode_point, describe_takeover, encode_point, takeover};

@@ -36,6 +36,7 @@
 use std::time::Duration;
 
 use crate::time::Instant;
+use crate::wire::TimestampEcho;
 
 /// New server states drawn without a pause this long make a flood (a frame at 60 Hz is 17 ms,
 /// mosh sends at most every 20 ms; a screen that refreshes twice a second is no flood)...
@@ -49,7 +50,11 @@ pub const FLOOD_DRAW_INTERVAL: Duration = Duration::from_millis(250);
 pub const INPUT_GRACE: Duration = Duration::from_secs(2);
 /// How long the relay may hold the server's datagrams for a hidden page and send them together
 /// (`ClientMessage::Hold`): the page draws nothing, and a browser's cost is per datagram
-/// delivered. Chromium runs a hidden tab's timers at most once a second anyway.
+/// delivered, and every batch wakes it. With the oldest of a batch echoed
+/// ([`DrawPacer::held_batch_echo`]) mosh-server paces itself to this: a flood comes 4 states a
+/// second, in one batch, and once the page is shown the server's pace is back in ~3.5 s
+/// (tests/simulation.rs; 500 ms: ~5 states in two batches a second, back in ~2.6 s). Chromium
+/// runs a hidden tab's timers at most once a second anyway.
 pub const HIDDEN_RELAY_HOLD: Duration = Duration::from_secs(1);
 /// ...and during a long flood: the flood's draw interval, as the page draws no more often. A
 /// typed key ends it at once (before the key is sent), as it ends the flood's pace.
@@ -175,6 +180,24 @@ impl DrawPacer {
             self.relay_hold = want;
             want
         })
+    }
+
+    /// Which timestamp of a held batch the page echoes to mosh-server: the oldest while the page
+    /// is hidden, else the newest (mosh's own choice).
+    ///
+    /// Echoing the newest of a batch hides the hold from mosh-server: its round-trip estimate
+    /// stays at the path's, so it keeps sending ~50 states a second that a hidden page takes a
+    /// second later, 50 at once, decrypting, inflating and applying each (about half of what a
+    /// hidden tab costs, docs/BENCHMARKS.md). Echoing the oldest, with the time the page held it
+    /// added as always, is a true sample too: what that datagram took to reach the page, the
+    /// hold included. mosh-server then sees a slow path and paces itself to it, as it would on any
+    /// (send interval `SRTT/2`, at most 250 ms: ~4 states a second), and every state it sends is
+    /// still taken in order. The price comes when the page is shown again: the estimate falls
+    /// back by 1/8 a sample, so for a second or two the server sends less often and keys echo
+    /// later (predictions show meanwhile; the cost bench's "after showing" rows measure it).
+    /// A visible page keeps the newest: someone may be looking, and typing ends its hold anyway.
+    pub fn held_batch_echo(&self) -> TimestampEcho {
+        if self.visible { TimestampEcho::Newest } else { TimestampEcho::Oldest }
     }
 
     /// The hold asked last: a new link to the relay starts with none, so the driver asks again.
@@ -365,6 +388,16 @@ mod tests {
         p.allow_relay_hold(false);
         p.set_visible(false, T);
         assert_eq!(p.poll_relay_hold(T), None);
+    }
+
+    #[test]
+    fn a_hidden_page_echoes_the_oldest_timestamp_of_a_held_batch_and_a_visible_one_the_newest() {
+        let mut p = DrawPacer::new();
+        assert_eq!(p.held_batch_echo(), TimestampEcho::Newest, "a visible page, flooding or not");
+        p.set_visible(false, T);
+        assert_eq!(p.held_batch_echo(), TimestampEcho::Oldest);
+        p.set_visible(true, T);
+        assert_eq!(p.held_batch_echo(), TimestampEcho::Newest);
     }
 
     #[test]

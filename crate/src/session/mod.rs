@@ -9,7 +9,7 @@ mod shadow;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-pub use draw_pacer::{DrawPacer, Pace, PacerCounters};
+pub use draw_pacer::{DrawPacer, HIDDEN_RELAY_HOLD, Pace, PacerCounters};
 pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
 pub use resume::{RESUME_STATE_GAP, ResumeError, ResumePoint};
@@ -20,7 +20,7 @@ use crate::terminal::Framebuffer;
 use crate::time::Instant;
 pub use crate::transport::ReceiveStage;
 use crate::transport::{Counters, Outcome, SyncState, Transport, TransportConfig, UserStream};
-use crate::wire::{Key, StateNum};
+use crate::wire::{Key, StateNum, TimestampEcho};
 
 /// At most this much typed or pasted input is outstanding (sent, not acknowledged) at once. The
 /// server drops an instruction that inflates beyond 4 MiB forever (MOSH-PROTOCOL.md 4), and every
@@ -202,6 +202,24 @@ impl<S: ServerState> ClientSession<S> {
         }
         self.release_held_input(now);
         self.after_input(now);
+    }
+
+    /// Server datagrams that were held on the way and came together (the relay's `held` batch),
+    /// in the order the server sent them: each handled as if it had come alone, except that
+    /// `echo` says which one's timestamp the next datagram sent echoes
+    /// ([`DrawPacer::held_batch_echo`] decides).
+    pub fn handle_held_datagrams(
+        &mut self,
+        now: Instant,
+        datagrams: &[Vec<u8>],
+        echo: TimestampEcho,
+        stage: &mut dyn FnMut(ReceiveStage),
+    ) {
+        self.transport.set_timestamp_echo(echo);
+        for datagram in datagrams {
+            self.handle_datagram_staged(now, datagram, stage);
+        }
+        self.transport.set_timestamp_echo(TimestampEcho::Newest);
     }
 
     /// Bytes the user typed or pasted (one input event), in order. Never dropped.

@@ -42,6 +42,23 @@ fn human_readable(seconds: u64, unit: &str) -> String {
 }
 
 impl Notification<'_> {
+    /// How long until [`text`](Self::text) changes with nothing else happening: the next whole
+    /// second of the count while the bar reports lateness, else when the server or our input
+    /// becomes late. A driver redraws the bar then, not on a clock: an idle page that wakes
+    /// every second costs the browser a task and often a frame each time.
+    pub fn next_change(&self) -> Duration {
+        let server_late = self.since_server_state > SERVER_LATE;
+        let reply_late = self.since_reply > REPLY_LATE;
+        if server_late || reply_late {
+            let elapsed =
+                if reply_late && !server_late { self.since_reply } else { self.since_server_state };
+            return Duration::from_secs(1) - Duration::from_nanos(elapsed.subsec_nanos().into());
+        }
+        // Just past the threshold: `text` turns late once the time is above it.
+        let tick = Duration::from_millis(1);
+        (SERVER_LATE - self.since_server_state).min(REPLY_LATE - self.since_reply) + tick
+    }
+
     /// The bar's text, or `None` when there is nothing to show.
     pub fn text(&self) -> Option<String> {
         let server_late = self.since_server_state > SERVER_LATE;
@@ -132,6 +149,29 @@ pub fn overlay_notification(fb: &Framebuffer, note: &Notification<'_>) -> Frameb
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bar_changes_when_the_server_turns_late_and_then_every_whole_second() {
+        let ms = Duration::from_millis;
+        let note = |server, reply| Notification {
+            since_server_state: ms(server),
+            since_reply: ms(reply),
+            message: None,
+            never_heard: false,
+        };
+        // Nothing to show: the next change is the server turning late (or our input, sooner).
+        let quiet = note(2_000, 500);
+        assert_eq!(quiet.text(), None);
+        assert_eq!(quiet.next_change(), ms(4_501));
+        let at = note(2_000 + 4_501, 500 + 4_501);
+        assert!(at.text().is_some(), "late once the time is up");
+        assert_eq!(note(2_000, 9_000).next_change(), ms(1_001), "our input turns late first");
+        // Late: the count moves at the next whole second, and the text does then.
+        let late = note(7_300, 0);
+        assert_eq!(late.next_change(), ms(700));
+        assert_eq!(late.text(), note(7_999, 0).text());
+        assert_ne!(late.text(), note(8_000, 0).text());
+    }
 
     #[test]
     fn a_server_never_heard_from_is_said_so_not_counted_from_a_contact() {

@@ -23,7 +23,9 @@ pub use state::{ApplyError, SyncState};
 pub use user_stream::UserStream;
 
 use crate::time::Instant;
-use crate::wire::{Direction, Fragmenter, Instruction, Key, PacketLayer, Reassembler, StateNum};
+use crate::wire::{
+    Direction, Fragmenter, Instruction, Key, PacketLayer, Reassembler, StateNum, TimestampEcho,
+};
 
 /// Mosh-client's wait after the first change before sending (gathers a burst of keys).
 pub const CLIENT_MIN_DELAY: Duration = Duration::from_millis(1);
@@ -249,6 +251,12 @@ impl<L: SyncState, R: SyncState> Transport<L, R> {
     /// See [`Sender::path_changed`].
     pub fn path_changed(&mut self, now: Instant) {
         self.sender.path_changed(now);
+    }
+
+    /// Which peer timestamp the datagrams handled from now on leave to be echoed
+    /// ([`TimestampEcho`]; mosh's is the newest).
+    pub fn set_timestamp_echo(&mut self, echo: TimestampEcho) {
+        self.packets.set_timestamp_echo(echo);
     }
 
     /// Whole datagrams are at most `mtu` bytes from now on (a link with another limit).

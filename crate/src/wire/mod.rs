@@ -38,7 +38,7 @@ pub use messages::{
     PROTOCOL_VERSION, decode_host_message, decode_instruction, decode_user_message,
     encode_host_message, encode_instruction, encode_user_message,
 };
-pub use packet::{NO_TIMESTAMP, Opened, PacketLayer, TIMESTAMPS_LEN};
+pub use packet::{NO_TIMESTAMP, Opened, PacketLayer, TIMESTAMPS_LEN, TimestampEcho};
 
 /// Which way a datagram travels. The direction bit keeps nonces of the two directions apart,
 /// since both use one key (MOSH-PROTOCOL.md 2.2).

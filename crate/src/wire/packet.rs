@@ -23,7 +23,20 @@ fn timestamp16(now: Instant) -> u16 {
     }
 }
 
-/// The newest in-order peer timestamp, waiting to be echoed once.
+/// Which peer timestamp waits to be echoed when several datagrams come before the next send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimestampEcho {
+    /// The newest, as mosh does (`Connection::recv_one`): the freshest round-trip sample.
+    #[default]
+    Newest,
+    /// The one that came first (while it is still within the echo window). For datagrams that
+    /// were held on the way and come together: the peer's sample then measures what the oldest
+    /// of them really took, hold included, and mosh-server paces its frames to that
+    /// (`DrawPacer::held_batch_echo` says when).
+    Oldest,
+}
+
+/// An in-order peer timestamp, waiting to be echoed once.
 #[derive(Debug, Clone, Copy)]
 struct HeldTimestamp {
     peer_ts: u16,
@@ -45,6 +58,7 @@ pub struct PacketLayer {
     /// Lowest peer sequence number that counts as in order.
     expected_seq: u64,
     held: Option<HeldTimestamp>,
+    echo: TimestampEcho,
 }
 
 /// A datagram that authenticated and decrypted.
@@ -67,7 +81,14 @@ impl PacketLayer {
 
     /// Resumes sending under the same key at `next_seq` (a value saved from [`PacketLayer::next_seq`]).
     pub fn with_next_seq(key: &Key, sending: Direction, next_seq: u64) -> Self {
-        PacketLayer { cipher: Cipher::new(key), sending, next_seq, expected_seq: 0, held: None }
+        PacketLayer {
+            cipher: Cipher::new(key),
+            sending,
+            next_seq,
+            expected_seq: 0,
+            held: None,
+            echo: TimestampEcho::Newest,
+        }
     }
 
     /// The sequence number the next sealed datagram will carry.
@@ -78,6 +99,11 @@ impl PacketLayer {
     /// Skips ahead to `floor` if below it (never back: a number once used stays used).
     pub fn raise_next_seq(&mut self, floor: u64) {
         self.next_seq = self.next_seq.max(floor);
+    }
+
+    /// Which timestamp the datagrams opened from now on leave to be echoed (default: the newest).
+    pub fn set_timestamp_echo(&mut self, echo: TimestampEcho) {
+        self.echo = echo;
     }
 
     pub fn sending_direction(&self) -> Direction {
@@ -116,6 +142,15 @@ impl PacketLayer {
         }
     }
 
+    /// Whether the timestamp waiting to be echoed stays, rather than a newer one taking its place.
+    fn keeps_held_timestamp(&self, now: Instant) -> bool {
+        self.echo == TimestampEcho::Oldest
+            && self.held.is_some_and(|held| {
+                now.as_millis().saturating_sub(held.received.as_millis())
+                    < ECHO_WINDOW.as_millis() as u64
+            })
+    }
+
     /// Authenticates and decrypts a datagram from the peer.
     pub fn open(&mut self, now: Instant, datagram: &[u8]) -> Result<Opened, WireError> {
         if datagram.len() < NONCE_LEN + TAG_LEN {
@@ -139,7 +174,7 @@ impl PacketLayer {
             return Ok(Opened { payload, in_order: false, rtt_sample: None });
         }
         self.expected_seq = nonce.seq + 1;
-        if peer_ts != NO_TIMESTAMP {
+        if peer_ts != NO_TIMESTAMP && !self.keeps_held_timestamp(now) {
             self.held = Some(HeldTimestamp { peer_ts, received: now });
         }
         let rtt_sample = (reply != NO_TIMESTAMP)

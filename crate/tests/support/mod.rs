@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use tern::session::{ClientSession, Event, HostLog, ServerState, SessionConfig};
 use tern::time::Instant;
 use tern::transport::{Transport, TransportConfig, UserStream};
-use tern::wire::{self, Key, UserEvent};
+use tern::wire::{self, Key, TimestampEcho, UserEvent};
 
 /// One direction of the simulated link.
 #[derive(Clone, Debug, Default)]
@@ -58,6 +58,15 @@ pub struct Pair {
     pub client_events: Vec<Event>,
     /// Every datagram put on the link (before loss), in send order.
     pub log: Vec<Sent>,
+    /// Server datagrams held on the way and handed to the client together after this long, the
+    /// way tern-relay holds them for a page that asks (`ClientMessage::Hold`), with the echo the
+    /// client is told to use for such a batch. `None`: each as it comes (and what is held goes).
+    pub down_hold: Option<(Duration, TimestampEcho)>,
+    /// Batches handed over so far, and the datagrams in them.
+    pub held_batches: u64,
+    pub held_datagrams: u64,
+    held: Vec<Vec<u8>>,
+    held_since: Option<Instant>,
     server_heard_client: bool,
     in_flight: BinaryHeap<Reverse<InFlight>>,
     order: u64,
@@ -99,6 +108,11 @@ impl Pair {
             server_resizes: Vec::new(),
             client_events: Vec::new(),
             log: Vec::new(),
+            down_hold: None,
+            held_batches: 0,
+            held_datagrams: 0,
+            held: Vec::new(),
+            held_since: None,
             server_heard_client: false,
             in_flight: BinaryHeap::new(),
             order: 0,
@@ -124,7 +138,16 @@ impl Pair {
         let link = self.in_flight.peek().map(|Reverse(p)| p.at);
         let client = self.client.poll_timeout();
         let server = Some(self.server.poll_timeout(self.now));
-        [link, client, server].into_iter().flatten().min()
+        [link, client, server, self.held_due()].into_iter().flatten().min()
+    }
+
+    /// When what is held goes to the client.
+    fn held_due(&self) -> Option<Instant> {
+        let since = self.held_since?;
+        Some(match self.down_hold {
+            Some((hold, _)) => since + hold,
+            None => self.now,
+        })
     }
 
     /// Advances the simulated clock by `duration`, delivering and timing out as due.
@@ -162,13 +185,33 @@ impl Pair {
                 self.server_heard_client = true;
                 self.server.handle_datagram(now, &packet.bytes);
                 self.serve_new_input();
+            } else if self.down_hold.is_some() {
+                self.held_since.get_or_insert(now);
+                self.held.push(packet.bytes);
             } else {
+                self.release_held();
                 self.client.handle_datagram(now, &packet.bytes);
             }
+        }
+        if self.held_due().is_some_and(|due| due <= now) {
+            self.release_held();
         }
         self.client.handle_timeout(now);
         self.server.handle_timeout(now);
         self.drain();
+    }
+
+    /// Hands what is held to the client as one batch.
+    fn release_held(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let echo = self.down_hold.map_or(TimestampEcho::Newest, |(_, echo)| echo);
+        let batch = std::mem::take(&mut self.held);
+        self.held_since = None;
+        self.held_batches += 1;
+        self.held_datagrams += batch.len() as u64;
+        self.client.handle_held_datagrams(self.now, &batch, echo, &mut |_| {});
     }
 
     /// The simulated server's pty: applies new user events once, echoes keys to its screen and

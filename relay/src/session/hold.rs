@@ -10,8 +10,10 @@
 //! Nothing is dropped, and the order is kept: mosh-server diffs each state from one it assumes
 //! the page has (a state sent within RTO + 100 ms), and a held datagram still arrives, after the
 //! ones before it. The page acknowledges late, which mosh tolerates by design (it is what a slow
-//! link looks like); the page's timestamp echo comes from the newest datagram of a batch, so the
-//! server's round-trip estimate barely moves. When the page asks for no hold again, what is held
+//! link looks like). Which timestamp of a batch the page echoes is the page's choice
+//! (`DrawPacer::held_batch_echo`): the newest while it is visible, so the server's round-trip
+//! estimate barely moves; the oldest while hidden, so the server paces itself to the hold. When
+//! the page asks for no hold again, what is held
 //! goes at once and every datagram as it comes after that.
 //!
 //! Sans-IO: the bridge (`forward.rs`) asks for the deadline and sends what [`Hold::take`]
