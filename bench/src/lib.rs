@@ -1222,7 +1222,9 @@ fn cost_rows(options: &Options, report: &mut Report) {
     let seconds = if options.quick { 3 } else { 10 };
     // `flood-unheld`, `hidden-unheld`: the same with the relay told not to hold datagrams, the
     // before of the hold, side by side.
-    let scenarios = ["flood", "flood-unheld", "log", "clock", "hidden", "hidden-unheld", "idle"];
+    // `blank`: about:blank in the same browser, the floor under the idle page and the hidden tab.
+    let scenarios =
+        ["flood", "flood-unheld", "log", "clock", "hidden", "hidden-unheld", "idle", "blank"];
     progress(&format!(
         "cost: the page's CPU per frame, {} scenarios x {seconds} s",
         scenarios.len()
@@ -1286,16 +1288,21 @@ fn cost_rows(options: &Options, report: &mut Report) {
     }
     if let Some(s) = run.scenarios.get("hidden") {
         let p = percent(s.renderer_cpu_s + s.gpu_cpu_s, s);
-        let unheld = run
-            .scenarios
-            .get("hidden-unheld")
-            .map(|u| format!("{:.1} %", percent(u.renderer_cpu_s + u.gpu_cpu_s, u)))
-            .unwrap_or_else(|| "not measured".to_string());
+        let of = |name: &str| {
+            run.scenarios
+                .get(name)
+                .map(|u| format!("{:.1} %", percent(u.renderer_cpu_s + u.gpu_cpu_s, u)))
+                .unwrap_or_else(|| "not measured".to_string())
+        };
+        let (unheld, idle, blank) = (of("hidden-unheld"), of("idle"), of("blank"));
         report.row(
             "hidden tab during the flood, renderer + GPU CPU".to_string(),
             p,
             "% of a core",
-            format!("< {COST_HIDDEN_PERCENT} % (datagrams not held by the relay: {unheld})"),
+            format!(
+                "< {COST_HIDDEN_PERCENT} % (datagrams not held by the relay: {unheld}; the idle \
+                 page: {idle}; about:blank: {blank})"
+            ),
             p < COST_HIDDEN_PERCENT,
         );
     }
@@ -1357,12 +1364,15 @@ fn cost_rows(options: &Options, report: &mut Report) {
                 a.states_first_second,
                 "",
             );
-            report.detail(
-                &group,
-                "shown again: a second of full pace (40 states) from",
-                a.full_pace_after_s.unwrap_or(f64::NAN),
-                "s",
-            );
+            // Not within the 8 s watched: no row (the summary line says "never").
+            if let Some(s) = a.full_pace_after_s {
+                report.detail(
+                    &group,
+                    "shown again: a second of full pace (40 states) from",
+                    s,
+                    "s",
+                );
+            }
         }
     }
     for (name, m) in &mosh {
