@@ -10,7 +10,7 @@
 //   states: server states the page applied; writes: screen writes to xterm.js; bytesWritten;
 //   page: the page's own split (ms): decrypt, inflate (reassemble + inflate + decode), apply,
 //        diff (compose + display diff), write (handing bytes to xterm.js);
-//   profile (with --profile, in a second window of the flood and hidden scenarios only, so the profiler's
+//   profile (with --profile, in a second window of the flood, hidden and idle scenarios only, so the profiler's
 //        own cost stays out of the CPU figures): the renderer's main thread from Chromium's
 //        sampling profiler, ms by where the time went: tern (wasm and its glue), xterm.js
 //        (parse and render), gc, browser (style, layout, paint: "(program)"); with --top also

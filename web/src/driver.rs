@@ -336,7 +336,7 @@ impl Driver {
     /// The overlay clock: draws only when a draw would show something new (the bar's text, a
     /// paste's progress, the end of a flood), and lets the relay stop holding datagrams once a
     /// flood is over. An idle page draws nothing: each draw costs the browser a frame (a few
-    /// milliseconds of its main thread here, docs/BENCHMARKS.md "The idle page").
+    /// milliseconds of its main thread here, docs/BENCHMARKS.md "Fifth round").
     fn tick(self: &Rc<Self>) {
         let t = now();
         let due = {
@@ -835,12 +835,13 @@ impl Driver {
         {
             let mut st = self.st.borrow_mut();
             let st = &mut *st;
+            let t = now();
             st.relay.counters.datagrams_in += 1;
-            st.relay.liveness.heard(now());
+            st.relay.liveness.heard(t);
             match st.relay.joiner.push(framed) {
                 Ok(Some(d)) => {
                     if let Some(s) = st.session.as_mut() {
-                        s.handle_datagram_staged(now(), &d, &mut st.cost.receive(1));
+                        s.handle_datagram_staged(t, &d, &mut st.cost.receive(1));
                     }
                 }
                 Ok(None) => return,

@@ -193,8 +193,8 @@ impl DrawPacer {
     /// hold included. mosh-server then sees a slow path and paces itself to it, as it would on any
     /// (send interval `SRTT/2`, at most 250 ms: ~4 states a second), and every state it sends is
     /// still taken in order. The price comes when the page is shown again: the estimate falls
-    /// back by 1/8 a sample, so for a second or two the server sends less often and keys echo
-    /// later (predictions show meanwhile; the cost bench's "after showing" rows measure it).
+    /// back by 1/8 a sample, so for a few seconds the server sends less often and keys echo
+    /// later (predictions show meanwhile; the cost bench's "shown again" rows measure it).
     /// A visible page keeps the newest: someone may be looking, and typing ends its hold anyway.
     pub fn held_batch_echo(&self) -> TimestampEcho {
         if self.visible { TimestampEcho::Newest } else { TimestampEcho::Oldest }
