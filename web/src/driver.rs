@@ -56,7 +56,8 @@ const PASTE_REDRAW: Duration = Duration::from_millis(100);
 /// The tab's saved session (what a reload continues) is refreshed at most this often, when the
 /// session does something (a datagram, a key, a timer: an idle session still hears mosh's
 /// heartbeat every 3 s), and when the page goes away; a crash loses what came after (the keys
-/// typed since are sent again, nothing more). No timer of its own: an idle tab wakes less.
+/// typed since are sent again, nothing more). A timer only when a save is left waiting: an idle
+/// tab does not wake for it.
 const SAVE_INTERVAL: Duration = Duration::from_secs(2);
 /// Datagrams of a session restored before any link told its limit (the smallest a browser link
 /// has; the first `ready` sets the real one).
@@ -222,6 +223,8 @@ pub struct Driver {
     pacer_timer: RefCell<Option<Timeout>>,
     /// The overlay clock's next wake ([`Driver::tick`]) and when it is due (`performance.now()`).
     tick_timer: RefCell<Option<(Timeout, f64)>>,
+    /// A save of the tab's session due later ([`Driver::save_if_due`]).
+    save_timer: RefCell<Option<Timeout>>,
 }
 
 impl Driver {
@@ -266,6 +269,7 @@ impl Driver {
             frame_callback: RefCell::new(None),
             pacer_timer: RefCell::new(None),
             tick_timer: RefCell::new(None),
+            save_timer: RefCell::new(None),
         })
     }
 
@@ -391,20 +395,35 @@ impl Driver {
         *timer = Some((wake, due));
     }
 
-    /// Saves the tab's session if [`SAVE_INTERVAL`] has passed since the last save.
-    fn save_if_due(&self) {
-        let due = {
+    /// Saves the tab's session if [`SAVE_INTERVAL`] has passed since the last save; otherwise
+    /// makes sure one save follows when it has (one timer, only while the session is busy), so
+    /// what is saved is never more than that old.
+    fn save_if_due(self: &Rc<Self>) {
+        let wait = {
             let mut st = self.st.borrow_mut();
             let t = now_ms();
-            let due = t - st.saved_ms >= SAVE_INTERVAL.as_secs_f64() * 1000.0;
-            if due {
+            let left = st.saved_ms + SAVE_INTERVAL.as_secs_f64() * 1000.0 - t;
+            if left <= 0.0 {
                 st.saved_ms = t;
+                None
+            } else {
+                Some(left)
             }
-            due
         };
-        if due {
-            self.save();
+        let Some(left) = wait else {
+            self.save_timer.borrow_mut().take();
+            return self.save();
+        };
+        if self.save_timer.borrow().is_some() {
+            return;
         }
+        let weak = Rc::downgrade(self);
+        let timer = Timeout::new(left.ceil() as u32 + 1, move || {
+            let Some(d) = weak.upgrade() else { return };
+            d.save_timer.borrow_mut().take();
+            d.save_if_due();
+        });
+        *self.save_timer.borrow_mut() = Some(timer);
     }
 
     /// Writes the tab's saved session (see [`SAVE_INTERVAL`]); nothing while there is none.
