@@ -1,9 +1,17 @@
-//! Embeds the page: every file under `www/dist/` (if it exists at build time) becomes a static
-//! byte slice in `$OUT_DIR/assets.rs`. Without it the relay builds fine and answers 503 for the
-//! page, so relay work does not wait for the page's build.
+//! Embeds the page and names the build.
+//!
+//! The page: every file under `page/` inside this crate (written there by
+//! `scripts/build-wasm.sh`, and carried in the crate's package, so `cargo install` from the package
+//! serves the real page with no Node) becomes a static byte slice in `$OUT_DIR/assets.rs`. Without
+//! it the relay still builds, and serves a page that says how to build the real one.
+//!
+//! The build: `TERN_RELAY_COMMIT` is the commit the relay was built from (`tern-relay --version`,
+//! `/api/info`): `$TERN_BUILD_COMMIT` if set (a release build pins it), else the package's
+//! `.cargo_vcs_info.json` (what `cargo package` records), else `git rev-parse`, else "unknown".
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 fn collect(dir: &Path, root: &Path, out: &mut Vec<(String, PathBuf)>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -20,22 +28,18 @@ fn collect(dir: &Path, root: &Path, out: &mut Vec<(String, PathBuf)>) {
     }
 }
 
-fn main() {
-    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let www = manifest.join("../www");
-    let dist = www.join("dist");
-    // Watch the deepest directory that exists: cargo treats a missing path as always changed,
-    // which would rebuild the relay on every build.
-    if dist.is_dir() {
-        println!("cargo:rerun-if-changed={}", dist.display());
-    } else if www.is_dir() {
-        println!("cargo:rerun-if-changed={}", www.display());
+fn embed_page(manifest: &Path) {
+    let page = manifest.join("page");
+    // Watch the page directory if it exists, else the crate's own directory: cargo treats a
+    // missing path as always changed, which would rebuild the relay on every build.
+    if page.is_dir() {
+        println!("cargo:rerun-if-changed={}", page.display());
+    } else {
+        println!("cargo:rerun-if-changed={}", manifest.display());
     }
-    println!("cargo:rerun-if-changed=build.rs");
-
     let mut files = Vec::new();
-    if dist.is_dir() {
-        collect(&dist, &dist, &mut files);
+    if page.is_dir() {
+        collect(&page, &page, &mut files);
     }
     files.sort();
     let mut code = String::from("pub static ASSETS: &[(&str, &[u8])] = &[\n");
@@ -46,4 +50,55 @@ fn main() {
     code.push_str("];\n");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo")).join("assets.rs");
     std::fs::write(out, code).expect("OUT_DIR is writable");
+}
+
+/// The short commit hash, from the first source that knows it.
+fn commit(manifest: &Path) -> String {
+    println!("cargo:rerun-if-env-changed=TERN_BUILD_COMMIT");
+    if let Ok(c) = std::env::var("TERN_BUILD_COMMIT") {
+        if !c.trim().is_empty() {
+            return short(c.trim());
+        }
+    }
+    // A crate built from its package: cargo package wrote `{"git": {"sha1": "..."}, ...}`.
+    if let Ok(vcs) = std::fs::read_to_string(manifest.join(".cargo_vcs_info.json")) {
+        if let Some(sha) = vcs.split("\"sha1\"").nth(1).and_then(|rest| rest.split('"').nth(1)) {
+            return short(sha);
+        }
+    }
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(manifest)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "HEAD"]) {
+        Some(sha) if !sha.is_empty() => {
+            // Rebuild when HEAD moves (a commit, a checkout): the version must not lie.
+            if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+                // Only files that exist: cargo reruns a build script for a missing one every time.
+                let head = git(&["symbolic-ref", "-q", "HEAD"]);
+                let watched = ["HEAD", "packed-refs"].into_iter().map(String::from).chain(head);
+                for file in watched.map(|f| Path::new(&dir).join(f)).filter(|p| p.exists()) {
+                    println!("cargo:rerun-if-changed={}", file.display());
+                }
+            }
+            short(&sha)
+        }
+        _ => "unknown".into(),
+    }
+}
+
+fn short(sha: &str) -> String {
+    sha.chars().take(12).collect()
+}
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    println!("cargo:rerun-if-changed=build.rs");
+    embed_page(&manifest);
+    println!("cargo:rustc-env=TERN_RELAY_COMMIT={}", commit(&manifest));
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the page into www/dist/: the core as wasm (+ wasm-bindgen glue), xterm.js, the page files.
-# tern-relay embeds www/dist/ at compile time, so run this BEFORE building tern-relay
+# Builds the page into relay/page/: the core as wasm (+ wasm-bindgen glue), xterm.js, the page files.
+# tern-relay embeds relay/page/ at compile time, so run this BEFORE building tern-relay
 # (scripts/start.sh and the `wasm` stage of scripts/test.sh do).
 #   TERN_WASM_OPT=0   skip wasm-opt (faster; about 25% larger module)
 set -euo pipefail
@@ -12,11 +12,11 @@ log() { printf '[build-wasm] %s\n' "$*"; }
 
 TARGET=wasm32-unknown-unknown
 target_dir=${CARGO_TARGET_DIR:-target}
-dist=www/dist
-# Outside www/dist: tern-relay embeds every file in there.
+dist=relay/page
+# Outside relay/page: tern-relay embeds every file in there.
 stamp=$target_dir/tern-www.inputs
 
-# One build at a time: two at once (a test and a person, say) would share www/dist.tmp.
+# One build at a time: two at once (a test and a person, say) would share relay/page.tmp.
 mkdir -p "$target_dir"
 exec 9>"$target_dir/tern-www.lock"
 flock 9
@@ -24,7 +24,7 @@ flock 9
 # Skip everything when no input changed since the last build (cheap: hashes of file listings).
 inputs_hash() {
   {
-    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www scripts/bundle-page.mjs -path www/dist -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
+    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www scripts/bundle-page.mjs -path relay/page -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
     cat package-lock.json 2>/dev/null
     echo "opt=${TERN_WASM_OPT:-1}"
   } | sort | sha256sum | cut -d' ' -f1

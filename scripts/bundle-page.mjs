@@ -1,4 +1,4 @@
-// Folds the page's own modules (www/settings.js, keys.js, ...) into app.js for www/dist, so that
+// Folds the page's own modules (www/settings.js, keys.js, ...) into app.js for relay/page, so that
 // a first visit fetches one script of ours instead of nine: on two loaded cores every request
 // costs the browser CPU the shell's start waits behind (docs/BENCHMARKS.md, "Page load").
 //

@@ -17,14 +17,15 @@ export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261129}"
 
 # Programs the interop and browser tests drive. A missing one fails here, loudly: tests that need
 # a real peer never skip.
-REQUIRED_PROGRAMS=(mosh-server mosh-client tmux chromium chromedriver wasm-bindgen pebble nginx certutil openssl ip unshare ssh ssh-keygen /usr/sbin/sshd)
+REQUIRED_PROGRAMS=(mosh-server mosh-client tmux chromium chromedriver wasm-bindgen pebble nginx certutil openssl ip unshare ssh ssh-keygen /usr/sbin/sshd
+  debootstrap qemu-aarch64-static file dpkg-deb)
 # Firefox runs the session, paste, token, resume and bridge tests a second time
 # (tests/browser/firefox-*.test.mjs).
 # Where setup could not install it those tests are skipped, each with the reason printed; set
 # TERN_REQUIRE_FIREFOX=1 to make a missing Firefox fail the tools stage instead.
 FIREFOX=${TERN_FIREFOX:-/usr/bin/firefox-esr}
 
-stage_setup() { bash scripts/setup.sh; }
+stage_setup() { bash scripts/setup.sh test; }
 
 stage_tools() {
   local missing=()
@@ -61,11 +62,21 @@ stage_clippy() {
   env -u RUSTFLAGS cargo clippy -p tern-web --lib --target wasm32-unknown-unknown -- -D warnings
 }
 
-# The install script's test reuses the relay `cargo test` just built (target/debug/tern-relay).
-stage_test() { cargo test --workspace; node --test tests/install.test.mjs; }
+# Native tests, and the set-up's plans (what `npm start` may install).
+stage_test() { cargo test --workspace; node --test tests/setup.test.mjs; }
 
-# Builds the page (wasm + bindings + xterm.js) into www/dist. It runs before `test`: tern-relay
-# embeds www/dist when it is compiled, and a relay rebuilt in the middle of `cargo test` (by a test
+# The release as a person gets it (docs/INSTALL.md): `npm run dist` builds the static binaries,
+# tarballs, .debs and install.sh into dist/; then install.sh from a local mirror into a temporary
+# HOME, each static binary alone in an empty root (aarch64 under qemu), and the .deb installed with
+# apt in a clean Debian 12 root (debootstrap, cached in /var/cache/tern-tests) whose shell a
+# headless Chromium reaches.
+stage_dist() {
+  bash scripts/dist.sh
+  node --test tests/dist/*.test.mjs
+}
+
+# Builds the page (wasm + bindings + xterm.js) into relay/page. It runs before `test`: tern-relay
+# embeds relay/page when it is compiled, and a relay rebuilt in the middle of `cargo test` (by a test
 # that builds it) would leave crates compiled against the old one unable to link it.
 stage_wasm() { bash scripts/build-wasm.sh; }
 
@@ -97,7 +108,7 @@ stage_browser() {
 # Longer runs: `bash scripts/fuzz.sh long` (docs/FUZZING.md).
 stage_fuzz() { bash scripts/fuzz.sh short "${TERN_FUZZ_SECONDS:-5}"; }
 
-STAGES=(setup tools fmt clippy wasm test fuzz browser)
+STAGES=(setup tools fmt clippy wasm test dist fuzz browser)
 selected=("$@")
 ((${#selected[@]})) || selected=("${STAGES[@]}")
 for s in "${selected[@]}"; do

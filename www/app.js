@@ -512,6 +512,7 @@ async function main() {
   window.tern.settings = wireSettings({
     $,
     initial,
+    relay: () => client.relayBuild(),
     apply(next, changed) {
       settings = next;
       const has = (k) => changed.includes(k);

@@ -67,8 +67,10 @@ function save(settings) {
 }
 
 /// Wires the panel. `apply(settings, changed)` makes a setting take effect (app.js knows the
-/// terminal, the client and the fit); it runs once at start with every key.
-export function wireSettings({ $, apply, initial }) {
+/// terminal, the client and the fit); it runs once at start with every key. `relay()` names the
+/// relay serving the page (`tern-relay 0.1.0 (1a2b3c4d5e6f)`) once it is known, shown at the
+/// bottom of the panel.
+export function wireSettings({ $, apply, initial, relay = () => undefined }) {
   const settings = { ...initial };
   const panel = $('settings');
   const gear = $('gear');
@@ -83,6 +85,7 @@ export function wireSettings({ $, apply, initial }) {
       else el.value = String(value);
     }
     $('settings-notify-state').textContent = notificationState();
+    $('settings-relay').textContent = relay() ?? '';
   };
   const set = (changes) => {
     Object.assign(settings, changes);

@@ -25,7 +25,7 @@ fn root() -> PathBuf {
 }
 
 /// Builds the page (`scripts/build-wasm.sh`, a no-op when its inputs are unchanged) once per
-/// run: tern-relay embeds `www/dist` when it is built, and neither `npm run bench` nor the `test`
+/// run: tern-relay embeds `relay/page` when it is built, and neither `npm run bench` nor the `test`
 /// stage of `npm test` (which comes before its `wasm` stage) has built it in a fresh clone.
 fn build_page() -> anyhow::Result<()> {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();

@@ -7,7 +7,7 @@
 //! datagram is handed to both, timed separately, and the client's acknowledgements go back to the
 //! server through the shadow, as they pass through the relay. Prints medians; asserts nothing.
 //!
-//! `cargo run --release -p tern --example shadow_cost`
+//! `cargo run --release -p tern-mosh --example shadow_cost`
 
 // A benchmark is a driver, not core (crate/clippy.toml): it reads the wall clock.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]

@@ -1,6 +1,6 @@
 //! Datagrams per second through `tern::wire` for a typical ~1 KiB host diff.
 //!
-//! Run: `cargo run -p tern --release --example wire_throughput`
+//! Run: `cargo run -p tern-mosh --release --example wire_throughput`
 //!
 //! Send path: encode HostMessage, serialize + zlib + fragment the Instruction, seal each fragment.
 //! Receive path: open each datagram, reassemble + inflate + decode the Instruction, decode the diff.

@@ -145,6 +145,7 @@ fn every_error_code_has_its_wire_name() {
 fn info_and_api_bodies() {
     let info = RelayInfo {
         version: "0.1.0".into(),
+        commit: "1a2b3c4d5e6f".into(),
         protocol: PROTOCOL_VERSION,
         mode: Mode::Spawn,
         port: 7480,
@@ -170,7 +171,7 @@ fn info_and_api_bodies() {
         &info,
         &format!(
             concat!(
-                r#"{{"version":"0.1.0","protocol":{},"mode":"spawn","port":7480,"webtransport_path":"/wt","#,
+                r#"{{"version":"0.1.0","commit":"1a2b3c4d5e6f","protocol":{},"mode":"spawn","port":7480,"webtransport_path":"/wt","#,
                 r#""cert_hashes":["AAEC","not base64!"],"cert_hash_algorithm":"sha-256","cert_self_signed":true,"#,
                 r#""framing":1,"max_datagram_size":1211,"limits":{{"max_sessions":64,"max_spawned":16,"#,
                 r#""datagram_rate":2000,"datagram_burst":400,"idle_timeout_secs":3600,"max_control_message":4096}},"#,
@@ -180,6 +181,12 @@ fn info_and_api_bodies() {
         ),
     );
     assert_eq!(info.cert_hash_bytes(), vec![vec![0u8, 1, 2]]);
+    assert_eq!(info.relay_build(), "tern-relay 0.1.0 (1a2b3c4d5e6f)");
+    // A relay from before `commit` still connects; the page names its version alone.
+    let line = String::from_utf8(encode(&info)).unwrap().replace(r#""commit":"1a2b3c4d5e6f","#, "");
+    let older = decode::<RelayInfo>(line.as_bytes()).unwrap();
+    assert_eq!(older, RelayInfo { commit: String::new(), ..info.clone() });
+    assert_eq!(older.relay_build(), "tern-relay 0.1.0");
     let unavailable = RelayInfo {
         paste: PasteInfo { available: false, max_size: None, reason: Some("bridge".into()) },
         ..info

@@ -196,7 +196,7 @@ fn fmt_time(t: SystemTime) -> String {
 
 /// One order: account, TLS-ALPN-01 for each domain, finalize, download; saved to the cache.
 async fn obtain(s: &AcmeSettings, certs: &CertManager) -> anyhow::Result<Identity> {
-    crate::state::ensure_private_dir(&s.dir)?;
+    crate::state::ensure_private_dir(&s.dir, crate::state::DirRole::State)?;
     let account = account(s).await?;
     let identifiers: Vec<Identifier> = s.domains.iter().cloned().map(Identifier::Dns).collect();
     let mut order =

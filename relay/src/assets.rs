@@ -1,4 +1,5 @@
-//! The page's static files, embedded at build time from `www/dist/` (see build.rs).
+//! The page's static files, embedded at build time from `relay/page/` (see build.rs), and what a
+//! relay built without them serves instead.
 
 include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 
@@ -20,6 +21,33 @@ pub fn find(request_path: &str) -> Option<Asset> {
 pub fn page_present() -> bool {
     !ASSETS.is_empty()
 }
+
+/// Whether a request path names the page's document (`/`, `/index.html`): what a relay built
+/// without the page answers with [`PAGE_MISSING_HTML`].
+pub fn is_document(request_path: &str) -> bool {
+    matches!(request_path.trim_start_matches('/'), "" | "index.html")
+}
+
+/// The document of a relay built without the page (a checkout where `scripts/build-wasm.sh` never
+/// ran): what happened and the commands that give the real page. Plain HTML with no script or
+/// style, so the relay's Content-Security-Policy has nothing to refuse.
+pub const PAGE_MISSING_HTML: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>Tern: page not built</title></head>
+<body>
+<h1>This tern-relay was built without its page</h1>
+<p>The relay is running, but the terminal page was not built when this binary was compiled, so
+there is nothing to show here yet.</p>
+<p>From a checkout of Tern (needs Rust and Node.js), build the page and then the relay:</p>
+<pre>npm start</pre>
+<p>or, step by step:</p>
+<pre>bash scripts/setup.sh
+bash scripts/build-wasm.sh        # writes relay/page/
+cargo build --release -p tern-relay</pre>
+<p>Or install a release binary, which has the page inside (docs/INSTALL.md):</p>
+<pre>curl -fsSL https://github.com/tern-term/tern/releases/latest/download/install.sh | sh</pre>
+</body></html>
+"#;
 
 /// MIME type by extension; browsers refuse wasm streaming compilation and module scripts
 /// served with the wrong type.

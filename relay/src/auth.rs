@@ -42,6 +42,85 @@ impl Token {
     }
 }
 
+/// Why `--token-file` could not give a token.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenFileError {
+    #[error("token file {path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "token file {path} can be read by other users (mode {mode:o}): the token opens a shell; \
+         fix with chmod 600 {path}"
+    )]
+    NotPrivate { path: std::path::PathBuf, mode: u32 },
+    #[error(
+        "token file {path} holds no usable token: it must be one line of printable ASCII without \
+         spaces (delete the file and a new token is made)"
+    )]
+    Malformed { path: std::path::PathBuf },
+    #[error("cannot make a random token: {0}")]
+    Random(getrandom::Error),
+}
+
+impl Token {
+    /// `--token-file`: the token in `path`, or, when there is no such file, a new random one
+    /// written there (mode 0600; a missing parent directory is made 0700). A service keeps one
+    /// URL across restarts this way, and the token stays out of its command line and unit file.
+    /// A file other users can read is refused, not used.
+    pub fn load_or_create(path: &std::path::Path) -> Result<Token, TokenFileError> {
+        use std::io::Write as _;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        let io = |source| TokenFileError::Io { path: path.to_path_buf(), source };
+        match std::fs::metadata(path) {
+            Ok(meta) => {
+                let mode = meta.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    return Err(TokenFileError::NotPrivate { path: path.to_path_buf(), mode });
+                }
+                let text = std::fs::read_to_string(path).map_err(io)?;
+                let token = text.trim();
+                if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
+                    return Err(TokenFileError::Malformed { path: path.to_path_buf() });
+                }
+                Ok(Token::new(token))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    if !parent.exists() {
+                        std::fs::DirBuilder::new()
+                            .recursive(true)
+                            .mode(0o700)
+                            .create(parent)
+                            .map_err(io)?;
+                    }
+                }
+                let token = Token::random().map_err(TokenFileError::Random)?;
+                // create_new: two relays starting at once never overwrite each other's token;
+                // the loser reads the winner's.
+                let file =
+                    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path);
+                match file {
+                    Ok(mut f) => {
+                        f.write_all(format!("{}\n", token.expose()).as_bytes()).map_err(io)?;
+                        f.sync_all().map_err(io)?;
+                        tracing::info!(path = %path.display(), "made a new token");
+                        Ok(token)
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        Token::load_or_create(path)
+                    }
+                    Err(e) => Err(io(e)),
+                }
+            }
+            Err(e) => Err(io(e)),
+        }
+    }
+}
+
 /// Failed attempts from one source address.
 #[derive(Debug, Clone, Copy)]
 struct Failures {
@@ -128,6 +207,41 @@ impl AuthLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_file_is_made_once_private_and_read_back() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config/tern-relay/token");
+        let made = Token::load_or_create(&path).unwrap();
+        assert_eq!(made.expose().len(), 43);
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let parent = path.parent().unwrap();
+        assert_eq!(std::fs::metadata(parent).unwrap().permissions().mode() & 0o777, 0o700);
+        // The next start reads the same token: the URL survives a restart.
+        assert!(Token::load_or_create(&path).unwrap().matches(made.expose()));
+        // A hand-written one, with its newline, is taken as it is.
+        std::fs::write(&path, "hand-made-token-0123456789\n").unwrap();
+        assert!(Token::load_or_create(&path).unwrap().matches("hand-made-token-0123456789"));
+    }
+
+    #[test]
+    fn a_token_file_others_can_read_or_an_empty_one_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "secret-token-value-0123456789\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = Token::load_or_create(&path).unwrap_err();
+        assert!(matches!(e, TokenFileError::NotPrivate { mode: 0o644, .. }), "{e}");
+        assert!(e.to_string().contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(&path, "  \n").unwrap();
+        let e = Token::load_or_create(&path).unwrap_err();
+        assert!(matches!(e, TokenFileError::Malformed { .. }), "{e}");
+        std::fs::write(&path, "two words\n").unwrap();
+        assert!(matches!(Token::load_or_create(&path), Err(TokenFileError::Malformed { .. })));
+    }
 
     #[test]
     fn random_tokens_differ_and_never_show_in_debug() {

@@ -12,6 +12,15 @@
 //! * **ACME** (`--acme`, `crate::acme`): obtained and renewed from a CA and installed with
 //!   [`CertManager::install`]; until the first one arrives a self-signed placeholder serves.
 //!
+//! With `--tls-self-signed` the page's HTTPS has a certificate of its own, apart from the
+//! rotating WebTransport ones: the person accepts it in the browser once, so it must outlive
+//! restarts. It is kept in the state directory ([`PAGE_CERT_FILE`], key and certificate in one
+//! PEM file, 0600), valid [`PAGE_VALIDITY`], reused while it names the listen address and has
+//! more than [`PAGE_RENEW_BEFORE`] left, else replaced (with a log line saying why). The page pins
+//! WebTransport by hash, so those stay short-lived and rotate as above. Without a state directory
+//! (bridge mode without `--state-dir`) the page's HTTPS uses the WebTransport certificate, as it
+//! always did.
+//!
 //! Live connections are unaffected by a switch: TLS and QUIC check the certificate only during
 //! the handshake. The page's HTTPS acceptor asks [`CertManager::current`] at every handshake
 //! ([`CertManager::tls_acceptor`]); WebTransport gets each new identity through wtransport's
@@ -33,6 +42,13 @@ use wtransport::Identity;
 pub const VALIDITY: Duration = Duration::from_secs(13 * 24 * 3600);
 /// Back-dating of `notBefore`, for clients whose clock is a little behind.
 pub const BACKDATE: Duration = Duration::from_secs(3600);
+/// Validity of the page's own self-signed certificate (`--tls-self-signed`). The 398-day cap of
+/// browsers applies to publicly trusted certificates only, not to one the person accepted.
+pub const PAGE_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
+/// The page's certificate is replaced when less than this is left of it.
+pub const PAGE_RENEW_BEFORE: Duration = Duration::from_secs(30 * 24 * 3600);
+/// Where the page's certificate lives, under the state directory.
+pub const PAGE_CERT_FILE: &str = "tls/self-signed.pem";
 /// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737).
 pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
 
@@ -51,6 +67,8 @@ pub struct CertInfo {
     pub not_after: Option<SystemTime>,
     /// The leaf's DNS names (subject alternative names).
     pub dns_names: Vec<String>,
+    /// The leaf's IP addresses (subject alternative names).
+    pub ip_addresses: Vec<std::net::IpAddr>,
     /// The same chain and key for the page's HTTPS (rustls).
     certified: Arc<CertifiedKey>,
 }
@@ -65,17 +83,23 @@ impl CertInfo {
         };
         let hash = *leaf.hash().as_ref();
         let certified = Arc::new(certified_key(&identity)?);
-        let (not_before, not_after, dns_names) = leaf_facts(leaf.der());
+        let facts = leaf_facts(leaf.der());
         Ok(CertInfo {
             identity,
             hash,
             made,
             self_signed,
-            not_before,
-            not_after,
-            dns_names,
+            not_before: facts.not_before,
+            not_after: facts.not_after,
+            dns_names: facts.dns_names,
+            ip_addresses: facts.ip_addresses,
             certified,
         })
+    }
+
+    /// The SHA-256 fingerprint as browsers show it: `AA:BB:...` (32 pairs).
+    pub fn fingerprint(&self) -> String {
+        fingerprint_of(&self.hash)
     }
 
     pub fn identity(&self) -> Identity {
@@ -86,10 +110,27 @@ impl CertInfo {
         base64::engine::general_purpose::STANDARD.encode(self.hash)
     }
 
-    /// Whether the leaf names every one of `domains` (exactly; no wildcards needed here).
-    pub fn covers(&self, domains: &[String]) -> bool {
-        domains.iter().all(|d| self.dns_names.iter().any(|n| n.eq_ignore_ascii_case(d)))
+    /// Whether the leaf names every one of `names` (exactly; no wildcards needed here): an IP
+    /// address among its IP addresses, anything else among its DNS names.
+    pub fn covers(&self, names: &[String]) -> bool {
+        self.missing(names).is_none()
     }
+
+    /// The first of `names` the leaf does not name.
+    fn missing<'a>(&self, names: &'a [String]) -> Option<&'a str> {
+        names
+            .iter()
+            .find(|d| match d.parse::<std::net::IpAddr>() {
+                Ok(ip) => !self.ip_addresses.contains(&ip),
+                Err(_) => !self.dns_names.iter().any(|n| n.eq_ignore_ascii_case(d)),
+            })
+            .map(String::as_str)
+    }
+}
+
+/// `AA:BB:...`: a SHA-256 as browsers show a certificate's fingerprint.
+pub fn fingerprint_of(hash: &[u8; 32]) -> String {
+    hash.iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(":")
 }
 
 /// The rustls form of a wtransport identity. wtransport keeps the key's DER without saying
@@ -120,28 +161,46 @@ fn certified_key(identity: &Identity) -> Result<CertifiedKey, CertError> {
     Err(CertError::Load(last))
 }
 
-/// notBefore, notAfter and DNS names of a DER certificate (`None`/empty when unreadable).
-fn leaf_facts(der: &[u8]) -> (Option<SystemTime>, Option<SystemTime>, Vec<String>) {
+/// What the relay reads from a leaf certificate.
+#[derive(Debug, Default)]
+struct LeafFacts {
+    not_before: Option<SystemTime>,
+    not_after: Option<SystemTime>,
+    dns_names: Vec<String>,
+    ip_addresses: Vec<std::net::IpAddr>,
+}
+
+/// notBefore, notAfter, DNS names and IP addresses of a DER certificate (`None`/empty when
+/// unreadable).
+fn leaf_facts(der: &[u8]) -> LeafFacts {
     use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
     let Ok((_, cert)) = X509Certificate::from_der(der) else {
-        return (None, None, Vec::new());
+        return LeafFacts::default();
     };
     let at =
         |t: i64| u64::try_from(t).ok().map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s));
     let v = cert.validity();
-    let names = match cert.subject_alternative_name() {
-        Ok(Some(san)) => san
-            .value
-            .general_names
-            .iter()
-            .filter_map(|n| match n {
-                GeneralName::DNSName(d) => Some(d.to_string()),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
+    let mut facts = LeafFacts {
+        not_before: at(v.not_before.timestamp()),
+        not_after: at(v.not_after.timestamp()),
+        ..LeafFacts::default()
     };
-    (at(v.not_before.timestamp()), at(v.not_after.timestamp()), names)
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for name in &san.value.general_names {
+            match name {
+                GeneralName::DNSName(d) => facts.dns_names.push(d.to_string()),
+                GeneralName::IPAddress(bytes) => {
+                    if let Ok(v4) = <[u8; 4]>::try_from(*bytes) {
+                        facts.ip_addresses.push(v4.into());
+                    } else if let Ok(v6) = <[u8; 16]>::try_from(*bytes) {
+                        facts.ip_addresses.push(v6.into());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    facts
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +213,11 @@ pub enum CertError {
         "certificate rotation every {rotate:?} plus {ahead:?} ahead exceeds the {VALIDITY:?} validity"
     )]
     Schedule { rotate: Duration, ahead: Duration },
+    #[error(
+        "cannot keep the page's certificate in {path}: {cause}; pass --state-dir DIR to use \
+         another directory"
+    )]
+    PageFile { path: PathBuf, cause: std::io::Error },
 }
 
 #[derive(Debug)]
@@ -173,10 +237,19 @@ enum Source {
     Acme,
 }
 
+/// The page's own HTTPS certificate (`--tls-self-signed` with a state directory).
+#[derive(Debug)]
+struct PageCert {
+    file: PathBuf,
+    current: RwLock<Arc<CertInfo>>,
+}
+
 /// Owns the current (and upcoming) certificate.
 #[derive(Debug)]
 pub struct CertManager {
     certs: RwLock<Certs>,
+    /// The page's HTTPS certificate when it is not the WebTransport one.
+    page: Option<PageCert>,
     source: Source,
     /// Names for self-signed certificates.
     sans: Vec<String>,
@@ -203,6 +276,7 @@ impl CertManager {
     fn with(current: CertInfo, source: Source, sans: Vec<String>) -> Self {
         CertManager {
             certs: RwLock::new(Certs { current: Arc::new(current), next: None }),
+            page: None,
             source,
             sans,
             challenges: Mutex::new(HashMap::new()),
@@ -249,6 +323,83 @@ impl CertManager {
             None => self_signed_info(&sans, Instant::now())?,
         };
         Ok(Self::with(current, Source::Acme, sans))
+    }
+
+    /// Gives the page's HTTPS a certificate of its own, kept in `file` (under the state
+    /// directory, whose `tls/` the caller made private): the one there when it is still good
+    /// for the names of this certificate manager and `now`, else a new one written there.
+    pub fn with_page_cert(mut self, file: &Path, now: SystemTime) -> Result<Self, CertError> {
+        let info = match load_page_cert(file) {
+            Ok(Some(info)) => match page_cert_problem(&info, &self.sans, now) {
+                None => {
+                    tracing::info!(
+                        file = %file.display(),
+                        fingerprint = %info.fingerprint(),
+                        "the page's certificate: the one kept from an earlier start"
+                    );
+                    info
+                }
+                Some(why) => {
+                    let info = make_page_cert(file, &self.sans, now)?;
+                    tracing::warn!(
+                        file = %file.display(),
+                        fingerprint = %info.fingerprint(),
+                        "the page's certificate is new ({why}): browsers ask to accept it again"
+                    );
+                    info
+                }
+            },
+            Ok(None) => {
+                let info = make_page_cert(file, &self.sans, now)?;
+                tracing::info!(
+                    file = %file.display(),
+                    fingerprint = %info.fingerprint(),
+                    "made the page's certificate, kept for the next starts"
+                );
+                info
+            }
+            Err(why) => {
+                let info = make_page_cert(file, &self.sans, now)?;
+                tracing::warn!(
+                    file = %file.display(),
+                    fingerprint = %info.fingerprint(),
+                    "the page's certificate is new ({why}): browsers ask to accept it again"
+                );
+                info
+            }
+        };
+        self.page =
+            Some(PageCert { file: file.to_path_buf(), current: RwLock::new(Arc::new(info)) });
+        Ok(self)
+    }
+
+    /// Replaces the page's own certificate when less than [`PAGE_RENEW_BEFORE`] is left of it
+    /// (a relay that runs for a year); new HTTPS handshakes get the new one.
+    pub fn renew_page_cert(&self, now: SystemTime) -> Result<(), CertError> {
+        let Some(page) = &self.page else { return Ok(()) };
+        let old = Arc::clone(&page.current.read().unwrap_or_else(|e| e.into_inner()));
+        let Some(why) = page_cert_problem(&old, &self.sans, now) else { return Ok(()) };
+        let info = make_page_cert(&page.file, &self.sans, now)?;
+        tracing::warn!(
+            file = %page.file.display(),
+            fingerprint = %info.fingerprint(),
+            "the page's certificate is new ({why}): browsers ask to accept it again"
+        );
+        *page.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(info);
+        Ok(())
+    }
+
+    /// The certificate the page's HTTPS serves: its own when it has one, else the current one.
+    pub fn page(&self) -> Arc<CertInfo> {
+        match &self.page {
+            Some(p) => Arc::clone(&p.current.read().unwrap_or_else(|e| e.into_inner())),
+            None => self.current(),
+        }
+    }
+
+    /// Whether the page's HTTPS has a certificate of its own, kept across restarts.
+    pub fn page_cert_kept(&self) -> bool {
+        self.page.is_some()
     }
 
     pub fn current(&self) -> Arc<CertInfo> {
@@ -413,8 +564,103 @@ impl rustls::server::ResolvesServerCert for Resolver {
             let map = self.0.challenges.lock().unwrap_or_else(|e| e.into_inner());
             return map.get(&name).cloned();
         }
-        Some(Arc::clone(&self.0.current().certified))
+        Some(Arc::clone(&self.0.page().certified))
     }
+}
+
+/// The page's certificate kept in `file`: `Ok(None)` when there is none, `Err(why)` when the
+/// file is there but cannot serve (unreadable, readable by other users, not a matching pair).
+fn load_page_cert(file: &Path) -> Result<Option<CertInfo>, String> {
+    use std::os::unix::fs::PermissionsExt;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    let meta = match std::fs::metadata(file) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("the kept one cannot be read: {e}")),
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!("the kept one's key could be read by other users (mode {mode:o})"));
+    }
+    let pem = std::fs::read(file).map_err(|e| format!("the kept one cannot be read: {e}"))?;
+    let unusable = |what: &str| format!("the kept one is unusable: {what}");
+    let chain = CertificateDer::pem_slice_iter(&pem)
+        .map(|c| {
+            c.map_err(|e| unusable(&e.to_string())).and_then(|c| {
+                wtransport::tls::Certificate::from_der(c.to_vec())
+                    .map_err(|e| unusable(&e.to_string()))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if chain.is_empty() {
+        return Err(unusable("no certificate in it"));
+    }
+    let key = match PrivateKeyDer::from_pem_slice(&pem) {
+        Ok(PrivateKeyDer::Pkcs8(k)) => k.secret_pkcs8_der().to_vec(),
+        Ok(_) => return Err(unusable("its key is not PKCS#8")),
+        Err(e) => return Err(unusable(&format!("no key ({e})"))),
+    };
+    let identity = Identity::new(
+        wtransport::tls::CertificateChain::new(chain),
+        wtransport::tls::PrivateKey::from_der_pkcs8(key),
+    );
+    CertInfo::new(identity, true, Instant::now()).map(Some).map_err(|e| unusable(&e.to_string()))
+}
+
+/// Why the kept page certificate should not serve (`None`: it should): expiring within
+/// [`PAGE_RENEW_BEFORE`], not valid yet, or not naming one of `names` (the listen address
+/// changed).
+fn page_cert_problem(info: &CertInfo, names: &[String], now: SystemTime) -> Option<String> {
+    let (Some(not_before), Some(not_after)) = (info.not_before, info.not_after) else {
+        return Some("the kept one's validity cannot be read".into());
+    };
+    if not_before > now {
+        return Some("the kept one is not valid yet: did the clock go back?".into());
+    }
+    match not_after.duration_since(now) {
+        Err(_) => return Some("the kept one expired".into()),
+        Ok(left) if left < PAGE_RENEW_BEFORE => {
+            return Some(format!("the kept one expires in {} days", left.as_secs() / (24 * 3600)));
+        }
+        Ok(_) => {}
+    }
+    info.missing(names)
+        .map(|n| format!("the kept one does not name {n}, which the relay listens on"))
+}
+
+/// A new page certificate for `names`, valid [`PAGE_VALIDITY`] from an hour before `now`,
+/// written to `file` (0600, by a rename: a crash leaves the old file or the new one).
+fn make_page_cert(file: &Path, names: &[String], now: SystemTime) -> Result<CertInfo, CertError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let not_before = time::OffsetDateTime::from(now) - BACKDATE;
+    let identity = Identity::self_signed_builder()
+        .subject_alt_names(names)
+        .validity_period(not_before, not_before + PAGE_VALIDITY)
+        .build()
+        .map_err(|e| CertError::SelfSigned(e.to_string()))?;
+    let mut pem = String::new();
+    for cert in identity.certificate_chain().as_slice() {
+        pem.push_str(&cert.to_pem());
+    }
+    pem.push_str(&identity.private_key().to_secret_pem());
+    let tmp = file.with_extension("pem.tmp");
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(pem.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, file)
+    };
+    write().map_err(|cause| {
+        let _ = std::fs::remove_file(&tmp);
+        CertError::PageFile { path: file.to_path_buf(), cause }
+    })?;
+    CertInfo::new(identity, true, Instant::now())
 }
 
 /// SHA-256 over both files' contents (what [`CertManager::reload_files`] compares).
@@ -509,6 +755,82 @@ mod tests {
         assert!(span.abs_diff(VALIDITY) < Duration::from_secs(2), "{span:?}");
         assert!(info.covers(&["LOCALHOST".into()]));
         assert!(!info.covers(&["example.com".into()]));
+    }
+
+    #[test]
+    fn the_page_certificate_is_kept_and_replaced_only_for_a_reason() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("self-signed.pem");
+        let names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+        let rotating = |names: &[String]| {
+            CertManager::self_signed(
+                names.to_vec(),
+                Duration::from_secs(100),
+                Duration::from_secs(10),
+            )
+            .unwrap()
+        };
+        let now = SystemTime::now();
+        let first = rotating(&names).with_page_cert(&file, now).unwrap();
+        let page = first.page();
+        assert_ne!(page.hash, first.current().hash, "the page's is not the WebTransport one");
+        assert_eq!(first.hashes(), vec![first.current().hash_base64()], "only WebTransport's");
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        let span = page.not_after.unwrap().duration_since(page.not_before.unwrap()).unwrap();
+        assert_eq!(span, PAGE_VALIDITY);
+        assert_eq!(page.ip_addresses.len(), 2);
+        assert!(page.fingerprint().len() == 95 && page.fingerprint().as_bytes()[2] == b':');
+
+        // The next start serves the same one, even a while later.
+        let later = now + Duration::from_secs(200 * 24 * 3600);
+        let again = rotating(&names).with_page_cert(&file, later).unwrap();
+        assert_eq!(again.page().hash, page.hash);
+        assert!(again.renew_page_cert(later).is_ok());
+        assert_eq!(again.page().hash, page.hash, "nothing due");
+
+        // Less than 30 days left: a new one, at start or while running.
+        let late = now + PAGE_VALIDITY - Duration::from_secs(29 * 24 * 3600);
+        again.renew_page_cert(late).unwrap();
+        let renewed = again.page().hash;
+        assert_ne!(renewed, page.hash);
+        assert_eq!(rotating(&names).with_page_cert(&file, late).unwrap().page().hash, renewed);
+
+        // Another listen address: a new one naming it.
+        let mut wider = names.clone();
+        wider.push("192.0.2.7".into());
+        let moved = rotating(&wider).with_page_cert(&file, late).unwrap();
+        assert_ne!(moved.page().hash, renewed);
+        assert!(moved.page().covers(&wider));
+        // Back on loopback: the wider one still names everything asked.
+        assert_eq!(
+            rotating(&names).with_page_cert(&file, late).unwrap().page().hash,
+            moved.page().hash
+        );
+
+        // A key others could read is not used.
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let exposed = rotating(&names).with_page_cert(&file, late).unwrap();
+        assert_ne!(exposed.page().hash, moved.page().hash);
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        // Nor is a damaged file: replaced, not fatal.
+        std::fs::write(&file, "garbage").unwrap();
+        let repaired = rotating(&names).with_page_cert(&file, late).unwrap();
+        assert!(load_page_cert(&file).unwrap().unwrap().hash == repaired.page().hash);
+
+        // Without a page certificate the page is served the WebTransport one.
+        let plain = rotating(&names);
+        assert_eq!(plain.page().hash, plain.current().hash);
+        assert!(!plain.page_cert_kept());
+    }
+
+    #[test]
+    fn fingerprints_look_like_the_browsers() {
+        let mut hash = [0u8; 32];
+        hash[0] = 0xAB;
+        hash[31] = 0x0F;
+        let f = fingerprint_of(&hash);
+        assert!(f.starts_with("AB:00:") && f.ends_with(":0F"), "{f}");
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub const CHROMIUM_MAX_DATAGRAM: usize = 1211;
 pub const SESSION_IDLE_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "tern-relay", version, about)]
+#[command(name = "tern-relay", version = crate::VERSION, about)]
 pub struct Config {
     /// Address for HTTP (TCP) and WebTransport (UDP), both on the same port number.
     /// Port 0 picks a free port.
@@ -39,6 +39,12 @@ pub struct Config {
     /// to other users in `ps`.
     #[arg(long, env = "TERN_RELAY_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+
+    /// A file holding the access token (one line): read at start, or made with a new random
+    /// token (mode 0600) when it does not exist, so the URL stays the same across restarts.
+    /// What the systemd units use. A file other users can read is refused.
+    #[arg(long, env = "TERN_RELAY_TOKEN_FILE", value_name = "FILE", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
 
     /// Directory for the records of spawned mosh-servers (created 0700, files 0600).
     /// Default: $XDG_STATE_HOME/tern-relay or ~/.local/state/tern-relay.
@@ -239,6 +245,11 @@ pub struct Config {
     /// Upper bound for relay→browser datagrams, below the connection's own limit.
     #[arg(long, env = "TERN_RELAY_MAX_DATAGRAM", default_value_t = CHROMIUM_MAX_DATAGRAM)]
     pub max_datagram_size: usize,
+
+    /// Print the URL as a QR code too (on stdout, after it), for a phone or tablet. On by
+    /// itself when the URL names an address beyond this machine's loopback.
+    #[arg(long, env = "TERN_RELAY_QR", value_parser = clap::builder::FalseyValueParser::new())]
+    pub qr: bool,
 
     /// Rotate the self-signed WebTransport certificate after this many seconds (it is valid
     /// 13 days; Chromium accepts at most 14 for `serverCertificateHashes`).
@@ -585,6 +596,13 @@ mod tests {
         assert_eq!(c.acme_directory, LETS_ENCRYPT_PRODUCTION);
         assert!(c.https());
         assert!(!Config::parse_from(["tern-relay"]).https());
+    }
+
+    #[test]
+    fn qr_is_off_unless_asked() {
+        assert!(!Config::parse_from(["tern-relay"]).qr);
+        assert!(Config::parse_from(["tern-relay", "--qr"]).qr);
+        // TERN_RELAY_QR=1 (or yes, on, true) turns it on: tests/binary.rs runs the binary so.
     }
 
     #[test]

@@ -267,11 +267,16 @@ fn handle(shared: &Shared, req: Request<Incoming>, path: &str, peer: SocketAddr)
             );
             r
         }
-        None if !assets::page_present() => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "tern-relay was built without the page: www/dist/ did not exist at build time.\n\
-             Build the page, then rebuild tern-relay.\n",
-        ),
+        // A relay built from a checkout whose page was never built: the document itself says how
+        // to get the real page, so the person who opened the URL is not left with an error code.
+        None if !assets::page_present() && assets::is_document(path) => {
+            let mut r =
+                Response::new(Body::new(Bytes::from_static(assets::PAGE_MISSING_HTML.as_bytes())));
+            let h = r.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(assets::mime("index.html")));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            r
+        }
         None => text(StatusCode::NOT_FOUND, "not found\n"),
     };
     if req.method() == Method::HEAD {
@@ -415,6 +420,7 @@ pub(crate) fn info(shared: &Shared) -> RelayInfo {
     let c = &shared.config;
     RelayInfo {
         version: env!("CARGO_PKG_VERSION").into(),
+        commit: crate::COMMIT.into(),
         protocol: PROTOCOL_VERSION,
         mode: c.mode(),
         port: shared.port,

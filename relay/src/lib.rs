@@ -32,6 +32,7 @@ mod http;
 pub mod limits;
 pub mod logging;
 pub mod paste;
+pub mod qr;
 pub mod record;
 mod registry;
 pub mod security;
@@ -43,8 +44,9 @@ pub mod ssh;
 pub mod state;
 
 use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -64,6 +66,12 @@ use cert::CertManager;
 use shared::Shared;
 use state::StateStore;
 
+/// The commit the relay was built from (relay/build.rs): a short hash, or `unknown`.
+pub const COMMIT: &str = env!("TERN_RELAY_COMMIT");
+/// What `tern-relay --version` prints after the name: the package version and the commit.
+pub const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("TERN_RELAY_COMMIT"), ")");
+
 /// QUIC keep-alive: keeps NAT bindings and the connection up while the tab is idle.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
 /// A QUIC connection silent this long is gone (the browser also sends keep-alives).
@@ -81,13 +89,17 @@ pub enum RelayError {
     InsecureListen(SocketAddr),
     #[error("--bridge needs at least one --allow HOST:PORT-RANGE")]
     BridgeWithoutAllowlist,
-    #[error("cannot bind {what} on {addr}: {source}")]
-    Bind {
-        what: &'static str,
-        addr: SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A port the relay cannot listen on; the message names the likely cause (another relay, a
+    /// port below 1024, an address this machine does not have) and the flag that fixes it.
+    #[error("{}", bind_message(.what, .addr, .cause))]
+    Bind { what: &'static str, addr: SocketAddr, cause: std::io::Error },
+    /// Spawn mode without a mosh-server to start (checked before binding anything).
+    #[error(
+        "mosh-server not found (looked for {looked}): install mosh: `sudo apt install mosh` \
+         (Debian/Ubuntu), `sudo dnf install mosh` (Fedora), `brew install mosh` (macOS); or pass \
+         --mosh-server-command PATH"
+    )]
+    MoshServerMissing { looked: String },
     #[error("no state directory: pass --state-dir (no $HOME or $XDG_STATE_HOME)")]
     NoStateDir,
     #[error(transparent)]
@@ -96,12 +108,66 @@ pub enum RelayError {
     Cert(#[from] cert::CertError),
     #[error("cannot make a random token: {0}")]
     Random(String),
+    #[error(transparent)]
+    TokenFile(#[from] auth::TokenFileError),
     #[error("TLS setup: {0}")]
     Tls(String),
     #[error("{0}")]
     Acme(String),
     #[error("{0}")]
     Ssh(String),
+}
+
+/// Spawn mode starts `--mosh-server-command`: a relay that cannot would fail every session, so
+/// it refuses to start and says how to install mosh. With `--ssh-host` hosts the relay is still
+/// useful (their sessions need mosh-server there, not here): it only warns.
+fn check_mosh_server(config: &Config, ssh_hosts: bool) -> Result<(), RelayError> {
+    let path = std::env::var_os("PATH");
+    match spawn::find_program(&config.mosh_server_command, path.as_deref()) {
+        Ok(found) => {
+            tracing::debug!(program = %found.display(), "mosh-server found");
+            Ok(())
+        }
+        Err(looked) => {
+            let e = RelayError::MoshServerMissing { looked };
+            if !ssh_hosts {
+                return Err(e);
+            }
+            tracing::warn!(
+                "{e}; sessions on this machine will fail, --ssh-host ones need it there"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The message of [`RelayError::Bind`]: what failed, the system's reason, and what to do.
+fn bind_message(what: &str, addr: &SocketAddr, cause: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    let pick = match addr.ip() {
+        std::net::IpAddr::V6(ip) => format!("[{ip}]:PORT"),
+        ip => format!("{ip}:PORT"),
+    };
+    let advice = match cause.kind() {
+        ErrorKind::AddrInUse => format!(
+            "{addr} is in use: another tern-relay (a systemd service? `systemctl --user status \
+             tern-relay`) or another program is listening there; stop it or pick another port with \
+             --listen {pick} (0 picks a free one)"
+        ),
+        ErrorKind::PermissionDenied if addr.port() != 0 && addr.port() < 1024 => format!(
+            "ports below 1024 need root or CAP_NET_BIND_SERVICE (`sudo setcap \
+             cap_net_bind_service=+ep $(command -v tern-relay)`, or \
+             AmbientCapabilities=CAP_NET_BIND_SERVICE in a systemd unit); or pick a port from 1024 \
+             up with --listen {pick}"
+        ),
+        ErrorKind::AddrNotAvailable => format!(
+            "{} is not an address of this machine (an interface that is down, a VPN not yet \
+             connected?); pick one it has with --listen, or 0.0.0.0 for all",
+            addr.ip()
+        ),
+        _ => return format!("cannot listen on {what} {addr}: {cause}"),
+    };
+    format!("cannot listen on {what} {addr} ({cause}): {advice}")
 }
 
 /// The relay: bound sockets and shared state. Share it behind an `Arc` to call
@@ -138,21 +204,34 @@ impl Relay {
                 "--ssh-host starts sessions as spawn mode does: drop --bridge".into(),
             ));
         }
-        let token = match &config.token {
-            Some(t) if !t.is_empty() => Token::new(t.clone()),
+        if config.mode() == Mode::Spawn {
+            check_mosh_server(&config, ssh.is_some())?;
+        }
+        let token = match (&config.token, &config.token_file) {
+            (Some(t), _) if !t.is_empty() => Token::new(t.clone()),
+            (_, Some(file)) => Token::load_or_create(file)?,
             _ => Token::random().map_err(|e| RelayError::Random(e.to_string()))?,
         };
         let acme = match AcmeSettings::from_config(&config) {
             None => None,
             Some(Ok(s)) => {
-                state::ensure_private_dir(&s.dir)?;
+                state::ensure_private_dir(&s.dir, state::DirRole::State)?;
                 Some(s)
             }
             Some(Err(e)) => return Err(RelayError::Acme(e)),
         };
+        // Spawn mode always has a state directory; bridge mode only when given one.
+        let state_dir = match config.mode() {
+            Mode::Spawn => Some(config.state_dir().ok_or(RelayError::NoStateDir)?),
+            Mode::Bridge => config.state_dir.clone(),
+        };
+        let state = match (config.mode(), &state_dir) {
+            (Mode::Spawn, Some(dir)) => Some(StateStore::open(dir)?),
+            _ => None,
+        };
         let certs = Arc::new(match &acme {
             Some(s) => CertManager::acme(acme::load_cached(s).await, s.domains.clone())?,
-            None => certificates(&config).await?,
+            None => certificates(&config, state_dir.as_deref()).await?,
         });
         let https = match config.https() {
             true => Some(shared::Https(
@@ -160,30 +239,23 @@ impl Relay {
             )),
             false => None,
         };
-        let state = match config.mode() {
-            Mode::Spawn => {
-                let dir = config.state_dir().ok_or(RelayError::NoStateDir)?;
-                Some(StateStore::open(&dir)?)
-            }
-            Mode::Bridge => None,
-        };
         let offers = send::Offers::open(state.as_ref().map(StateStore::dir));
         let pastes = match config.paste_dir() {
             Some(dir) => Some(Arc::new(paste::PasteStore::open(&dir, config.paste_limits())?)),
             None => None,
         };
         let (tcp, udp) = bind_pair(config.listen)?;
-        let local_addr = tcp.local_addr().map_err(|source| RelayError::Bind {
+        let local_addr = tcp.local_addr().map_err(|cause| RelayError::Bind {
             what: "TCP",
             addr: config.listen,
-            source,
+            cause,
         })?;
         let server_config =
             server_config(Some(udp), certs.current().identity(), config.max_handshakes)?;
-        let endpoint = Endpoint::server(server_config).map_err(|source| RelayError::Bind {
+        let endpoint = Endpoint::server(server_config).map_err(|cause| RelayError::Bind {
             what: "UDP (WebTransport)",
             addr: local_addr,
-            source,
+            cause,
         })?;
         let shared = Arc::new(Shared {
             sessions: Arc::new(tokio::sync::Semaphore::new(config.max_sessions)),
@@ -233,18 +305,11 @@ impl Relay {
     pub fn page_url(&self) -> String {
         let https = self.shared.https.is_some();
         let scheme = if https { "https" } else { "http" };
-        let named = match &self.acme {
-            Some(s) => s.domains.first().cloned(),
-            None if self.shared.certs.watches_files() => {
-                self.shared.certs.current().dns_names.iter().find(|n| !n.contains('*')).cloned()
-            }
-            None => None,
+        let host = match self.page_host() {
+            PageHost::Name(name) => name,
+            PageHost::Ip(std::net::IpAddr::V6(v6)) => format!("[{v6}]"),
+            PageHost::Ip(ip) => ip.to_string(),
         };
-        let host = named.unwrap_or_else(|| match self.local_addr.ip() {
-            ip if ip.is_unspecified() => "127.0.0.1".to_string(),
-            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
-            ip => ip.to_string(),
-        });
         let port = self.local_addr.port();
         let port = if (https && port == 443) || (!https && port == 80) {
             String::new()
@@ -256,6 +321,45 @@ impl Relay {
             self.shared.config.base_path,
             self.shared.token.expose()
         )
+    }
+
+    /// The host of [`Relay::page_url`]: the certificate's name when it has one, else the listen
+    /// address (loopback for an unspecified one).
+    fn page_host(&self) -> PageHost {
+        let named = match &self.acme {
+            Some(s) => s.domains.first().cloned(),
+            None if self.shared.certs.watches_files() => {
+                self.shared.certs.current().dns_names.iter().find(|n| !n.contains('*')).cloned()
+            }
+            None => None,
+        };
+        match named {
+            Some(name) => PageHost::Name(name),
+            None if self.local_addr.ip().is_unspecified() => {
+                PageHost::Ip(std::net::Ipv4Addr::LOCALHOST.into())
+            }
+            None => PageHost::Ip(self.local_addr.ip()),
+        }
+    }
+
+    /// Whether [`Relay::page_url`] reaches beyond this machine (its host is not loopback): then
+    /// another device may open it, and `main` prints it as a QR code too.
+    pub fn page_url_is_remote(&self) -> bool {
+        self.page_host().is_remote()
+    }
+
+    /// With `--tls-self-signed`: the SHA-256 fingerprint (`AA:BB:...`) of the certificate the
+    /// page's HTTPS serves, which the person compares with the browser's before accepting it.
+    /// `None` for a CA's certificate (`--tls-cert`, `--acme`) and for plain HTTP.
+    pub fn tls_fingerprint(&self) -> Option<String> {
+        (self.shared.https.is_some() && self.shared.config.tls_self_signed)
+            .then(|| self.shared.certs.page().fingerprint())
+    }
+
+    /// Whether [`Relay::tls_fingerprint`] stays the same across restarts (it is kept in the
+    /// state directory) or changes with each start (bridge mode without `--state-dir`).
+    pub fn tls_fingerprint_kept(&self) -> bool {
+        self.shared.certs.page_cert_kept()
     }
 
     /// Current WebTransport certificate hashes (base64 SHA-256), as `/api/info` serves them.
@@ -306,6 +410,24 @@ impl Relay {
     }
 }
 
+/// The host part of the page's URL.
+#[derive(Debug)]
+enum PageHost {
+    /// A certificate's DNS name.
+    Name(String),
+    Ip(std::net::IpAddr),
+}
+
+impl PageHost {
+    /// Whether another device could reach it (not this machine's loopback).
+    fn is_remote(&self) -> bool {
+        match self {
+            PageHost::Ip(ip) => !ip.is_loopback(),
+            PageHost::Name(name) => !name.eq_ignore_ascii_case("localhost"),
+        }
+    }
+}
+
 /// How often records of mosh-servers that ended (their shell exited, or their idle timeout) are
 /// removed, so `/api/sessions` and the state dir do not list them.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(15);
@@ -322,16 +444,37 @@ async fn prune_sessions(shared: Arc<Shared>) {
     }
 }
 
-/// The user's certificate (watched for changes), or the relay's own rotating self-signed one.
-async fn certificates(config: &Config) -> Result<CertManager, RelayError> {
-    Ok(match (&config.tls_cert, &config.tls_key) {
-        (Some(c), Some(k)) => CertManager::load(c, k).await?,
-        _ => CertManager::self_signed(
-            subject_alt_names(config.listen),
-            Duration::from_secs(config.cert_rotate_secs),
-            Duration::from_secs(config.cert_publish_ahead_secs),
-        )?,
-    })
+/// The user's certificate (watched for changes), or the relay's own rotating self-signed one;
+/// with `--tls-self-signed` and a state directory, the page's HTTPS gets a certificate of its
+/// own kept there (`cert::PAGE_CERT_FILE`), which the person accepts once.
+async fn certificates(
+    config: &Config,
+    state_dir: Option<&Path>,
+) -> Result<CertManager, RelayError> {
+    if let (Some(c), Some(k)) = (&config.tls_cert, &config.tls_key) {
+        return Ok(CertManager::load(c, k).await?);
+    }
+    let certs = CertManager::self_signed(
+        subject_alt_names(config.listen),
+        Duration::from_secs(config.cert_rotate_secs),
+        Duration::from_secs(config.cert_publish_ahead_secs),
+    )?;
+    if !config.tls_self_signed {
+        return Ok(certs);
+    }
+    let Some(dir) = state_dir else {
+        tracing::info!(
+            "bridge mode without --state-dir: the page's HTTPS certificate is the WebTransport \
+             one, new at every start and every 11 days (pass --state-dir DIR to keep one across \
+             restarts)"
+        );
+        return Ok(certs);
+    };
+    let file = dir.join(cert::PAGE_CERT_FILE);
+    if let Some(tls) = file.parent() {
+        state::ensure_private_dir(tls, state::DirRole::State)?;
+    }
+    Ok(certs.with_page_cert(&file, SystemTime::now())?)
 }
 
 /// Names in the self-signed certificate: loopback names plus the listen address.
@@ -369,7 +512,7 @@ fn server_config(
 
 /// Binds TCP and UDP on one port number. With port 0, retries until a port is free for both.
 fn bind_pair(addr: SocketAddr) -> Result<(TcpListener, UdpSocket), RelayError> {
-    let bind_err = |what, source| RelayError::Bind { what, addr, source };
+    let bind_err = |what, cause| RelayError::Bind { what, addr, cause };
     let attempts = if addr.port() == 0 { 20 } else { 1 };
     let mut last = None;
     for _ in 0..attempts {
@@ -440,6 +583,9 @@ async fn rotate_certs(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
             // Re-check at least hourly: a suspended machine's timers may sleep through the due time.
             _ = tokio::time::sleep(wait.clamp(Duration::from_millis(10), Duration::from_secs(3600))) => {}
         }
+        if let Err(e) = shared.certs.renew_page_cert(SystemTime::now()) {
+            tracing::error!("cannot renew the page's certificate: {e:#}");
+        }
         match shared.certs.tick(Instant::now()) {
             Ok(Some(identity)) => apply_identity(&endpoint, identity, shared.config.max_handshakes),
             Ok(None) => {}
@@ -448,5 +594,39 @@ async fn rotate_certs(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
                 tokio::time::sleep(Duration::from_secs(60)).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn a_port_it_cannot_listen_on_is_explained() {
+        let addr: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let denied = bind_message("TCP", &addr, &Error::from(ErrorKind::PermissionDenied));
+        assert!(denied.starts_with("cannot listen on TCP 127.0.0.1:80 ("), "{denied}");
+        assert!(denied.contains("ports below 1024 need root or CAP_NET_BIND_SERVICE"), "{denied}");
+        assert!(denied.contains("--listen 127.0.0.1:PORT"), "{denied}");
+        // Above 1024 a refusal is something else (a security module): no port advice.
+        let high: SocketAddr = "127.0.0.1:7480".parse().unwrap();
+        let other = bind_message("TCP", &high, &Error::from(ErrorKind::PermissionDenied));
+        assert!(!other.contains("1024"), "{other}");
+        let v6: SocketAddr = "[fd00::7]:7480".parse().unwrap();
+        let in_use = bind_message("UDP", &v6, &Error::from(ErrorKind::AddrInUse));
+        assert!(in_use.contains("[fd00::7]:7480 is in use: another tern-relay"), "{in_use}");
+        assert!(in_use.contains("--listen [fd00::7]:PORT (0 picks a free one)"), "{in_use}");
+        let absent = bind_message("TCP", &v6, &Error::from(ErrorKind::AddrNotAvailable));
+        assert!(absent.contains("fd00::7 is not an address of this machine"), "{absent}");
+    }
+
+    #[test]
+    fn the_qr_code_shows_by_itself_only_for_a_url_another_device_can_open() {
+        assert!(!PageHost::Ip([127, 0, 0, 1].into()).is_remote());
+        assert!(!PageHost::Ip(std::net::Ipv6Addr::LOCALHOST.into()).is_remote());
+        assert!(!PageHost::Name("LocalHost".into()).is_remote());
+        assert!(PageHost::Ip([100, 64, 0, 7].into()).is_remote());
+        assert!(PageHost::Name("tern.example.com".into()).is_remote());
     }
 }

@@ -38,9 +38,28 @@ async fn relay_main() -> std::process::ExitCode {
 
 async fn run() -> anyhow::Result<()> {
     let config = Config::parse();
+    let qr = config.qr;
     let relay = Arc::new(Relay::new(config).await.context("starting the relay")?);
-    // The URL carries the token: it goes to stdout for the user, never into the log.
-    println!("Open {}", relay.page_url());
+    // The URL carries the token: it goes to stdout for the user, never into the log. The first
+    // line stays exactly `Open URL` (scripts and tests read it); what helps a person follows.
+    let url = relay.page_url();
+    println!("Open {url}");
+    if let Some(fingerprint) = relay.tls_fingerprint() {
+        let lasts = match relay.tls_fingerprint_kept() {
+            true => "kept in the state directory across restarts",
+            false => "new at each start: bridge mode without --state-dir",
+        };
+        println!(
+            "Certificate SHA-256 {fingerprint}\n  (the browser warns about this self-signed \
+             certificate: accept it only if the fingerprint it shows is this one; {lasts})"
+        );
+    }
+    if qr || relay.page_url_is_remote() {
+        match tern_relay::qr::render(&url) {
+            Ok(code) => print!("\n{code}"),
+            Err(e) => eprintln!("tern-relay: cannot draw the URL as a QR code: {e}"),
+        }
+    }
     let stop = relay.shutdown_handle();
     tokio::spawn(async move {
         wait_for_signal().await;

@@ -139,6 +139,36 @@ pub async fn spawn_mosh_server(spec: &SpawnSpec) -> Result<Spawned, SpawnError> 
     Ok(Spawned { port: server.port, key: server.key.to_base64(), pid: server.pid })
 }
 
+/// Where `program` would be run from: a name without `/` is looked up on `path` (the relay's
+/// `PATH`, as `Command` does), anything else is taken as a path. `Err` says where it looked, for
+/// the message that names the fix.
+pub fn find_program(
+    program: &std::path::Path,
+    path: Option<&std::ffi::OsStr>,
+) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.as_os_str().is_empty() {
+        return Err("an empty name".into());
+    }
+    if program.to_string_lossy().contains('/') {
+        return match std::fs::metadata(program) {
+            Ok(_) if runnable(program) => Ok(program.to_path_buf()),
+            Ok(_) => Err(format!("`{}`: not an executable file", program.display())),
+            Err(e) => Err(format!("`{}`: {e}", program.display())),
+        };
+    }
+    let dirs = path.unwrap_or_default();
+    std::env::split_paths(dirs)
+        // An empty PATH entry is the working directory, as for the shell.
+        .map(|dir| if dir.as_os_str().is_empty() { ".".into() } else { dir })
+        .map(|dir| dir.join(program))
+        .find(|candidate| runnable(candidate))
+        .ok_or_else(|| format!("`{}` on PATH={}", program.display(), dirs.to_string_lossy()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +233,28 @@ mod tests {
         let shown = format!("{spawned:?}");
         assert!(!shown.contains("PWSoCIVurTVBGXAj873xNg"), "{shown}");
         assert!(shown.contains("60001"), "{shown}");
+    }
+
+    #[test]
+    fn the_program_is_found_on_path_or_at_its_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("fake-mosh-server");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths(["/nonexistent", dir.path().to_str().unwrap()]).unwrap();
+        assert_eq!(find_program("fake-mosh-server".as_ref(), Some(&path)), Ok(exe.clone()));
+        assert_eq!(find_program(&exe, None), Ok(exe.clone()));
+        let e = find_program("no-such-mosh-server".as_ref(), Some(&path)).unwrap_err();
+        assert!(e.contains("`no-such-mosh-server` on PATH=/nonexistent:"), "{e}");
+        assert!(find_program("fake-mosh-server".as_ref(), None).is_err(), "no PATH, no program");
+        let e = find_program("/nonexistent/mosh-server".as_ref(), Some(&path)).unwrap_err();
+        assert!(e.contains("/nonexistent/mosh-server"), "{e}");
+        // Not executable: found, but not runnable (root included: execve wants an x bit).
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(find_program(&exe, None).unwrap_err().contains("not an executable file"));
+        assert!(find_program("fake-mosh-server".as_ref(), Some(&path)).is_err());
+        assert!(find_program(dir.path(), None).is_err(), "a directory is not a program");
     }
 
     #[tokio::test]

@@ -64,31 +64,108 @@ impl std::fmt::Debug for SessionRecord {
 }
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StateError {
+    /// A file of the state directory could not be written or read while the relay runs.
     #[error("state directory {path}: {source}")]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("state directory {path} is not private (mode {mode:o}); fix with chmod 700")]
-    NotPrivate { path: PathBuf, mode: u32 },
+    /// A private directory could not be made ready at start: which one, what was being done,
+    /// the system's reason, and the flag that names another.
+    #[error(
+        "{} {path}: cannot {op}: {cause}{}; pass {} DIR to use another directory",
+        .role.name(),
+        advice(.cause),
+        .role.flag()
+    )]
+    Dir { role: DirRole, path: PathBuf, op: &'static str, cause: std::io::Error },
+    #[error(
+        "{} {path} is not private (mode {mode:o}) and cannot be made so; fix with chmod 700 \
+         {path}, or pass {} DIR",
+        .role.name(),
+        .role.flag()
+    )]
+    NotPrivate { role: DirRole, path: PathBuf, mode: u32 },
+}
+
+/// What a private directory is for: names it in messages, with the flag that moves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirRole {
+    /// `--state-dir` (and what lives in it: `sessions/`, `acme/`, `tls/`).
+    State,
+    /// `--paste-dir`.
+    Paste,
+}
+
+impl DirRole {
+    pub fn name(self) -> &'static str {
+        match self {
+            DirRole::State => "state directory",
+            DirRole::Paste => "paste directory",
+        }
+    }
+
+    pub fn flag(self) -> &'static str {
+        match self {
+            DirRole::State => "--state-dir",
+            DirRole::Paste => "--paste-dir",
+        }
+    }
+}
+
+/// The likely cause of a directory error the system names tersely.
+fn advice(cause: &std::io::Error) -> &'static str {
+    use std::io::ErrorKind;
+    match cause.kind() {
+        ErrorKind::PermissionDenied => " (the relay's user may not write there)",
+        ErrorKind::ReadOnlyFilesystem => {
+            " (a read-only file system, or a systemd unit's ProtectHome=)"
+        }
+        ErrorKind::NotADirectory => " (a file stands where a directory of the path should be)",
+        ErrorKind::StorageFull => " (the disk is full)",
+        _ => "",
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
     move |source| StateError::Io { path: path.to_path_buf(), source }
 }
 
+fn dir_err(
+    role: DirRole,
+    path: &Path,
+    op: &'static str,
+) -> impl FnOnce(std::io::Error) -> StateError {
+    let path = path.to_path_buf();
+    move |cause| StateError::Dir { role, path, op, cause }
+}
+
 /// Creates `dir` (and parents) with mode 0700, or checks an existing one is not group/world
-/// accessible.
-pub fn ensure_private_dir(dir: &Path) -> Result<(), StateError> {
-    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io_err(dir))?;
-    let mode = fs::metadata(dir).map_err(io_err(dir))?.permissions().mode() & 0o777;
+/// accessible (tightening it when it is), then checks a file can be written in it: a directory
+/// the relay cannot use is refused at start with its reason, not discovered at the first session.
+pub fn ensure_private_dir(dir: &Path, role: DirRole) -> Result<(), StateError> {
+    let create = dir_err(role, dir, "create the directory");
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(create)?;
+    let mode = fs::metadata(dir).map_err(dir_err(role, dir, "read the directory's mode"))?;
+    let mode = mode.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         // Tighten rather than refuse: we created or own it, and keys are about to go in.
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-            .map_err(|_| StateError::NotPrivate { path: dir.to_path_buf(), mode })?;
+            .map_err(|_| StateError::NotPrivate { role, path: dir.to_path_buf(), mode })?;
     }
+    let probe = dir.join(format!(".tern-relay-write-test-{}", std::process::id()));
+    let written = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&probe)
+        .and_then(|mut f| f.write_all(b"ok"));
+    let _ = fs::remove_file(&probe);
+    written.map_err(dir_err(role, dir, "write a file in the directory"))?;
     Ok(())
 }
 
@@ -103,12 +180,13 @@ impl StateStore {
     /// Opens (creating) the state directory, loads every record and prunes those whose
     /// mosh-server is gone.
     pub fn open(dir: &Path) -> Result<StateStore, StateError> {
-        ensure_private_dir(dir)?;
+        ensure_private_dir(dir, DirRole::State)?;
         let sessions = dir.join("sessions");
-        ensure_private_dir(&sessions)?;
+        ensure_private_dir(&sessions, DirRole::State)?;
         let mut records = HashMap::new();
-        for entry in fs::read_dir(&sessions).map_err(io_err(&sessions))? {
-            let entry = entry.map_err(io_err(&sessions))?;
+        let list = dir_err(DirRole::State, &sessions, "list the directory");
+        for entry in fs::read_dir(&sessions).map_err(list)? {
+            let entry = entry.map_err(dir_err(DirRole::State, &sessions, "list the directory"))?;
             let path = entry.path();
             if path.extension().and_then(|e| e.to_str()) != Some("json") {
                 // Leftover temporary files from an interrupted write.
@@ -138,7 +216,8 @@ impl StateStore {
         }
         // A saved session copy or history whose record is gone (pruned above, or removed by
         // hand).
-        for entry in fs::read_dir(&sessions).map_err(io_err(&sessions))?.flatten() {
+        let list = dir_err(DirRole::State, &sessions, "list the directory");
+        for entry in fs::read_dir(&sessions).map_err(list)?.flatten() {
             let path = entry.path();
             let name = path.file_name().and_then(|s| s.to_str()).unwrap_or_default();
             let owner = name.strip_suffix(".shadow").or_else(|| crate::history::owner_of(name));
@@ -333,6 +412,26 @@ mod tests {
         assert_eq!(s2.get("00000000aaaaaaaa"), None);
         assert_eq!(s2.get("00000000bbbbbbbb"), None);
         assert!(!tmp.path().join("sessions/00000000bbbbbbbb.json").exists());
+    }
+
+    #[test]
+    fn a_directory_it_cannot_use_is_named_with_the_operation_and_the_reason() {
+        // Under a regular file: fails for root too, unlike permission bits.
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        let dir = tmp.path().join("state");
+        let e = StateStore::open(&dir).unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, StateError::Dir { role: DirRole::State, .. }), "{text}");
+        assert!(text.contains(&format!("state directory {}", dir.display())), "{text}");
+        assert!(text.contains("cannot create the directory"), "{text}");
+        assert!(text.contains("Not a directory"), "{text}");
+        assert!(text.contains("pass --state-dir DIR"), "{text}");
+        let e = ensure_private_dir(&dir, DirRole::Paste).unwrap_err().to_string();
+        assert!(e.contains("paste directory") && e.contains("--paste-dir DIR"), "{e}");
+        // A directory that works leaves no trace of the check.
+        let ok = tempfile::tempdir().unwrap();
+        ensure_private_dir(ok.path(), DirRole::State).unwrap();
+        assert_eq!(fs::read_dir(ok.path()).unwrap().count(), 0);
     }
 
     #[test]

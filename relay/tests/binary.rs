@@ -105,3 +105,150 @@ fn refuses_a_public_address_without_tls_with_a_clear_message() {
     assert!(stderr.contains("refusing to listen on 0.0.0.0:0 without TLS"), "{stderr}");
     assert!(!stderr.contains("stack backtrace"), "{stderr}");
 }
+
+#[test]
+fn version_names_the_commit() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tern-relay")).arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.trim_end(),
+        format!("tern-relay {} (commit {})", env!("CARGO_PKG_VERSION"), tern_relay::COMMIT)
+    );
+}
+
+#[test]
+fn a_missing_mosh_server_stops_the_binary_with_the_install_commands() {
+    let state = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tern-relay"))
+        .args(["--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(state.path())
+        .env("TERN_RELAY_MOSH_SERVER", "tern-test-no-such-mosh-server")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "no URL for a relay that did not start");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("mosh-server not found"), "{stderr}");
+    assert!(stderr.contains("`sudo apt install mosh`"), "{stderr}");
+}
+
+/// Reads stdout lines of a running relay until `done` says so (or 10 s pass).
+fn read_lines(
+    stdout: &mut BufReader<std::process::ChildStdout>,
+    mut done: impl FnMut(&str) -> bool,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let line = line.trim_end_matches('\n').to_string();
+        let stop = done(&line);
+        lines.push(line);
+        if stop {
+            break;
+        }
+    }
+    lines
+}
+
+/// The modules a half-block QR code draws (light = drawn), two rows a line.
+fn qr_modules(lines: &[String]) -> Vec<Vec<bool>> {
+    let mut rows = Vec::new();
+    for line in lines {
+        let (top, bottom): (Vec<bool>, Vec<bool>) = line
+            .chars()
+            .map(|c| match c {
+                '█' => (true, true),
+                '▀' => (true, false),
+                '▄' => (false, true),
+                _ => (false, false),
+            })
+            .unzip();
+        rows.push(top);
+        rows.push(bottom);
+    }
+    rows
+}
+
+#[tokio::test]
+async fn the_fingerprint_and_the_qr_code_follow_the_url_on_stdout() {
+    let state = tempfile::tempdir().unwrap();
+    let token = test_token("qr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tern-relay"))
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--bridge",
+            "--allow",
+            "127.0.0.1:1",
+            "--tls-self-signed",
+        ])
+        .arg("--state-dir")
+        .arg(state.path())
+        .env("TERN_RELAY_TOKEN", &token)
+        .env("TERN_RELAY_QR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // The QR code's last line is the lower edge of its quiet zone: upper half blocks only.
+    let lines = read_lines(&mut stdout, |l| !l.is_empty() && l.chars().all(|c| c == '▀'));
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let url = lines[0].strip_prefix("Open ").expect("the first line is `Open URL`");
+    assert!(url.starts_with("https://127.0.0.1:") && url.ends_with(&format!("#token={token}")));
+    let printed = lines[1].strip_prefix("Certificate SHA-256 ").expect("the fingerprint line");
+    assert_eq!(printed.len(), 32 * 3 - 1, "{printed}");
+    assert!(lines[2].contains("kept in the state directory"), "{}", lines[2]);
+    // The fingerprint printed is the certificate's kept in the state directory (which the next
+    // start serves: tests/first_run.rs), the one the browser will show.
+    let pem = std::fs::read(state.path().join("tls/self-signed.pem")).unwrap();
+    let der = {
+        use tokio_rustls::rustls::pki_types::{CertificateDer, pem::PemObject};
+        CertificateDer::from_pem_slice(&pem).unwrap()
+    };
+    let hash: [u8; 32] = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&der).into()
+    };
+    let expected = hash.iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(":");
+    assert_eq!(printed, expected);
+
+    // A blank line, then the code; a phone reads the URL back from it.
+    assert_eq!(lines[3], "");
+    let rows = qr_modules(&lines[4..]);
+    const SCALE: usize = 4;
+    let (w, h) = (rows[0].len() * SCALE, rows.len() * SCALE);
+    let mut img =
+        rqrr::PreparedImage::prepare_from_bitmap(w, h, |x, y| !rows[y / SCALE][x / SCALE]);
+    let grids = img.detect_grids();
+    assert_eq!(grids.len(), 1, "{}", lines[4..].join("\n"));
+    assert_eq!(grids[0].decode().unwrap().1, url);
+}
+
+#[test]
+fn no_qr_code_for_a_loopback_url_unless_asked() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tern-relay"))
+        .args(["--listen", "127.0.0.1:0", "--bridge", "--allow", "127.0.0.1:1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // Serving means everything that goes to stdout at start was printed.
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 && !line.contains("tern-relay serving") {
+        line.clear();
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.starts_with("Open http://127.0.0.1:"), "{stdout}");
+}

@@ -388,8 +388,11 @@ async fn page_assets_are_public_and_explain_their_absence() {
     if tern_relay::assets::page_present() {
         assert_eq!(status, 200);
     } else {
-        assert_eq!(status, 503);
-        assert!(body.contains("www/dist"), "{body}");
+        // Never a bare error: the document says how to build the page.
+        assert_eq!(status, 200);
+        assert!(body.contains("scripts/build-wasm.sh"), "{body}");
+        let (status, _) = http_get(relay.addr(), "/app.js", None).await;
+        assert_eq!(status, 404);
     }
     relay.stop().await;
 }

@@ -242,15 +242,24 @@ async fn resuming_a_session_that_is_gone_says_so() {
 async fn spawn_failures_are_reported_with_their_cause() {
     let token = test_token("fail");
     let state = tempfile::tempdir().unwrap();
+    // A program that is missing altogether stops the relay at start (tests/first_run.rs); one
+    // that runs and fails reaches the browser with its own words.
+    let fake = state.path().join("failing-mosh-server");
+    std::fs::write(&fake, "#!/bin/sh\necho 'mosh-server: cannot frobnicate' >&2\nexit 3\n")
+        .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let mut config = spawn_config(state.path(), &token);
-    config.mosh_server_command = "/nonexistent/mosh-server".into();
+    config.mosh_server_command = fake;
     let relay = TestRelay::start(config).await;
     let conn = connect(&relay, None).await.unwrap();
     let (_c, reply) = hello(&conn, spawn_hello(Some(&token), None)).await;
     match reply {
         tern_relay::control::ServerMessage::Error { code, message } => {
             assert_eq!(code.as_str(), "spawn_failed");
-            assert!(message.contains("/nonexistent/mosh-server"), "{message}");
+            assert!(message.contains("cannot frobnicate"), "{message}");
         }
         other => panic!("expected error, got {other:?}"),
     }

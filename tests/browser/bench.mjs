@@ -10,8 +10,8 @@ import {
 } from './helpers.mjs';
 
 const keystrokes = Number(process.argv[2] || 200);
-const wasm = readFileSync(join(ROOT, 'www/dist/pkg/tern_bg.wasm'));
-const glue = readFileSync(join(ROOT, 'www/dist/pkg/tern.js'));
+const wasm = readFileSync(join(ROOT, 'relay/page/pkg/tern_bg.wasm'));
+const glue = readFileSync(join(ROOT, 'relay/page/pkg/tern.js'));
 console.log(`wasm: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} gzip -9`);
 console.log(`glue (tern.js): ${glue.length} bytes raw, ${gzipSync(glue, { level: 9 }).length} gzip -9`);
 

@@ -16,7 +16,7 @@ mkdirSync(ARTIFACTS, { recursive: true });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export { sleep };
 
-/// Builds tern-relay (debug) unless TERN_RELAY_BIN names one. Cargo rebuilds it when www/dist
+/// Builds tern-relay (debug) unless TERN_RELAY_BIN names one. Cargo rebuilds it when relay/page
 /// changed (its build.rs embeds the page), so scripts/build-wasm.sh must have run first.
 let relayBin;
 export function relayBinary() {

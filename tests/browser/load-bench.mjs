@@ -5,7 +5,7 @@
 //        [--latency 0,50] [--from blank,site] [--json]
 //
 // Two tern-relays in spawn mode on loopback, each serving the page it was built with (a relay
-// embeds www/dist when it is built; bench/src/page_load.rs builds the old one from a commit).
+// embeds relay/page when it is built; bench/src/page_load.rs builds the old one from a commit).
 // Each load is a first visit: a fresh headless Chromium profile (empty HTTP, code and wasm caches)
 // opening `#session=new`, so every load starts its own mosh-server and shell. The two pages are
 // loaded in turns, the order swapped every round (old, new, new, old, ...), so machine noise falls

@@ -149,6 +149,9 @@ test('the font size from the settings changes the columns the shell sees and sur
   await page.click('#gear');
   await until(() => page.evaluate(() => window.tern.settings.isOpen()), { what: 'the settings panel' });
   await screenshotsOfState(page, 'page-settings');
+  // At the bottom of the panel: which relay serves the page, its version and commit (/api/info).
+  const build = await page.evaluate(() => document.getElementById('settings-relay').textContent);
+  assert.match(build, /^tern-relay \d+\.\d+\.\d+\S* \(([0-9a-f]{12}|unknown)\)$/, build);
   // As a person changes a field: its value, then a change event.
   await page.evaluate(() => {
     const set = (name, value) => {

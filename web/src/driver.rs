@@ -123,6 +123,8 @@ struct State {
     /// Why the relay cannot take pasted files (its `/api/info`), when it cannot: a paste then
     /// fails at once, uploading nothing.
     paste_unavailable: Option<String>,
+    /// Which relay this is (`tern-relay 0.1.0 (1a2b3c4d5e6f)`), once its `/api/info` came.
+    relay_build: Option<String>,
     /// The session's key as text, for the tab's saved session. A secret: never logged.
     key_text: Option<String>,
     /// The session was restored from the tab's storage and no relay has confirmed it yet.
@@ -235,6 +237,7 @@ impl Driver {
             session_id: None,
             ssh_host: None,
             paste_unavailable: None,
+            relay_build: None,
             key_text: None,
             restored: false,
             nonces: None,
@@ -584,6 +587,7 @@ impl Driver {
             let mut st = self.st.borrow_mut();
             st.relay.counters.connects += 1;
             st.history_lines = if info.mode == Mode::Spawn { info.history_lines } else { 0 };
+            st.relay_build = Some(info.relay_build());
             st.paste_unavailable = (!info.paste.available).then(|| {
                 let why = info.paste.reason.as_deref().unwrap_or("the relay cannot store files");
                 format!("pasting files is off here: {why}")
@@ -747,6 +751,11 @@ impl Driver {
             Status::Moved,
             "This session is open in another window now. Take it back to continue here.",
         );
+    }
+
+    /// Which relay serves this page, once it said (`/api/info`).
+    pub fn relay_build(&self) -> Option<String> {
+        self.st.borrow().relay_build.clone()
     }
 
     /// Why pasted files cannot reach this session's shell, once the relay said so.

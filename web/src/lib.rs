@@ -222,6 +222,13 @@ impl Client {
         self.driver.paste_unavailable()
     }
 
+    /// Which relay serves this page, `tern-relay 0.1.0 (1a2b3c4d5e6f)`, once connected
+    /// (`/api/info`'s version and commit); `undefined` before. The settings panel shows it.
+    #[wasm_bindgen(js_name = relayBuild)]
+    pub fn relay_build(&self) -> Option<String> {
+        self.driver.relay_build()
+    }
+
     /// Starts the new session on the relay's ssh host `name` (from `sshHosts()`), not on the
     /// relay's machine. Call before `start`.
     #[wasm_bindgen(js_name = startOnHost)]

@@ -9,6 +9,9 @@ use super::line::Message;
 pub struct RelayInfo {
     /// The relay's package version (for people; the page compares `protocol`).
     pub version: String,
+    /// The commit the relay was built from (a short hash, or `unknown`; for people, with
+    /// `version`). Empty from a relay older than the field.
+    pub commit: String,
     /// [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION) of the relay.
     pub protocol: u32,
     pub mode: Mode,
@@ -32,6 +35,15 @@ pub struct RelayInfo {
 }
 
 impl RelayInfo {
+    /// Which relay this is, for people (the page's settings panel): `tern-relay 0.1.0
+    /// (1a2b3c4d5e6f)`, without the parentheses from a relay that does not say its commit.
+    pub fn relay_build(&self) -> String {
+        match self.commit.as_str() {
+            "" => format!("tern-relay {}", self.version),
+            commit => format!("tern-relay {} ({commit})", self.version),
+        }
+    }
+
     /// The certificate hashes as raw bytes (what `WebTransportHash.value` wants); hashes that
     /// are not base64 are skipped.
     pub fn cert_hash_bytes(&self) -> Vec<Vec<u8>> {
@@ -103,6 +115,7 @@ impl Message for RelayInfo {
     fn write(&self, w: &mut ObjectWriter<'_>) {
         let l = &self.limits;
         w.str("version", &self.version)
+            .str("commit", &self.commit)
             .u64("protocol", self.protocol.into())
             .str("mode", self.mode.as_str())
             .u64("port", self.port.into())
@@ -135,6 +148,8 @@ impl Message for RelayInfo {
         let mode = f.str("mode")?;
         Ok(RelayInfo {
             version: f.str("version")?,
+            // Optional: a relay from before the field still connects.
+            commit: f.opt_str("commit")?.unwrap_or_default(),
             protocol: f.int("protocol")?,
             mode: Mode::parse(&mode).ok_or(DecodeError::data("unknown value", "mode"))?,
             port: f.int("port")?,
@@ -215,5 +230,51 @@ impl Message for ApiError {
             message: f.str("message")?,
             retry_after_secs: f.opt_u64("retry_after_secs")?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relay_proto::{decode, encode};
+
+    fn info() -> RelayInfo {
+        RelayInfo {
+            version: "0.1.0".into(),
+            commit: "1a2b3c4d5e6f".into(),
+            protocol: 5,
+            mode: Mode::Bridge,
+            port: 7480,
+            webtransport_path: "/wt".into(),
+            cert_hashes: Vec::new(),
+            cert_hash_algorithm: "sha-256".into(),
+            cert_self_signed: false,
+            framing: 1,
+            max_datagram_size: 1211,
+            limits: RelayLimits {
+                max_sessions: 1,
+                max_spawned: 1,
+                datagram_rate: 1,
+                datagram_burst: 1,
+                idle_timeout_secs: 1,
+                max_control_message: 4096,
+            },
+            paste: PasteInfo { available: false, max_size: None, reason: None },
+            bridge_allow: Vec::new(),
+            history_lines: 0,
+        }
+    }
+
+    #[test]
+    fn the_commit_travels_and_an_older_relay_without_it_still_decodes() {
+        let info = info();
+        let line = String::from_utf8(encode(&info)).unwrap();
+        assert!(line.starts_with(r#"{"version":"0.1.0","commit":"1a2b3c4d5e6f","#), "{line}");
+        assert_eq!(decode::<RelayInfo>(line.as_bytes()).unwrap(), info);
+        assert_eq!(info.relay_build(), "tern-relay 0.1.0 (1a2b3c4d5e6f)");
+        let older = line.replace(r#""commit":"1a2b3c4d5e6f","#, "");
+        let older = decode::<RelayInfo>(older.as_bytes()).unwrap();
+        assert_eq!(older.commit, "");
+        assert_eq!(older.relay_build(), "tern-relay 0.1.0");
     }
 }

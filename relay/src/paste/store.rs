@@ -106,7 +106,7 @@ pub struct PasteStore {
 impl PasteStore {
     /// Creates (0700) or tightens `dir`, then removes expired pastes.
     pub fn open(dir: &Path, limits: PasteLimits) -> Result<PasteStore, crate::state::StateError> {
-        crate::state::ensure_private_dir(dir)?;
+        crate::state::ensure_private_dir(dir, crate::state::DirRole::Paste)?;
         // Absolute, so the path typed into the terminal works from any working directory.
         let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         let store = PasteStore { dir, limits, active: Mutex::new(HashMap::new()) };
