@@ -15,7 +15,7 @@ export RUST_BACKTRACE=0
 
 # package:example, in run order. They print their own numbers (hand-written doc sections).
 EXAMPLES=(
-  tern:wire_throughput
+  tern-mosh:wire_throughput
   tern-bench:terminal_bench
   tern-relay:relay_latency
   tern-tests:linkemu_precision
@@ -39,7 +39,7 @@ run_examples() {
   printf '\n[bench] examples ran: %s\n' "${ran[*]:-none}"
 }
 
-bash scripts/setup.sh
+bash scripts/setup.sh test
 start=$SECONDS
 case ${1:-all} in
   suite) shift; run_suite "$@" ;;

@@ -18,6 +18,7 @@ pub mod decode;
 pub mod echo;
 pub mod frame_cost;
 pub mod frames;
+pub mod install;
 pub mod link;
 pub mod machine;
 pub mod page_load;
@@ -50,10 +51,11 @@ pub enum Part {
     Core,
     Load,
     Sessions,
+    Install,
 }
 
 impl Part {
-    pub const ALL: [Part; 12] = [
+    pub const ALL: [Part; 13] = [
         Part::Echo,
         Part::Frames,
         Part::Relay,
@@ -66,6 +68,7 @@ impl Part {
         Part::Core,
         Part::Load,
         Part::Sessions,
+        Part::Install,
     ];
 
     pub fn parse(name: &str) -> Option<Part> {
@@ -82,6 +85,7 @@ impl Part {
             "cost" => Some(Part::Cost),
             "load" => Some(Part::Load),
             "sessions" => Some(Part::Sessions),
+            "install" => Some(Part::Install),
             _ => None,
         }
     }
@@ -242,6 +246,7 @@ pub fn run(options: &Options) -> Report {
             Part::Cost => cost_rows(options, &mut report),
             Part::Load => page_load::rows(options.quick, &mut report),
             Part::Sessions => sessions_rows(options, &mut report),
+            Part::Install => install_rows(options, &mut report),
         }
     }
     report.machine.load_after = machine::load();
@@ -1488,6 +1493,73 @@ fn core_rows(options: &Options, report: &mut Report) {
 const SESSIONS_ADDED_P99_MS: f64 = 2.0;
 /// The relay's memory per idle session must stay within this (issue 16).
 const SESSION_MEMORY_KIB: f64 = 256.0;
+
+fn install_rows(options: &Options, report: &mut Report) {
+    use install::{BINARY_TARGET_BYTES, COLD_START_TARGET_MS, INSTALL_TARGET};
+    progress("install: npm run dist, then the release in a clean Debian root");
+    let run = match install::run(options.quick) {
+        Ok(run) => run,
+        Err(e) => {
+            report.problems.push(format!("install failed: {e:#}"));
+            return;
+        }
+    };
+    let target_s = INSTALL_TARGET.as_secs_f64();
+    match run.install_to_url_ms {
+        Some(ms) => report.row(
+            format!(
+                "install.sh from a local mirror: clean Debian 12 root with mosh → printed URL (median of {})",
+                run.install_runs
+            ),
+            ms / 1000.0,
+            "s",
+            format!("≤ {target_s} s (building from source: docs/BENCHMARKS.md, \"Installing\")"),
+            ms / 1000.0 <= target_s,
+        ),
+        None => report.pending(
+            "install.sh from a local mirror: clean Debian 12 root with mosh → printed URL",
+            &format!("≤ {target_s} s"),
+            run.install_problem.as_deref().unwrap_or("not measured"),
+        ),
+    }
+    for (target, bytes) in &run.binaries {
+        report.row(
+            format!("static tern-relay, stripped ({target})"),
+            *bytes as f64 / 1e6,
+            "MB",
+            format!("≤ {} MB", BINARY_TARGET_BYTES / 1_000_000),
+            *bytes <= BINARY_TARGET_BYTES,
+        );
+    }
+    if let Some(p50) = stats::quantile(&run.cold_start_ms, 0.5) {
+        report.row(
+            format!(
+                "relay cold start: exec → printed URL (static x86_64, fresh state dir, median of {})",
+                run.cold_start_ms.len()
+            ),
+            p50,
+            "ms",
+            format!("≤ {COLD_START_TARGET_MS} ms"),
+            p50 <= COLD_START_TARGET_MS,
+        );
+    }
+    let g = "install";
+    for (arch, bytes) in &run.debs {
+        report.detail(g, format!(".deb ({arch})"), *bytes as f64 / 1e6, "MB");
+    }
+    for (target, bytes) in &run.tarballs {
+        report.detail(g, format!("tarball ({target})"), *bytes as f64 / 1e6, "MB");
+    }
+    if let Some(ms) = run.install_script_ms {
+        report.detail(g, "install.sh alone (download, verify, install)", ms, "ms");
+    }
+    if let Some(ms) = run.relay_start_in_root_ms {
+        report.detail(g, "relay start → URL inside the root", ms, "ms");
+    }
+    if let Some(p95) = stats::quantile(&run.cold_start_ms, 0.95) {
+        report.detail(g, "relay cold start p95", p95, "ms");
+    }
+}
 
 fn sessions_rows(options: &Options, report: &mut Report) {
     let n = options.sessions;
