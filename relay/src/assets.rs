@@ -29,11 +29,18 @@ pub fn is_document(request_path: &str) -> bool {
 }
 
 /// The document of a relay built without the page (a checkout where `scripts/build-wasm.sh` never
-/// ran): what happened and the commands that give the real page. Plain HTML with no script or
-/// style, so the relay's Content-Security-Policy has nothing to refuse.
+/// ran): what happened and the commands that give the real page. No script (the relay's
+/// Content-Security-Policy allows inline style, not inline script).
 pub const PAGE_MISSING_HTML: &str = r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>Tern: page not built</title></head>
+<meta name="color-scheme" content="light dark">
+<title>Tern: page not built</title>
+<style>
+body { font: 16px/1.5 system-ui, sans-serif; max-width: 46em; margin: 2em auto; padding: 0 1em; }
+h1 { font-size: 1.5em; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; padding: 0.6em 0.8em; border-radius: 6px;
+      background: rgba(127, 127, 127, 0.15); }
+</style></head>
 <body>
 <h1>This tern-relay was built without its page</h1>
 <p>The relay is running, but the terminal page was not built when this binary was compiled, so
@@ -41,8 +48,8 @@ there is nothing to show here yet.</p>
 <p>From a checkout of Tern (needs Rust and Node.js), build the page and then the relay:</p>
 <pre>npm start</pre>
 <p>or, step by step:</p>
-<pre>bash scripts/setup.sh
-bash scripts/build-wasm.sh        # writes relay/page/
+<pre>bash scripts/setup.sh run
+bash scripts/build-wasm.sh     # writes relay/page/
 cargo build --release -p tern-relay</pre>
 <p>Or install a release binary, which has the page inside (docs/INSTALL.md):</p>
 <pre>curl -fsSL https://github.com/tern-term/tern/releases/latest/download/install.sh | sh</pre>

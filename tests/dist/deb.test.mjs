@@ -7,19 +7,18 @@
 //
 //   node --test tests/dist/deb.test.mjs         (as root; `npm run dist` first)
 //
-// The root: `debootstrap --variant=minbase bookworm` from http://deb.debian.org/debian, after
-// `apt-get update` in it, kept as a tar in ${TERN_DEBIAN_ROOT_CACHE:-/var/cache/tern-tests}/
-// bookworm-minbase-amd64.tar (made once, a few minutes, under a flock; delete it to make a new
-// one). Each run extracts it into a fresh temporary directory, refreshes its package lists (the
-// cached ones go stale at Debian's point releases) and removes the directory at the end. mosh is
-// not in the cache on purpose: installing the .deb is what brings it in.
+// The root (./debian-root.mjs, shared with install-bench.mjs): `debootstrap --variant=minbase
+// bookworm`, cached as a tar in ${TERN_DEBIAN_ROOT_CACHE:-/var/cache/tern-tests}/
+// bookworm-minbase-amd64.tar (made once, a few minutes; delete it to make a new one). Each run
+// extracts it into a fresh temporary directory, refreshes its package lists (the cached ones go
+// stale at Debian's point releases) and removes the directory at the end. mosh is not in the cache
+// on purpose: installing the .deb is what brings it in.
 //
-// Isolation: the root's processes run in a mount and PID namespace of their own (`unshare --mount
-// --pid --fork --propagation private --mount-proc=ROOT/proc`), whose PID 1 is a small shell that
-// binds /dev and mounts a devpts instance of its own in the root (mosh-server needs ptys); commands
-// enter it with `nsenter --mount --pid` and `chroot ROOT`. The network namespace is the host's, so
-// the host's Chromium reaches the relay on 127.0.0.1. Nothing is mounted in the host's namespace;
-// killing that PID 1 ends every process of the root and, with them, its mounts.
+// Isolation: the root's processes run in a mount and PID namespace of their own whose PID 1 binds
+// /dev and mounts a devpts instance of its own in the root (mosh-server needs ptys); commands enter
+// it with nsenter and chroot. The network namespace is the host's, so the host's Chromium reaches
+// the relay on 127.0.0.1. Nothing is mounted in the host's namespace; killing that PID 1 ends every
+// process of the root and, with them, its mounts.
 //
 // Environment: TERN_DEBIAN_ROOT_CACHE (where the root's tar lives), TERN_DEB (a .deb other than
 // dist/tern-relay_*_amd64.deb), TERN_DEBIAN_MIRROR (default http://deb.debian.org/debian).
@@ -27,38 +26,26 @@
 // or without the .deb.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import {
   existsSync, readdirSync, readFileSync, readlinkSync, copyFileSync, writeFileSync, rmSync,
-  mkdtempSync, lstatSync, statSync,
+  lstatSync, statSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve, dirname, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import {
+  CACHE_TAR, debianRootSkipReason, ensureCache, freshRoot, run, within,
+} from './debian-root.mjs';
 import {
   freePort, launchBrowser, waitForPrompt, typeLine, screen, until, screenshotsOfState,
   pageDetail,
 } from '../browser/helpers.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const CACHE_DIR = process.env.TERN_DEBIAN_ROOT_CACHE || '/var/cache/tern-tests';
-const CACHE_TAR = join(CACHE_DIR, 'bookworm-minbase-amd64.tar');
-const MIRROR = process.env.TERN_DEBIAN_MIRROR || 'http://deb.debian.org/debian';
 const USER = 'alice';
-const ROOT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 const log = (line) => console.log(line);
-/// Resolves when `promise` does or after `ms`, whichever is first (no timer left behind).
-function within(promise, ms) {
-  let timer;
-  return Promise.race([promise, new Promise((r) => { timer = setTimeout(r, ms); })]).finally(() => clearTimeout(timer));
-}
 const seconds = (t0) => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
-
-function onPath(cmd) {
-  return (process.env.PATH || '/usr/sbin:/usr/bin:/sbin:/bin').split(':').some((d) => d && existsSync(join(d, cmd)));
-}
 
 function findDeb() {
   if (process.env.TERN_DEB) return existsSync(process.env.TERN_DEB) ? resolve(process.env.TERN_DEB) : null;
@@ -69,136 +56,12 @@ function findDeb() {
 }
 
 function skipReason() {
-  if (process.platform !== 'linux' || process.arch !== 'x64') return 'needs Linux on amd64 (the .deb is amd64)';
-  if (process.getuid() !== 0) return 'needs root (debootstrap, unshare --mount --pid, chroot)';
-  for (const cmd of ['debootstrap', 'unshare', 'nsenter', 'chroot', 'flock', 'tar']) {
-    if (!onPath(cmd)) return `needs ${cmd} on PATH${cmd === 'debootstrap' ? ' (apt-get install debootstrap)' : ''}`;
-  }
+  const rootReason = debianRootSkipReason();
+  if (rootReason) return rootReason;
   if (!existsSync('/usr/bin/chromium')) return "needs Debian's Chromium at /usr/bin/chromium (apt-get install chromium)";
   if (process.env.TERN_DEB && !findDeb()) return `TERN_DEB=${process.env.TERN_DEB} does not exist`;
   if (!findDeb()) return 'no dist/tern-relay_*_amd64.deb: run npm run dist first';
   return null;
-}
-
-/// Runs a command to its end; resolves { code, out, err } (rejects on a nonzero status unless
-/// `ok: true`, with the output in the message). `echo` streams its output to this test's stdout.
-function run(cmd, args, { ok = false, echo = false, timeout = 300000 } = {}) {
-  return new Promise((res, rej) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => { out += d; if (echo) process.stdout.write(String(d).replace(/^(?=.)/gm, '  ')); });
-    child.stderr.on('data', (d) => { err += d; if (echo) process.stdout.write(String(d).replace(/^(?=.)/gm, '  ')); });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeout);
-    child.once('error', (e) => { clearTimeout(timer); rej(e); });
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0 || ok) return res({ code, out, err });
-      const tail = (s) => s.split('\n').slice(-60).join('\n');
-      rej(new Error(`${cmd} ${args.join(' ')}: ${signal ? `killed by ${signal}` : `exit ${code}`}\n` +
-        `--- stdout ---\n${tail(out)}\n--- stderr ---\n${tail(err)}`));
-    });
-  });
-}
-
-/// The cached root's tar, made under a lock if it is not there yet: debootstrap runs in a mount
-/// namespace of its own, so whatever it mounts in the root goes away with it.
-async function ensureCache() {
-  const script = `
-set -euo pipefail
-cache_dir=$1 tar=$2 mirror=$3
-mkdir -p "$cache_dir"
-exec 9>"$tar.lock"
-flock 9
-if [ -s "$tar" ]; then exit 0; fi
-echo "making $tar: debootstrap --variant=minbase bookworm from $mirror (a few minutes, once)"
-work=$(mktemp -d "$cache_dir/build.XXXXXX")
-trap 'rm -rf --one-file-system "$work"' EXIT
-unshare --mount --propagation private -- bash -euo pipefail -c '
-  root=$1 mirror=$2
-  debootstrap --variant=minbase --arch=amd64 bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
-    { tail -n 40 "$root.debootstrap.log"; exit 1; }
-  security=\${mirror%/debian}/debian-security
-  printf "%s\\n" "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \\
-    "deb $security bookworm-security main" >"$root/etc/apt/sources.list"
-  cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-  mount -t proc proc "$root/proc"
-  chroot "$root" env -i PATH=${ROOT_PATH} DEBIAN_FRONTEND=noninteractive apt-get -q update
-  chroot "$root" apt-get clean
-  umount "$root/proc"
-' _ "$work/root" "$mirror"
-tar --numeric-owner --xattrs -C "$work/root" -cpf "$tar.partial" .
-mv "$tar.partial" "$tar"
-echo "made $tar ($(du -h "$tar" | cut -f1))"
-`;
-  await run('bash', ['-c', script, '_', CACHE_DIR, CACHE_TAR, MIRROR], { echo: true, timeout: 20 * 60000 });
-}
-
-/// The namespace the root's processes live in: `init` is the host PID of its PID 1.
-async function startNamespace(root) {
-  const script = `
-set -eu
-root=$1
-mount --rbind /dev "$root/dev"
-mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 devpts "$root/dev/pts"
-mount --bind "$root/dev/pts/ptmx" "$root/dev/ptmx"
-echo ready
-# PID 1 of the namespace until the test ends it, or its stdin (the test) goes away. bash reaps the
-# orphans the namespace hands it (mosh-server detaches from the relay).
-while :; do rc=0; read -r -t 1 _ || rc=$?; if [ "$rc" -ne 0 ] && [ "$rc" -le 128 ]; then exit 0; fi; done
-`;
-  const child = spawn('unshare', [
-    '--mount', '--pid', '--fork', '--kill-child', '--propagation', 'private', `--mount-proc=${root}/proc`,
-    'bash', '-c', script, '_', root,
-  ], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { out += d; });
-  await until(() => out.includes('ready') || child.exitCode !== null, { timeout: 20000, what: 'the namespace' });
-  if (!out.includes('ready')) throw new Error(`the namespace did not start: ${out}`);
-  const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-  assert.equal(children.length, 1, `unshare has one child (the namespace's PID 1): ${children}`);
-  const init = children[0];
-  const pidns = readlinkSync(`/proc/${init}/ns/pid`);
-  assert.notEqual(pidns, readlinkSync('/proc/self/ns/pid'), 'the root has a PID namespace of its own');
-  assert.notEqual(readlinkSync(`/proc/${init}/ns/mnt`), readlinkSync('/proc/self/ns/mnt'), 'and a mount namespace');
-  assert.equal(readlinkSync(`/proc/${init}/ns/net`), readlinkSync('/proc/self/ns/net'), "and the host's network");
-  return {
-    child, init, pidns,
-    /// argv run in the root (as root, or as `user`: "UID:GID") with a clean environment.
-    argv(args, { user, env = {} } = {}) {
-      const envv = Object.entries({ PATH: ROOT_PATH, LANG: 'C.UTF-8', HOME: '/root', ...env }).map(([k, v]) => `${k}=${v}`);
-      return ['--target', String(init), '--mount', '--pid', '--', 'chroot',
-        ...(user ? [`--userspec=${user}`] : []), root, 'env', '-i', ...envv, ...args];
-    },
-    run(args, opts = {}) { return run('nsenter', this.argv(args, opts), opts); },
-    /// The namespace's processes, seen from the host: { pid (host), comm, uid, cmdline }.
-    processes() {
-      const procs = [];
-      for (const name of readdirSync('/proc')) {
-        if (!/^\d+$/.test(name)) continue;
-        try {
-          if (readlinkSync(`/proc/${name}/ns/pid`) !== pidns) continue;
-          const status = readFileSync(`/proc/${name}/status`, 'utf8');
-          procs.push({
-            pid: Number(name),
-            comm: readFileSync(`/proc/${name}/comm`, 'utf8').trim(),
-            uid: Number(status.match(/^Uid:\s+(\d+)/m)[1]),
-            state: status.match(/^State:\s+(\S)/m)[1],
-            cmdline: readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').trim(),
-          });
-        } catch { /* gone meanwhile */ }
-      }
-      return procs;
-    },
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      try { process.kill(init, 'SIGKILL'); } catch { /* gone */ }
-      await within(exited, 10000);
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    },
-  };
 }
 
 /// Sockets bound to `port` on this network namespace (TCP listening, or UDP), from /proc/net.
@@ -217,12 +80,6 @@ function socketsOnPort(port) {
   return found;
 }
 
-/// Mounts (in the host's namespace) at or below `dir`.
-function hostMountsUnder(dir) {
-  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
-    .map((l) => l.split(' ')[4]).filter((m) => m && (m === dir || m.startsWith(`${dir}/`)));
-}
-
 test('the .deb on a clean Debian 12: apt pulls in mosh, the relay gives the root\'s shell in Chromium, purge leaves nothing', {
   timeout: 15 * 60000,
 }, async (t) => {
@@ -235,17 +92,14 @@ test('the .deb on a clean Debian 12: apt pulls in mosh, the relay gives the root
   await ensureCache();
   log(`root cache ${CACHE_TAR} ready: ${seconds(tc)}`);
 
-  const work = mkdtempSync(join(tmpdir(), 'tern-deb-test-'));
-  const root = join(work, 'root');
-  let ns;
+  const droot = freshRoot('tern-deb-test-');
+  const { root } = droot;
   let relay;
   let browser;
   try {
     tc = Date.now();
-    await run('mkdir', [root]);
-    await run('tar', ['--numeric-owner', '--xattrs', '-C', root, '-xpf', CACHE_TAR]);
+    await droot.extract();
     log(`root extraction: ${seconds(tc)} (${root})`);
-    copyFileSync('/etc/resolv.conf', join(root, 'etc/resolv.conf'));
     const debInRoot = `/tmp/${basename(deb)}`;
     copyFileSync(deb, join(root, debInRoot));
 
@@ -255,7 +109,7 @@ test('the .deb on a clean Debian 12: apt pulls in mosh, the relay gives the root
       .map((l) => l.match(/ \.(\/\S*?)\/?(?: -> \S+)?$/)?.[1]).filter(Boolean);
     const hadBefore = new Set(debPaths.filter((p) => lstatSync(join(root, p), { throwIfNoEntry: false })));
 
-    ns = await startNamespace(root);
+    const ns = await droot.start();
     // Fresh package lists: the cached ones go stale when Debian publishes a point release.
     tc = Date.now();
     await ns.run(['apt-get', '-q', 'update'], { env: { DEBIAN_FRONTEND: 'noninteractive' } });
@@ -290,8 +144,7 @@ test('the .deb on a clean Debian 12: apt pulls in mosh, the relay gives the root
 
     // A user of the root and a file only the root has.
     await ns.run(['useradd', '-m', '-s', '/bin/bash', USER]);
-    const pw = readFileSync(join(root, 'etc/passwd'), 'utf8').split('\n').find((l) => l.startsWith(`${USER}:`)).split(':');
-    const [uid, gid] = [Number(pw[2]), Number(pw[3])];
+    const { uid, spec } = ns.user(USER);
     const marker = `tern-chroot-marker-${randomBytes(12).toString('hex')}`;
     assert.ok(!existsSync('/etc/tern-chroot-marker'), 'the host has no /etc/tern-chroot-marker');
     writeFileSync(join(root, 'etc/tern-chroot-marker'), `${marker}\n`, { mode: 0o644 });
@@ -301,10 +154,10 @@ test('the .deb on a clean Debian 12: apt pulls in mosh, the relay gives the root
     const port = await freePort();
     const token = `deb-test-${randomBytes(16).toString('hex')}`;
     tc = Date.now();
-    const child = spawn('nsenter', ns.argv(['/usr/bin/tern-relay', '--listen', `127.0.0.1:${port}`], {
-      user: `${uid}:${gid}`,
+    const child = ns.spawn(['/usr/bin/tern-relay', '--listen', `127.0.0.1:${port}`], {
+      user: spec,
       env: { HOME: `/home/${USER}`, USER, LOGNAME: USER, PATH: '/usr/local/bin:/usr/bin:/bin', TERN_RELAY_TOKEN: token },
-    }), { stdio: ['ignore', 'pipe', 'pipe'] });
+    });
     let relayLog = '';
     let relayOut = '';
     child.stdout.on('data', (d) => { relayOut += d; });
@@ -356,12 +209,7 @@ test('the .deb on a clean Debian 12: apt pulls in mosh, the relay gives the root
     process.kill(relayProc.pid, 'SIGTERM');
     await within(exited, 10000);
     assert.ok(child.exitCode !== null || child.signalCode !== null, `tern-relay ended on SIGTERM:\n${relay.log()}`);
-    for (const p of ns.processes().filter((q) => q.uid === uid)) {
-      try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ }
-    }
-    await until(() => ns.processes().filter((p) => p.uid === uid && p.state !== 'Z').length === 0, {
-      timeout: 10000, what: "alice's processes to end", detail: () => JSON.stringify(ns.processes()),
-    });
+    await ns.killUser(uid);
 
     // Purge; every file the package had is gone, and so is every directory no other package uses.
     const listed = (await ns.run(['dpkg', '-L', 'tern-relay'])).out.trim().split('\n').filter((p) => p && p !== '/.');
@@ -414,14 +262,8 @@ test('the .deb on a clean Debian 12: apt pulls in mosh, the relay gives the root
   } finally {
     await browser?.close().catch(() => {});
     if (relay && relay.child.exitCode === null) relay.child.kill('SIGKILL');
-    await ns?.stop();
-    // The root's mounts lived in the namespace only; never remove a tree with anything mounted.
-    const mounted = await until(() => hostMountsUnder(work).length === 0 || null, { timeout: 5000, what: 'no mounts' })
-      .then(() => [], () => hostMountsUnder(work));
-    if (mounted.length) {
-      // eslint-disable-next-line no-unsafe-finally
-      throw new Error(`mounts leaked onto the host, ${work} kept: ${mounted.join(' ')}`);
-    }
-    rmSync(work, { recursive: true, force: true });
+    // The root's mounts lived in the namespace only: destroy() throws (keeping the directory) if
+    // any leaked onto the host.
+    await droot.destroy();
   }
 });
