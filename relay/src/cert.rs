@@ -329,42 +329,38 @@ impl CertManager {
     /// directory, whose `tls/` the caller made private): the one there when it is still good
     /// for the names of this certificate manager and `now`, else a new one written there.
     pub fn with_page_cert(mut self, file: &Path, now: SystemTime) -> Result<Self, CertError> {
-        let info = match load_page_cert(file) {
+        // The kept certificate, or why a new one is made (`None`: there was none yet).
+        let kept = match load_page_cert(file) {
             Ok(Some(info)) => match page_cert_problem(&info, &self.sans, now) {
-                None => {
-                    tracing::info!(
-                        file = %file.display(),
-                        fingerprint = %info.fingerprint(),
-                        "the page's certificate: the one kept from an earlier start"
-                    );
-                    info
-                }
-                Some(why) => {
-                    let info = make_page_cert(file, &self.sans, now)?;
-                    tracing::warn!(
-                        file = %file.display(),
-                        fingerprint = %info.fingerprint(),
-                        "the page's certificate is new ({why}): browsers ask to accept it again"
-                    );
-                    info
-                }
+                None => Ok(info),
+                Some(why) => Err(Some(why)),
             },
-            Ok(None) => {
-                let info = make_page_cert(file, &self.sans, now)?;
+            Ok(None) => Err(None),
+            Err(why) => Err(Some(why)),
+        };
+        let info = match kept {
+            Ok(info) => {
                 tracing::info!(
                     file = %file.display(),
                     fingerprint = %info.fingerprint(),
-                    "made the page's certificate, kept for the next starts"
+                    "the page's certificate: the one kept from an earlier start"
                 );
                 info
             }
             Err(why) => {
                 let info = make_page_cert(file, &self.sans, now)?;
-                tracing::warn!(
-                    file = %file.display(),
-                    fingerprint = %info.fingerprint(),
-                    "the page's certificate is new ({why}): browsers ask to accept it again"
-                );
+                match why {
+                    Some(why) => tracing::warn!(
+                        file = %file.display(),
+                        fingerprint = %info.fingerprint(),
+                        "the page's certificate is new ({why}): browsers ask to accept it again"
+                    ),
+                    None => tracing::info!(
+                        file = %file.display(),
+                        fingerprint = %info.fingerprint(),
+                        "made the page's certificate, kept for the next starts"
+                    ),
+                }
                 info
             }
         };

@@ -13,8 +13,8 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const ARTIFACTS = join(ROOT, 'test-artifacts');
 mkdirSync(ARTIFACTS, { recursive: true });
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-export { sleep };
+import { sleep, until } from '../until.mjs';
+export { sleep, until };
 
 /// Builds tern-relay (debug) unless TERN_RELAY_BIN names one. Cargo rebuilds it when relay/page
 /// changed (its build.rs embeds the page), so scripts/build-wasm.sh must have run first.
@@ -132,25 +132,6 @@ async function launchChromium(viewport, args, mobile = false) {
     name: 'chromium', context, page, consoleLog,
     async close() { await context.close(); rmSync(profile, { recursive: true, force: true }); },
   };
-}
-
-/// Polls `fn` until it returns something truthy.
-/// On a timeout, `detail` (if given) says what was there instead, e.g. the screen.
-export async function until(fn, { timeout = 15000, interval = 50, what = 'condition', detail } = {}) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try { last = await fn(); } catch (e) { last = e; }
-    if (last && !(last instanceof Error)) return last;
-    if (Date.now() > end) {
-      let seen = '';
-      if (detail) {
-        try { seen = `\n${await detail()}`; } catch (e) { seen = `\n(no detail: ${e.message})`; }
-      }
-      throw new Error(`timed out waiting for ${what} (last: ${last})${seen}`);
-    }
-    await sleep(interval);
-  }
 }
 
 /// What a failed wait on the page shows: the core's screen, xterm.js's, the session's stats and

@@ -33,6 +33,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sleep, until } from '../until.mjs';
 
 export const CACHE_DIR = process.env.TERN_DEBIAN_ROOT_CACHE || '/var/cache/tern-tests';
 export const CACHE_TAR = join(CACHE_DIR, 'bookworm-minbase-amd64.tar');
@@ -40,7 +41,6 @@ export const MIRROR = process.env.TERN_DEBIAN_MIRROR || 'http://deb.debian.org/d
 /// PATH for commands run in the root (as root).
 export const ROOT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /// Resolves when `promise` does or after `ms`, whichever is first (no timer left behind).
 export function within(promise, ms) {
@@ -48,24 +48,6 @@ export function within(promise, ms) {
   return Promise.race([promise, new Promise((r) => { timer = setTimeout(r, ms); })]).finally(() => clearTimeout(timer));
 }
 
-/// Polls `fn` until it returns something truthy (as tests/browser/helpers.mjs's `until`, without
-/// pulling in a browser driver).
-export async function until(fn, { timeout = 15000, interval = 50, what = 'condition', detail } = {}) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try { last = await fn(); } catch (e) { last = e; }
-    if (last && !(last instanceof Error)) return last;
-    if (Date.now() > end) {
-      let seen = '';
-      if (detail) {
-        try { seen = `\n${await detail()}`; } catch (e) { seen = `\n(no detail: ${e.message})`; }
-      }
-      throw new Error(`timed out waiting for ${what} (last: ${last})${seen}`);
-    }
-    await sleep(interval);
-  }
-}
 
 export function onPath(cmd) {
   return (process.env.PATH || '/usr/sbin:/usr/bin:/sbin:/bin').split(':').some((d) => d && existsSync(join(d, cmd)));
