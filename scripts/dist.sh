@@ -15,7 +15,8 @@
 # version, the release URL .../releases/latest/download/NAME always names the newest.
 #
 # Environment: TERN_BUILD_COMMIT (the commit --version names; default git's HEAD),
-# SOURCE_DATE_EPOCH (file times inside the archives; default the commit's time), CARGO_TARGET_DIR.
+# SOURCE_DATE_EPOCH (file times inside the archives; default the commit's time),
+# TERN_DIST_TARGET_DIR (where the cross builds go; default CARGO_TARGET_DIR, else target/).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo=$(pwd -P)
@@ -41,7 +42,9 @@ version=$(sed -n '/^\[workspace.package\]/,/^\[/{s/^version = "\(.*\)"/\1/p}' Ca
 homepage=$(sed -n '/^\[workspace.package\]/,/^\[/{s/^repository = "\(.*\)"/\1/p}' Cargo.toml)
 export TERN_BUILD_COMMIT=${TERN_BUILD_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
-target_dir=${CARGO_TARGET_DIR:-target}
+# The cross builds' target directory: TERN_DIST_TARGET_DIR (npm test keeps one outside the
+# checkout, so repeated runs on a machine rebuild only what changed), else cargo's own.
+target_dir=${TERN_DIST_TARGET_DIR:-${CARGO_TARGET_DIR:-target}}
 [[ $target_dir == /* ]] || target_dir=$repo/$target_dir
 
 log "tern-relay $version (commit ${TERN_BUILD_COMMIT:0:12}) for ${TARGETS[*]}"
@@ -78,7 +81,7 @@ for target in "${TARGETS[@]}"; do
   log "cargo zigbuild --release -p tern-relay --target $target"
   # Stripped (symbols) and not position-independent: `file` says "statically linked", and the
   # binary alone, with no libc and no loader, is the product.
-  env "CARGO_PROFILE_RELEASE_STRIP=symbols" \
+  env "CARGO_TARGET_DIR=$target_dir" "CARGO_PROFILE_RELEASE_STRIP=symbols" \
     "CARGO_TARGET_$(echo "$target" | tr 'a-z-' 'A-Z_')_RUSTFLAGS=-C relocation-model=static -C target-feature=+crt-static" \
     cargo zigbuild --release --locked -p tern-relay --target "$target"
   bin=$target_dir/$target/release/tern-relay

@@ -70,9 +70,12 @@ stage_test() { cargo test --workspace; node --test tests/setup.test.mjs; }
 # HOME, each static binary alone in an empty root (aarch64 under qemu), and the .deb installed with
 # apt in a clean Debian 12 root (debootstrap, cached in /var/cache/tern-tests) whose shell a
 # headless Chromium reaches.
+# Its cross builds and the build from the crates' packages keep their target directories in
+# ~/.cache/tern (like the Debian root), so a second run on a machine rebuilds only what changed.
 stage_dist() {
-  bash scripts/dist.sh
-  node --test tests/dist/*.test.mjs
+  local cache=${XDG_CACHE_HOME:-$HOME/.cache}/tern
+  TERN_DIST_TARGET_DIR=$cache/dist-target bash scripts/dist.sh
+  TERN_PACKAGE_BUILD_DIR=$cache/package-build node --test tests/dist/*.test.mjs
 }
 
 # Builds the page (wasm + bindings + xterm.js) into relay/page. It runs before `test`: tern-relay

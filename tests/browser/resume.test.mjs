@@ -134,7 +134,7 @@ test('closing the tab and opening the URL again continues the shell, its screen 
   assert.match(await shown(page), new RegExp(`^marker-${pid}$`, 'm'));
   await until(async () => (await stats(page)).phase === 'live', { what: 'live' });
   await typeLine(page, '$$');
-  assert.equal(await until(async () => pidAfter(await screen(page), 'closed'), { what: 'closed-PID' }), pid,
+  assert.equal(await until(async () => pidAfter(await screen(page), 'closed'), { what: 'closed-PID', detail: pageDetail(page) }), pid,
     'the same shell, the keys typed before the tab closed arrived once');
 });
 
@@ -168,7 +168,7 @@ test('a duplicated tab does not take the session over while the original drives 
     assert.equal((await stats(twin)).restoredMs, null);
     // The original still drives its shell.
     await typeLine(page, 'echo still-$$');
-    assert.equal(await until(async () => pidAfter(await screen(page), 'still'), { what: 'still-PID' }), pid);
+    assert.equal(await until(async () => pidAfter(await screen(page), 'still'), { what: 'still-PID', detail: pageDetail(page) }), pid);
     await twin.evaluate(() => window.tern.endSession());
   } finally {
     await twin.close();

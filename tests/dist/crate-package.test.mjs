@@ -2,8 +2,9 @@
 // core; tern-native; tern-relay, which carries the built page in page/), unpacked outside the
 // checkout and built from those packages alone, serve the real page.
 //   node --test tests/dist/crate-package.test.mjs
-// The build reuses target/package-build (registry crates compiled once); the page must have been
-// built (scripts/build-wasm.sh, which the dist stage runs first).
+// The build goes to TERN_PACKAGE_BUILD_DIR (npm test keeps it outside the checkout, so registry
+// crates compile once a machine), else target/package-build; the page must have been built
+// (scripts/build-wasm.sh, which the dist stage runs first).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -14,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const targetDir = path.resolve(repo, process.env.CARGO_TARGET_DIR || 'target');
+const buildDir = process.env.TERN_PACKAGE_BUILD_DIR || path.join(targetDir, 'package-build');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tern-crate-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 const CRATES = ['tern-mosh', 'tern-native', 'tern-relay'];
@@ -48,11 +50,11 @@ test('the crates package cleanly, and tern-relay built from its package serves t
   const started = Date.now();
   run('cargo', ['build', '-q', ...patches, '--bin', 'tern-relay'], {
     cwd: relaySrc,
-    env: { ...process.env, CARGO_TARGET_DIR: path.join(targetDir, 'package-build') },
+    env: { ...process.env, CARGO_TARGET_DIR: buildDir },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.diagnostic(`built from the package in ${((Date.now() - started) / 1000).toFixed(0)} s`);
-  const bin = path.join(targetDir, 'package-build/debug/tern-relay');
+  const bin = path.join(buildDir, 'debug/tern-relay');
 
   const relay = spawn(bin, ['--listen', '127.0.0.1:0', '--bridge', '--allow', '127.0.0.1:60001'], {
     env: { ...process.env, TERN_RELAY_TOKEN: 'crate-package-test-token-0123456789' },
