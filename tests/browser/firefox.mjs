@@ -122,7 +122,8 @@ export async function launchFirefox(viewport = { width: 1100, height: 700 }) {
     return p;
   };
   const context = {
-    async newPage() { return adaptPage(await prepare(await browser.newPage())); },
+    // Watched too: a failing test's detail shows every tab's console (a resume's `tern: ready`).
+    async newPage() { return adaptPage(watch(await prepare(await browser.newPage()))); },
     pages: async () => (await browser.pages()).map(adaptPage),
   };
   const first = (await browser.pages())[0] ?? await browser.newPage();

@@ -134,7 +134,11 @@ test('closing the tab and opening the URL again continues the shell, its screen 
   assert.match(await shown(page), new RegExp(`^marker-${pid}$`, 'm'));
   await until(async () => (await stats(page)).phase === 'live', { what: 'live' });
   await typeLine(page, '$$');
-  assert.equal(await until(async () => pidAfter(await screen(page), 'closed'), { what: 'closed-PID', detail: pageDetail(page) }), pid,
+  assert.equal(await until(async () => pidAfter(await screen(page), 'closed'), {
+    what: 'closed-PID',
+    // Which point the new tab continued from, and what the relay offered (the page logs it).
+    detail: async () => `${await pageDetail(page)()}\nconsole: ${JSON.stringify(browser.consoleLog.filter((l) => /tern: ready/.test(l)).slice(-4))}`,
+  }), pid,
     'the same shell, the keys typed before the tab closed arrived once');
 });
 
