@@ -129,6 +129,13 @@ struct State {
     key_text: Option<String>,
     /// The session was restored from the tab's storage and no relay has confirmed it yet.
     restored: bool,
+    /// The point the restored session was made from, as saved: what the first `ready` weighs
+    /// against the relay's copy. The session itself numbers its input `RESUME_STATE_GAP` above
+    /// it, which would make any saved point look newer than everything the relay saw.
+    restored_point: Option<tern::session::ResumePoint>,
+    /// Keys handed to the restored session before the first `ready`: typed again into the
+    /// relay's copy when that one wins, so none is dropped.
+    typed_since_restore: Vec<u8>,
     nonces: Option<NonceStore>,
     /// The session's timer (`poll_timeout`) and when it runs out. Armed again only when the
     /// core's deadline comes sooner: during a flood the deadline (the delayed ack, mostly) stays
@@ -240,6 +247,8 @@ impl Driver {
             relay_build: None,
             key_text: None,
             restored: false,
+            restored_point: None,
+            typed_since_restore: Vec::new(),
             nonces: None,
             timer: None,
             early_input: Vec::new(),
@@ -318,6 +327,8 @@ impl Driver {
             st.session_id = Some(saved.session_id);
             st.key_text = Some(saved.key_text);
             st.restored = true;
+            st.restored_point = Some(saved.point.clone());
+            st.typed_since_restore.clear();
             st.screen.forget();
         }
         if let Some(id) = self.st.borrow().session_id.clone() {
@@ -633,13 +644,21 @@ impl Driver {
                 // Not the session the tab saved after all: start afresh with the relay's.
                 st.session = None;
             }
-            st.restored = false;
+            let was_restored = std::mem::take(&mut st.restored);
+            let restored_point = st.restored_point.take();
+            let typed_since_restore = std::mem::take(&mut st.typed_since_restore);
             let local = st.session.as_ref().map(ClientSession::resume_point);
+            // A session restored from the tab's storage is weighed as it was saved (see
+            // `restored_point`); one this page drove is weighed as it is.
+            let weighed = match (&local, was_restored) {
+                (Some(_), true) => restored_point.or_else(|| local.clone()),
+                _ => local.clone(),
+            };
             let mtu = link.max_datagram_size;
-            let takeover = relay_client::takeover(local.as_ref(), &ready);
+            let takeover = relay_client::takeover(weighed.as_ref(), &ready);
             // One line a connect, for whoever debugs a resume: which point won and why.
             web_sys::console::info_1(
-                &relay_client::describe_takeover(&takeover, local.as_ref(), &ready).into(),
+                &relay_client::describe_takeover(&takeover, weighed.as_ref(), &ready).into(),
             );
             match takeover {
                 Takeover::Fresh => {
@@ -662,6 +681,13 @@ impl Driver {
                     if let Err(e) = adopted {
                         link.close();
                         return Err(ConnectError::Fatal { code: FailCode::BadKey, message: e });
+                    }
+                    // Keys typed since the load went into the restored session: they go again,
+                    // in order, into the one continued from the relay's copy.
+                    if was_restored && !typed_since_restore.is_empty() {
+                        if let Some(s) = st.session.as_mut() {
+                            s.handle_input(now(), &typed_since_restore);
+                        }
                     }
                 }
                 Takeover::CannotResume => cannot_resume = true,
@@ -935,6 +961,9 @@ impl Driver {
                 return;
             };
             s.handle_input(t_in, bytes);
+            if st.restored {
+                st.typed_since_restore.extend_from_slice(bytes);
+            }
         }
         self.flush(false);
         {
