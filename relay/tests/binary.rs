@@ -155,25 +155,6 @@ fn read_lines(
     lines
 }
 
-/// The modules a half-block QR code draws (light = drawn), two rows a line.
-fn qr_modules(lines: &[String]) -> Vec<Vec<bool>> {
-    let mut rows = Vec::new();
-    for line in lines {
-        let (top, bottom): (Vec<bool>, Vec<bool>) = line
-            .chars()
-            .map(|c| match c {
-                '█' => (true, true),
-                '▀' => (true, false),
-                '▄' => (false, true),
-                _ => (false, false),
-            })
-            .unzip();
-        rows.push(top);
-        rows.push(bottom);
-    }
-    rows
-}
-
 #[tokio::test]
 async fn the_fingerprint_and_the_qr_code_follow_the_url_on_stdout() {
     let state = tempfile::tempdir().unwrap();
@@ -222,7 +203,8 @@ async fn the_fingerprint_and_the_qr_code_follow_the_url_on_stdout() {
 
     // A blank line, then the code; a phone reads the URL back from it.
     assert_eq!(lines[3], "");
-    let rows = qr_modules(&lines[4..]);
+    let rows = tern_relay::qr::modules(&lines[4..].join("\n"))
+        .expect("the QR lines hold only half blocks");
     const SCALE: usize = 4;
     let (w, h) = (rows[0].len() * SCALE, rows.len() * SCALE);
     let mut img =
