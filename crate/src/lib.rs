@@ -13,6 +13,7 @@
 //! anything. Time comes in as [`time::Instant`] arguments, randomness from a seed.
 
 pub mod download;
+pub mod page;
 pub mod paste;
 pub mod predict;
 pub mod relay_client;

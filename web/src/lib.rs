@@ -20,12 +20,11 @@
 
 mod clock;
 mod driver;
-mod frame_cost;
 mod hooks;
 mod input;
+mod js;
 mod paste;
 mod relay_link;
-mod screen;
 mod stats;
 mod storage;
 mod websocket;

@@ -6,6 +6,7 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
+use crate::js::describe;
 use crate::websocket::{WsCarrier, WsReader, WsWriter};
 use js_sys::{Reflect, Uint8Array};
 use tern::relay_client::{self, ConnectError};
@@ -27,29 +28,12 @@ use web_sys::{
 /// that died mid-handshake would otherwise hang the attempt until QUIC's idle timeout.
 const OPEN_TIMEOUT_MS: u32 = 10_000;
 
-/// A JavaScript exception as text.
-pub fn describe(e: &JsValue) -> String {
-    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
-        return String::from(err.message());
-    }
-    e.as_string().unwrap_or_else(|| format!("{e:?}"))
-}
-
-/// The directory the page was loaded from (`/`, or `/tern/` behind a reverse proxy that forwards
-/// a sub-path to a relay with `--base-path /tern/`): the part of `pathname` up to its last `/`.
-pub fn page_dir(pathname: &str) -> &str {
-    match pathname.rfind('/') {
-        Some(i) => &pathname[..=i],
-        None => "/",
-    }
-}
-
 /// A relay route (`/api/info`, `/ws`) as a path under the page's own directory, where the relay
 /// serves it (WebTransport's path is on the UDP port and stays as `/api/info` gives it).
 pub fn under_page(route: &str) -> Result<String, ConnectError> {
     let location = web_sys::window().ok_or(ConnectError::Retry("no window".into()))?.location();
     let pathname = location.pathname().map_err(|e| retry("location", e))?;
-    Ok(format!("{}{}", page_dir(&pathname), route.trim_start_matches('/')))
+    Ok(tern::relay_client::route_under_page(&pathname, route))
 }
 
 fn retry(what: &str, e: JsValue) -> ConnectError {

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use tern::page::{PageClient, PageCost};
 use tern::paste::PasteQueue;
 use tern::predict::{PredictConfig, Predictor};
 use tern::session::{ClientSession, DrawPacer, EchoSummary};
@@ -9,7 +10,6 @@ use tern::terminal::Complete;
 use tern::time::Instant;
 use wasm_bindgen::JsValue;
 
-use crate::frame_cost::FrameCost;
 use crate::hooks::object;
 
 fn num(v: impl Into<f64>) -> JsValue {
@@ -26,6 +26,52 @@ fn opt_ms(d: Option<Duration>) -> JsValue {
 
 fn opt_str(s: Option<&str>) -> JsValue {
     s.map_or(JsValue::NULL, JsValue::from)
+}
+
+/// A moment on the page's clock as `performance.now()` milliseconds.
+fn at_ms(at: Option<Instant>) -> JsValue {
+    at.map_or(JsValue::NULL, |t| JsValue::from(t.as_micros() as f64 / 1000.0))
+}
+
+/// `stats()`: the page client's counters and figures (`control_chunks`: read on the current
+/// link's control stream).
+pub fn page(client: &PageClient, control_chunks: u64, now: Instant) -> JsValue {
+    let c = client.counters();
+    let m = client.milestones();
+    let session = client.session();
+    object(&[
+        ("phase", client.status().phase().into()),
+        ("session", opt_str(client.session_id())),
+        ("infoRequests", c.info_requests.into()),
+        ("sessionListRequests", c.session_list_requests.into()),
+        ("connects", c.connects.into()),
+        ("readies", c.readies.into()),
+        ("linkDatagramsIn", big(c.datagrams_in)),
+        ("linkDatagramsOut", big(c.datagrams_out)),
+        ("droppedOffline", big(c.dropped_offline)),
+        ("framingErrors", big(c.framing_errors)),
+        ("heldBatches", big(c.held_batches)),
+        ("heldDatagrams", big(c.held_datagrams)),
+        ("controlChunks", big(control_chunks)),
+        ("transport", opt_str(client.link_kind())),
+        ("websocketLinks", c.websocket_links.into()),
+        ("joinerEvicted", big(client.joiner_evicted())),
+        ("firstReadyMs", at_ms(m.first_ready)),
+        ("firstFrameMs", at_ms(m.first_frame)),
+        ("restoredMs", at_ms(m.restored)),
+        ("firstConnectMs", at_ms(m.first_connect)),
+        ("liveMs", at_ms(m.live)),
+        ("lastError", opt_str(client.last_error())),
+        ("core", session.map_or(JsValue::NULL, core)),
+        ("echo", echo(&client.echo().summary())),
+        ("predict", predict(client.predict(), session.map(|s| s.predictor()))),
+        ("paste", paste(client.pastes(), now)),
+        ("download", client.downloads().progress(now).map_or(JsValue::NULL, |p| download(&p))),
+        ("scrollbackRows", big(client.scrollback_rows())),
+        ("xtermWrites", big(client.terminal_writes())),
+        ("draws", pacer(client.pacer(), now)),
+        ("cost", frame_cost(client.cost())),
+    ])
 }
 
 /// `stats().echo`.
@@ -86,7 +132,7 @@ pub fn core(s: &ClientSession<Complete>) -> JsValue {
 }
 
 /// `stats().draws`: how the pacer drew (at once, at animation frames, coalesced).
-pub fn pacer(p: &DrawPacer) -> JsValue {
+pub fn pacer(p: &DrawPacer, now: Instant) -> JsValue {
     let c = p.counters();
     object(&[
         ("visible", p.is_visible().into()),
@@ -95,12 +141,12 @@ pub fn pacer(p: &DrawPacer) -> JsValue {
         ("immediate", big(c.immediate)),
         ("coalesced", big(c.coalesced)),
         ("floodSkips", big(c.flood_skips)),
-        ("flooding", p.flooding(crate::clock::now()).into()),
+        ("flooding", p.flooding(now).into()),
     ])
 }
 
 /// `stats().cost`: the page's time per step, totals in ms since it started.
-pub fn frame_cost(c: &FrameCost) -> JsValue {
+pub fn frame_cost(c: &PageCost) -> JsValue {
     object(&[
         ("datagrams", big(c.datagrams)),
         ("decryptMs", num(c.decrypt_ms)),

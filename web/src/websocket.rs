@@ -169,15 +169,15 @@ fn open_socket(token: &str) -> Result<WebSocket, String> {
     let scheme =
         if location.protocol().map_err(|_| "no protocol")? == "https:" { "wss" } else { "ws" };
     let pathname = location.pathname().map_err(|_| "no path")?;
-    let dir = crate::relay_link::page_dir(&pathname);
-    let url = format!("{scheme}://{host}{dir}{}", WEBSOCKET_PATH.trim_start_matches('/'));
+    let path = tern::relay_client::route_under_page(&pathname, WEBSOCKET_PATH);
+    let url = format!("{scheme}://{host}{path}");
     // Never `?token=`: a URL reaches proxy and server logs, a subprotocol does not.
     let protocols = js_sys::Array::of2(
         &tern::relay_proto::websocket::SUBPROTOCOL.into(),
         &tern::relay_proto::websocket::token_subprotocol(token).into(),
     );
     let socket = WebSocket::new_with_str_sequence(&url, &protocols);
-    socket.map_err(|e| crate::relay_link::describe(&e))
+    socket.map_err(|e| crate::js::describe(&e))
 }
 
 impl WsCarrier {

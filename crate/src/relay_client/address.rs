@@ -51,8 +51,33 @@ pub fn key_text(raw: &str) -> String {
     raw.trim().replace(' ', "+")
 }
 
+/// The directory the page was loaded from (`/`, or `/tern/` behind a reverse proxy that
+/// forwards a sub-path to a relay with `--base-path /tern/`): the part of `pathname` up to its
+/// last `/`. The relay's routes (`api/info`, `ws`) are asked for under it.
+pub fn page_dir(pathname: &str) -> &str {
+    match pathname.rfind('/') {
+        Some(i) => &pathname[..=i],
+        None => "/",
+    }
+}
+
+/// A relay route (`/api/info`, `/ws`) as a path under the page at `pathname`.
+pub fn route_under_page(pathname: &str, route: &str) -> String {
+    format!("{}{}", page_dir(pathname), route.trim_start_matches('/'))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn routes_are_asked_for_under_the_page_directory() {
+        use super::route_under_page;
+        assert_eq!(route_under_page("/", "/api/info"), "/api/info");
+        assert_eq!(route_under_page("/index.html", "/ws"), "/ws");
+        assert_eq!(route_under_page("/tern/", "/api/info"), "/tern/api/info");
+        assert_eq!(route_under_page("/a/tern/index.html", "ws"), "/a/tern/ws");
+        assert_eq!(route_under_page("", "/api/info"), "/api/info");
+    }
+
     use super::*;
     use crate::wire::Key;
 

@@ -21,7 +21,7 @@ mod saved;
 mod status;
 mod takeover;
 
-pub use address::{fragment_params, key_text};
+pub use address::{fragment_params, key_text, page_dir, route_under_page};
 pub use backoff::{BACKOFF_FIRST, BACKOFF_MAX, Backoff, STABLE_LINK};
 pub use connect::{
     ConnectError, ControlEvent, Target, answer, check_info, control_after_ready, history_response,

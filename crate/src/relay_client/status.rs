@@ -71,4 +71,18 @@ impl Status {
     pub fn is_final(self) -> bool {
         matches!(self, Status::Ended | Status::Failed(_) | Status::Moved | Status::CannotResume)
     }
+
+    /// The session's phase as `stats().phase` names it (coarser than the status: a resumed and
+    /// a new session are both live).
+    pub fn phase(self) -> &'static str {
+        match self {
+            Status::Connecting => "connecting",
+            Status::Connected | Status::Resumed => "live",
+            Status::Reconnecting => "reconnecting",
+            Status::Ended => "ended",
+            Status::Moved => "moved",
+            Status::CannotResume => "cannot_resume",
+            Status::Failed(_) => "failed",
+        }
+    }
 }

@@ -1,0 +1,84 @@
+//! One attempt to reach the relay (`Effect::Connect`), and the link it opened while it lives:
+//! its datagrams and its control lines go to the client.
+
+use std::rc::{Rc, Weak};
+
+use tern::page::{LinkId, LinkUp};
+
+use super::Driver;
+use crate::clock::now;
+use crate::relay_link::{self, RelayLink};
+use crate::storage;
+
+impl Driver {
+    /// `/api/info`, the link (WebTransport or the WebSocket fallback), `hello` and `ready`;
+    /// then the link is served until it ends.
+    pub(super) async fn connect(self: Rc<Self>) {
+        let asked = now();
+        let token = self.client.borrow().target().token.clone();
+        let info = match relay_link::fetch_info(&token).await {
+            Ok(info) => info,
+            Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
+        };
+        let patience = match self.call(|c, now| c.info(now, asked, &info)) {
+            Ok(patience) => patience,
+            Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
+        };
+        let port = self.wt_port.unwrap_or(info.port);
+        let opened = RelayLink::open(&info, port, &token, patience, |max| {
+            self.client.borrow().hello(info.mode, max)
+        })
+        .await;
+        let (link, ready) = match opened {
+            Ok(opened) => opened,
+            Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
+        };
+        let link = Rc::new(link);
+        let up =
+            LinkUp { kind: link.kind(), max_datagram_size: link.max_datagram_size, ready: &ready };
+        let id = self.client.borrow_mut().link_up(now(), up, &storage::kept_nonces);
+        match id {
+            Some(id) => {
+                // The link is the driver's before the client's first effects for it are done.
+                *self.link.borrow_mut() = Some((id, Rc::clone(&link)));
+                self.drain();
+                self.serve(id, link).await;
+            }
+            None => {
+                link.close();
+                self.drain();
+            }
+        }
+    }
+
+    /// Runs one live link: datagrams here, control lines beside; tells the client when the
+    /// link is gone.
+    async fn serve(self: &Rc<Self>, id: LinkId, link: Rc<RelayLink>) {
+        wasm_bindgen_futures::spawn_local(Driver::read_control(
+            Rc::downgrade(self),
+            id,
+            Rc::clone(&link),
+        ));
+        while let Some(d) = link.next_datagram().await {
+            self.call(|c, now| c.datagram(now, &d));
+        }
+        link.close();
+        {
+            let mut current = self.link.borrow_mut();
+            if current.as_ref().is_some_and(|(current, _)| *current == id) {
+                *current = None;
+            }
+        }
+        self.call(|c, now| c.link_lost(now, id));
+    }
+
+    async fn read_control(driver: Weak<Driver>, id: LinkId, link: Rc<RelayLink>) {
+        loop {
+            let line = link.next_control().await;
+            let Some(d) = driver.upgrade() else { return };
+            if !d.call(|c, now| c.control_line(now, id, line.as_deref())) {
+                return link.close();
+            }
+        }
+    }
+}
