@@ -361,6 +361,12 @@ impl PageClient {
         self.terminal_writes
     }
 
+    /// Every deadline the client keeps (what [`poll_timeout`](Self::poll_timeout) is the
+    /// soonest of): which concern wakes the page, for tests and for whoever debugs a wake.
+    pub fn timers(&self) -> &TimerTable {
+        &self.timers
+    }
+
     pub fn cost(&self) -> &PageCost {
         &self.cost
     }

@@ -9,7 +9,7 @@ mod shadow;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-pub use draw_pacer::{DrawPacer, HIDDEN_RELAY_HOLD, Pace, PacerCounters};
+pub use draw_pacer::{DrawPacer, FLOOD_RELAY_HOLD, HIDDEN_RELAY_HOLD, Pace, PacerCounters};
 pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
 pub use resume::{RESUME_STATE_GAP, ResumeError, ResumePoint};
