@@ -47,43 +47,12 @@ function takeParams() {
   return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined, prediction, session, renderer };
 }
 
-// Bytes for people (decimal units, as network rates are).
-function size(n) {
-  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} MB`;
-  if (n >= 1e3) return `${Math.round(n / 1e3)} kB`;
-  return `${n} B`;
-}
-
-function duration(s) {
-  const t = Math.ceil(s);
-  return t < 60 ? `${t} s` : `${Math.floor(t / 60)}:${String(t % 60).padStart(2, '0')}`;
-}
-
-// The text of the paste box from the client's structured progress (crate/src/paste/progress.rs).
-function pasteText(p) {
-  const queued = p.queued ? ` (+${p.queued} queued)` : '';
-  switch (p.state) {
-    case 'reading': return 'Reading the file…';
-    case 'asking': return `Pasting ${size(p.total)}: asking the relay…${queued}`;
-    case 'waiting_for_relay': return `Pasting ${size(p.total)}: interrupted; waiting for the relay…${queued}`;
-    case 'resuming': return `Pasting ${size(p.total)}: interrupted; resuming…${queued}`;
-    case 'sending': {
-      const rate = p.rate ? `${size(p.rate)}/s` : 'measuring';
-      const left = p.secondsLeft != null ? `, ${duration(p.secondsLeft)} left` : '';
-      return `Pasting: ${Math.floor(p.percent)}% of ${size(p.total)}, ${rate}${left}${queued}`;
-    }
-    case 'done': return 'Pasted.';
-    case 'cancelled': return 'Paste cancelled.';
-    case 'failed': return `Paste failed: ${p.error ?? 'unknown error'}`;
-    default: return p.line;
-  }
-}
-
-// The paste box over the terminal: the progress and a cancel button (Escape also cancels).
+// The paste box over the terminal: the core's progress text (PasteProgress::text) and a cancel
+// button (Escape also cancels).
 function pasteBox(client, progress) {
   const box = $('paste');
   box.hidden = !progress;
-  if (progress) $('paste-text').textContent = pasteText(progress);
+  if (progress) $('paste-text').textContent = progress.text;
   $('paste-cancel').hidden = !progress?.active;
   $('paste-cancel').onclick = () => { client.cancelPaste(); window.tern?.term.focus(); };
 }

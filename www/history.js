@@ -1,4 +1,4 @@
-// The session's history and the find bar (issue 14; docs/BROWSER.md, "Scrollback and search").
+// The session's history and the find bar (docs/BROWSER.md, "Scrollback and search").
 //
 // Two sources, one experience:
 // - what this page saw is in xterm.js's own scrollback (the wasm client pushes the rows that
@@ -10,6 +10,8 @@
 //   until someone looks.
 // The colours are the core's (Client.lineHtml), the history's search the relay's (the core's
 // SearchQuery); this file moves lines into the DOM and searches the few the page holds itself.
+
+import { ctrlByte } from './keys.js';
 
 const PAGE = 400; // lines per request
 
@@ -38,11 +40,7 @@ const OVERSCAN = 60; // lines drawn above and below what is visible
 // typing closes the view and reaches the shell (nothing typed is lost).
 function keyData(e) {
   if (e.metaKey) return null;
-  if (e.ctrlKey && !e.altKey && e.key.length === 1) {
-    const c = e.key.toUpperCase().charCodeAt(0);
-    if (c >= 64 && c <= 95) return String.fromCharCode(c - 64);
-    return null;
-  }
+  if (e.ctrlKey && !e.altKey && e.key.length === 1) return ctrlByte(e.key);
   const named = { Enter: '\r', Tab: '\t', Backspace: '\x7f', Escape: null };
   if (e.key in named) return named[e.key];
   if (e.key.length === 1) return (e.altKey ? '\x1b' : '') + e.key;

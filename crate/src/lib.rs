@@ -1,12 +1,13 @@
 //! Tern's mosh client core: sans-IO, the same code in the browser (wasm32) and natively.
 //!
 //! ```text
-//!  driver (web shell, native driver, tern-probe)
-//!    | handle_datagram / handle_input / handle_resize / handle_timeout     ^ poll_transmit
-//!    v                                                                     | poll_timeout / poll_event
-//!  session  ──  transport (SSP sender + receiver, RTT, timers)  ──  wire (OCB, fragments, zlib, protobuf)
-//!                   |                         |
-//!               user stream            server state (terminal model)
+//!  browser driver (web/)      page::PageClient: session, link, pastes, downloads, draw pacing
+//!  native driver, tern-probe        │ key, datagram, control line, link_up ─▶ poll_effect
+//!    │ handle_datagram / handle_input / handle_resize / handle_timeout   ▲ poll_transmit
+//!    ▼                                                                   │ poll_timeout/event
+//!  session ── transport (SSP sender + receiver, RTT, timers) ── wire (OCB, fragments, zlib,
+//!                 │                        │                          protobuf)
+//!             user stream           server state (terminal model)
 //! ```
 //!
 //! What the core does not do: open sockets, read a clock, draw randomness from the OS, or spawn

@@ -8,9 +8,9 @@ use std::time::Duration;
 use tern::page::{Effect, LinkId, LinkUp, NonceBounds, PageClient, Timer};
 use tern::relay_client::{SavedSession, Status, Target};
 use tern::relay_proto::ClientMessage;
+use tern::relay_proto::Mode;
 use tern::relay_proto::control::Ready;
 use tern::relay_proto::framing::{FRAMING_VERSION, Splitter};
-use tern::relay_proto::Mode;
 use tern::session::ServerState;
 use tern::terminal::{Complete, Size};
 use tern::time::Instant;
@@ -293,7 +293,10 @@ fn the_nonce_bound_is_kept_before_the_datagrams_it_covers() {
             Effect::Datagram(d) => {
                 datagrams += 1;
                 let seq = seq_of(d);
-                assert!(bound.is_some_and(|b| seq < b), "datagram {seq} left above bound {bound:?}");
+                assert!(
+                    bound.is_some_and(|b| seq < b),
+                    "datagram {seq} left above bound {bound:?}"
+                );
             }
             _ => {}
         }
@@ -323,10 +326,7 @@ fn a_new_link_goes_up_in_order() {
     let seed = position(&up, |e| matches!(e, Effect::Control(ClientMessage::Seed { .. })));
     let hold = position(&up, is_hold(1000));
     let session = position(&up, |e| matches!(e, Effect::SessionId(_)));
-    let status = position(
-        &up,
-        |e| matches!(e, Effect::Status { status: Status::Resumed, .. }),
-    );
+    let status = position(&up, |e| matches!(e, Effect::Status { status: Status::Resumed, .. }));
     let kind = position(&up, |e| matches!(e, Effect::LinkKind("webtransport")));
     let datagram = position(&up, is_datagram);
     let order = [seed, hold, session, status, kind, datagram];

@@ -24,7 +24,8 @@ fn clumps() -> [Clump; 4] {
 
 /// When the steady-state figures start. The sender learns something once per round trip or per ack
 /// clump, whichever is longer, and doubles its rate per lesson from a 64 KiB start: twelve lessons
-/// cover 64 KiB per round trip up to 50 Mbit/s at 300 ms with room to spare; slow links need a few chunk times more.
+/// cover 64 KiB per round trip up to 50 Mbit/s at 300 ms with room to spare; slow links need a few
+/// chunk times more.
 fn warmup(link: &Link) -> Duration {
     12 * link.rtt().max(link.clump.max_extra()) + Duration::from_millis(500)
 }

@@ -14,7 +14,8 @@ use tern::relay_client::{
     SavedSession, answer, control_after_ready, decode_point, fragment_params, history_response,
     info_response, key_text, parse_mosh_connect, sessions_response, takeover,
 };
-use tern::relay_proto::offer::{offered_name, openable_url, valid_sha256};
+use tern::relay_proto::Sha256;
+use tern::relay_proto::offer::{offered_name, openable_url};
 use tern::relay_proto::{
     ApiError, ClientMessage, DownloadAck, DownloadReply, DownloadRequest, HistoryPage,
     HistoryRequest, HistorySearch, HistorySearchResult, Message, RelayInfo, ServerMessage,
@@ -70,7 +71,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = key_text(text);
     let _ = openable_url(text);
     let _ = offered_name(text);
-    let _ = valid_sha256(text);
+    if let Ok(digest) = text.parse::<Sha256>() {
+        assert_eq!(digest.to_string(), text, "a SHA-256 prints as it parsed");
+    }
+    let _ = tern::relay_client::route_under_page(text, text);
     let _ = decode_point(text);
     if let Some(saved) = SavedSession::decode(text) {
         let again = SavedSession::decode(&saved.encode()).expect("a saved session decodes");

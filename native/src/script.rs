@@ -104,7 +104,8 @@ fn parse_millis(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("expected milliseconds, got {text:?}"))
 }
 
-/// Decodes `\r \n \t \e \\ \xNN` (and `\0`, `\a`, `\b`); anything else after a backslash is an error.
+/// Decodes `\r \n \t \e \\ \xNN` (and `\0`, `\a`, `\b`); anything else after a backslash is an
+/// error.
 pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(text.len());
     let mut chars = text.chars();

@@ -135,6 +135,7 @@ fn progress_object(p: &PasteProgress) -> JsValue {
         ("queued", (p.queued as f64).into()),
         ("error", p.error.as_deref().map_or(JsValue::NULL, JsValue::from)),
         ("line", p.line().into()),
+        ("text", p.text().into()),
     ])
 }
 

@@ -122,7 +122,7 @@ impl UploadJob {
         self.streams += 1;
         self.phase = Phase::Asking;
         UploadHeader {
-            hash: self.hash.iter().map(|b| format!("{b:02x}")).collect(),
+            hash: crate::relay_proto::Sha256(self.hash).to_string(),
             size: self.total,
             mime: (!self.mime.is_empty()).then(|| self.mime.clone()),
         }

@@ -67,13 +67,14 @@ impl PasteProgress {
         if self.total == 0 { 0.0 } else { self.bytes_done as f64 * 100.0 / self.total as f64 }
     }
 
-    /// The line in mosh's notification bar (and `stats().paste.line`).
-    pub fn line(&self) -> String {
+    /// What the person reads about the paste (the page's paste box, which has its own cancel
+    /// button).
+    pub fn text(&self) -> String {
         let more =
             if self.queued > 0 { format!(" (+{} queued)", self.queued) } else { String::new() };
-        let busy = |what: &str| format!("Pasting {}: {what}{more} [Esc cancels]", size(self.total));
+        let busy = |what: &str| format!("Pasting {}: {what}{more}", size(self.total));
         match self.state {
-            PasteState::Reading => "Pasting: reading the file… [Esc cancels]".to_string(),
+            PasteState::Reading => "Pasting: reading the file…".to_string(),
             PasteState::Asking => busy("asking the relay…"),
             PasteState::WaitingForRelay => busy("interrupted; waiting for the relay…"),
             PasteState::Resuming => busy("interrupted; resuming…"),
@@ -83,7 +84,7 @@ impl PasteProgress {
                     format!(", {} left", human_secs(t.as_secs_f64().ceil() as u64))
                 });
                 format!(
-                    "Pasting: {:.0}% of {}, {rate}{left}{more} [Esc cancels]",
+                    "Pasting: {:.0}% of {}, {rate}{left}{more}",
                     self.percent().floor(),
                     size(self.total)
                 )
@@ -94,6 +95,13 @@ impl PasteProgress {
             }
             PasteState::Cancelled => "Paste cancelled.".to_string(),
         }
+    }
+
+    /// The line in mosh's notification bar (and `stats().paste.line`): the text, and how to
+    /// cancel while the paste is under way.
+    pub fn line(&self) -> String {
+        let text = self.text();
+        if self.state.is_active() { format!("{text} [Esc cancels]") } else { text }
     }
 }
 

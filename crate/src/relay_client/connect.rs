@@ -243,8 +243,8 @@ pub enum ControlEvent {
     Moved,
     /// The shell sent a file or a URL to the browser (the relay is alive, too).
     Offer(crate::relay_proto::Offer),
-    /// Server datagrams the relay held as the page asked (hidden, or a long flood), oldest first, each whole: to
-    /// be handled like datagrams that came one by one (the relay is alive, too).
+    /// Server datagrams the relay held as the page asked (hidden, or a long flood), oldest first,
+    /// each whole: to be handled like datagrams that came one by one (the relay is alive, too).
     Held(Vec<Vec<u8>>),
 }
 

@@ -7,7 +7,7 @@
 //! that has been silent for [`PING_AFTER`] is pinged (`ClientMessage::Ping`; the relay answers
 //! at once), so an idle tab wakes for this about once a heartbeat instead of on a clock of its
 //! own: each wake costs a browser task, and the ping's write and its answer more
-//! (docs/BENCHMARKS.md, "Fifth round").
+//! (docs/BENCHMARKS.md, "The cost of a frame in the browser").
 //!
 //! Sans-IO: the driver reports what it heard and does what [`Liveness::poll`] says.
 

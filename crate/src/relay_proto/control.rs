@@ -65,8 +65,8 @@ pub enum ClientMessage {
     /// Hold the server's datagrams up to `ms` milliseconds (at most [`MAX_HOLD_MS`]) and send
     /// them together as [`ServerMessage::Held`]; 0: send what is held now and every datagram as
     /// it comes. A browser's cost is per datagram delivered, not per byte: the page asks this
-    /// while it is hidden and during a long flood (`tern::session::DrawPacer::poll_relay_hold`). A new connection holds
-    /// nothing.
+    /// while it is hidden and during a long flood (`tern::session::DrawPacer::poll_relay_hold`). A
+    /// new connection holds nothing.
     Hold {
         ms: u32,
     },
@@ -169,8 +169,9 @@ pub enum ServerMessage {
     Moved,
     /// Spawn mode: the shell sent something to the browser (`tern send`, `tern open`).
     Offer(super::offer::Offer),
-    /// Server datagrams held as the page asked ([`ClientMessage::Hold`]), oldest first, each one whole (no framing: a stream has no size limit). On the wire each is
-    /// base64, so the line stays text.
+    /// Server datagrams held as the page asked ([`ClientMessage::Hold`]), oldest first, each one
+    /// whole (no framing: a stream has no size limit). On the wire each is base64, so the line
+    /// stays text.
     Held {
         datagrams: Vec<Vec<u8>>,
     },

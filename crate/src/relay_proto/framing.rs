@@ -1,4 +1,5 @@
-//! Relay framing of server→browser datagrams: split what exceeds the browser's datagram limit, join it again.
+//! Relay framing of server→browser datagrams: split what exceeds the browser's datagram limit, join
+//! it again.
 //!
 //! tern-relay uses the [`Splitter`], the browser client the [`Joiner`]; the two halves must agree
 //! byte for byte, so they live together here.

@@ -163,11 +163,6 @@ pub fn offered_name(path_name: &str) -> String {
     name
 }
 
-/// Whether `s` is a SHA-256 as offers carry it: 64 lowercase hex digits.
-pub fn valid_sha256(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
 impl Offer {
     /// The `offer` control message.
     pub fn write_fields(&self, w: &mut ObjectWriter<'_>) {
@@ -188,7 +183,7 @@ impl Offer {
         let what = match f.str("kind")?.as_str() {
             "file" => {
                 let sha256 = f.str("sha256")?;
-                if !valid_sha256(&sha256) {
+                if !super::Sha256::is_valid(&sha256) {
                     return Err(DecodeError::data("not a SHA-256", "sha256"));
                 }
                 Offered::File { name: offered_name(&f.str("name")?), size: f.u64("size")?, sha256 }

@@ -107,8 +107,8 @@ impl Renditions {
         Renditions { attrs: Attrs::NONE, fg: Color::Default, bg }
     }
 
-    /// Appends the absolute SGR string mosh-server emits for this pen (MOSH-PROTOCOL.md 8.2 step 7):
-    /// `ESC [ 0`, attributes, foreground, background, `m`.
+    /// Appends the absolute SGR string mosh-server emits for this pen (MOSH-PROTOCOL.md 8.2 step
+    /// 7): `ESC [ 0`, attributes, foreground, background, `m`.
     pub fn write_sgr(&self, out: &mut Vec<u8>) {
         let mut seq = Seq::new(false);
         self.absolute_into(&mut seq);
@@ -527,7 +527,8 @@ impl Cell {
 
     /// Equal as drawn: the same printed grapheme (empty drawn as a space), width and renditions.
     /// This is mosh's own notion for verifying a diff (`Cell::compare`): the receiver of a diff
-    /// gets a space where the sender had an empty cell, and U+00A0 plus the mark for a fallback cell.
+    /// gets a space where the sender had an empty cell, and U+00A0 plus the mark for a fallback
+    /// cell.
     pub fn looks_like(&self, other: &Cell) -> bool {
         if self.wide != other.wide || self.renditions != other.renditions {
             return false;

@@ -188,7 +188,8 @@ impl Dispatch<'_> {
                 let empty = fb.rows[row].cells()[col].is_empty();
                 let cell = &mut fb.row_mut(row).cells_mut()[col];
                 if empty {
-                    // A mark with no base: a "fallback" cell, drawn after U+00A0; the cursor advances.
+                    // A mark with no base: a "fallback" cell, drawn after U+00A0; the cursor
+                    // advances.
                     cell.set_fallback(true);
                 }
                 if !cell.is_full() {

@@ -69,7 +69,8 @@ impl Row {
             }
         }
     }
-    /// mosh's `Row::insert_cell`: a blank enters at `col`, the last cell (and its wrap flag) falls off.
+    /// mosh's `Row::insert_cell`: a blank enters at `col`, the last cell (and its wrap flag) falls
+    /// off.
     pub(crate) fn insert_cells(&mut self, col: usize, count: usize, bg: Color) {
         let width = self.cells.len();
         if col >= width || count == 0 {
@@ -80,7 +81,8 @@ impl Row {
         self.cells.splice(col..col, std::iter::repeat_n(Cell::blank(bg), count));
         self.wrap = false;
     }
-    /// mosh's `Row::delete_cell`: cells after `col` move left, blanks (without wrap flag) enter at the end.
+    /// mosh's `Row::delete_cell`: cells after `col` move left, blanks (without wrap flag) enter at
+    /// the end.
     pub(crate) fn delete_cells(&mut self, col: usize, count: usize, bg: Color) {
         let width = self.cells.len();
         if col >= width || count == 0 {
@@ -145,7 +147,8 @@ impl MouseReporting {
     }
 }
 
-/// Mouse report encoding (DECSET 1005, 1006, 1015); synchronized by mosh (MOSH-PROTOCOL.md 8.2 step 14).
+/// Mouse report encoding (DECSET 1005, 1006, 1015); synchronized by mosh (MOSH-PROTOCOL.md 8.2 step
+/// 14).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum MouseEncoding {
     #[default]
@@ -227,7 +230,8 @@ impl Default for SavedCursor {
     }
 }
 
-/// The screen state mosh synchronizes, plus the emulator's local state (tabs, margins, saved cursor).
+/// The screen state mosh synchronizes, plus the emulator's local state (tabs, margins, saved
+/// cursor).
 ///
 /// Equality (`==`) compares what mosh's display diff carries: cells and wrap flags, cursor,
 /// pen, visible modes, titles, clipboard and bell count; not tab stops, margins, saved cursor,
@@ -701,9 +705,9 @@ impl Framebuffer {
         self.saved = SavedCursor::default();
     }
     /// mosh's `Framebuffer::resize`: keep what fits, add blank rows and cells (in the pen's
-    /// background), clear wrap flags when the width changes, reset the scroll region, clamp the cursor.
-    /// This screen as a terminal of `size` shows it: cut or padded as mosh resizes a screen (rows
-    /// kept from the top, columns from the left, the cursor brought inside). A page draws the
+    /// background), clear wrap flags when the width changes, reset the scroll region, clamp the
+    /// cursor. This screen as a terminal of `size` shows it: cut or padded as mosh resizes a screen
+    /// (rows kept from the top, columns from the left, the cursor brought inside). A page draws the
     /// server's screen into its terminal at once after a resize, before the server's screen has
     /// the new size; drawn whole, the rows below the terminal's bottom would scroll it.
     pub fn fitted(&self, size: Size) -> Framebuffer {

@@ -144,17 +144,16 @@ impl Pen {
         let mut style = String::new();
         // Writing into a String cannot fail.
         for (color, class, property) in [(fg, 'f', "color"), (bg, 'b', "background-color")] {
-            match color {
-                Color::Default => {}
-                Color::Palette(n) if n < 16 => classes.push(format!("{class}{n}")),
-                Color::Palette(n) => {
-                    let (r, g, b) = xterm_rgb(n);
-                    let _ = write!(style, "{property}:#{r:02x}{g:02x}{b:02x};");
+            let (r, g, b) = match color {
+                Color::Default => continue,
+                Color::Palette(n) if n < 16 => {
+                    classes.push(format!("{class}{n}"));
+                    continue;
                 }
-                Color::Rgb(r, g, b) => {
-                    let _ = write!(style, "{property}:#{r:02x}{g:02x}{b:02x};");
-                }
-            }
+                Color::Palette(n) => xterm_rgb(n),
+                Color::Rgb(r, g, b) => (r, g, b),
+            };
+            let _ = write!(style, "{property}:#{r:02x}{g:02x}{b:02x};");
         }
         classes.extend(
             CLASSES.iter().filter(|(bit, _)| self.attrs & bit != 0).map(|(_, c)| (*c).to_owned()),

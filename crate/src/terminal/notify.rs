@@ -1,4 +1,5 @@
-//! The notification bar: row 0 replaced by a status line when the server is late or a message is set.
+//! The notification bar: row 0 replaced by a status line when the server is late or a message is
+//! set.
 //!
 //! mosh-client's `NotificationEngine` (MOSH-PROTOCOL.md 7.5), drawn over the displayed frame and
 //! never part of the synchronized state. The wording is mosh's with our own prefix `tern: `; the

@@ -3,9 +3,9 @@
 //! The parser classifies; the emulator ([`super::emulator`]) gives the actions meaning. The rules
 //! are mosh's (`src/terminal/parser.cc`, `parserstate.cc`, `terminaldispatcher.cc`;
 //! MOSH-PROTOCOL.md 8.3), which differ from the `vte` crate in ways that change screens: C1
-//! controls as Unicode scalars, any ESC/CAN/SUB/C1 ends and dispatches an OSC, code points >= U+00A0
-//! act like `A` inside sequences, CSI parameter text is capped at 100 characters, OSC at 16 Ki
-//! characters. Hence our own state machine rather than `vte`.
+//! controls as Unicode scalars, any ESC/CAN/SUB/C1 ends and dispatches an OSC, code points >=
+//! U+00A0 act like `A` inside sequences, CSI parameter text is capped at 100 characters, OSC at 16
+//! Ki characters. Hence our own state machine rather than `vte`.
 
 /// What the parser hands to its consumer.
 pub(crate) trait Perform {

@@ -105,7 +105,8 @@ pub struct Counters {
     pub retransmits: u64,
     /// Peer instructions that produced a state.
     pub applied: u64,
-    /// Of those, applied to a base older than the newest state (a stop-and-wait client drops these).
+    /// Of those, applied to a base older than the newest state (a stop-and-wait client drops
+    /// these).
     pub applied_to_older_base: u64,
     pub duplicates: u64,
     /// Instructions that arrived before their base and waited for it.

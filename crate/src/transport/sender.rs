@@ -144,7 +144,8 @@ impl<S: SyncState> Sender<S> {
         self.front().num
     }
 
-    /// The acknowledged state itself (the user stream's unacknowledged input is `current` minus it).
+    /// The acknowledged state itself (the user stream's unacknowledged input is `current` minus
+    /// it).
     pub fn acked_state(&self) -> &S {
         &self.front().state
     }

@@ -59,7 +59,8 @@ type Aes128Ocb3 = Ocb3<Aes128, U12, U16>;
 
 /// AES-128-OCB3 with mosh's parameters: 12-byte nonce, 16-byte tag, no associated data.
 ///
-/// It keeps no counters: choosing a fresh nonce per datagram is [`PacketLayer`](super::PacketLayer)'s job.
+/// It keeps no counters: choosing a fresh nonce per datagram is
+/// [`PacketLayer`](super::PacketLayer)'s job.
 #[derive(Clone)]
 pub struct Cipher {
     ocb: Aes128Ocb3,

@@ -53,7 +53,8 @@ pub enum WireError {
     /// Sending: the instruction needs more fragments than the 15-bit fragment number allows.
     #[error("instruction needs {needed} fragments, at most {max} are possible")]
     TooManyFragments { needed: usize, max: usize },
-    /// Sending: the datagram size leaves no room for fragment contents, or exceeds what mosh receives.
+    /// Sending: the datagram size leaves no room for fragment contents, or exceeds what mosh
+    /// receives.
     #[error("MTU of {mtu} bytes is outside {min}..={max}")]
     MtuOutOfRange { mtu: usize, min: usize, max: usize },
     /// Sending: all 2^64 instruction ids are used up.

@@ -74,8 +74,8 @@ pub struct Fragmenter {
 
 impl Fragmenter {
     /// `mtu` is the size of whole datagrams on the wire ([`DEFAULT_MTU`] for mosh over IPv4; at
-    /// most 1211 through a browser's WebTransport). It must lie in [`MIN_MTU`]..=[`MAX_DATAGRAM_LEN`],
-    /// which [`Fragmenter::fragment`] checks.
+    /// most 1211 through a browser's WebTransport). It must lie in
+    /// [`MIN_MTU`]..=[`MAX_DATAGRAM_LEN`], which [`Fragmenter::fragment`] checks.
     pub fn new(mtu: usize) -> Self {
         Fragmenter::with_next_id(mtu, 1)
     }
@@ -104,8 +104,8 @@ impl Fragmenter {
         self.mtu.saturating_sub(DATAGRAM_OVERHEAD)
     }
 
-    /// Fragment payloads (header and slice), ready for [`PacketLayer::seal`](super::PacketLayer::seal).
-    /// Always at least one.
+    /// Fragment payloads (header and slice), ready for
+    /// [`PacketLayer::seal`](super::PacketLayer::seal). Always at least one.
     pub fn fragment(&mut self, instruction: &Instruction) -> Result<Vec<Vec<u8>>, WireError> {
         if !(MIN_MTU..=MAX_DATAGRAM_LEN).contains(&self.mtu) {
             return Err(WireError::MtuOutOfRange {
@@ -160,9 +160,10 @@ impl Assembly {
 
 /// Joins fragments back into instructions.
 ///
-/// One assembly slot, as mosh has (MOSH-PROTOCOL.md 3.3): a fragment of another instruction discards
-/// the partial one. Duplicates are ignored, conflicting duplicates refused; the final fragment fixes
-/// the count. Compressed size is capped at [`MAX_ASSEMBLY_LEN`], inflated size at 4 MiB.
+/// One assembly slot, as mosh has (MOSH-PROTOCOL.md 3.3): a fragment of another instruction
+/// discards the partial one. Duplicates are ignored, conflicting duplicates refused; the final
+/// fragment fixes the count. Compressed size is capped at [`MAX_ASSEMBLY_LEN`], inflated size at 4
+/// MiB.
 #[derive(Debug, Default)]
 pub struct Reassembler {
     slot: Option<Assembly>,

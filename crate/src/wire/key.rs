@@ -6,7 +6,8 @@ use std::str::FromStr;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
-/// Length of the key text: base64 of 16 bytes with the trailing `==` removed (MOSH-PROTOCOL.md 1.3).
+/// Length of the key text: base64 of 16 bytes with the trailing `==` removed (MOSH-PROTOCOL.md
+/// 1.3).
 pub const KEY_TEXT_LEN: usize = 22;
 
 /// A 16-byte session key, printed by mosh-server as 22 characters of base64.

@@ -47,8 +47,8 @@ struct HeldTimestamp {
 /// timestamp echo (MOSH-PROTOCOL.md 2).
 ///
 /// Sequence numbers count datagrams (every fragment), from 0, and must never repeat under one key:
-/// a driver that can restart with the same key (a browser reload) persists [`PacketLayer::next_seq`]
-/// before sending and resumes with [`PacketLayer::with_next_seq`].
+/// a driver that can restart with the same key (a browser reload) persists
+/// [`PacketLayer::next_seq`] before sending and resumes with [`PacketLayer::with_next_seq`].
 #[derive(Debug)]
 pub struct PacketLayer {
     cipher: Cipher,
@@ -79,7 +79,8 @@ impl PacketLayer {
         PacketLayer::with_next_seq(key, sending, 0)
     }
 
-    /// Resumes sending under the same key at `next_seq` (a value saved from [`PacketLayer::next_seq`]).
+    /// Resumes sending under the same key at `next_seq` (a value saved from
+    /// [`PacketLayer::next_seq`]).
     pub fn with_next_seq(key: &Key, sending: Direction, next_seq: u64) -> Self {
         PacketLayer {
             cipher: Cipher::new(key),
