@@ -9,7 +9,7 @@ use crate::relay_proto::{
 };
 use crate::time::Instant;
 
-use super::pastes::PASTE_REDRAW;
+use super::pastes::progress_redraw_due;
 
 #[derive(Debug, Default)]
 pub(super) struct DownloadState {
@@ -114,12 +114,7 @@ impl PageClient {
         self.send_download_ack(now);
         match received {
             Received::More => {
-                let due = self
-                    .downloads
-                    .last_redraw
-                    .is_none_or(|at| now.saturating_duration_since(at) > PASTE_REDRAW);
-                if due {
-                    self.downloads.last_redraw = Some(now);
+                if progress_redraw_due(&mut self.downloads.last_redraw, now) {
                     self.render(now, false);
                 }
                 let at = self.downloads.core.poll_timeout();

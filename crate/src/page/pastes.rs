@@ -10,8 +10,18 @@ use crate::relay_proto::{UploadReply, decode};
 use crate::time::Instant;
 use crate::upload::ContentHash;
 
-/// Upload progress redraws at most this often (acks come every few milliseconds).
+/// Transfer progress (an upload's, a download's) redraws at most this often: acks and chunks
+/// come every few milliseconds.
 pub const PASTE_REDRAW: Duration = Duration::from_millis(100);
+
+/// Whether progress last drawn at `last` is due again at `now` (and then it is drawn now).
+pub(super) fn progress_redraw_due(last: &mut Option<Instant>, now: Instant) -> bool {
+    let due = last.is_none_or(|at| now.saturating_duration_since(at) > PASTE_REDRAW);
+    if due {
+        *last = Some(now);
+    }
+    due
+}
 
 /// A pasted file as the driver read it.
 #[derive(Debug)]
@@ -193,13 +203,7 @@ impl PageClient {
                 self.effects.push_back(Effect::Upload { serial, step: StreamStep::StopReading });
             }
         }
-        let due = self
-            .pastes
-            .last_redraw
-            .is_none_or(|at| now.saturating_duration_since(at) > PASTE_REDRAW);
-        if due {
-            self.pastes.last_redraw = Some(now);
-        }
+        let due = progress_redraw_due(&mut self.pastes.last_redraw, now);
         self.arm_paste_timer();
         if due {
             self.render(now, false);

@@ -217,9 +217,9 @@ pub struct Progress {
 ///   nothing. After an interruption, make a new `Upload` from the relay's new count; the rate
 ///   estimate is deliberately not carried over (the path may have changed).
 /// - Whenever anything happened (creation, an ack, a timer), drain
-/// [`poll_chunk`](Self::poll_chunk): each `Some(range)` is a range of content bytes to write on the
-/// stream now, in order; the ranges are contiguous and each is at most `chunk_size` long. `None`
-/// means wait.
+///   [`poll_chunk`](Self::poll_chunk): each `Some(range)` is a range of content bytes to write
+///   on the stream now, in order; the ranges are contiguous and each is at most `chunk_size`
+///   long. `None` means wait.
 /// - Feed every relay ack to [`handle_ack`](Self::handle_ack). Old and duplicate acks are
 ///   ignored; an ack beyond what was sent is an error and fails the upload.
 /// - Arm one timer at [`poll_timeout`](Self::poll_timeout) (pacing and stall detection) and call
