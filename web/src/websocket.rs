@@ -29,9 +29,9 @@ pub enum Inbound {
     End,
 }
 
-/// Shared between the carrier and its streams' writers.
+/// The socket and its stream table: what the carrier and every stream's writer send through.
 #[derive(Debug)]
-struct Shared {
+struct Multiplexer {
     socket: WebSocket,
     streams: RefCell<HashMap<u32, mpsc::UnboundedSender<Inbound>>>,
     next_stream: Cell<u32>,
@@ -42,7 +42,7 @@ struct Shared {
 /// What feeds the datagram reader and the control stream's reader.
 type ReaderEnds = (mpsc::UnboundedSender<Vec<u8>>, mpsc::UnboundedSender<Inbound>);
 
-impl Shared {
+impl Multiplexer {
     fn send(&self, frame: Frame<'_>) {
         // A closing or closed socket drops what it is given (and the browser logs an error for
         // each): the session notices the link gone through its reads ending, and sends again
@@ -85,7 +85,7 @@ impl Shared {
 /// One open WebSocket to the relay.
 #[derive(Debug)]
 pub struct WsCarrier {
-    shared: Rc<Shared>,
+    mux: Rc<Multiplexer>,
     datagrams: RefCell<mpsc::UnboundedReceiver<Vec<u8>>>,
     control: RefCell<Option<mpsc::UnboundedReceiver<Inbound>>>,
     _on_message: Closure<dyn FnMut(MessageEvent)>,
@@ -96,15 +96,15 @@ impl Drop for WsCarrier {
     /// The link is done with: the socket closes, and its events (a late `close`, a message
     /// still in flight) no longer reach the handlers dropped with the carrier.
     fn drop(&mut self) {
-        self.shared.detach_handlers();
-        self.shared.close();
+        self.mux.detach_handlers();
+        self.mux.close();
     }
 }
 
 /// The sending half of a stream over the WebSocket.
 #[derive(Debug, Clone)]
 pub struct WsWriter {
-    shared: Rc<Shared>,
+    mux: Rc<Multiplexer>,
     /// `None`: the control stream.
     id: Option<u32>,
 }
@@ -113,22 +113,22 @@ impl WsWriter {
     pub fn write(&self, bytes: &[u8]) {
         for chunk in bytes.chunks(CHUNK) {
             match self.id {
-                None => self.shared.send(Frame::Control(chunk)),
-                Some(id) => self.shared.send(Frame::Data(id, chunk)),
+                None => self.mux.send(Frame::Control(chunk)),
+                Some(id) => self.mux.send(Frame::Data(id, chunk)),
             }
         }
     }
 
     pub fn close(&self) {
         if let Some(id) = self.id {
-            self.shared.send(Frame::Fin(id));
+            self.mux.send(Frame::Fin(id));
         }
     }
 
     pub fn abort(&self) {
         if let Some(id) = self.id {
-            self.shared.send(Frame::Reset(id));
-            self.shared.streams.borrow_mut().remove(&id);
+            self.mux.send(Frame::Reset(id));
+            self.mux.streams.borrow_mut().remove(&id);
         }
     }
 }
@@ -136,7 +136,7 @@ impl WsWriter {
 /// The receiving half of a stream over the WebSocket.
 #[derive(Debug)]
 pub struct WsReader {
-    shared: Rc<Shared>,
+    mux: Rc<Multiplexer>,
     id: u32,
     inbound: RefCell<mpsc::UnboundedReceiver<Inbound>>,
 }
@@ -154,7 +154,7 @@ impl WsReader {
 
     /// Ends a pending [`next`](Self::next) (it returns `None`).
     pub fn cancel(&self) {
-        if let Some(tx) = self.shared.streams.borrow_mut().remove(&self.id) {
+        if let Some(tx) = self.mux.streams.borrow_mut().remove(&self.id) {
             let _ = tx.unbounded_send(Inbound::End);
         }
     }
@@ -185,7 +185,7 @@ impl WsCarrier {
     pub async fn open(token: &str) -> Result<WsCarrier, String> {
         let socket = open_socket(token)?;
         socket.set_binary_type(BinaryType::Arraybuffer);
-        let shared = Rc::new(Shared {
+        let mux = Rc::new(Multiplexer {
             socket: socket.clone(),
             streams: RefCell::new(HashMap::new()),
             next_stream: Cell::new(1),
@@ -193,11 +193,11 @@ impl WsCarrier {
         });
         let (datagrams_tx, datagrams) = mpsc::unbounded();
         let (control_tx, control) = mpsc::unbounded();
-        *shared.ends.borrow_mut() = Some((datagrams_tx.clone(), control_tx.clone()));
+        *mux.ends.borrow_mut() = Some((datagrams_tx.clone(), control_tx.clone()));
         let (opened_tx, opened) = oneshot::channel::<bool>();
         let opened_tx = Rc::new(RefCell::new(Some(opened_tx)));
 
-        let demux = Rc::clone(&shared);
+        let demux = Rc::clone(&mux);
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
             let Ok(buf) = e.data().dyn_into::<ArrayBuffer>() else { return };
             let bytes = Uint8Array::new(&buf).to_vec();
@@ -205,7 +205,7 @@ impl WsCarrier {
         });
         socket.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
 
-        let ends = Rc::clone(&shared);
+        let ends = Rc::clone(&mux);
         let opened_on_close = Rc::clone(&opened_tx);
         let on_close = Closure::<dyn FnMut(JsValue)>::new(move |_| {
             if let Some(tx) = opened_on_close.borrow_mut().take() {
@@ -223,12 +223,12 @@ impl WsCarrier {
         socket.set_onopen(Some(on_open.unchecked_ref()));
 
         if !opened.await.unwrap_or(false) {
-            shared.detach_handlers();
+            mux.detach_handlers();
             let _ = socket.close();
             return Err("the WebSocket did not open".into());
         }
         Ok(WsCarrier {
-            shared,
+            mux,
             datagrams: RefCell::new(datagrams),
             control: RefCell::new(Some(control)),
             _on_message: on_message,
@@ -237,7 +237,7 @@ impl WsCarrier {
     }
 
     pub fn send_datagram(&self, bytes: &[u8]) {
-        self.shared.send(Frame::Datagram(bytes));
+        self.mux.send(Frame::Datagram(bytes));
     }
 
     /// The next framed datagram from the relay; `None` once the socket closed.
@@ -248,54 +248,54 @@ impl WsCarrier {
     }
 
     pub fn control_writer(&self) -> WsWriter {
-        WsWriter { shared: Rc::clone(&self.shared), id: None }
+        WsWriter { mux: Rc::clone(&self.mux), id: None }
     }
 
     /// The control stream's reading half (once: the control stream is read by one owner).
     pub fn control_reader(&self) -> WsReader {
         let rx = self.control.borrow_mut().take().unwrap_or_else(|| mpsc::unbounded().1);
-        WsReader { shared: Rc::clone(&self.shared), id: CONTROL_ID, inbound: RefCell::new(rx) }
+        WsReader { mux: Rc::clone(&self.mux), id: CONTROL_ID, inbound: RefCell::new(rx) }
     }
 
     /// Closes the link from a deadline: the socket, and its readers at once (see `close`).
     pub fn closer(&self) -> impl FnOnce() + 'static {
-        let shared = Rc::clone(&self.shared);
-        move || shared.close()
+        let mux = Rc::clone(&self.mux);
+        move || mux.close()
     }
 
     /// Opens an upload stream.
     pub fn open_stream(&self) -> Result<(WsWriter, WsReader), String> {
-        let mut streams = self.shared.streams.borrow_mut();
+        let mut streams = self.mux.streams.borrow_mut();
         if streams.len() >= MAX_STREAMS {
             return Err("too many streams open".into());
         }
-        let id = self.shared.next_stream.get();
-        self.shared.next_stream.set(id.wrapping_add(1));
+        let id = self.mux.next_stream.get();
+        self.mux.next_stream.set(id.wrapping_add(1));
         let (tx, rx) = mpsc::unbounded();
         streams.insert(id, tx);
         drop(streams);
-        self.shared.send(Frame::Open(id));
-        let writer = WsWriter { shared: Rc::clone(&self.shared), id: Some(id) };
-        let reader = WsReader { shared: Rc::clone(&self.shared), id, inbound: RefCell::new(rx) };
+        self.mux.send(Frame::Open(id));
+        let writer = WsWriter { mux: Rc::clone(&self.mux), id: Some(id) };
+        let reader = WsReader { mux: Rc::clone(&self.mux), id, inbound: RefCell::new(rx) };
         Ok((writer, reader))
     }
 
     /// Closes the link; every pending read ends at once.
     pub fn close(&self) {
-        self.shared.close();
+        self.mux.close();
     }
 }
 
 /// One message from the relay, to where it belongs.
 fn dispatch(
-    shared: &Shared,
+    mux: &Multiplexer,
     datagrams: &mpsc::UnboundedSender<Vec<u8>>,
     control: &mpsc::UnboundedSender<Inbound>,
     bytes: &[u8],
 ) {
     let Ok(frame) = Frame::decode(bytes) else {
         // A relay of another build: the session's version check says so; drop the socket.
-        let _ = shared.socket.close();
+        let _ = mux.socket.close();
         return;
     };
     match frame {
@@ -306,12 +306,12 @@ fn dispatch(
             let _ = control.unbounded_send(Inbound::Data(b.to_vec()));
         }
         Frame::Data(id, b) => {
-            if let Some(tx) = shared.streams.borrow().get(&id) {
+            if let Some(tx) = mux.streams.borrow().get(&id) {
                 let _ = tx.unbounded_send(Inbound::Data(b.to_vec()));
             }
         }
         Frame::Fin(id) | Frame::Reset(id) => {
-            if let Some(tx) = shared.streams.borrow_mut().remove(&id) {
+            if let Some(tx) = mux.streams.borrow_mut().remove(&id) {
                 let _ = tx.unbounded_send(Inbound::End);
             }
         }
