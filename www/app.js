@@ -8,7 +8,7 @@ import init, { Client } from './pkg/tern.js';
 import { wireHistory } from './history.js';
 import { FONTS, loadSettings, wireSettings } from './settings.js';
 import { wireClipboard } from './clipboard.js';
-import { wireFullscreen, wireKeys } from './keys.js';
+import { ctrlByte, wireFullscreen, wireKeys } from './keys.js';
 import { wireBell } from './bell.js';
 import { wireOffers } from './offers.js';
 
@@ -433,7 +433,7 @@ async function main() {
     setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
     endSession: () => client.endSession(),
     takeBack: () => client.takeBack(),
-    history: wireHistory({ client, term, Client, $, addKeyHandler }),
+    history: wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte }),
   };
   wirePaste(client);
   const setPrediction = ({ mode, overwrite }) => {

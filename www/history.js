@@ -11,8 +11,6 @@
 // The colours are the core's (Client.lineHtml), the history's search the relay's (the core's
 // SearchQuery); this file moves lines into the DOM and searches the few the page holds itself.
 
-import { ctrlByte } from './keys.js';
-
 const PAGE = 400; // lines per request
 
 // Matches in the page's own lines (its screen, and in bridge mode all xterm.js holds): flat
@@ -37,8 +35,9 @@ export function searchLines(lines, pattern, caseSensitive, regex) {
 const OVERSCAN = 60; // lines drawn above and below what is visible
 
 // A key pressed while the history view has the focus, as the bytes a terminal would send, so that
-// typing closes the view and reaches the shell (nothing typed is lost).
-function keyData(e) {
+// typing closes the view and reaches the shell (nothing typed is lost). `ctrlByte` is keys.js's
+// (handed in by app.js: the page's bundler folds modules that import nothing themselves).
+function keyData(e, ctrlByte) {
   if (e.metaKey) return null;
   if (e.ctrlKey && !e.altKey && e.key.length === 1) return ctrlByte(e.key);
   const named = { Enter: '\r', Tab: '\t', Backspace: '\x7f', Escape: null };
@@ -48,8 +47,9 @@ function keyData(e) {
 }
 
 export class History {
-  constructor({ client, term, Client, $ }) {
+  constructor({ client, term, Client, $, ctrlByte }) {
     this.client = client;
+    this.ctrlByte = ctrlByte;
     this.term = term;
     this.Client = Client;
     this.view = $('history');
@@ -206,7 +206,7 @@ export class History {
     }
     if (['PageUp', 'PageDown', 'ArrowUp', 'ArrowDown', 'Home', 'End'].includes(e.key) && !e.ctrlKey) return;
     if (e.ctrlKey && e.shiftKey) return; // the page's own shortcuts (find)
-    const data = keyData(e);
+    const data = keyData(e, this.ctrlByte);
     if (data == null) return;
     e.preventDefault();
     this.close();
@@ -436,8 +436,8 @@ function flatten(matches) {
 }
 
 // Wires the view, the bar and their keys; returns the test hooks (window.tern.history).
-export function wireHistory({ client, term, Client, $, addKeyHandler }) {
-  const history = new History({ client, term, Client, $ });
+export function wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte }) {
+  const history = new History({ client, term, Client, $, ctrlByte });
   const finder = new Finder({ client, term, Client, history, $ });
   const isFind = (e) => (e.ctrlKey && e.shiftKey && e.code === 'KeyF') ||
     (e.metaKey && !e.ctrlKey && e.code === 'KeyF' && /Mac|iPhone|iPad/.test(navigator.platform));
