@@ -43,6 +43,10 @@ struct World {
     link: Option<LinkId>,
     /// Wakes of the page's one timer, with the timers that had run out.
     wakes: Vec<(Instant, Vec<Timer>)>,
+    /// The path went dead: nothing reaches the page any more.
+    dead_path: bool,
+    /// Links closed at the client's word, whose end the driver reports next.
+    closed: Vec<LinkId>,
 }
 
 fn key() -> Key {
@@ -87,6 +91,8 @@ impl World {
             connects: 0,
             link: None,
             wakes: Vec::new(),
+            dead_path: false,
+            closed: Vec::new(),
         }
     }
 
@@ -96,7 +102,12 @@ impl World {
             match &effect {
                 Effect::Connect => self.connects += 1,
                 Effect::Datagram(d) => self.in_flight.push((self.now + DELAY, true, d.clone())),
-                Effect::CloseLink => self.link = None,
+                Effect::CloseLink => {
+                    // The driver closes the link; its datagrams end, and it says so.
+                    if let Some(id) = self.link.take() {
+                        self.closed.push(id);
+                    }
+                }
                 Effect::ReserveNonces { key_text, seq, fragment_id } => {
                     let bounds = NonceBounds { seq: *seq, fragment_id: *fragment_id };
                     self.kept.insert(key_text.clone(), bounds);
@@ -108,6 +119,10 @@ impl World {
                 _ => {}
             }
             self.log.push((self.now, effect));
+        }
+        for id in std::mem::take(&mut self.closed) {
+            self.client.link_lost(self.now, id);
+            self.drain();
         }
         while let Some(d) = self.server.poll_transmit() {
             let mut framed = Vec::new();
@@ -177,7 +192,7 @@ impl World {
             for (_, to_server, bytes) in due {
                 if to_server {
                     self.server.handle_datagram(now, &bytes);
-                } else if self.link.is_some() {
+                } else if self.link.is_some() && !self.dead_path {
                     self.client.datagram(now, &bytes);
                 }
                 self.drain();
@@ -400,4 +415,23 @@ fn a_restored_tab_continues_from_the_relays_newer_copy_with_the_keys_typed_since
     );
     let point = tab.client.session().expect("session").resume_point();
     assert!(point.input_next > newer.input_next, "the key typed since the load went again");
+}
+
+/// A path that goes dead (a relay killed without a goodbye) shows long before QUIC's idle
+/// timeout: the silent link is pinged after `PING_AFTER`, closed after `LINK_DEADLINE`, and the
+/// page says it reconnects and asks for a new link.
+#[test]
+fn a_silent_link_is_pinged_then_dropped_and_the_page_reconnects() {
+    let mut w = World::live();
+    w.dead_path = true;
+    let from = w.log.len();
+    w.run_for(Duration::from_secs(9));
+    let log = w.since(from);
+    let ping = position(&log, |e| matches!(e, Effect::Control(ClientMessage::Ping)));
+    let close = position(&log, |e| matches!(e, Effect::CloseLink));
+    let reconnecting =
+        position(&log, |e| matches!(e, Effect::Status { status: Status::Reconnecting, .. }));
+    assert!(ping.is_some() && close.is_some() && reconnecting.is_some(), "{log:?}");
+    assert!(ping < close && close < reconnecting, "{log:?}");
+    assert!(w.connects > 0, "a new attempt was asked for");
 }

@@ -350,7 +350,9 @@ impl PageClient {
                 self.push(Effect::Control(ClientMessage::Ping));
                 self.timers.set(Timer::Liveness, next);
             }
-            LinkCheck::Dead => self.drop_link(),
+            // The link stays the client's until its datagrams end (`link_lost`), which tells
+            // an upload on it that it broke.
+            LinkCheck::Dead => self.push(Effect::CloseLink),
         }
     }
 

@@ -37,7 +37,8 @@ pub enum Effect {
     Datagram(Vec<u8>),
     /// Send this control message on the current link.
     Control(ClientMessage),
-    /// Close the current link (the client has forgotten it).
+    /// Close the current link; [`PageClient::link_lost`](super::PageClient::link_lost) follows
+    /// when its datagrams end.
     CloseLink,
     /// Keep these nonce bounds for the session key `key_text` (the tab's storage) before
     /// anything that follows leaves: a reload starts above them.
