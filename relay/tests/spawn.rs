@@ -173,8 +173,8 @@ async fn another_device_resumes_from_the_relays_copy_and_the_first_page_is_told(
     let conn = connect(&relay, None).await.expect("connects");
     let (control, reply) = hello(&conn, spawn_hello(Some(&token), Some(&ready.session))).await;
     let taken = expect_ready(reply);
-    let point = tern::relay_client::decode_point(taken.point.as_deref().expect("the relay's copy"))
-        .expect("a valid point");
+    let point = taken.point.clone().expect("the relay's copy");
+    let point = point.into_point().expect("a valid point");
     assert!(taken.seq_floor > 0 && point.next_seq == taken.seq_floor);
     let key = taken.key.clone().unwrap();
     let mut second = MoshOverRelay::resume(conn, control, &key, &point);

@@ -27,6 +27,7 @@ pub mod info;
 pub mod json;
 pub mod line;
 pub mod offer;
+pub mod point;
 pub mod upload;
 pub mod websocket;
 
@@ -41,6 +42,7 @@ pub use line::{LineBuffer, LineError, Message, decode, encode, encode_line};
 pub use offer::{
     DownloadAck, DownloadReply, DownloadRequest, Offer, OfferAnswer, Offered, StreamRequest,
 };
+pub use point::CarriedPoint;
 pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).
