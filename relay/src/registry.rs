@@ -4,8 +4,9 @@
 //! per target address). Each page that attaches gets an [`Attach`] with a serial number. A page
 //! drives from its first datagram on, when it is newer than the one driving (a page that attaches
 //! and then finds it cannot continue the session takes nothing away); the older one learns it was
-//! moved (its page offers to take the session back, which is a new attach). Every client datagram passes [`Attach::client_datagram`], which is where nonce safety is
-//! enforced, whatever the pages do:
+//! moved (its page offers to take the session back, which is a new attach). Every client
+//! datagram passes [`Attach::client_datagram`], which is where nonce safety is enforced,
+//! whatever the pages do:
 //!
 //! - only the newest attach's datagrams are forwarded;
 //! - spawn mode (the relay knows the key): a datagram is forwarded only if it is authentic and its

@@ -343,7 +343,8 @@ async fn a_session_no_page_attaches_ends_after_the_idle_timeout_and_its_record_g
     relay.stop().await;
 }
 
-/// What a page that asked for datagrams held (as a hidden page does) received: datagrams (joined) and `held` lines.
+/// What a page that asked for datagrams held (as a hidden page does) received: datagrams (joined)
+/// and `held` lines.
 #[derive(Debug, Default)]
 struct Received {
     datagrams: u64,
