@@ -1,8 +1,8 @@
 //! Typed relay configuration: command line flags with environment variable fallbacks.
 //!
 //! Only the top of the relay reads a [`Config`] (`Relay::new`, `main`): it hands each part of the
-//! relay the plain settings that part takes ([`Config::session_settings`],
-//! [`Config::paste_limits`], [`Config::ssh_settings`], ...), so no subsystem depends on the
+//! relay the plain settings that part takes (`Config::session_settings`,
+//! [`Config::paste_limits`], [`Config::ssh_settings`], ...), so no part below depends on the
 //! command line. The flags' value types live with their users and are re-exported here.
 
 use std::net::SocketAddr;
@@ -22,6 +22,7 @@ pub use crate::spawn::PortRange;
 use crate::spawn::SpawnSpec;
 use crate::spawn::ssh::{SshHost, SshSettings};
 use crate::tls::acme::AcmeSettings;
+
 /// How the relay finds the mosh-server of a browser session (spawn or bridge); the page sees it
 /// in `/api/info` and names it in its hello, so it is the protocol's type.
 pub use tern::relay_proto::Mode;
