@@ -111,6 +111,43 @@ fn server_messages() {
 }
 
 #[test]
+fn resume_points_travel_typed_as_base64_and_an_unreadable_one_is_no_error() {
+    use tern::session::ResumePoint;
+    use tern::wire::StateNum;
+    let point = ResumePoint {
+        server_num: StateNum(12),
+        screen_cols: 80,
+        screen_rows: 24,
+        screen: Vec::new(),
+        input_acked: StateNum(4),
+        input_next: StateNum(9),
+        input_pending: Vec::new(),
+        next_seq: 300,
+        next_fragment_id: 40,
+    };
+    let text = CarriedPoint::text_of(&point);
+    let seed = ClientMessage::Seed { point: CarriedPoint::from(point.clone()) };
+    round_trip(&seed, &format!(r#"{{"type":"seed","point":"{text}"}}"#));
+    let line = format!(r#"{{"type":"seed","point":"{text}"}}"#);
+    match decode::<ClientMessage>(line.as_bytes()).unwrap() {
+        ClientMessage::Seed { point: carried } => assert_eq!(carried.point(), Some(&point)),
+        other => panic!("{other:?}"),
+    }
+    // Text that is not a point: the message still reads, without a point (the relay ignores
+    // such a seed, the page such a `ready.point`).
+    let odd: ClientMessage = decode(br#"{"type":"seed","point":"not base64!"}"#).unwrap();
+    assert_eq!(odd, ClientMessage::Seed { point: CarriedPoint::Unreadable("not base64!".into()) });
+    let ready: ServerMessage = decode(
+        br#"{"type":"ready","session":"ab","mode":"spawn","port":1,"max_datagram_size":1211,"framing":1,"resumed":true,"seq_floor":1,"point":"VFJQMQ=="}"#,
+    )
+    .unwrap();
+    let ServerMessage::Ready(ready) = ready else { panic!("{ready:?}") };
+    assert_eq!(ready.point.as_ref().and_then(CarriedPoint::point), None);
+    // A point that is not a string is a malformed message, as before.
+    assert!(decode::<ClientMessage>(br#"{"type":"seed","point":7}"#).is_err());
+}
+
+#[test]
 fn held_datagrams_that_are_not_base64_are_refused() {
     let bad = decode::<ServerMessage>(br#"{"type":"held","datagrams":["not base64!"]}"#);
     assert!(bad.is_err(), "{bad:?}");

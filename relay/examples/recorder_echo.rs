@@ -13,8 +13,8 @@
 //! sleep between keys either way).
 //!
 //! The recorder is this same executable run as `recorder_echo record ...`: it calls
-//! `tern_relay::record::run` exactly as `tern-relay record` does (an example cannot rely on
-//! cargo having built the `tern-relay` binary).
+//! `tern_relay::history::record::run` exactly as `tern-relay record` does (an example cannot rely
+//! on cargo having built the `tern-relay` binary).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -37,7 +37,7 @@ fn main() {
     let first = args.next();
     if first.as_deref().is_some_and(|a| a == "record") {
         // The recorder, as `tern-relay record ARGS` runs it.
-        std::process::exit(match tern_relay::record::main(args) {
+        std::process::exit(match tern_relay::history::record::main(args) {
             c if c == std::process::ExitCode::SUCCESS => 0,
             _ => 1,
         });

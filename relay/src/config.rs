@@ -1,4 +1,9 @@
 //! Typed relay configuration: command line flags with environment variable fallbacks.
+//!
+//! Only the top of the relay reads a [`Config`] (`Relay::new`, `main`): it hands each part of the
+//! relay the plain settings that part takes (`Config::session_settings`,
+//! [`Config::paste_limits`], [`Config::ssh_settings`], ...), so no part below depends on the
+//! command line. The flags' value types live with their users and are re-exported here.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -6,6 +11,17 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Parser;
+
+use crate::http::HttpSettings;
+pub use crate::http::{BasePath, UnderBase};
+use crate::paste::PasteLimits;
+use crate::security::AllowedOrigin;
+pub use crate::session::AllowRule;
+use crate::session::{SessionSettings, TargetSettings};
+pub use crate::spawn::PortRange;
+use crate::spawn::SpawnSpec;
+use crate::spawn::ssh::{SshHost, SshSettings};
+use crate::tls::acme::AcmeSettings;
 
 /// How the relay finds the mosh-server of a browser session (spawn or bridge); the page sees it
 /// in `/api/info` and names it in its hello, so it is the protocol's type.
@@ -28,7 +44,7 @@ pub const CHROMIUM_MAX_DATAGRAM: usize = 1211;
 pub const SESSION_IDLE_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "tern-relay", version = crate::VERSION, about)]
+#[command(name = "tern-relay", version = crate::version::VERSION, about)]
 pub struct Config {
     /// Address for HTTP (TCP) and WebTransport (UDP), both on the same port number.
     /// Port 0 picks a free port.
@@ -124,7 +140,7 @@ pub struct Config {
         value_delimiter = ',',
         value_name = "HOST"
     )]
-    pub ssh_host: Vec<crate::ssh::SshHost>,
+    pub ssh_host: Vec<SshHost>,
 
     /// A file of `--ssh-host` names, one a line (`#` starts a comment).
     #[arg(long, env = "TERN_RELAY_SSH_HOSTS_FILE", value_name = "FILE")]
@@ -195,7 +211,7 @@ pub struct Config {
     /// Another page origin (`https://host[:port]`) allowed to open sessions, besides the page's
     /// own as the browser reached it (repeatable): for a proxy that rewrites `Host`.
     #[arg(long = "allow-origin", env = "TERN_RELAY_ALLOW_ORIGIN", value_delimiter = ',')]
-    pub allow_origin: Vec<crate::security::AllowedOrigin>,
+    pub allow_origin: Vec<AllowedOrigin>,
 
     /// Browser sessions at once.
     #[arg(long, env = "TERN_RELAY_MAX_SESSIONS", default_value_t = 16)]
@@ -320,8 +336,8 @@ impl Config {
         std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/tern/pastes"))
     }
 
-    pub fn paste_limits(&self) -> crate::paste::PasteLimits {
-        crate::paste::PasteLimits {
+    pub fn paste_limits(&self) -> PasteLimits {
+        PasteLimits {
             max_size: self.paste_max_size.0,
             quota: self.paste_quota.0,
             max_age: Duration::from_secs(self.paste_max_age_hours.saturating_mul(3600)),
@@ -341,6 +357,75 @@ impl Config {
             return Some(PathBuf::from(x).join("tern-relay"));
         }
         std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state/tern-relay"))
+    }
+
+    /// What browser sessions work with: handshake limits, the datagram bridge's, and where their
+    /// datagrams go.
+    pub(crate) fn session_settings(&self) -> SessionSettings {
+        SessionSettings {
+            mode: self.mode(),
+            handshake_timeout: self.handshake_timeout(),
+            max_sessions: self.max_sessions,
+            allow_origin: self.allow_origin.clone(),
+            max_datagram_size: self.max_datagram_size,
+            datagram_rate: self.datagram_rate,
+            datagram_burst: self.datagram_burst,
+            idle_timeout: self.idle_timeout(),
+            targets: TargetSettings {
+                allow: self.allow.clone(),
+                max_spawned: self.max_spawned,
+                spawn: SpawnSpec {
+                    program: self.mosh_server_command.clone(),
+                    locale: self.mosh_locale.clone(),
+                    ports: self.mosh_port_range,
+                    command: self.mosh_command.clone(),
+                    timeout: self.spawn_timeout(),
+                    idle_timeout: self.session_idle_timeout(),
+                    recorder: None,
+                    shell_env: Vec::new(),
+                },
+                history_lines: self.history_lines,
+                recorder: self.recorder.clone(),
+                state_dir: self.state_dir(),
+            },
+        }
+    }
+
+    /// The HTTP side's own settings.
+    pub(crate) fn http_settings(&self) -> HttpSettings {
+        HttpSettings { base_path: self.base_path.clone(), header_timeout: self.header_timeout() }
+    }
+
+    /// The `--ssh-*` flags.
+    pub fn ssh_settings(&self) -> SshSettings {
+        SshSettings {
+            hosts: self.ssh_host.clone(),
+            hosts_file: self.ssh_hosts_file.clone(),
+            program: self.ssh_program.clone(),
+            config_file: self.ssh_config.clone(),
+            mosh_server: self.ssh_mosh_server.clone(),
+            paste_dir: self.ssh_paste_dir.clone(),
+        }
+    }
+
+    /// The `--acme*` flags; `None` without `--acme`. ACME keeps its account and certificate in
+    /// the state directory, so it needs one.
+    pub fn acme_settings(&self) -> Option<Result<AcmeSettings, String>> {
+        if self.acme.is_empty() {
+            return None;
+        }
+        let Some(state) = self.state_dir() else {
+            return Some(Err("--acme keeps its account and certificate in the state directory: \
+                             pass --state-dir (no $HOME or $XDG_STATE_HOME)"
+                .into()));
+        };
+        Some(AcmeSettings::new(
+            &self.acme,
+            self.acme_email.clone(),
+            self.acme_directory.clone(),
+            self.acme_ca_root.clone(),
+            &state,
+        ))
     }
 }
 
@@ -369,162 +454,9 @@ impl FromStr for ByteSize {
     }
 }
 
-/// A URL path prefix: starts and ends with `/` (`/` itself, or `/tern/`), made of unreserved URL
-/// characters only, without `.` or `..` segments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BasePath(String);
-
-/// Where a request path falls relative to the [`BasePath`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnderBase<'a> {
-    /// Inside: the rest, starting with `/` (`/tern/api/info` under `/tern/` is `/api/info`).
-    Inside(&'a str),
-    /// The base without its trailing slash (`/tern`): redirect to the base, so the page's
-    /// relative URLs resolve under it.
-    Bare,
-    /// Elsewhere.
-    Outside,
-}
-
-impl BasePath {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    pub fn is_root(&self) -> bool {
-        self.0 == "/"
-    }
-
-    /// Places a request path relative to the base.
-    pub fn locate<'a>(&self, path: &'a str) -> UnderBase<'a> {
-        let trimmed = &self.0[..self.0.len() - 1];
-        match path.strip_prefix(trimmed) {
-            Some(rest) if rest.starts_with('/') => UnderBase::Inside(rest),
-            Some("") => UnderBase::Bare,
-            _ => UnderBase::Outside,
-        }
-    }
-}
-
-impl std::fmt::Display for BasePath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl FromStr for BasePath {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let t = s.trim();
-        if !t.starts_with('/') {
-            return Err(format!("bad base path {s:?}: it must start with '/', e.g. /tern/"));
-        }
-        let ok = |c: char| c.is_ascii_alphanumeric() || "-._~/".contains(c);
-        if !t.chars().all(ok) {
-            return Err(format!(
-                "bad base path {s:?}: only letters, digits and - . _ ~ / are allowed"
-            ));
-        }
-        if t.split('/').any(|seg| seg == "." || seg == "..") || t.contains("//") {
-            return Err(format!("bad base path {s:?}: no '.', '..' or empty segments"));
-        }
-        let mut p = t.to_string();
-        if !p.ends_with('/') {
-            p.push('/');
-        }
-        Ok(BasePath(p))
-    }
-}
-
-/// An inclusive UDP port range, written `LOW:HIGH` (mosh's `-p` syntax) or `LOW-HIGH`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PortRange {
-    pub low: u16,
-    pub high: u16,
-}
-
-impl PortRange {
-    pub fn contains(&self, port: u16) -> bool {
-        (self.low..=self.high).contains(&port)
-    }
-}
-
-impl std::fmt::Display for PortRange {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.low, self.high)
-    }
-}
-
-impl FromStr for PortRange {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (low, high) = match s.split_once([':', '-']) {
-            Some((l, h)) => (l, h),
-            None => (s, s),
-        };
-        let parse = |p: &str| p.trim().parse::<u16>().map_err(|e| format!("bad port {p:?}: {e}"));
-        let (low, high) = (parse(low)?, parse(high)?);
-        if low == 0 || low > high {
-            return Err(format!("bad port range {s:?}: need 1 <= LOW <= HIGH"));
-        }
-        Ok(PortRange { low, high })
-    }
-}
-
-/// One bridge allowlist entry: a host (IP literal or name, compared case-insensitively) and ports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllowRule {
-    pub host: String,
-    pub ports: PortRange,
-}
-
-impl AllowRule {
-    pub fn allows(&self, host: &str, port: u16) -> bool {
-        normalize_host(host).eq_ignore_ascii_case(&self.host) && self.ports.contains(port)
-    }
-}
-
-/// Strips the brackets of an IPv6 literal so `[::1]` and `::1` compare equal.
-pub fn normalize_host(host: &str) -> &str {
-    host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
-}
-
-impl FromStr for AllowRule {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        // The port part follows the last ':' so that `[::1]:60001-60010` works.
-        let (host, ports) = s
-            .rsplit_once(':')
-            .ok_or_else(|| format!("bad allow rule {s:?}: want HOST:PORT or HOST:LOW-HIGH"))?;
-        let host = normalize_host(host);
-        if host.is_empty() {
-            return Err(format!("bad allow rule {s:?}: empty host"));
-        }
-        let ports: PortRange = ports.parse()?;
-        Ok(AllowRule { host: host.to_string(), ports })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn allow_rules_parse_and_match() {
-        let r: AllowRule = "127.0.0.1:60001-60010".parse().unwrap();
-        assert!(r.allows("127.0.0.1", 60001));
-        assert!(r.allows("127.0.0.1", 60010));
-        assert!(!r.allows("127.0.0.1", 60011));
-        assert!(!r.allows("127.0.0.2", 60001));
-        let r: AllowRule = "[::1]:5000".parse().unwrap();
-        assert!(r.allows("::1", 5000));
-        assert!(r.allows("[::1]", 5000));
-        let r: AllowRule = "Host.Example:1-2".parse().unwrap();
-        assert!(r.allows("host.example", 2));
-        assert!("nohost".parse::<AllowRule>().is_err());
-        assert!(":5".parse::<AllowRule>().is_err());
-        assert!("h:9-3".parse::<AllowRule>().is_err());
-    }
 
     #[test]
     fn defaults_are_safe() {
@@ -550,27 +482,62 @@ mod tests {
     }
 
     #[test]
-    fn base_paths_parse_and_locate() {
-        let root: BasePath = "/".parse().unwrap();
-        assert!(root.is_root());
-        assert_eq!(root.locate("/api/info"), UnderBase::Inside("/api/info"));
-        assert_eq!(root.locate("/"), UnderBase::Inside("/"));
-        let b: BasePath = "/tern".parse().unwrap();
-        assert_eq!(b.as_str(), "/tern/");
-        assert_eq!(b, "/tern/".parse().unwrap());
-        assert_eq!(b.locate("/tern/"), UnderBase::Inside("/"));
-        assert_eq!(b.locate("/tern/api/info"), UnderBase::Inside("/api/info"));
-        assert_eq!(b.locate("/tern/ws"), UnderBase::Inside("/ws"));
-        assert_eq!(b.locate("/tern"), UnderBase::Bare);
-        assert_eq!(b.locate("/ternx/"), UnderBase::Outside);
-        assert_eq!(b.locate("/api/info"), UnderBase::Outside);
-        let deep: BasePath = "/a/b-c/".parse().unwrap();
-        assert_eq!(deep.locate("/a/b-c/x.js"), UnderBase::Inside("/x.js"));
-        for bad in ["tern/", "/a/../b/", "/a//b/", "/a b/", "/a?x/", "/./"] {
-            assert!(bad.parse::<BasePath>().is_err(), "{bad}");
-        }
-        let c = Config::parse_from(["tern-relay"]);
-        assert!(c.base_path.is_root());
+    fn the_base_path_is_the_root_unless_asked() {
+        assert!(Config::parse_from(["tern-relay"]).base_path.is_root());
+        let c = Config::parse_from(["tern-relay", "--base-path", "/tern"]);
+        assert_eq!(c.base_path.as_str(), "/tern/");
+        assert!(Config::try_parse_from(["tern-relay", "--base-path", "/a/../b"]).is_err());
+    }
+
+    #[test]
+    fn each_part_of_the_relay_gets_its_settings_from_the_flags() {
+        let c = Config::try_parse_from([
+            "tern-relay",
+            "--bridge",
+            "--allow",
+            "127.0.0.1:60001-60010",
+            "--handshake-timeout-secs",
+            "0",
+            "--idle-timeout-secs",
+            "42",
+            "--session-idle-timeout",
+            "0",
+            "--mosh-port-range",
+            "61000:61010",
+            "--header-timeout-secs",
+            "7",
+            "--ssh-host",
+            "devbox,me@build",
+            "--",
+            "/bin/sh",
+        ])
+        .unwrap();
+        let s = c.session_settings();
+        assert_eq!(s.mode, Mode::Bridge);
+        assert_eq!(s.handshake_timeout, Duration::from_secs(1), "at least a second");
+        assert_eq!(s.idle_timeout, Duration::from_secs(42));
+        assert_eq!((s.datagram_rate, s.datagram_burst), (1000, 500));
+        assert!(s.targets.allow[0].allows("127.0.0.1", 60005));
+        assert_eq!(s.targets.spawn.ports, PortRange { low: 61000, high: 61010 });
+        assert_eq!(s.targets.spawn.idle_timeout, None, "0: never");
+        assert_eq!(s.targets.spawn.command, vec!["/bin/sh"]);
+        assert_eq!(c.http_settings().header_timeout, Duration::from_secs(7));
+        let ssh = c.ssh_settings();
+        assert_eq!(ssh.hosts.len(), 2);
+        assert_eq!(ssh.mosh_server, "mosh-server");
+    }
+
+    #[test]
+    fn acme_settings_live_in_the_state_dir() {
+        let mut c = Config::with_listen("127.0.0.1:0".parse().unwrap());
+        c.state_dir = Some("/s".into());
+        assert!(c.acme_settings().is_none());
+        c.acme = vec!["Relay.Example.com".into()];
+        let s = c.acme_settings().unwrap().unwrap();
+        assert_eq!(s.domains, vec!["relay.example.com"]);
+        assert_eq!(s.dir, std::path::Path::new("/s/acme"));
+        c.acme = vec!["bad domain".into()];
+        assert!(c.acme_settings().unwrap().is_err());
     }
 
     #[test]

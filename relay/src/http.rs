@@ -1,7 +1,9 @@
-//! The HTTP side: the page's static files (public) and the small token-protected JSON API.
+//! The HTTP side: the page's static files (public), the small token-protected JSON API, and the
+//! WebSocket fallback's upgrade (the session itself is the session layer's).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,27 +26,137 @@ use tern::relay_proto::{
 
 use crate::assets;
 use crate::auth::AuthOutcome;
-use crate::config::UnderBase;
-use crate::shared::Shared;
+use crate::session::SessionContext;
+use crate::tls::cert::CertManager;
 use tern::relay_proto::WEBSOCKET_PATH;
 
 type Body = Full<Bytes>;
+
+/// The HTTP side's own settings, made from the relay's configuration by the top of the relay.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpSettings {
+    /// `--base-path`: where the page, `/api/*` and `/ws` are served.
+    pub base_path: BasePath,
+    /// `--header-timeout-secs`: for a connection's TLS handshake, and for each request's headers.
+    pub header_timeout: Duration,
+}
+
+/// What every HTTP connection's task shares.
+#[derive(Debug)]
+pub(crate) struct HttpContext {
+    pub settings: HttpSettings,
+    /// The sessions (a WebSocket upgrade becomes one; the API lists them), the token and its
+    /// limiter.
+    pub sessions: Arc<SessionContext>,
+    /// For `/api/info`'s certificate hashes.
+    pub certs: Arc<CertManager>,
+    /// The relay's port (TCP and UDP alike).
+    pub port: u16,
+    /// `--max-http-connections`: held by each TCP connection until it closes or is upgraded.
+    pub connections: Arc<tokio::sync::Semaphore>,
+    /// HTTPS for the page, when configured (see [`CertManager::tls_acceptor`]).
+    pub https: Option<Https>,
+}
+
+impl HttpContext {
+    /// The acceptor for the next HTTPS connection; `None` when the page is served in clear.
+    /// It asks the certificate manager for the current certificate at every handshake.
+    pub fn https_acceptor(&self) -> Option<tokio_rustls::TlsAcceptor> {
+        self.https.as_ref().map(|h| h.0.clone())
+    }
+}
+
+/// The page's TLS acceptor.
+pub(crate) struct Https(pub tokio_rustls::TlsAcceptor);
+
+impl std::fmt::Debug for Https {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Https")
+    }
+}
+
+/// A URL path prefix: starts and ends with `/` (`/` itself, or `/tern/`), made of unreserved URL
+/// characters only, without `.` or `..` segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BasePath(String);
+
+/// Where a request path falls relative to the [`BasePath`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnderBase<'a> {
+    /// Inside: the rest, starting with `/` (`/tern/api/info` under `/tern/` is `/api/info`).
+    Inside(&'a str),
+    /// The base without its trailing slash (`/tern`): redirect to the base, so the page's
+    /// relative URLs resolve under it.
+    Bare,
+    /// Elsewhere.
+    Outside,
+}
+
+impl BasePath {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.0 == "/"
+    }
+
+    /// Places a request path relative to the base.
+    pub fn locate<'a>(&self, path: &'a str) -> UnderBase<'a> {
+        let trimmed = &self.0[..self.0.len() - 1];
+        match path.strip_prefix(trimmed) {
+            Some(rest) if rest.starts_with('/') => UnderBase::Inside(rest),
+            Some("") => UnderBase::Bare,
+            _ => UnderBase::Outside,
+        }
+    }
+}
+
+impl std::fmt::Display for BasePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for BasePath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        if !t.starts_with('/') {
+            return Err(format!("bad base path {s:?}: it must start with '/', e.g. /tern/"));
+        }
+        let ok = |c: char| c.is_ascii_alphanumeric() || "-._~/".contains(c);
+        if !t.chars().all(ok) {
+            return Err(format!(
+                "bad base path {s:?}: only letters, digits and - . _ ~ / are allowed"
+            ));
+        }
+        if t.split('/').any(|seg| seg == "." || seg == "..") || t.contains("//") {
+            return Err(format!("bad base path {s:?}: no '.', '..' or empty segments"));
+        }
+        let mut p = t.to_string();
+        if !p.ends_with('/') {
+            p.push('/');
+        }
+        Ok(BasePath(p))
+    }
+}
 
 /// Accepts TCP connections until shutdown; one task per connection, at most
 /// `--max-http-connections` at once. At the cap nothing is accepted: new connections wait in the
 /// kernel's queue for a slot, which `--header-timeout` frees within seconds even when every slot
 /// is held by a slowloris client, so a real request is delayed, never starved.
-pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
+pub(crate) async fn serve(shared: Arc<HttpContext>, listener: TcpListener) {
     let tracker = tokio_util::task::TaskTracker::new();
     loop {
         let slot = tokio::select! {
-            _ = shared.shutdown.cancelled() => break,
-            s = Arc::clone(&shared.http_connections).acquire_owned() => s,
+            _ = shared.sessions.shutdown.cancelled() => break,
+            s = Arc::clone(&shared.connections).acquire_owned() => s,
         };
         // The semaphore is never closed.
         let Ok(slot) = slot else { break };
         let accepted = tokio::select! {
-            _ = shared.shutdown.cancelled() => break,
+            _ = shared.sessions.shutdown.cancelled() => break,
             a = listener.accept() => a,
         };
         let (stream, peer) = match accepted {
@@ -62,7 +174,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
         let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
         tracker.spawn(async move {
-            let shutdown = shared.shutdown.clone();
+            let shutdown = shared.sessions.shutdown.clone();
             tokio::select! {
                 _ = shutdown.cancelled() => {}
                 _ = serve_connection(shared, stream, peer) => {}
@@ -76,7 +188,11 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
     tracker.wait().await;
 }
 
-async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, peer: SocketAddr) {
+async fn serve_connection(
+    shared: Arc<HttpContext>,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+) {
     let svc_shared = Arc::clone(&shared);
     let service = hyper::service::service_fn(move |req| {
         let shared = Arc::clone(&svc_shared);
@@ -87,7 +203,7 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
                 req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_string);
             // Everything is served under --base-path (`/` unless the relay sits behind a reverse
             // proxy that forwards a sub-path); routes below see the path without it.
-            let mut resp = match shared.config.base_path.locate(req.uri().path()) {
+            let mut resp = match shared.settings.base_path.locate(req.uri().path()) {
                 UnderBase::Inside(path) => {
                     let path = path.to_string();
                     if path == WEBSOCKET_PATH {
@@ -109,7 +225,7 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     // A slowloris client (headers a byte at a time) is cut off after this, however it trickles.
-    let header_timeout = shared.config.header_timeout();
+    let header_timeout = shared.settings.header_timeout;
     builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
     let result = match shared.https_acceptor() {
         Some(acceptor) => {
@@ -136,7 +252,11 @@ async fn serve_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, pe
 /// than the page's own (a foreign site must not ride the browser's access), a missing or wrong
 /// token (offered as a subprotocol, `tern-token.TOKEN` or `tern-token-hex.HEX`, which keeps it
 /// out of URLs and logs; `?token=` from native clients), a blocked address.
-fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+fn websocket(
+    shared: &Arc<HttpContext>,
+    mut req: Request<Incoming>,
+    peer: SocketAddr,
+) -> Response<Body> {
     use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
     let headers = req.headers();
     let is_upgrade = headers
@@ -159,7 +279,12 @@ fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr)
         .iter()
         .find_map(|p| tern::relay_proto::websocket::token_from_subprotocol(p))
         .or_else(|| crate::session::query_token(&req.uri().to_string()));
-    match shared.auth.check(&shared.token, token.as_deref(), peer.ip(), Instant::now()) {
+    match shared.sessions.auth.check(
+        &shared.sessions.token,
+        token.as_deref(),
+        peer.ip(),
+        Instant::now(),
+    ) {
         AuthOutcome::Ok => {}
         AuthOutcome::BadToken => {
             tracing::info!(%peer, "websocket with a missing or wrong token");
@@ -175,7 +300,7 @@ fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr)
     }
     // The same cap as a WebTransport handshake: until its hello is admitted, an upgraded
     // socket holds a slot (and is closed after --handshake-timeout).
-    let Ok(slot) = Arc::clone(&shared.handshakes).try_acquire_owned() else {
+    let Ok(slot) = Arc::clone(&shared.sessions.handshakes).try_acquire_owned() else {
         tracing::debug!(%peer, "websocket refused: --max-handshakes reached");
         let mut r = error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -186,10 +311,10 @@ fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr)
         return r;
     };
     let upgrade = hyper::upgrade::on(&mut req);
-    let shared = Arc::clone(shared);
+    let sessions = Arc::clone(&shared.sessions);
     tokio::spawn(async move {
         match upgrade.await {
-            Ok(io) => crate::session::websocket::serve(shared, io, peer, slot).await,
+            Ok(io) => crate::session::serve_websocket(sessions, io, peer, slot).await,
             Err(e) => tracing::debug!(%peer, "websocket upgrade failed: {e}"),
         }
     });
@@ -211,13 +336,13 @@ fn websocket(shared: &Arc<Shared>, mut req: Request<Incoming>, peer: SocketAddr)
 /// [`crate::security::http_origin_ok`] and `--allow-origin`.
 #[allow(clippy::result_large_err)]
 fn check_origin(
-    shared: &Shared,
+    shared: &HttpContext,
     headers: &hyper::HeaderMap,
     peer: SocketAddr,
     what: &str,
 ) -> Result<(), Response<Body>> {
     let own = if shared.https_acceptor().is_some() { "https" } else { "http" };
-    if crate::security::http_origin_ok(headers, own, &shared.config.allow_origin) {
+    if crate::security::http_origin_ok(headers, own, &shared.sessions.settings.allow_origin) {
         return Ok(());
     }
     // Debug formatting: the header is the sender's text, escaped so it cannot forge log lines.
@@ -235,8 +360,8 @@ fn check_origin(
 }
 
 /// `/tern` under `--base-path /tern/`: to `/tern/`, where the page's relative URLs resolve.
-fn to_base(shared: &Shared, req: &Request<Incoming>) -> Response<Body> {
-    let mut location = shared.config.base_path.to_string();
+fn to_base(shared: &HttpContext, req: &Request<Incoming>) -> Response<Body> {
+    let mut location = shared.settings.base_path.to_string();
     if let Some(q) = req.uri().query() {
         location.push('?');
         location.push_str(q);
@@ -249,7 +374,12 @@ fn to_base(shared: &Shared, req: &Request<Incoming>) -> Response<Body> {
 }
 
 /// `path` is the request's path below `--base-path`.
-fn handle(shared: &Shared, req: Request<Incoming>, path: &str, peer: SocketAddr) -> Response<Body> {
+fn handle(
+    shared: &HttpContext,
+    req: Request<Incoming>,
+    path: &str,
+    peer: SocketAddr,
+) -> Response<Body> {
     if path.starts_with("/api/") || path == "/api" {
         return api(shared, &req, path, peer);
     }
@@ -286,7 +416,12 @@ fn handle(shared: &Shared, req: Request<Incoming>, path: &str, peer: SocketAddr)
 }
 
 /// The API: every route needs `Authorization: Bearer TOKEN`, checked before anything else.
-fn api(shared: &Shared, req: &Request<Incoming>, path: &str, peer: SocketAddr) -> Response<Body> {
+fn api(
+    shared: &HttpContext,
+    req: &Request<Incoming>,
+    path: &str,
+    peer: SocketAddr,
+) -> Response<Body> {
     if let Err(refused) = check_origin(shared, req.headers(), peer, "api request") {
         return refused;
     }
@@ -306,7 +441,7 @@ fn api(shared: &Shared, req: &Request<Incoming>, path: &str, peer: SocketAddr) -
 /// A session's history (`tern::relay_proto::history`): a page of lines or a search, `POST`ed
 /// as JSON. Read off the async threads: a 100,000-line history is a few megabytes of file.
 async fn history(
-    shared: &Shared,
+    shared: &HttpContext,
     req: Request<Incoming>,
     path: &str,
     peer: SocketAddr,
@@ -325,7 +460,7 @@ async fn history(
         Ok(b) => b.to_bytes(),
         Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, "bad_request", "request too large"),
     };
-    let Some(state) = shared.state.as_ref() else {
+    let Some(state) = shared.sessions.state.as_ref() else {
         return error(
             StatusCode::NOT_FOUND,
             "no_history",
@@ -333,7 +468,7 @@ async fn history(
         );
     };
     let dir = state.dir().to_path_buf();
-    let known = |id: &str| crate::state::valid_id(id) && state.get(id).is_some();
+    let known = |id: &str| crate::ids::valid_id(id) && state.get(id).is_some();
     let bad = |e: tern::relay_proto::DecodeError| {
         error(StatusCode::BAD_REQUEST, "bad_request", &format!("malformed request: {e}"))
     };
@@ -383,7 +518,7 @@ async fn history(
 /// Checks `Authorization: Bearer TOKEN`; the response to send when it is missing or wrong.
 #[allow(clippy::result_large_err)]
 fn authorize(
-    shared: &Shared,
+    shared: &HttpContext,
     req: &Request<Incoming>,
     peer: SocketAddr,
 ) -> Result<(), Response<Body>> {
@@ -393,7 +528,7 @@ fn authorize(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    match shared.auth.check(&shared.token, presented, peer.ip(), Instant::now()) {
+    match shared.sessions.auth.check(&shared.sessions.token, presented, peer.ip(), Instant::now()) {
         AuthOutcome::Ok => Ok(()),
         AuthOutcome::BadToken => {
             tracing::info!(%peer, "api request with a missing or wrong token");
@@ -416,13 +551,13 @@ fn authorize(
 }
 
 /// What the page needs to open WebTransport: where, which certificate hashes, which limits.
-pub(crate) fn info(shared: &Shared) -> RelayInfo {
-    let c = &shared.config;
+fn info(shared: &HttpContext) -> RelayInfo {
+    let c = &shared.sessions.settings;
     RelayInfo {
         version: env!("CARGO_PKG_VERSION").into(),
-        commit: crate::COMMIT.into(),
+        commit: crate::version::COMMIT.into(),
         protocol: PROTOCOL_VERSION,
-        mode: c.mode(),
+        mode: c.mode,
         port: shared.port,
         webtransport_path: WEBTRANSPORT_PATH.into(),
         cert_hashes: shared.certs.hashes(),
@@ -432,13 +567,13 @@ pub(crate) fn info(shared: &Shared) -> RelayInfo {
         max_datagram_size: c.max_datagram_size,
         limits: RelayLimits {
             max_sessions: c.max_sessions,
-            max_spawned: c.max_spawned,
+            max_spawned: c.targets.max_spawned,
             datagram_rate: c.datagram_rate,
             datagram_burst: c.datagram_burst,
-            idle_timeout_secs: c.idle_timeout_secs,
+            idle_timeout_secs: c.idle_timeout.as_secs(),
             max_control_message: MAX_MESSAGE,
         },
-        paste: match &shared.pastes {
+        paste: match &shared.sessions.pastes {
             Some(p) => {
                 PasteInfo { available: true, max_size: Some(p.limits().max_size), reason: None }
             }
@@ -449,25 +584,30 @@ pub(crate) fn info(shared: &Shared) -> RelayInfo {
             },
         },
         bridge_allow: c
+            .targets
             .allow
             .iter()
             .map(|r| format!("{}:{}-{}", r.host, r.ports.low, r.ports.high))
             .collect(),
-        history_lines: if shared.state.is_some() { c.history_lines as u64 } else { 0 },
+        history_lines: if shared.sessions.state.is_some() {
+            c.targets.history_lines as u64
+        } else {
+            0
+        },
     }
 }
 
 /// Spawned mosh-servers still alive, without their keys.
-fn sessions(shared: &Shared) -> SessionList {
-    let ssh_hosts = shared.ssh.as_ref().map(|h| h.names()).unwrap_or_default();
-    let Some(store) = shared.state.as_ref() else {
+fn sessions(shared: &HttpContext) -> SessionList {
+    let ssh_hosts = shared.sessions.ssh.as_ref().map(|h| h.names()).unwrap_or_default();
+    let Some(store) = shared.sessions.state.as_ref() else {
         return SessionList { sessions: Vec::new(), ssh_hosts };
     };
     let sessions = store
         .alive()
         .into_iter()
         .map(|r| {
-            let s = shared.registry.summary(store, &r);
+            let s = shared.sessions.registry.summary(store, &r);
             SessionSummary {
                 id: r.id,
                 port: r.port,
@@ -509,4 +649,31 @@ fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_paths_parse_and_locate() {
+        let root: BasePath = "/".parse().unwrap();
+        assert!(root.is_root());
+        assert_eq!(root.locate("/api/info"), UnderBase::Inside("/api/info"));
+        assert_eq!(root.locate("/"), UnderBase::Inside("/"));
+        let b: BasePath = "/tern".parse().unwrap();
+        assert_eq!(b.as_str(), "/tern/");
+        assert_eq!(b, "/tern/".parse().unwrap());
+        assert_eq!(b.locate("/tern/"), UnderBase::Inside("/"));
+        assert_eq!(b.locate("/tern/api/info"), UnderBase::Inside("/api/info"));
+        assert_eq!(b.locate("/tern/ws"), UnderBase::Inside("/ws"));
+        assert_eq!(b.locate("/tern"), UnderBase::Bare);
+        assert_eq!(b.locate("/ternx/"), UnderBase::Outside);
+        assert_eq!(b.locate("/api/info"), UnderBase::Outside);
+        let deep: BasePath = "/a/b-c/".parse().unwrap();
+        assert_eq!(deep.locate("/a/b-c/x.js"), UnderBase::Inside("/x.js"));
+        for bad in ["tern/", "/a/../b/", "/a//b/", "/a b/", "/a?x/", "/./"] {
+            assert!(bad.parse::<BasePath>().is_err(), "{bad}");
+        }
+    }
 }

@@ -16,32 +16,38 @@
 //! session-related without the token.
 //!
 //! Use: [`Relay::new`] binds, [`Relay::run`] serves until [`Relay::shutdown`].
+//!
+//! The layers point one way (relay/tests/layers.rs checks it), top first: this file and
+//! [`config`], the only readers of the command line; `http`; `session` (accept, handshake,
+//! target, the datagram bridge, and the dispatch of every further stream); [`send`] and
+//! [`paste`] (what those streams carry); `link` (the browser's link, WebTransport or
+//! WebSocket, and its stream halves); then `registry`, [`state`], [`history`], [`spawn`],
+//! [`tls`] and the leaves. Each part takes plain settings that [`Config`] makes for it.
 
 #![forbid(unsafe_code)]
 
-pub mod acme;
 pub mod assets;
 pub mod auth;
-pub mod cert;
 pub mod config;
 pub mod control;
 /// The relay→browser datagram framing; the codec is the core's, shared with the wasm client.
 pub use tern::relay_proto::framing;
 pub mod history;
 mod http;
+mod ids;
 pub mod limits;
+mod link;
 pub mod logging;
 pub mod paste;
 pub mod qr;
-pub mod record;
 mod registry;
 pub mod security;
 pub mod send;
 mod session;
-mod shared;
 pub mod spawn;
-pub mod ssh;
 pub mod state;
+pub mod tls;
+mod version;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
@@ -53,24 +59,21 @@ use tokio_util::sync::CancellationToken;
 use wtransport::endpoint::endpoint_side::Server;
 use wtransport::{Endpoint, Identity, ServerConfig};
 
-use acme::AcmeSettings;
-
 pub use auth::Token;
 pub use config::{Config, Mode};
 /// The protocol's version and the WebTransport endpoint's path (`/wt`), as `tern::relay_proto`
 /// defines them.
 pub use tern::relay_proto::{PROTOCOL_VERSION, WEBTRANSPORT_PATH};
+pub use version::{COMMIT, VERSION};
 
 use auth::AuthLimiter;
-use cert::CertManager;
-use shared::Shared;
+use http::{HttpContext, Https};
+use send::socket::CommandSocket;
+use session::SessionContext;
+use spawn::ssh::SshHosts;
 use state::StateStore;
-
-/// The commit the relay was built from (relay/build.rs): a short hash, or `unknown`.
-pub const COMMIT: &str = env!("TERN_RELAY_COMMIT");
-/// What `tern-relay --version` prints after the name: the package version and the commit.
-pub const VERSION: &str =
-    concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("TERN_RELAY_COMMIT"), ")");
+use tls::acme::{self, AcmeSettings};
+use tls::cert::{self, CertManager};
 
 /// QUIC keep-alive: keeps NAT bindings and the connection up while the tab is idle.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
@@ -173,7 +176,16 @@ fn bind_message(what: &str, addr: &SocketAddr, cause: &std::io::Error) -> String
 /// The relay: bound sockets and shared state. Share it behind an `Arc` to call
 /// [`Relay::shutdown`] while [`Relay::run`] runs.
 pub struct Relay {
-    shared: Arc<Shared>,
+    /// What every browser session shares.
+    sessions: Arc<SessionContext>,
+    /// What every HTTP connection shares.
+    http: Arc<HttpContext>,
+    /// The `tern` command's socket (spawn mode).
+    commands: Option<Arc<CommandSocket>>,
+    /// What keeps the certificate current.
+    upkeep: CertUpkeep,
+    /// `--tls-self-signed`.
+    tls_self_signed: bool,
     tcp: std::sync::Mutex<Option<TcpListener>>,
     endpoint: Arc<Endpoint<Server>>,
     local_addr: SocketAddr,
@@ -198,7 +210,7 @@ impl Relay {
         if config.bridge && config.allow.is_empty() {
             return Err(RelayError::BridgeWithoutAllowlist);
         }
-        let ssh = ssh::SshHosts::from_config(&config).map_err(RelayError::Ssh)?;
+        let ssh = SshHosts::new(config.ssh_settings()).map_err(RelayError::Ssh)?;
         if config.bridge && ssh.is_some() {
             return Err(RelayError::Ssh(
                 "--ssh-host starts sessions as spawn mode does: drop --bridge".into(),
@@ -212,7 +224,7 @@ impl Relay {
             (_, Some(file)) => Token::load_or_create(file)?,
             _ => Token::random().map_err(|e| RelayError::Random(e.to_string()))?,
         };
-        let acme = match AcmeSettings::from_config(&config) {
+        let acme = match config.acme_settings() {
             None => None,
             Some(Ok(s)) => {
                 state::ensure_private_dir(&s.dir, state::DirRole::State)?;
@@ -226,7 +238,7 @@ impl Relay {
             Mode::Bridge => config.state_dir.clone(),
         };
         let state = match (config.mode(), &state_dir) {
-            (Mode::Spawn, Some(dir)) => Some(StateStore::open(dir)?),
+            (Mode::Spawn, Some(dir)) => Some(Arc::new(StateStore::open(dir)?)),
             _ => None,
         };
         let certs = Arc::new(match &acme {
@@ -234,12 +246,12 @@ impl Relay {
             None => certificates(&config, state_dir.as_deref()).await?,
         });
         let https = match config.https() {
-            true => Some(shared::Https(
+            true => Some(Https(
                 certs.tls_acceptor(acme.is_some()).map_err(|e| RelayError::Tls(e.to_string()))?,
             )),
             false => None,
         };
-        let offers = send::Offers::open(state.as_ref().map(StateStore::dir));
+        let offers = send::Offers::open(state.as_deref().map(StateStore::dir));
         let pastes = match config.paste_dir() {
             Some(dir) => Some(Arc::new(paste::PasteStore::open(&dir, config.paste_limits())?)),
             None => None,
@@ -257,28 +269,51 @@ impl Relay {
             addr: local_addr,
             cause,
         })?;
-        let shared = Arc::new(Shared {
-            sessions: Arc::new(tokio::sync::Semaphore::new(config.max_sessions)),
-            handshakes: Arc::new(tokio::sync::Semaphore::new(config.max_handshakes)),
-            http_connections: Arc::new(tokio::sync::Semaphore::new(
-                config.max_http_connections.max(1),
-            )),
-            config,
+        let shutdown = CancellationToken::new();
+        // `tern send` and `tern open` reach the relay of their shell's session: spawn mode's.
+        let commands = match (&state, &state_dir) {
+            (Some(state), Some(dir)) => Some(Arc::new(CommandSocket {
+                dir: dir.clone(),
+                send_limit: config.send_limit,
+                state: Arc::clone(state),
+                shutdown: shutdown.clone(),
+            })),
+            _ => None,
+        };
+        let sessions = Arc::new(SessionContext {
+            settings: config.session_settings(),
             token,
             auth: AuthLimiter::new(),
-            certs,
             state,
             registry: registry::Registry::new(),
             pastes,
             offers,
             ssh: ssh.map(Arc::new),
-            port: local_addr.port(),
+            sessions: Arc::new(tokio::sync::Semaphore::new(config.max_sessions)),
+            handshakes: Arc::new(tokio::sync::Semaphore::new(config.max_handshakes)),
             spawn_lock: tokio::sync::Mutex::new(()),
-            shutdown: CancellationToken::new(),
+            shutdown: shutdown.clone(),
+        });
+        let http = Arc::new(HttpContext {
+            settings: config.http_settings(),
+            sessions: Arc::clone(&sessions),
+            certs: Arc::clone(&certs),
+            port: local_addr.port(),
+            connections: Arc::new(tokio::sync::Semaphore::new(config.max_http_connections.max(1))),
             https,
         });
+        let upkeep = CertUpkeep {
+            certs,
+            max_handshakes: config.max_handshakes,
+            reload_every: config.tls_reload_interval(),
+            shutdown,
+        };
         Ok(Relay {
-            shared,
+            sessions,
+            http,
+            commands,
+            upkeep,
+            tls_self_signed: config.tls_self_signed,
             tcp: std::sync::Mutex::new(Some(tcp)),
             endpoint: Arc::new(endpoint),
             local_addr,
@@ -292,18 +327,18 @@ impl Relay {
     }
 
     pub fn token(&self) -> &Token {
-        &self.shared.token
+        &self.sessions.token
     }
 
     pub fn mode(&self) -> Mode {
-        self.shared.config.mode()
+        self.sessions.settings.mode
     }
 
     /// The URL to open; the token rides in the fragment, which browsers never send to a server.
     /// The host is the certificate's name when it has one (`--acme`, `--tls-cert`), else the
     /// listen address; the path is `--base-path`.
     pub fn page_url(&self) -> String {
-        let https = self.shared.https.is_some();
+        let https = self.http.https.is_some();
         let scheme = if https { "https" } else { "http" };
         let host = match self.page_host() {
             PageHost::Name(name) => name,
@@ -318,8 +353,8 @@ impl Relay {
         };
         format!(
             "{scheme}://{host}{port}{}#token={}",
-            self.shared.config.base_path,
-            self.shared.token.expose()
+            self.http.settings.base_path,
+            self.sessions.token.expose()
         )
     }
 
@@ -328,8 +363,8 @@ impl Relay {
     fn page_host(&self) -> PageHost {
         let named = match &self.acme {
             Some(s) => s.domains.first().cloned(),
-            None if self.shared.certs.watches_files() => {
-                self.shared.certs.current().dns_names.iter().find(|n| !n.contains('*')).cloned()
+            None if self.upkeep.certs.watches_files() => {
+                self.upkeep.certs.current().dns_names.iter().find(|n| !n.contains('*')).cloned()
             }
             None => None,
         };
@@ -352,19 +387,19 @@ impl Relay {
     /// page's HTTPS serves, which the person compares with the browser's before accepting it.
     /// `None` for a CA's certificate (`--tls-cert`, `--acme`) and for plain HTTP.
     pub fn tls_fingerprint(&self) -> Option<String> {
-        (self.shared.https.is_some() && self.shared.config.tls_self_signed)
-            .then(|| self.shared.certs.page().fingerprint())
+        (self.http.https.is_some() && self.tls_self_signed)
+            .then(|| self.upkeep.certs.page().fingerprint())
     }
 
     /// Whether [`Relay::tls_fingerprint`] stays the same across restarts (it is kept in the
     /// state directory) or changes with each start (bridge mode without `--state-dir`).
     pub fn tls_fingerprint_kept(&self) -> bool {
-        self.shared.certs.page_cert_kept()
+        self.upkeep.certs.page_cert_kept()
     }
 
     /// Current WebTransport certificate hashes (base64 SHA-256), as `/api/info` serves them.
     pub fn cert_hashes(&self) -> Vec<String> {
-        self.shared.certs.hashes()
+        self.upkeep.certs.hashes()
     }
 
     /// Serves until [`Relay::shutdown`]. Call once.
@@ -374,26 +409,27 @@ impl Relay {
             return;
         };
         tracing::info!(addr = %self.local_addr, mode = ?self.mode(), "tern-relay serving");
-        let http = tokio::spawn(http::serve(Arc::clone(&self.shared), tcp));
+        let http = tokio::spawn(http::serve(Arc::clone(&self.http), tcp));
         let certs = tokio::spawn(maintain_certs(
-            Arc::clone(&self.shared),
+            self.upkeep.clone(),
             Arc::clone(&self.endpoint),
             self.acme.clone(),
         ));
-        let prune = tokio::spawn(prune_sessions(Arc::clone(&self.shared)));
-        let commands = tokio::spawn(send::socket::serve(
-            Arc::clone(&self.shared),
-            Arc::clone(&self.shared.offers),
-        ));
-        session::accept_loop(Arc::clone(&self.shared), &self.endpoint).await;
+        let prune = tokio::spawn(prune_sessions(Arc::clone(&self.sessions)));
+        let commands = self.commands.as_ref().map(|socket| {
+            tokio::spawn(send::socket::serve(Arc::clone(socket), Arc::clone(&self.sessions.offers)))
+        });
+        session::accept_loop(Arc::clone(&self.sessions), &self.endpoint).await;
         self.endpoint.close(wtransport::VarInt::from_u32(0), b"relay shutting down");
         let _ = http.await;
         certs.abort();
         prune.abort();
-        let _ = commands.await;
+        if let Some(commands) = commands {
+            let _ = commands.await;
+        }
         // Sessions outlive the relay: keep the newest copy of each for the next one.
-        if let Some(state) = &self.shared.state {
-            self.shared.registry.save_all(state);
+        if let Some(state) = &self.sessions.state {
+            self.sessions.registry.save_all(state);
         }
         tracing::info!("tern-relay stopped");
     }
@@ -401,12 +437,12 @@ impl Relay {
     /// Asks [`Relay::run`] to stop: listeners close, sessions end with `shutting_down`.
     /// mosh-servers keep running.
     pub fn shutdown(&self) {
-        self.shared.shutdown.cancel();
+        self.sessions.shutdown.cancel();
     }
 
     /// A handle that stops the relay from elsewhere (a signal handler).
     pub fn shutdown_handle(&self) -> CancellationToken {
-        self.shared.shutdown.clone()
+        self.sessions.shutdown.clone()
     }
 }
 
@@ -432,15 +468,15 @@ impl PageHost {
 /// removed, so `/api/sessions` and the state dir do not list them.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(15);
 
-async fn prune_sessions(shared: Arc<Shared>) {
-    let Some(state) = shared.state.as_ref() else { return };
+async fn prune_sessions(sessions: Arc<SessionContext>) {
+    let Some(state) = sessions.state.as_ref() else { return };
     let mut tick = tokio::time::interval(PRUNE_INTERVAL);
     loop {
         tick.tick().await;
         // Listing prunes: a record whose pid is gone is removed with its file.
         let alive = state.alive();
-        shared.registry.retain_spawned(&alive);
-        shared.offers.retain(&alive.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
+        sessions.registry.retain_spawned(&alive);
+        sessions.offers.retain(&alive.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
     }
 }
 
@@ -530,21 +566,32 @@ fn bind_pair(addr: SocketAddr) -> Result<(TcpListener, UdpSocket), RelayError> {
     Err(bind_err("UDP", last.unwrap_or_else(|| std::io::Error::other("no free port"))))
 }
 
+/// What keeping the certificate current works with.
+#[derive(Debug, Clone)]
+struct CertUpkeep {
+    certs: Arc<CertManager>,
+    /// `--max-handshakes`, for each new WebTransport configuration.
+    max_handshakes: usize,
+    /// `--tls-reload-secs`: how often `--tls-cert/--tls-key` are read again.
+    reload_every: Duration,
+    shutdown: CancellationToken,
+}
+
 /// Keeps the certificate current, by its source: ACME orders and renewals, changed
 /// `--tls-cert/--tls-key` files, or the self-signed rotation.
 async fn maintain_certs(
-    shared: Arc<Shared>,
+    upkeep: CertUpkeep,
     endpoint: Arc<Endpoint<Server>>,
     acme: Option<AcmeSettings>,
 ) {
     if let Some(settings) = acme {
-        let max = shared.config.max_handshakes;
+        let max = upkeep.max_handshakes;
         let apply = |identity| apply_identity(&endpoint, identity, max);
-        acme::run(settings, Arc::clone(&shared.certs), apply, shared.shutdown.clone()).await;
-    } else if shared.certs.watches_files() {
-        watch_files(shared, endpoint).await;
+        acme::run(settings, Arc::clone(&upkeep.certs), apply, upkeep.shutdown.clone()).await;
+    } else if upkeep.certs.watches_files() {
+        watch_files(upkeep, endpoint).await;
     } else {
-        rotate_certs(shared, endpoint).await;
+        rotate_certs(upkeep, endpoint).await;
     }
 }
 
@@ -559,35 +606,36 @@ fn apply_identity(endpoint: &Endpoint<Server>, identity: Identity, max_handshake
 
 /// `--tls-cert/--tls-key`: re-reads the files every `--tls-reload-secs` and switches to a changed,
 /// valid pair (certbot renewals need no restart).
-async fn watch_files(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
-    let every = shared.config.tls_reload_interval();
+async fn watch_files(upkeep: CertUpkeep, endpoint: Arc<Endpoint<Server>>) {
+    let every = upkeep.reload_every;
     loop {
         tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
+            _ = upkeep.shutdown.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
-        if let Some(identity) = shared.certs.reload_files().await {
-            apply_identity(&endpoint, identity, shared.config.max_handshakes);
+        if let Some(identity) = upkeep.certs.reload_files().await {
+            apply_identity(&endpoint, identity, upkeep.max_handshakes);
         }
     }
 }
 
 /// Switches the endpoint to each new certificate as the schedule says; live connections stay.
-async fn rotate_certs(shared: Arc<Shared>, endpoint: Arc<Endpoint<Server>>) {
+async fn rotate_certs(upkeep: CertUpkeep, endpoint: Arc<Endpoint<Server>>) {
     loop {
-        let Some(wait) = shared.certs.next_tick_in(Instant::now()) else {
+        let Some(wait) = upkeep.certs.next_tick_in(Instant::now()) else {
             return;
         };
         tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
-            // Re-check at least hourly: a suspended machine's timers may sleep through the due time.
+            _ = upkeep.shutdown.cancelled() => return,
+            // Re-check at least hourly: a suspended machine's timers may sleep through the due
+            // time.
             _ = tokio::time::sleep(wait.clamp(Duration::from_millis(10), Duration::from_secs(3600))) => {}
         }
-        if let Err(e) = shared.certs.renew_page_cert(SystemTime::now()) {
+        if let Err(e) = upkeep.certs.renew_page_cert(SystemTime::now()) {
             tracing::error!("cannot renew the page's certificate: {e:#}");
         }
-        match shared.certs.tick(Instant::now()) {
-            Ok(Some(identity)) => apply_identity(&endpoint, identity, shared.config.max_handshakes),
+        match upkeep.certs.tick(Instant::now()) {
+            Ok(Some(identity)) => apply_identity(&endpoint, identity, upkeep.max_handshakes),
             Ok(None) => {}
             Err(e) => {
                 tracing::error!("cannot make the next certificate: {e:#}");

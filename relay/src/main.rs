@@ -7,7 +7,7 @@ use tern_relay::{Config, Relay, logging};
 
 fn main() -> std::process::ExitCode {
     // `tern-relay record ...`: the pty recorder the relay puts between mosh-server and the shell
-    // (relay/src/record.rs). No runtime, no log: its stdout is the shell's terminal.
+    // (relay/src/history/record.rs). No runtime, no log: its stdout is the shell's terminal.
     let mut all = std::env::args_os();
     // `tern send FILE`, `tern open URL`: the command a session's shell has, a link to this
     // executable under the name `tern` (relay/src/send/).
@@ -18,7 +18,7 @@ fn main() -> std::process::ExitCode {
     let mut args = all.peekable();
     if args.peek().is_some_and(|a| a == "record") {
         args.next();
-        return tern_relay::record::main(args);
+        return tern_relay::history::record::main(args);
     }
     relay_main()
 }

@@ -4,8 +4,9 @@
 //! per target address). Each page that attaches gets an [`Attach`] with a serial number. A page
 //! drives from its first datagram on, when it is newer than the one driving (a page that attaches
 //! and then finds it cannot continue the session takes nothing away); the older one learns it was
-//! moved (its page offers to take the session back, which is a new attach). Every client datagram passes [`Attach::client_datagram`], which is where nonce safety is
-//! enforced, whatever the pages do:
+//! moved (its page offers to take the session back, which is a new attach). Every client
+//! datagram passes [`Attach::client_datagram`], which is where nonce safety is enforced,
+//! whatever the pages do:
 //!
 //! - only the newest attach's datagrams are forwarded;
 //! - spawn mode (the relay knows the key): a datagram is forwarded only if it is authentic and its
@@ -26,7 +27,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tern::relay_client::{decode_point, encode_point};
+use tern::relay_proto::CarriedPoint;
 use tern::session::{ClientDatagram, ResumePoint, Shadow};
 use tern::wire::Key;
 use tokio::sync::watch;
@@ -116,7 +117,7 @@ pub(crate) struct Attach {
     /// Where this page's sequence numbers must start (`ready.seq_floor`).
     pub seq_floor: u64,
     /// Spawn mode, resuming: the shadow's point for `ready.point`.
-    pub point: Option<String>,
+    pub point: Option<CarriedPoint>,
     moved: watch::Receiver<u64>,
     epoch: std::time::Instant,
     last_save: Mutex<std::time::Instant>,
@@ -225,7 +226,7 @@ impl Registry {
             let floor = if used { st.next_seq.saturating_add(FLOOR_MARGIN) } else { 0 };
             let point = if resuming && st.copy_valid {
                 st.shadow.as_ref().and_then(|s| match s.resume_point() {
-                    Ok(p) => Some(encode_point(&ResumePoint { next_seq: floor, ..p })),
+                    Ok(p) => Some(CarriedPoint::from(ResumePoint { next_seq: floor, ..p })),
                     Err(e) => {
                         tracing::info!(session = %entry.name, "no resume point from the relay's copy: {e}");
                         None
@@ -421,8 +422,8 @@ impl Attach {
 
     /// The page continues from a point of its own (a reload): the relay's copy adopts it where it
     /// is newer (after a relay restart it may be older), or starts from it when there is none.
-    pub fn seed(&self, text: &str) {
-        let Some(point) = decode_point(text) else {
+    pub fn seed(&self, carried: &CarriedPoint) {
+        let Some(point) = carried.point() else {
             tracing::info!(session = %self.entry.name, "ignoring a seed that does not decode");
             return;
         };
@@ -435,12 +436,12 @@ impl Attach {
         let valid = st.copy_valid;
         match st.shadow.as_mut() {
             Some(shadow) if valid => {
-                shadow.seed(&key, &point, now);
+                shadow.seed(&key, point, now);
             }
             _ => {
                 // A blank copy (a relay restart with none saved) becomes the page's. Sequence
                 // numbers stay the registry's: they only ever go up.
-                if let Ok(seeded) = Shadow::from_point(&key, &point, now) {
+                if let Ok(seeded) = Shadow::from_point(&key, point, now) {
                     st.shadow = Some(seeded);
                     st.copy_valid = true;
                 }

@@ -15,6 +15,8 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::valid_id;
+
 /// One spawned mosh-server.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecord {
@@ -29,7 +31,7 @@ pub struct SessionRecord {
     /// Unix seconds when it was spawned.
     pub created: u64,
     /// Every client sequence number below this may have been forwarded to this mosh-server: a
-    /// restarted relay forwards only numbers from here on (see `crate::registry`).
+    /// restarted relay forwards only numbers from here on (see the registry's documentation).
     #[serde(default)]
     pub seq_reserved: u64,
     /// A session on an ssh host (`--ssh-host`): where its mosh-server runs. `None`: on this
@@ -345,11 +347,6 @@ impl StateStore {
     }
 }
 
-/// Session ids are relay-made hex; anything else (a hand-edited file) is not trusted as a path.
-pub fn valid_id(id: &str) -> bool {
-    (8..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
 /// Is `pid` a running mosh-server? Checks /proc (Linux): the process exists, is not a zombie,
 /// and its command line names mosh-server, so a recycled pid is not mistaken for it.
 pub fn pid_alive(pid: u32) -> bool {
@@ -438,12 +435,5 @@ mod tests {
     fn debug_hides_the_key() {
         let r = record("0123456789abcdef", None);
         assert!(!format!("{r:?}").contains("AAAAAAAA"));
-    }
-
-    #[test]
-    fn ids_are_checked() {
-        assert!(valid_id("0123456789abcdef"));
-        assert!(!valid_id("../../etc"));
-        assert!(!valid_id("abc"));
     }
 }

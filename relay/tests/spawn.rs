@@ -173,8 +173,8 @@ async fn another_device_resumes_from_the_relays_copy_and_the_first_page_is_told(
     let conn = connect(&relay, None).await.expect("connects");
     let (control, reply) = hello(&conn, spawn_hello(Some(&token), Some(&ready.session))).await;
     let taken = expect_ready(reply);
-    let point = tern::relay_client::decode_point(taken.point.as_deref().expect("the relay's copy"))
-        .expect("a valid point");
+    let point = taken.point.clone().expect("the relay's copy");
+    let point = point.into_point().expect("a valid point");
     assert!(taken.seq_floor > 0 && point.next_seq == taken.seq_floor);
     let key = taken.key.clone().unwrap();
     let mut second = MoshOverRelay::resume(conn, control, &key, &point);
@@ -343,7 +343,8 @@ async fn a_session_no_page_attaches_ends_after_the_idle_timeout_and_its_record_g
     relay.stop().await;
 }
 
-/// What a page that asked for datagrams held (as a hidden page does) received: datagrams (joined) and `held` lines.
+/// What a page that asked for datagrams held (as a hidden page does) received: datagrams (joined)
+/// and `held` lines.
 #[derive(Debug, Default)]
 struct Received {
     datagrams: u64,

@@ -8,6 +8,7 @@
 //! holds it in memory.
 
 use super::Target;
+use crate::relay_proto::CarriedPoint;
 use crate::session::ResumePoint;
 
 /// First line of the stored text: the format's name and version.
@@ -25,7 +26,7 @@ pub struct SavedSession {
 impl SavedSession {
     /// One line each: header, session id, key, the point in base64.
     pub fn encode(&self) -> String {
-        let point = super::encode_point(&self.point);
+        let point = CarriedPoint::text_of(&self.point);
         format!("{HEADER}\n{}\n{}\n{point}", self.session_id, self.key_text)
     }
 
@@ -38,7 +39,7 @@ impl SavedSession {
         }
         let session_id = lines.next()?.to_string();
         let key_text = lines.next()?.to_string();
-        let point = super::decode_point(lines.next()?)?;
+        let point = CarriedPoint::from_text(lines.next()?).into_point()?;
         if lines.next().is_some()
             || session_id.is_empty()
             || key_text.parse::<crate::wire::Key>().is_err()

@@ -13,6 +13,7 @@
 //! - no point anywhere but the server has had a client before (bridge mode, storage cleared):
 //!   this page cannot continue it.
 
+use crate::relay_proto::CarriedPoint;
 use crate::relay_proto::control::Ready;
 use crate::session::ResumePoint;
 
@@ -32,7 +33,7 @@ pub enum Takeover {
 /// Decides (see the module documentation). `local` is the point the page continues from now, if
 /// any; a relay point that does not decode is ignored (the page's own, or nothing).
 pub fn takeover(local: Option<&ResumePoint>, ready: &Ready) -> Takeover {
-    let relay = ready.point.as_deref().and_then(decode_point);
+    let relay = ready.point.as_ref().and_then(CarriedPoint::point).cloned();
     match (local, relay) {
         (Some(mine), Some(theirs)) if theirs.input_next > mine.input_next => {
             Takeover::Adopt(theirs)
@@ -50,7 +51,7 @@ pub fn describe_takeover(
     local: Option<&ResumePoint>,
     ready: &Ready,
 ) -> String {
-    let relay = ready.point.as_deref().map(|text| match decode_point(text) {
+    let relay = ready.point.as_ref().map(|carried| match carried.point() {
         Some(p) => format!("input {} (acked {})", p.input_next.0, p.input_acked.0),
         None => "a point that does not decode".to_string(),
     });
@@ -70,16 +71,14 @@ pub fn describe_takeover(
     )
 }
 
-/// The text form a point travels in (`ready.point`, `seed.point`).
-pub fn encode_point(point: &ResumePoint) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(point.encode())
+/// A point as `seed` carries it (its `Display` is the text a tab's storage keeps).
+pub fn encode_point(point: &ResumePoint) -> CarriedPoint {
+    CarriedPoint::from(point.clone())
 }
 
+/// A point from its text form ([`CarriedPoint`]'s); `None` for text that is not one.
 pub fn decode_point(text: &str) -> Option<ResumePoint> {
-    use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
-    ResumePoint::decode(&bytes).ok()
+    CarriedPoint::from_text(text).into_point()
 }
 
 #[cfg(test)]
@@ -135,7 +134,7 @@ mod tests {
         assert_eq!(takeover(None, &ready(None, 12)), Takeover::CannotResume);
         // A point that does not decode is no point.
         let mut garbled = ready(None, 0);
-        garbled.point = Some("not base64!".into());
+        garbled.point = Some(CarriedPoint::from("not base64!"));
         assert_eq!(takeover(None, &garbled), Takeover::Fresh);
     }
 
@@ -149,7 +148,7 @@ mod tests {
         assert!(line.contains("relay: input 35 (acked 34)"), "{line}");
         assert!(line.contains("seq floor 7"), "{line}");
         let mut garbled = ready(None, 0);
-        garbled.point = Some("not base64!".into());
+        garbled.point = Some(CarriedPoint::from("not base64!"));
         let line = describe_takeover(&Takeover::Fresh, None, &garbled);
         assert!(line.contains("page: none, relay: a point that does not decode"), "{line}");
     }

@@ -6,6 +6,7 @@
 
 use super::json::{DecodeError, Fields, ObjectWriter};
 use super::line::Message;
+use super::point::CarriedPoint;
 
 /// Longest control message accepted before the relay answers, newline included: a hello is a few
 /// hundred bytes, and nothing is buffered for a browser that has not shown its token yet.
@@ -53,9 +54,9 @@ pub enum ClientMessage {
     Ping,
     /// Spawn mode, after `ready`: the page took the session over with a point of its own (a
     /// reload): the relay's copy of the session adopts it where it is newer (it may be stale after
-    /// a relay restart). Base64 of [`ResumePoint::encode`](crate::session::ResumePoint::encode).
+    /// a relay restart).
     Seed {
-        point: String,
+        point: CarriedPoint,
     },
     /// What became of an [`Offer`](super::offer::Offer) (a file saved, a URL opened or not).
     Answer {
@@ -65,8 +66,8 @@ pub enum ClientMessage {
     /// Hold the server's datagrams up to `ms` milliseconds (at most [`MAX_HOLD_MS`]) and send
     /// them together as [`ServerMessage::Held`]; 0: send what is held now and every datagram as
     /// it comes. A browser's cost is per datagram delivered, not per byte: the page asks this
-    /// while it is hidden and during a long flood (`tern::session::DrawPacer::poll_relay_hold`). A
-    /// new connection holds nothing.
+    /// while it is hidden and during a long flood (`tern::session::DrawPacer::poll_relay_hold`).
+    /// A new connection holds nothing.
     Hold {
         ms: u32,
     },
@@ -127,10 +128,10 @@ pub struct Ready {
     /// forwarded to this mosh-server. The page sends from here (or above); nothing below is passed
     /// on, so no (direction, sequence number) pair repeats under the key, whatever pages do.
     pub seq_floor: u64,
-    /// Spawn mode, resuming: the relay's copy of the session as a resume point (base64 of
-    /// [`ResumePoint::encode`](crate::session::ResumePoint::encode)), for a page with nothing
-    /// saved or with a point older than what another page did since. A secret, like the key.
-    pub point: Option<String>,
+    /// Spawn mode, resuming: the relay's copy of the session as a resume point, for a page with
+    /// nothing saved or with a point older than what another page did since. A secret, like the
+    /// key.
+    pub point: Option<CarriedPoint>,
 }
 
 impl std::fmt::Debug for Ready {
@@ -144,7 +145,7 @@ impl std::fmt::Debug for Ready {
             .field("framing", &self.framing)
             .field("resumed", &self.resumed)
             .field("seq_floor", &self.seq_floor)
-            .field("point", &self.point.as_ref().map(|p| p.len()))
+            .field("point", &self.point)
             .finish()
     }
 }
@@ -302,7 +303,7 @@ impl Message for ClientMessage {
                 w.str("type", "ping");
             }
             ClientMessage::Seed { point } => {
-                w.str("type", "seed").str("point", point);
+                w.str("type", "seed").str("point", &point.to_text());
             }
             ClientMessage::Answer { id, answer } => {
                 w.str("type", "answer").str("id", id);
@@ -345,7 +346,7 @@ impl Message for ClientMessage {
             }
             "seed" => {
                 f.only(&["type", "point"])?;
-                Ok(ClientMessage::Seed { point: f.str("point")? })
+                Ok(ClientMessage::Seed { point: CarriedPoint::from_text(&f.str("point")?) })
             }
             "answer" => {
                 f.only(&["type", "id", "answer", "message"])?;
@@ -374,7 +375,7 @@ impl Message for ServerMessage {
                     .u64("framing", r.framing.into())
                     .bool("resumed", r.resumed)
                     .u64("seq_floor", r.seq_floor)
-                    .opt_str("point", r.point.as_deref());
+                    .opt_str("point", r.point.as_ref().map(CarriedPoint::to_text).as_deref());
             }
             ServerMessage::Error { code, message } | ServerMessage::Ended { code, message } => {
                 let kind =
@@ -410,7 +411,7 @@ impl Message for ServerMessage {
                 framing: f.int("framing")?,
                 resumed: f.bool("resumed")?,
                 seq_floor: f.u64("seq_floor")?,
-                point: f.opt_str("point")?,
+                point: f.opt_str("point")?.as_deref().map(CarriedPoint::from_text),
             })),
             "error" => Ok(ServerMessage::Error { code: code()?, message: f.str("message")? }),
             "ended" => Ok(ServerMessage::Ended { code: code()?, message: f.str("message")? }),

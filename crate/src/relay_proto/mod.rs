@@ -27,6 +27,7 @@ pub mod info;
 pub mod json;
 pub mod line;
 pub mod offer;
+pub mod point;
 pub mod sha256;
 pub mod upload;
 pub mod websocket;
@@ -42,6 +43,7 @@ pub use line::{LineBuffer, LineError, Message, decode, encode, encode_line};
 pub use offer::{
     DownloadAck, DownloadReply, DownloadRequest, Offer, OfferAnswer, Offered, StreamRequest,
 };
+pub use point::CarriedPoint;
 pub use sha256::{NotSha256, Sha256};
 pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 

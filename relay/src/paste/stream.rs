@@ -9,7 +9,6 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
-use crate::session::link::{RecvHalf as RecvStream, SendHalf as SendStream};
 use sha2::{Digest, Sha256};
 use tern::relay_proto::line::{LineBuffer, Message, decode};
 use tern::relay_proto::upload::{
@@ -18,7 +17,8 @@ use tern::relay_proto::upload::{
 use tern::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use crate::ssh::{SshHost, SshHosts};
+use crate::link::{RecvHalf as RecvStream, SendHalf as SendStream};
+use crate::spawn::ssh::{SshHost, SshHosts};
 
 use super::store::{Claim, HEAD_LEN, Have, PasteError, PasteStore, take_head, valid_hash};
 

@@ -14,7 +14,7 @@ use tern::upload::{AckInfo, Upload, UploadConfig, UploadState};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::offers::Offers;
-use crate::session::link::{RecvHalf, SendHalf};
+use crate::link::{RecvHalf, SendHalf};
 
 /// Longest ack line accepted.
 const MAX_ACK: usize = 256;

@@ -4,8 +4,8 @@
 //!
 //! ```text
 //!  shell: tern send F ── Unix socket (state dir, 0600, same uid) ──▶ socket.rs: hash, offer
-//!     offers.rs: per session, kept on disk ──▶ forward.rs: `offer` on each attached page's
-//!     control stream ◀── `answer` ── page;  the page opens a stream ──▶ download.rs (paced)
+//!     offers.rs: per session, kept on disk ──▶ the session's bridge: `offer` on each attached
+//!     page's control stream ◀── `answer` ── page;  the page opens a stream ──▶ download.rs
 //! ```
 //!
 //! `command.rs` types the socket's lines, `cli.rs` is the command itself, and [`install`] makes
@@ -18,36 +18,9 @@ pub mod offers;
 pub(crate) mod socket;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use tern::relay_proto::StreamRequest;
-
-use crate::paste::{Onward, read_first_line, serve_upload};
-use crate::session::link::{RecvHalf, SendHalf};
-use crate::shared::Shared;
+pub(crate) use download::serve_download;
 pub use offers::Offers;
-
-/// Every stream a page opens after the control stream: an upload (a paste) or a download.
-pub(crate) fn serve_stream(
-    shared: &Shared,
-    session: String,
-    onward: Onward,
-    send: SendHalf,
-    mut recv: RecvHalf,
-) {
-    let (pastes, offers) = (shared.pastes.clone(), Arc::clone(&shared.offers));
-    tokio::spawn(async move {
-        match read_first_line::<StreamRequest, _>(&mut recv).await {
-            Ok((StreamRequest::Download(request), rest)) => {
-                download::serve_download(offers, session, request, send, recv, rest).await;
-            }
-            Ok((StreamRequest::Upload(header), rest)) => {
-                serve_upload(pastes, onward, send, recv, Ok((header, rest))).await;
-            }
-            Err(e) => serve_upload(pastes, onward, send, recv, Err(e)).await,
-        }
-    });
-}
 
 /// The environment a shell on this machine gets so that `tern` reaches this relay: the socket,
 /// the session, and `bin` (holding `tern`) first on the PATH.

@@ -129,7 +129,7 @@ impl Offers {
                     .file_name()
                     .and_then(|n| n.to_str())
                     .and_then(|n| n.strip_suffix(".offers"))
-                    .filter(|id| crate::state::valid_id(id))
+                    .filter(|id| crate::ids::valid_id(id))
                 else {
                     continue;
                 };

@@ -12,23 +12,33 @@ use tern::relay_proto::{LineBuffer, OfferAnswer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use super::command::{MAX_REQUEST, Reply, Request, SOCKET_NAME, line};
 use super::offers::{FileSource, Offers};
-use crate::shared::Shared;
+use crate::state::StateStore;
 
 /// Where the socket of a relay with state directory `dir` (`--state-dir`, not its sessions/) is.
 pub fn socket_path(dir: &Path) -> PathBuf {
     dir.join(SOCKET_NAME)
 }
 
+/// What the relay's end of the command works with: spawn mode's (in bridge mode there is no
+/// shell of the relay's to hear from).
+#[derive(Debug)]
+pub(crate) struct CommandSocket {
+    /// The state directory (`--state-dir`): the socket is [`socket_path`] in it.
+    pub dir: PathBuf,
+    /// `--send-limit`: the largest file offered.
+    pub send_limit: u64,
+    /// The sessions' records: a request must name one of them.
+    pub state: Arc<StateStore>,
+    pub shutdown: CancellationToken,
+}
+
 /// Binds the socket (replacing one a dead relay left) and serves it until shutdown.
-pub(crate) async fn serve(shared: Arc<Shared>, offers: Arc<Offers>) {
-    if shared.state.is_none() {
-        return; // bridge mode: no shell of ours to hear from
-    }
-    let Some(dir) = shared.config.state_dir() else { return };
-    let path = socket_path(&dir);
+pub(crate) async fn serve(socket: Arc<CommandSocket>, offers: Arc<Offers>) {
+    let path = socket_path(&socket.dir);
     let _ = std::fs::remove_file(&path);
     let listener = match UnixListener::bind(&path) {
         Ok(l) => l,
@@ -41,7 +51,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, offers: Arc<Offers>) {
     let me = rustix::process::getuid().as_raw();
     loop {
         let stream = tokio::select! {
-            _ = shared.shutdown.cancelled() => break,
+            _ = socket.shutdown.cancelled() => break,
             a = listener.accept() => match a {
                 Ok((s, _)) => s,
                 Err(e) => {
@@ -54,13 +64,13 @@ pub(crate) async fn serve(shared: Arc<Shared>, offers: Arc<Offers>) {
             tracing::warn!("a process of another user connected to the tern socket; refused");
             continue;
         }
-        let (shared, offers) = (Arc::clone(&shared), Arc::clone(&offers));
-        tokio::spawn(async move { serve_one(&shared, &offers, stream).await });
+        let (socket, offers) = (Arc::clone(&socket), Arc::clone(&offers));
+        tokio::spawn(async move { serve_one(&socket, &offers, stream).await });
     }
     let _ = std::fs::remove_file(&path);
 }
 
-async fn serve_one(shared: &Shared, offers: &Offers, mut stream: UnixStream) {
+async fn serve_one(socket: &CommandSocket, offers: &Offers, mut stream: UnixStream) {
     let request = match read_request(&mut stream).await {
         Ok(r) => r,
         Err(message) => {
@@ -68,7 +78,7 @@ async fn serve_one(shared: &Shared, offers: &Offers, mut stream: UnixStream) {
             return;
         }
     };
-    let (session, waiting) = match handle(shared, offers, request).await {
+    let (session, waiting) = match handle(socket, offers, request).await {
         Ok(w) => w,
         Err(message) => {
             let _ = stream.write_all(&line(&Reply::error(message))).await;
@@ -98,7 +108,7 @@ async fn serve_one(shared: &Shared, offers: &Offers, mut stream: UnixStream) {
         // The command went away (Ctrl+C): nobody wants the offer any more.
         _ = stream.read(&mut probe) => withdraw(offers, &session, &offer),
         // The relay stops: the offer stays for the next one, and the command waits on there.
-        _ = shared.shutdown.cancelled() => {}
+        _ = socket.shutdown.cancelled() => {}
     }
 }
 
@@ -135,7 +145,7 @@ enum Waiting {
 }
 
 async fn handle(
-    shared: &Shared,
+    socket: &CommandSocket,
     offers: &Offers,
     request: Request,
 ) -> Result<(String, Waiting), String> {
@@ -144,13 +154,13 @@ async fn handle(
         | Request::Open { session, .. }
         | Request::Wait { session, .. } => session.clone(),
     };
-    let record = shared.state.as_ref().and_then(|s| s.get(&session));
+    let record = socket.state.get(&session);
     if record.is_none() {
         return Err(format!("session {session} is not one of this relay's (did it end?)"));
     }
     let waiting = match request {
         Request::Send { path, .. } => {
-            let limit = shared.config.send_limit;
+            let limit = socket.send_limit;
             let (name, sha256, source) =
                 tokio::task::spawn_blocking(move || read_file(Path::new(&path), limit))
                     .await

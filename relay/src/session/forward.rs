@@ -1,7 +1,8 @@
 //! The bridge of a ready session: browser datagrams to the mosh-server's UDP socket (rate
 //! limited, checked by the registry for nonce safety, passed on as they are), server datagrams
 //! framed to the browser, both shown to the relay's copy of the session, pings and seeds
-//! answered, paste streams handed off, until something ends the session or another page takes it.
+//! answered, further streams handed to [`super::streams`], until something ends the session or
+//! another page takes it.
 
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -9,15 +10,15 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
-use super::Attached;
+use tern::relay_proto::framing::{MAX_PARTS, Splitter};
+
 use super::handshake::Control;
 use super::hold::{Hold, Route};
-use super::link::{BrowserLink, RecvHalf, SendHalf};
+use super::{Attached, SessionContext};
 use crate::control::{ClientMessage, ErrorCode, ReadError, ServerMessage};
-use crate::framing::{MAX_PARTS, Splitter};
 use crate::limits::TokenBucket;
+use crate::link::{BrowserLink, RecvHalf, SendHalf};
 use crate::registry::{SAVE_INTERVAL, Verdict, datagram_seq};
-use crate::shared::Shared;
 use crate::state::pid_alive;
 
 /// How often a spawned mosh-server's pid is checked while bridged.
@@ -56,8 +57,12 @@ type Step = ControlFlow<End>;
 
 /// The largest framed datagram to send: the relay's cap, the browser's word, the connection's
 /// current limit, whichever is smallest.
-pub(super) fn datagram_limit(shared: &Shared, conn: &BrowserLink, browser: Option<usize>) -> usize {
-    let mut limit = shared.config.max_datagram_size;
+pub(super) fn datagram_limit(
+    shared: &SessionContext,
+    conn: &BrowserLink,
+    browser: Option<usize>,
+) -> usize {
+    let mut limit = shared.settings.max_datagram_size;
     if let Some(b) = browser {
         limit = limit.min(b);
     }
@@ -69,7 +74,7 @@ pub(super) fn datagram_limit(shared: &Shared, conn: &BrowserLink, browser: Optio
 
 /// Forwards both ways until something ends the session; returns why.
 pub(super) async fn run(
-    shared: &Shared,
+    shared: &SessionContext,
     conn: &BrowserLink,
     control: &mut Control,
     session: &Attached,
@@ -77,11 +82,11 @@ pub(super) async fn run(
     let mut bridge = Bridge::new(shared, conn, session);
     let mut buf = vec![0u8; UDP_BUF];
     let mut liveness = tokio::time::interval(LIVENESS_INTERVAL);
-    let idle = shared.config.idle_timeout();
+    let idle = shared.settings.idle_timeout;
     let watch_pid = session.target.pid.is_some();
     let mut moved = session.attach.moved_signal();
     let mut save = tokio::time::interval(SAVE_INTERVAL);
-    let store = shared.state.as_ref();
+    let store = shared.state.as_deref();
     // What the session's shell sent to the browser: all of it now, then whatever comes.
     let mut offers = shared.offers.watch(&session.target.session);
     offers.mark_changed();
@@ -93,7 +98,7 @@ pub(super) async fn run(
             }
             _ = sleep_until_some(bridge.hold.deadline()) => bridge.send_held(&mut control.send).await,
             m = control.reader.next_message() => bridge.on_control_message(m, &mut control.send).await,
-            s = conn.accept_stream() => bridge.paste_stream(s),
+            s = conn.accept_stream() => bridge.stream(s),
             _ = tokio::time::sleep_until(bridge.last_heard + idle) => ControlFlow::Break(End::ended(
                 ErrorCode::IdleTimeout,
                 format!("no datagram from the browser for {} s", idle.as_secs()),
@@ -127,7 +132,7 @@ pub(super) async fn run(
 
 /// The state of one session's forwarding.
 struct Bridge<'a> {
-    shared: &'a Shared,
+    shared: &'a SessionContext,
     conn: &'a BrowserLink,
     session: &'a Attached,
     splitter: Splitter,
@@ -154,8 +159,8 @@ async fn sleep_until_some(at: Option<Instant>) {
 }
 
 impl<'a> Bridge<'a> {
-    fn new(shared: &'a Shared, conn: &'a BrowserLink, session: &'a Attached) -> Self {
-        let cfg = &shared.config;
+    fn new(shared: &'a SessionContext, conn: &'a BrowserLink, session: &'a Attached) -> Self {
+        let cfg = &shared.settings;
         Bridge {
             shared,
             conn,
@@ -194,7 +199,7 @@ impl<'a> Bridge<'a> {
             }
             return ControlFlow::Continue(());
         }
-        match self.session.attach.client_datagram(self.shared.state.as_ref(), &d) {
+        match self.session.attach.client_datagram(self.shared.state.as_deref(), &d) {
             Verdict::Forward => {}
             Verdict::Stale => return ControlFlow::Continue(()),
             Verdict::Moved => return ControlFlow::Break(End::Moved),
@@ -309,17 +314,12 @@ impl<'a> Bridge<'a> {
     }
 
     /// Every bidirectional stream after the control stream is one paste upload or one download.
-    fn paste_stream(&self, s: Option<(SendHalf, RecvHalf)>) -> Step {
+    fn stream(&self, s: Option<(SendHalf, RecvHalf)>) -> Step {
         let Some((send, recv)) = s else {
             return ControlFlow::Break(End::BrowserGone("browser connection closed"));
         };
-        let onward = match (&self.shared.ssh, &self.session.target.ssh_host) {
-            (Some(hosts), Some(host)) => Some((std::sync::Arc::clone(hosts), host.clone())),
-            _ => None,
-        };
-        let session = self.id().to_owned();
         // Spawns its task; the stream's first line says whether it is an upload or a download.
-        crate::send::serve_stream(self.shared, session, onward, send, recv);
+        super::streams::serve(self.shared, &self.session.target, send, recv);
         ControlFlow::Continue(())
     }
 

@@ -11,10 +11,10 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::link::{BrowserLink, RecvHalf, SendHalf};
+use super::SessionContext;
 use crate::auth::AuthOutcome;
 use crate::control::{ClientMessage, ErrorCode, Hello, LineReader, ReadError, ServerMessage};
-use crate::shared::Shared;
+use crate::link::{BrowserLink, RecvHalf, SendHalf};
 use tern::relay_proto::PROTOCOL_VERSION;
 use tern::relay_proto::control::announced_protocol;
 use tern::relay_proto::decode;
@@ -89,7 +89,7 @@ pub(super) async fn accept_control(conn: &BrowserLink, wait: Duration) -> Option
 /// Reads the hello and runs every check on it, in this order: version, token, mode, datagram
 /// size, session slot. Nothing is done for a browser before its token is checked.
 pub(super) async fn admit(
-    shared: &Arc<Shared>,
+    shared: &Arc<SessionContext>,
     control: &mut Control,
     pre_authed: bool,
     peer: SocketAddr,
@@ -117,12 +117,12 @@ pub(super) async fn refuse(conn: &BrowserLink, send: &mut SendHalf, refusal: Ref
 
 /// The first line, which must be a hello, within `--handshake-timeout`.
 async fn read_hello(
-    shared: &Shared,
+    shared: &SessionContext,
     reader: &mut LineReader<RecvHalf>,
     pre_authed: bool,
     peer: SocketAddr,
 ) -> Result<Hello, Stop> {
-    let wait = shared.config.handshake_timeout();
+    let wait = shared.settings.handshake_timeout;
     let line = match tokio::time::timeout(wait, reader.next_line()).await {
         Ok(Ok(line)) => line,
         Ok(Err(e @ ReadError::TooLarge)) => {
@@ -173,7 +173,7 @@ fn check_version(protocol: Option<u32>) -> Result<(), Refusal> {
 
 /// The hello's token, unless the connect URL's token was checked already.
 fn authenticate(
-    shared: &Shared,
+    shared: &SessionContext,
     hello: &Hello,
     pre_authed: bool,
     peer: SocketAddr,
@@ -195,8 +195,8 @@ fn authenticate(
     }
 }
 
-fn check_mode(shared: &Shared, hello: &Hello) -> Result<(), Refusal> {
-    let mode = shared.config.mode();
+fn check_mode(shared: &SessionContext, hello: &Hello) -> Result<(), Refusal> {
+    let mode = shared.settings.mode;
     match hello.mode {
         Some(m) if m != mode => Err(Refusal::new(
             ErrorCode::WrongMode,
@@ -217,11 +217,11 @@ fn check_datagram_size(hello: &Hello) -> Result<(), Refusal> {
 }
 
 /// One of `--max-sessions` slots, held for the life of the session.
-fn session_slot(shared: &Shared) -> Result<OwnedSemaphorePermit, Refusal> {
+fn session_slot(shared: &SessionContext) -> Result<OwnedSemaphorePermit, Refusal> {
     Arc::clone(&shared.sessions).try_acquire_owned().map_err(|_| {
         Refusal::new(
             ErrorCode::TooManySessions,
-            format!("{} browser sessions already open", shared.config.max_sessions),
+            format!("{} browser sessions already open", shared.settings.max_sessions),
         )
     })
 }

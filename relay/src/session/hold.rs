@@ -1,10 +1,10 @@
 //! Server datagrams held for the page and sent together, as the page asks.
 //!
 //! A browser's cost of a datagram is mostly its delivery (Chromium: IPC, a stream read, promises,
-//! timers; ~0.7 ms of a renderer's main thread each, docs/BENCHMARKS.md "The cost of a frame in
-//! the browser"), not its bytes: a hidden tab during a flood spent 5.6 % of a core taking ~47
-//! datagrams a second it does not draw. So a page may ask the relay to hold the server's
-//! datagrams up to some time (`ClientMessage::Hold`; the page asks while it is hidden and during a long flood) and the
+//! timers), not its bytes: a hidden tab during a flood spent a good part of a core taking
+//! datagrams it does not draw (the measurements are in docs/BENCHMARKS.md, "The cost of a frame
+//! in the browser"). So a page may ask the relay to hold the server's datagrams up to some time
+//! (`ClientMessage::Hold`; the page asks while it is hidden and during a long flood) and the
 //! relay sends them as one `ServerMessage::Held` line on the control stream.
 //!
 //! Nothing is dropped, and the order is kept: mosh-server diffs each state from one it assumes
@@ -13,8 +13,8 @@
 //! link looks like). Which timestamp of a batch the page echoes is the page's choice
 //! (`DrawPacer::held_batch_echo`): the newest while it is visible, so the server's round-trip
 //! estimate barely moves; the oldest while hidden, so the server paces itself to the hold. When
-//! the page asks for no hold again, what is held
-//! goes at once and every datagram as it comes after that.
+//! the page asks for no hold again, what is held goes at once and every datagram as it comes
+//! after that.
 //!
 //! Sans-IO: the bridge (`forward.rs`) asks for the deadline and sends what [`Hold::take`]
 //! returns.
@@ -29,7 +29,8 @@ pub(crate) const MAX_HOLD: Duration = Duration::from_millis(MAX_HOLD_MS as u64);
 /// Most datagrams in one batch: a batch this full goes at once.
 pub(crate) const MAX_DATAGRAMS: usize = 128;
 /// Most bytes in one batch (before base64): bounds what a hidden session costs the relay's memory
-/// (a flood fills about 60 kB a second) and keeps each line far below the control stream's limit.
+/// (what a flood fills a second: docs/BENCHMARKS.md) and keeps each line far below the control
+/// stream's limit.
 pub(crate) const MAX_BYTES: usize = 96 * 1024;
 
 /// What to do with a server datagram.

@@ -1,22 +1,27 @@
-//! One browser session: WebTransport accept, the URL token, then handshake, target and the
-//! datagram bridge, each in its own module.
+//! One browser session: WebTransport accept (or a WebSocket the HTTP side upgraded), the URL
+//! token, then handshake, target and the datagram bridge, each in its own module.
 //!
 //! ```text
-//!  accept_loop ─▶ handle_incoming (path, ?token=) ─▶ serve
+//!  accept_loop ─▶ handle_incoming (path, ?token=) ─▶ run_session ◀─ serve_websocket (from http)
 //!    serve: handshake::admit (control stream, hello, version, token, mode, limits)
 //!           ─▶ target::attach (spawn, resume or bridge) ─▶ ready
-//!           ─▶ forward::run (datagrams both ways, held as the page asks; pings, pastes) ─▶ ended
+//!           ─▶ forward::run (datagrams both ways, held as the page asks; pings) ─▶ ended
+//!                └─ every further stream ─▶ streams::serve (a paste upload or a download)
 //! ```
 //!
 //! Each session runs in its own task; whatever goes wrong in it (a bad client, a dead
-//! mosh-server) ends that task only.
+//! mosh-server) ends that task only. [`SessionContext`] is what they all share.
 
+mod context;
 mod forward;
 mod handshake;
 mod hold;
-pub(crate) mod link;
+mod streams;
 mod target;
-pub(crate) mod websocket;
+
+pub(crate) use context::{SessionContext, SessionSettings};
+pub use target::AllowRule;
+pub(crate) use target::TargetSettings;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,11 +36,10 @@ use wtransport::endpoint::endpoint_side::Server;
 
 use crate::auth::AuthOutcome;
 use crate::control::{FRAMING_VERSION, Hello, MAX_SESSION_MESSAGE, Ready, ServerMessage};
+use crate::link::{BrowserLink, SendHalf};
 use crate::registry::Attach;
-use crate::shared::Shared;
 use forward::End;
 use handshake::{Admitted, LINGER, Stop};
-use link::{BrowserLink, SendHalf};
 use target::Target;
 
 /// An admitted session attached to its mosh-server: what the bridge works with.
@@ -55,7 +59,7 @@ struct Attached {
 pub(crate) type HandshakeSlot = OwnedSemaphorePermit;
 
 /// Accepts WebTransport sessions until shutdown, one task each.
-pub(crate) async fn accept_loop(shared: Arc<Shared>, endpoint: &Endpoint<Server>) {
+pub(crate) async fn accept_loop(shared: Arc<SessionContext>, endpoint: &Endpoint<Server>) {
     let tracker = tokio_util::task::TaskTracker::new();
     loop {
         let incoming = tokio::select! {
@@ -120,13 +124,13 @@ pub(crate) fn query_token(path: &str) -> Option<String> {
 }
 
 async fn handle_incoming(
-    shared: Arc<Shared>,
+    shared: Arc<SessionContext>,
     incoming: IncomingSession,
     slot: HandshakeSlot,
 ) -> anyhow::Result<()> {
     // The QUIC handshake and the CONNECT request: a client that never finishes them is dropped
     // (its slot freed) after the timeout.
-    let request = tokio::time::timeout(shared.config.handshake_timeout(), incoming).await??;
+    let request = tokio::time::timeout(shared.settings.handshake_timeout, incoming).await??;
     let peer = request.remote_address();
     let path = request.path().split('?').next().unwrap_or("");
     if path != WEBTRANSPORT_PATH {
@@ -139,7 +143,7 @@ async fn handle_incoming(
     if !crate::security::webtransport_origin_ok(
         origin,
         request.authority(),
-        &shared.config.allow_origin,
+        &shared.settings.allow_origin,
     ) {
         tracing::warn!(
             %peer,
@@ -174,10 +178,22 @@ async fn handle_incoming(
     Ok(())
 }
 
+/// Serves one upgraded WebSocket (the HTTP side checked its Origin and token) as a browser
+/// session.
+pub(crate) async fn serve_websocket(
+    shared: Arc<SessionContext>,
+    io: hyper::upgrade::Upgraded,
+    peer: SocketAddr,
+    slot: HandshakeSlot,
+) {
+    let link = BrowserLink::WebSocket(crate::link::WsLink::accept(io).await);
+    run_session(shared, link, true, peer, slot).await;
+}
+
 /// Serves an accepted browser link until the session or the relay ends. `slot` is released
 /// once the hello is admitted or refused.
-pub(crate) async fn run_session(
-    shared: Arc<Shared>,
+async fn run_session(
+    shared: Arc<SessionContext>,
     conn: BrowserLink,
     pre_authed: bool,
     peer: SocketAddr,
@@ -192,13 +208,13 @@ pub(crate) async fn run_session(
 
 /// The life of one session on an accepted connection.
 async fn serve(
-    shared: Arc<Shared>,
+    shared: Arc<SessionContext>,
     conn: &BrowserLink,
     pre_authed: bool,
     peer: SocketAddr,
     slot: HandshakeSlot,
 ) {
-    let wait = shared.config.handshake_timeout();
+    let wait = shared.settings.handshake_timeout;
     let Some(mut control) = handshake::accept_control(conn, wait).await else { return };
     let opened = open(&shared, &mut control, pre_authed, peer).await;
     drop(slot);
@@ -239,7 +255,7 @@ const MOVED_LINGER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Admits the hello and attaches it to its mosh-server.
 async fn open(
-    shared: &Arc<Shared>,
+    shared: &Arc<SessionContext>,
     control: &mut handshake::Control,
     pre_authed: bool,
     peer: SocketAddr,
@@ -257,11 +273,11 @@ async fn open(
     Ok(Attached { hello, target, udp, attach, _slot: slot })
 }
 
-fn ready(shared: &Shared, session: &Attached, max_datagram_size: usize) -> ServerMessage {
+fn ready(shared: &SessionContext, session: &Attached, max_datagram_size: usize) -> ServerMessage {
     let target = &session.target;
     ServerMessage::Ready(Ready {
         session: target.session.clone(),
-        mode: shared.config.mode(),
+        mode: shared.settings.mode,
         port: target.port,
         key: target.key.clone(),
         max_datagram_size,

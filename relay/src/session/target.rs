@@ -2,17 +2,72 @@
 //! resumes, or an allowlisted one the browser names (bridge mode); and the UDP socket to it.
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use tern::relay_proto::Mode;
 use tokio::net::UdpSocket;
 
+use super::SessionContext;
 use super::handshake::Refusal;
-use crate::config::{Mode, normalize_host};
 use crate::control::{ErrorCode, Hello};
-use crate::shared::Shared;
-use crate::spawn::{Recorder, SpawnSpec, Spawned, spawn_mosh_server};
-use crate::ssh::SshHost;
-use crate::state::{RemoteServer, SessionRecord, StateStore, valid_id};
+use crate::ids::{new_session_id, valid_id};
+use crate::spawn::ssh::SshHost;
+use crate::spawn::{PortRange, Recorder, SpawnSpec, Spawned, spawn_mosh_server};
+use crate::state::{RemoteServer, SessionRecord, StateStore};
+
+/// What the targets of sessions are made from: the relay's configuration as the top of the relay
+/// hands it over.
+#[derive(Debug, Clone)]
+pub(crate) struct TargetSettings {
+    /// Bridge mode: the mosh-servers a page may name (`--allow`).
+    pub allow: Vec<AllowRule>,
+    /// `--max-spawned`: mosh-servers alive at once (ssh hosts' included).
+    pub max_spawned: usize,
+    /// What every spawned mosh-server gets; each spawn adds its recorder and shell environment.
+    pub spawn: SpawnSpec,
+    /// `--history-lines`: each session's history (0: no recorder).
+    pub history_lines: usize,
+    /// `--recorder`: the tern-relay to run as the recorder (`None`: this executable).
+    pub recorder: Option<PathBuf>,
+    /// The state directory, where `tern send`'s socket and the `tern` link live.
+    pub state_dir: Option<PathBuf>,
+}
+
+/// One bridge allowlist entry: a host (IP literal or name, compared case-insensitively) and ports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowRule {
+    pub host: String,
+    pub ports: PortRange,
+}
+
+impl AllowRule {
+    pub fn allows(&self, host: &str, port: u16) -> bool {
+        normalize_host(host).eq_ignore_ascii_case(&self.host) && self.ports.contains(port)
+    }
+}
+
+/// Strips the brackets of an IPv6 literal so `[::1]` and `::1` compare equal.
+fn normalize_host(host: &str) -> &str {
+    host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
+}
+
+impl FromStr for AllowRule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        // The port part follows the last ':' so that `[::1]:60001-60010` works.
+        let (host, ports) = s
+            .rsplit_once(':')
+            .ok_or_else(|| format!("bad allow rule {s:?}: want HOST:PORT or HOST:LOW-HIGH"))?;
+        let host = normalize_host(host);
+        if host.is_empty() {
+            return Err(format!("bad allow rule {s:?}: empty host"));
+        }
+        let ports: PortRange = ports.parse()?;
+        Ok(AllowRule { host: host.to_string(), ports })
+    }
+}
 
 /// Where a session's datagrams go, and what to tell the browser. No `Debug`: it holds the key.
 pub(super) struct Target {
@@ -49,8 +104,8 @@ impl Target {
 }
 
 /// Finds or starts the hello's mosh-server.
-pub(super) async fn attach(shared: &Shared, hello: &Hello) -> Result<Target, Refusal> {
-    match shared.config.mode() {
+pub(super) async fn attach(shared: &SessionContext, hello: &Hello) -> Result<Target, Refusal> {
+    match shared.settings.mode {
         Mode::Spawn => {
             let state = shared
                 .state
@@ -84,7 +139,7 @@ pub(super) async fn connect_udp(target: SocketAddr) -> Result<UdpSocket, Refusal
 }
 
 /// Re-attaches to a spawned mosh-server that is still alive.
-async fn resume(shared: &Shared, state: &StateStore, id: &str) -> Result<Target, Refusal> {
+async fn resume(shared: &SessionContext, state: &StateStore, id: &str) -> Result<Target, Refusal> {
     if !valid_id(id) {
         return Err(Refusal::new(ErrorCode::UnknownSession, "malformed session id"));
     }
@@ -107,12 +162,13 @@ async fn resume(shared: &Shared, state: &StateStore, id: &str) -> Result<Target,
 }
 
 /// Refuses a new mosh-server beyond `--max-spawned` (hosts' ones count too).
-fn check_spawn_limit(shared: &Shared, state: &StateStore) -> Result<(), Refusal> {
+fn check_spawn_limit(shared: &SessionContext, state: &StateStore) -> Result<(), Refusal> {
     let alive = state.alive().len();
-    if alive >= shared.config.max_spawned {
+    let max = shared.settings.targets.max_spawned;
+    if alive >= max {
         return Err(Refusal::new(
             ErrorCode::TooManySessions,
-            format!("{alive} mosh-servers already running (limit {})", shared.config.max_spawned),
+            format!("{alive} mosh-servers already running (limit {max})"),
         ));
     }
     Ok(())
@@ -120,21 +176,11 @@ fn check_spawn_limit(shared: &Shared, state: &StateStore) -> Result<(), Refusal>
 
 /// What every spawned mosh-server gets, here or on an ssh host.
 fn spawn_spec(
-    shared: &Shared,
+    shared: &SessionContext,
     recorder: Option<Recorder>,
     shell_env: Vec<(String, String)>,
 ) -> SpawnSpec {
-    let c = &shared.config;
-    SpawnSpec {
-        program: c.mosh_server_command.clone(),
-        locale: c.mosh_locale.clone(),
-        ports: c.mosh_port_range,
-        command: c.mosh_command.clone(),
-        timeout: c.spawn_timeout(),
-        idle_timeout: c.session_idle_timeout(),
-        recorder,
-        shell_env,
-    }
+    SpawnSpec { recorder, shell_env, ..shared.settings.targets.spawn.clone() }
 }
 
 /// Records a started mosh-server for a restarted relay and makes it the session's target.
@@ -163,7 +209,7 @@ fn record_spawned(
 
 /// Starts a mosh-server on one of the relay's ssh hosts, as `mosh HOST` does.
 async fn spawn_over_ssh(
-    shared: &Shared,
+    shared: &SessionContext,
     state: &StateStore,
     name: &str,
 ) -> Result<Target, Refusal> {
@@ -184,10 +230,10 @@ async fn spawn_over_ssh(
 }
 
 /// Starts a mosh-server (within `--max-spawned`) and records it for a restarted relay.
-async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
+async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Refusal> {
     let _guard = shared.spawn_lock.lock().await;
     check_spawn_limit(shared, state)?;
-    let c = &shared.config;
+    let c = &shared.settings.targets;
     let id = new_session_id();
     // The recorder is this very executable (`tern-relay record`); without it (not found, or
     // `--history-lines 0`) the session still works, with only the scrollback a page saw.
@@ -200,10 +246,10 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
         }
     });
     // `tern send` and `tern open` for the shell: the command is this executable too.
-    let shell_env = match c.state_dir() {
+    let shell_env = match &c.state_dir {
         Some(dir) => {
-            let bin = program.as_ref().ok().and_then(|relay| crate::send::install(&dir, relay));
-            crate::send::shell_env(&dir, &id, bin.as_deref())
+            let bin = program.as_ref().ok().and_then(|relay| crate::send::install(dir, relay));
+            crate::send::shell_env(dir, &id, bin.as_deref())
         }
         None => Vec::new(),
     };
@@ -229,12 +275,12 @@ async fn spawn(shared: &Shared, state: &StateStore) -> Result<Target, Refusal> {
 }
 
 /// The browser's host and port, if the allowlist has them.
-async fn bridge(shared: &Shared, hello: &Hello) -> Result<Target, Refusal> {
+async fn bridge(shared: &SessionContext, hello: &Hello) -> Result<Target, Refusal> {
     let (Some(host), Some(port)) = (hello.host.as_deref(), hello.port) else {
         return Err(Refusal::new(ErrorCode::BadRequest, "bridge mode needs host and port"));
     };
     let host = normalize_host(host);
-    if !shared.config.allow.iter().any(|r| r.allows(host, port)) {
+    if !shared.settings.targets.allow.iter().any(|r| r.allows(host, port)) {
         return Err(Refusal::new(
             ErrorCode::TargetNotAllowed,
             format!("{host}:{port} is not on this relay's --allow list"),
@@ -260,13 +306,24 @@ async fn bridge(shared: &Shared, hello: &Hello) -> Result<Target, Refusal> {
     })
 }
 
-fn new_session_id() -> String {
-    let mut b = [0u8; 16];
-    // A session id only names a session; the token guards it. Fall back to time if the OS
-    // refuses randomness rather than failing the session.
-    if getrandom::fill(&mut b).is_err() {
-        let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
-        b = t.to_be_bytes();
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_rules_parse_and_match() {
+        let r: AllowRule = "127.0.0.1:60001-60010".parse().unwrap();
+        assert!(r.allows("127.0.0.1", 60001));
+        assert!(r.allows("127.0.0.1", 60010));
+        assert!(!r.allows("127.0.0.1", 60011));
+        assert!(!r.allows("127.0.0.2", 60001));
+        let r: AllowRule = "[::1]:5000".parse().unwrap();
+        assert!(r.allows("::1", 5000));
+        assert!(r.allows("[::1]", 5000));
+        let r: AllowRule = "Host.Example:1-2".parse().unwrap();
+        assert!(r.allows("host.example", 2));
+        assert!("nohost".parse::<AllowRule>().is_err());
+        assert!(":5".parse::<AllowRule>().is_err());
+        assert!("h:9-3".parse::<AllowRule>().is_err());
     }
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

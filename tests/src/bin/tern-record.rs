@@ -2,5 +2,5 @@
 //! between mosh-server and the shell (`tern-record --history-dir DIR --session ID -- COMMAND...`).
 
 fn main() -> std::process::ExitCode {
-    tern_relay::record::main(std::env::args_os().skip(1))
+    tern_relay::history::record::main(std::env::args_os().skip(1))
 }

@@ -4,13 +4,15 @@
 //! The starter (`tern_native::MoshServer::start`) reads the `MOSH CONNECT` line with a timeout,
 //! captures stderr for error messages, puts mosh-server in its own process group (a Ctrl-C or
 //! SIGTERM aimed at the relay never reaches a user's shell) and validates port and key strictly.
+//! [`ssh`] starts it on other hosts the same way.
+
+pub mod ssh;
 
 use std::net::Ipv4Addr;
+use std::str::FromStr;
 use std::time::Duration;
 
 use tern_native::{Bind, MoshServer, MoshServerOptions, ServerPort, StartError};
-
-use crate::config::PortRange;
 
 /// Environment variables the user's shell must not inherit from the relay.
 const SECRET_ENV: &[&str] = &["TERN_RELAY_TOKEN"];
@@ -31,6 +33,42 @@ pub struct SpawnSpec {
     pub recorder: Option<Recorder>,
     /// More environment for the shell (how `tern send` finds its relay).
     pub shell_env: Vec<(String, String)>,
+}
+
+/// An inclusive UDP port range, written `LOW:HIGH` (mosh's `-p` syntax) or `LOW-HIGH`: the ports
+/// a spawned mosh-server may bind (`--mosh-port-range`), or a bridge target's (`--allow`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortRange {
+    pub low: u16,
+    pub high: u16,
+}
+
+impl PortRange {
+    pub fn contains(&self, port: u16) -> bool {
+        (self.low..=self.high).contains(&port)
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.low, self.high)
+    }
+}
+
+impl FromStr for PortRange {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (low, high) = match s.split_once([':', '-']) {
+            Some((l, h)) => (l, h),
+            None => (s, s),
+        };
+        let parse = |p: &str| p.trim().parse::<u16>().map_err(|e| format!("bad port {p:?}: {e}"));
+        let (low, high) = (parse(low)?, parse(high)?);
+        if low == 0 || low > high {
+            return Err(format!("bad port range {s:?}: need 1 <= LOW <= HIGH"));
+        }
+        Ok(PortRange { low, high })
+    }
 }
 
 /// Where `tern-relay record` keeps a session's history.
@@ -183,6 +221,17 @@ mod tests {
             idle_timeout: Some(Duration::from_secs(600)),
             recorder: None,
             shell_env: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn port_ranges_parse_in_both_spellings() {
+        assert_eq!("60001:60999".parse(), Ok(PortRange { low: 60001, high: 60999 }));
+        assert_eq!("5-6".parse(), Ok(PortRange { low: 5, high: 6 }));
+        assert_eq!("7".parse(), Ok(PortRange { low: 7, high: 7 }));
+        assert_eq!(PortRange { low: 5, high: 6 }.to_string(), "5:6");
+        for bad in ["0:5", "9:3", "a:b", "1:70000", ""] {
+            assert!(bad.parse::<PortRange>().is_err(), "{bad}");
         }
     }
 

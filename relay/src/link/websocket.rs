@@ -25,7 +25,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
-use super::link::{Gone, RecvHalf, SendHalf};
+use super::{Gone, RecvHalf, SendHalf};
 
 /// Datagrams waiting for the session (beyond this they are dropped, like a full UDP buffer).
 const DATAGRAM_QUEUE: usize = 256;
@@ -48,9 +48,21 @@ pub(crate) struct WsLink {
 }
 
 impl WsLink {
+    /// Takes over an upgraded connection (the token was checked at the upgrade), with frames
+    /// bounded by `MAX_FRAME`.
+    pub async fn accept(io: Upgraded) -> WsLink {
+        use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(tern::relay_proto::websocket::MAX_FRAME))
+            .max_frame_size(Some(tern::relay_proto::websocket::MAX_FRAME));
+        let socket =
+            WebSocketStream::from_raw_socket(TokioIo::new(io), Role::Server, Some(config)).await;
+        WsLink::start(socket)
+    }
+
     /// Starts the reader and writer tasks of an accepted WebSocket. The control stream is the
     /// first stream [`accept_stream`](Self::accept_stream) returns.
-    pub fn start(socket: Socket) -> WsLink {
+    fn start(socket: Socket) -> WsLink {
         let (sink, source) = socket.split();
         let (frames, frames_rx) = mpsc::channel(FRAME_QUEUE);
         let (datagrams_tx, datagrams) = mpsc::channel(DATAGRAM_QUEUE);
@@ -238,21 +250,4 @@ async fn pump(
         let _ = frames.send(Frame::Fin(id).encode()).await;
     }
     let _ = drained.send(());
-}
-
-/// Serves one upgraded WebSocket as a browser session. The token was checked at the upgrade.
-pub(crate) async fn serve(
-    shared: std::sync::Arc<crate::shared::Shared>,
-    io: Upgraded,
-    peer: std::net::SocketAddr,
-    slot: super::HandshakeSlot,
-) {
-    use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(tern::relay_proto::websocket::MAX_FRAME))
-        .max_frame_size(Some(tern::relay_proto::websocket::MAX_FRAME));
-    let socket =
-        WebSocketStream::from_raw_socket(TokioIo::new(io), Role::Server, Some(config)).await;
-    let link = super::link::BrowserLink::WebSocket(WsLink::start(socket));
-    super::run_session(shared, link, true, peer, slot).await;
 }

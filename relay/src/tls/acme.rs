@@ -4,7 +4,7 @@
 //!
 //! The challenge is TLS-ALPN-01 (RFC 8737), answered on the relay's own TCP port: the CA opens a
 //! TLS connection to DOMAIN:443 offering only the ALPN protocol `acme-tls/1`, and the page's
-//! HTTPS acceptor ([`crate::cert::CertManager::tls_acceptor`]) answers that one with a certificate
+//! HTTPS acceptor ([`super::cert::CertManager::tls_acceptor`]) answers that one with a certificate
 //! carrying the challenge's digest. So the person opens TCP 443 to the relay's port (and the UDP
 //! port for WebTransport) and nothing else; HTTP-01 would need port 80 as well.
 //!
@@ -29,8 +29,7 @@ use tokio_rustls::rustls::sign::CertifiedKey;
 use tokio_util::sync::CancellationToken;
 use wtransport::Identity;
 
-use crate::cert::{CertInfo, CertManager};
-use crate::config::Config;
+use super::cert::{CertInfo, CertManager};
 
 /// First wait after a failed attempt; doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_secs(30);
@@ -50,28 +49,23 @@ pub struct AcmeSettings {
 }
 
 impl AcmeSettings {
-    /// `None` without `--acme`.
-    pub fn from_config(config: &Config) -> Option<Result<AcmeSettings, String>> {
-        if config.acme.is_empty() {
-            return None;
-        }
-        let Some(state) = config.state_dir() else {
-            return Some(Err("--acme keeps its account and certificate in the state directory: \
-                             pass --state-dir (no $HOME or $XDG_STATE_HOME)"
-                .into()));
-        };
-        let domains: Vec<String> =
-            config.acme.iter().map(|d| d.trim().to_ascii_lowercase()).collect();
+    /// The settings for `domains` (at least one; names are compared in lower case), kept under
+    /// `state_dir`; a name that is not a domain is refused.
+    pub fn new(
+        domains: &[String],
+        email: Option<String>,
+        directory: String,
+        ca_root: Option<PathBuf>,
+        state_dir: &Path,
+    ) -> Result<AcmeSettings, String> {
+        let domains: Vec<String> = domains.iter().map(|d| d.trim().to_ascii_lowercase()).collect();
         if let Some(bad) = domains.iter().find(|d| !valid_domain(d)) {
-            return Some(Err(format!("--acme {bad:?} is not a domain name")));
+            return Err(format!("--acme {bad:?} is not a domain name"));
         }
-        Some(Ok(AcmeSettings {
-            domains,
-            email: config.acme_email.clone(),
-            directory: config.acme_directory.clone(),
-            ca_root: config.acme_ca_root.clone(),
-            dir: state.join("acme"),
-        }))
+        if domains.is_empty() {
+            return Err("--acme needs a domain".into());
+        }
+        Ok(AcmeSettings { domains, email, directory, ca_root, dir: state_dir.join("acme") })
     }
 
     /// The certificate chain (PEM) for these domains.
@@ -330,7 +324,7 @@ mod tests {
 
     #[test]
     fn renewal_is_due_with_a_third_of_the_lifetime_left() {
-        let id = crate::cert::self_signed(&["a.example".to_string()]).unwrap();
+        let id = super::super::cert::self_signed(&["a.example".to_string()]).unwrap();
         let mut info = CertInfo::new(id, false, std::time::Instant::now()).unwrap();
         let nb = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         info.not_before = Some(nb);
@@ -346,16 +340,22 @@ mod tests {
 
     #[test]
     fn settings_paths_live_in_the_state_dir() {
-        let mut c = Config::with_listen("127.0.0.1:0".parse().unwrap());
-        c.state_dir = Some("/s".into());
-        assert!(AcmeSettings::from_config(&c).is_none());
-        c.acme = vec!["Relay.Example.com".into()];
-        let s = AcmeSettings::from_config(&c).unwrap().unwrap();
+        let settings = |domains: &[&str]| {
+            let domains: Vec<String> = domains.iter().map(|d| d.to_string()).collect();
+            AcmeSettings::new(
+                &domains,
+                None,
+                "https://ca.example/dir".into(),
+                None,
+                Path::new("/s"),
+            )
+        };
+        let s = settings(&["Relay.Example.com"]).unwrap();
         assert_eq!(s.cert_path(), Path::new("/s/acme/relay.example.com.crt.pem"));
         assert_eq!(s.key_path(), Path::new("/s/acme/relay.example.com.key.pem"));
         assert!(s.account_path().to_string_lossy().starts_with("/s/acme/account-"));
-        c.acme = vec!["bad domain".into()];
-        assert!(AcmeSettings::from_config(&c).unwrap().is_err());
+        assert!(settings(&["bad domain"]).is_err());
+        assert!(settings(&[]).is_err(), "cert_path names the first domain");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `tern-relay record`: the pty recorder between mosh-server and the shell (issue 14), so that
-//! every line a program prints on the main screen is kept, however fast it comes.
+//! `tern-relay record`: the pty recorder between mosh-server and the shell (for the session's
+//! history), so that every line a program prints on the main screen is kept, however fast it
+//! comes.
 //!
 //! ```text
 //!  mosh-server ── its pty ── tern-relay record ── a pty of its own ── the shell
@@ -30,7 +31,7 @@ use rustix::termios::{
 };
 use tern::terminal::{Emulator, HistoryLines, Size};
 
-use crate::history::HistoryWriter;
+use super::HistoryWriter;
 
 /// What `record` was asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +69,7 @@ impl RecordArgs {
             command = vec![login_shell(), "-l".into()];
         }
         match (dir, session, command.is_empty()) {
-            (Some(history_dir), Some(session), false) if crate::state::valid_id(&session) => {
+            (Some(history_dir), Some(session), false) if crate::ids::valid_id(&session) => {
                 Ok(RecordArgs { history_dir, session, max_lines, command })
             }
             _ => Err("usage: tern-relay record --history-dir DIR --session HEX-ID \

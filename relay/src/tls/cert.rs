@@ -9,7 +9,7 @@
 //! * **files** (`--tls-cert/--tls-key`): read again whenever their contents change (a certbot
 //!   renewal), see [`CertManager::reload_files`]; a pair that does not load (half written, key not
 //!   matching) is logged and the current certificate stays.
-//! * **ACME** (`--acme`, `crate::acme`): obtained and renewed from a CA and installed with
+//! * **ACME** (`--acme`, [`super::acme`]): obtained and renewed from a CA and installed with
 //!   [`CertManager::install`]; until the first one arrives a self-signed placeholder serves.
 //!
 //! With `--tls-self-signed` the page's HTTPS has a certificate of its own, apart from the

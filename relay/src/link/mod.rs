@@ -1,6 +1,9 @@
 //! The browser's side of a session, whichever way it came: a WebTransport connection, or the
-//! WebSocket fallback carrying the same datagrams and streams (`tern::relay_proto::websocket`).
-//! Everything after the accept (handshake, attach, forward, pastes) works on this.
+//! WebSocket fallback carrying the same datagrams and streams (`tern::relay_proto::websocket`,
+//! demultiplexed in [`websocket`]). Everything after the accept (handshake, attach, forward,
+//! pastes, downloads) works on this and on the stream halves it hands out.
+
+mod websocket;
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -11,7 +14,7 @@ use tokio::sync::oneshot;
 use wtransport::error::SendDatagramError;
 use wtransport::{Connection, SendStream, VarInt};
 
-use super::websocket::WsLink;
+pub(crate) use websocket::WsLink;
 
 /// The browser's half of a stream, to read.
 pub(crate) type RecvHalf = Box<dyn AsyncRead + Send + Unpin>;

@@ -17,8 +17,7 @@ use std::time::Duration;
 use tern_native::{Bind, MoshServer, StartError, shell_quote};
 use tokio::io::AsyncWriteExt;
 
-use crate::config::Config;
-use crate::spawn::{SpawnSpec, Spawned};
+use super::{SpawnSpec, Spawned};
 
 /// How long ssh may take to connect before it gives up (`ConnectTimeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,6 +58,23 @@ impl std::fmt::Display for SshHost {
     }
 }
 
+/// What the `--ssh-*` flags asked for.
+#[derive(Debug, Clone)]
+pub struct SshSettings {
+    /// `--ssh-host`.
+    pub hosts: Vec<SshHost>,
+    /// `--ssh-hosts-file`: more hosts, one a line (`#` starts a comment).
+    pub hosts_file: Option<PathBuf>,
+    /// `--ssh-program`.
+    pub program: PathBuf,
+    /// `--ssh-config`.
+    pub config_file: Option<PathBuf>,
+    /// `--ssh-mosh-server`.
+    pub mosh_server: String,
+    /// `--ssh-paste-dir`.
+    pub paste_dir: String,
+}
+
 /// The hosts of `--ssh-host` and `--ssh-hosts-file`, and how to reach them.
 #[derive(Debug, Clone)]
 pub struct SshHosts {
@@ -84,9 +100,9 @@ pub struct RemoteSpawned {
 impl SshHosts {
     /// The configured hosts; `Ok(None)` when there are none. A hosts file has one name a line
     /// (`#` starts a comment).
-    pub fn from_config(c: &Config) -> Result<Option<SshHosts>, String> {
-        let mut hosts = c.ssh_host.clone();
-        if let Some(file) = &c.ssh_hosts_file {
+    pub fn new(c: SshSettings) -> Result<Option<SshHosts>, String> {
+        let mut hosts = c.hosts;
+        if let Some(file) = &c.hosts_file {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| format!("--ssh-hosts-file {}: {e}", file.display()))?;
             for line in text.lines() {
@@ -103,10 +119,10 @@ impl SshHosts {
         }
         Ok(Some(SshHosts {
             hosts,
-            program: c.ssh_program.clone(),
-            config_file: c.ssh_config.clone(),
-            mosh_server: c.ssh_mosh_server.clone(),
-            paste_dir: c.ssh_paste_dir.clone(),
+            program: c.program,
+            config_file: c.config_file,
+            mosh_server: c.mosh_server,
+            paste_dir: c.paste_dir,
         }))
     }
 
@@ -219,7 +235,7 @@ impl SshHosts {
     /// shell; the relay's own `-- COMMAND` and its history recorder are for its own machine).
     pub async fn start(&self, host: &SshHost, spec: &SpawnSpec) -> Result<RemoteSpawned, String> {
         let ip = self.address(host).await?;
-        let mut options = crate::spawn::options(&SpawnSpec {
+        let mut options = super::options(&SpawnSpec {
             program: self.mosh_server.clone().into(),
             command: Vec::new(),
             recorder: None,

@@ -1,14 +1,18 @@
-//! A session's history on disk (issue 14): the lines a program printed on the main screen, appended
-//! by the session's recorder, read and searched by the relay for a page that scrolls back.
+//! A session's history (the scrollback and search of everything a session printed): the lines a
+//! program printed on the main screen, appended by the session's recorder ([`record`]), read and
+//! searched by the relay for a page that scrolls back.
 //!
 //! Two files in the state directory, `<id>.history` (current) and `<id>.history.1` (previous),
-//! one line each (a line is text with SGR escapes, `tern::terminal::HistoryLines`; it never holds a
-//! newline). When the current file has `max_lines`, it becomes the previous one (renamed over
+//! one line each (a line is text with SGR escapes, `tern::terminal::HistoryLines`; it never holds
+//! a newline). When the current file has `max_lines`, it becomes the previous one (renamed over
 //! it) and a new current starts: the history always holds at least the newest `max_lines` lines
-//! (and at most twice as many), with one rename and no copying. Lines are numbered from the session's first (0); `<id>.history.base`
-//! holds the number of the previous file's first line, written before each rotation, so numbers
-//! stay put while lines are dropped. Files are 0600 (they are the session's output). A reader may
-//! catch the writer mid-line: a last line without its newline is not read yet.
+//! (and at most twice as many), with one rename and no copying. Lines are numbered from the
+//! session's first (0); `<id>.history.base` holds the number of the previous file's first line,
+//! written before each rotation, so numbers stay put while lines are dropped. Files are 0600
+//! (they are the session's output). A reader may catch the writer mid-line: a last line without
+//! its newline is not read yet.
+
+pub mod record;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};

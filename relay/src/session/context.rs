@@ -1,0 +1,67 @@
+//! What every session task shares: the session layer's settings, the token and its limiter, the
+//! stores of sessions, pastes and offers, and the slots that bound what browsers can hold.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tern::relay_proto::Mode;
+use tokio::sync::{Mutex, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::target::TargetSettings;
+use crate::auth::{AuthLimiter, Token};
+use crate::paste::PasteStore;
+use crate::registry::Registry;
+use crate::security::AllowedOrigin;
+use crate::send::Offers;
+use crate::spawn::ssh::SshHosts;
+use crate::state::StateStore;
+
+/// The session layer's settings, made from the relay's configuration by the top of the relay.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionSettings {
+    /// Spawn or bridge (`--bridge`).
+    pub mode: Mode,
+    /// `--handshake-timeout-secs`: each step from a connection attempt to its hello.
+    pub handshake_timeout: Duration,
+    /// `--max-sessions`: browser sessions at once.
+    pub max_sessions: usize,
+    /// `--allow-origin`: page origins allowed besides the relay's own.
+    pub allow_origin: Vec<AllowedOrigin>,
+    /// `--max-datagram-size`: the relay's cap on relay→browser datagrams.
+    pub max_datagram_size: usize,
+    /// `--datagram-rate` and `--datagram-burst`: each session's token bucket for browser→server
+    /// datagrams.
+    pub datagram_rate: u32,
+    pub datagram_burst: u32,
+    /// `--idle-timeout-secs`: a session whose browser sent no datagram this long is closed.
+    pub idle_timeout: Duration,
+    /// Where sessions' datagrams go.
+    pub targets: TargetSettings,
+}
+
+/// What every session task shares.
+#[derive(Debug)]
+pub(crate) struct SessionContext {
+    pub settings: SessionSettings,
+    pub token: Token,
+    pub auth: AuthLimiter,
+    /// Spawn mode only.
+    pub state: Option<Arc<StateStore>>,
+    /// Who drives each mosh-server, nonce bounds, the relay's copies of sessions.
+    pub registry: Registry,
+    /// The paste directory; `None` in bridge mode without `--paste-dir`.
+    pub pastes: Option<Arc<PasteStore>>,
+    /// What shells sent to their browsers (`tern send`, `tern open`), by session.
+    pub offers: Arc<Offers>,
+    /// The hosts of `--ssh-host` (spawn mode): sessions started there over ssh.
+    pub ssh: Option<Arc<SshHosts>>,
+    /// `--max-sessions`: held from an admitted hello to the session's end.
+    pub sessions: Arc<Semaphore>,
+    /// `--max-handshakes`: held from a QUIC connection attempt or a WebSocket upgrade until its
+    /// hello is admitted or refused.
+    pub handshakes: Arc<Semaphore>,
+    /// Serializes spawns so `--max-spawned` holds.
+    pub spawn_lock: Mutex<()>,
+    pub shutdown: CancellationToken,
+}
