@@ -149,7 +149,7 @@ async fn the_same_session_runs_over_the_websocket() {
     // An upload on stream 1: header, have 0, content, acks, the path.
     let content: Vec<u8> =
         b"\x89PNG\r\n\x1a\n".iter().copied().chain((0..200_000u32).map(|i| i as u8)).collect();
-    let hash: String = Sha256::digest(&content).iter().map(|b| format!("{b:02x}")).collect();
+    let hash = tern::relay_proto::Sha256(Sha256::digest(&content).into()).to_string();
     send(&mut ws, Frame::Open(1)).await;
     let header = UploadHeader { hash: hash.clone(), size: content.len() as u64, mime: None };
     send(&mut ws, Frame::Data(1, &header.to_line())).await;

@@ -144,7 +144,7 @@ impl Pen {
         let mut style = String::new();
         // Writing into a String cannot fail.
         for (color, class, property) in [(fg, 'f', "color"), (bg, 'b', "background-color")] {
-            let (r, g, b) = match color {
+            let (red, green, blue) = match color {
                 Color::Default => continue,
                 Color::Palette(n) if n < 16 => {
                     classes.push(format!("{class}{n}"));
@@ -153,7 +153,8 @@ impl Pen {
                 Color::Palette(n) => xterm_rgb(n),
                 Color::Rgb(r, g, b) => (r, g, b),
             };
-            let _ = write!(style, "{property}:#{r:02x}{g:02x}{b:02x};");
+            // A CSS colour (#rrggbb), the one hex form that is not a digest.
+            let _ = write!(style, "{property}:#{red:02x}{green:02x}{blue:02x};");
         }
         classes.extend(
             CLASSES.iter().filter(|(bit, _)| self.attrs & bit != 0).map(|(_, c)| (*c).to_owned()),

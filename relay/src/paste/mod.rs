@@ -20,6 +20,6 @@
 pub mod store;
 pub mod stream;
 
-pub use store::{Have, PasteError, PasteLimits, PasteStore, magic_extension, valid_hash};
+pub use store::{Have, PasteError, PasteLimits, PasteStore, magic_extension};
 pub(crate) use stream::{Onward, read_first_line, serve_upload};
 pub use tern::relay_proto::upload::{MAX_HEADER, UploadErrorCode, UploadHeader, UploadReply};

@@ -88,11 +88,6 @@ pub(super) fn take_head(head: &mut Vec<u8>, bytes: &[u8]) {
     }
 }
 
-/// A SHA-256 in lowercase hex: the only thing that names a file here.
-pub fn valid_hash(hash: &str) -> bool {
-    hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
 /// The paste directory.
 #[derive(Debug)]
 pub struct PasteStore {
@@ -131,7 +126,7 @@ impl PasteStore {
         let _ = fs::remove_file(self.part_path(hash));
     }
 
-    /// What is held of `hash` (which must be [`valid_hash`]).
+    /// What is held of `hash` (a SHA-256 in `relay_proto::Sha256`'s form: the only thing that names a file here).
     pub fn have(&self, hash: &str) -> Have {
         for ext in EXTENSIONS {
             let p = self.dir.join(format!("{hash}.{ext}"));
@@ -170,7 +165,8 @@ impl PasteStore {
                 let name = e.file_name();
                 let name = name.to_string_lossy();
                 name.split_once('.').is_some_and(|(h, ext)| {
-                    valid_hash(h) && (ext == "part" || EXTENSIONS.contains(&ext))
+                    tern::relay_proto::Sha256::is_valid(h)
+                        && (ext == "part" || EXTENSIONS.contains(&ext))
                 })
             })
             .filter_map(|e| Some((e.path(), e.metadata().ok().filter(|m| m.is_file())?)))
@@ -261,7 +257,7 @@ impl PasteStore {
         head: &[u8],
     ) -> Result<PathBuf, PasteError> {
         let part = self.part_path(hash);
-        let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let digest = tern::relay_proto::Sha256(hasher.finalize().into()).to_string();
         if len != size || digest != hash {
             let _ = fs::remove_file(&part);
             return Err(PasteError::new(
@@ -345,7 +341,7 @@ mod tests {
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR not really a picture";
 
     fn sha(bytes: &[u8]) -> String {
-        Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+        tern::relay_proto::Sha256(Sha256::digest(bytes).into()).to_string()
     }
 
     fn limits() -> PasteLimits {
@@ -495,9 +491,10 @@ mod tests {
 
     #[test]
     fn hashes_are_validated() {
-        assert!(valid_hash(&sha(b"")));
-        assert!(!valid_hash(&sha(b"").to_uppercase()));
-        assert!(!valid_hash("../../etc/passwd"));
-        assert!(!valid_hash(&format!("{}/", &sha(b"")[..63])));
+        let valid = tern::relay_proto::Sha256::is_valid;
+        assert!(valid(&sha(b"")));
+        assert!(!valid(&sha(b"").to_uppercase()));
+        assert!(!valid("../../etc/passwd"));
+        assert!(!valid(&format!("{}/", &sha(b"")[..63])));
     }
 }

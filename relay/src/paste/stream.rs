@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use crate::link::{RecvHalf as RecvStream, SendHalf as SendStream};
 use crate::spawn::ssh::{SshHost, SshHosts};
 
-use super::store::{Claim, HEAD_LEN, Have, PasteError, PasteStore, take_head, valid_hash};
+use super::store::{Claim, HEAD_LEN, Have, PasteError, PasteStore, take_head};
 
 /// How much is read from the stream at once.
 const READ_BUF: usize = 64 * 1024;
@@ -117,7 +117,7 @@ async fn upload(
     header: Result<(UploadHeader, Vec<u8>), PasteError>,
 ) -> Result<Option<String>, PasteError> {
     let (header, first) = header?;
-    if !valid_hash(&header.hash) {
+    if !tern::relay_proto::Sha256::is_valid(&header.hash) {
         return Err(bad_request("hash must be 64 lowercase hex digits"));
     }
     store.cleanup(SystemTime::now());

@@ -221,6 +221,6 @@ fn read_file(path: &Path, limit: u64) -> Result<(String, String, FileSource), St
     }
     source.unchanged()?;
     let name = offered_name(&path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
-    let sha256 = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let sha256 = tern::relay_proto::Sha256(hasher.finalize().into()).to_string();
     Ok((name, sha256, source))
 }

@@ -80,9 +80,9 @@ impl AcmeSettings {
 
     /// The account's credentials for this directory (an account belongs to one CA).
     pub fn account_path(&self) -> PathBuf {
-        let h = sha2::Sha256::digest(self.directory.as_bytes());
-        let short: String = h[..6].iter().map(|b| format!("{b:02x}")).collect();
-        self.dir.join(format!("account-{short}.json"))
+        let digest: [u8; 32] = sha2::Sha256::digest(self.directory.as_bytes()).into();
+        let hex = tern::relay_proto::Sha256(digest).to_string();
+        self.dir.join(format!("account-{}.json", &hex[..12]))
     }
 }
 

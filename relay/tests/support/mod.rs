@@ -517,7 +517,7 @@ pub async fn http_post(
 
 /// SHA-256 in hex, as upload headers name files.
 pub fn hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    tern::relay_proto::Sha256(Sha256::digest(bytes).into()).to_string()
 }
 
 /// Reads an upload stream's lines until the stream ends (or `stop` says so); returns them parsed.
