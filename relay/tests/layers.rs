@@ -10,6 +10,8 @@
 //! modules, and a folder's files reach their own folder with it. `main.rs` is the binary's own
 //! crate and uses the library only from outside.
 //!
+//! The browser client's `web/src` is checked the same way (it compiles only for wasm32).
+//!
 //! `cargo test -p tern-relay --test layers -- --nocapture` prints the layers, top first.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -285,7 +287,7 @@ fn crate_paths(code: &str) -> Vec<(String, usize)> {
 /// Every `.rs` file under `dir`, as (path relative to `root`, text).
 fn sources(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .expect("relay/src is readable")
+        .expect("the source folder is readable")
         .flatten()
         .map(|e| e.path())
         .collect();
@@ -301,17 +303,29 @@ fn sources(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
     }
 }
 
-#[test]
-fn relay_modules_point_one_way() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Fails on an import circle among the modules of the crate whose sources are in `src`
+/// (`name` for the message), and prints its layers.
+fn assert_one_way(name: &str, src: &Path) {
     let mut files = Vec::new();
-    sources(&src, &src, &mut files);
+    sources(src, src, &mut files);
     files.retain(|(path, _)| path != "main.rs");
     let graph = Graph::of(&files);
     let circles = graph.circles();
     let report: String = circles.iter().map(|c| graph.describe(c)).collect::<Vec<_>>().join("\n");
-    assert!(circles.is_empty(), "relay/src has import circles:\n{report}");
-    println!("{}", graph.layers());
+    assert!(circles.is_empty(), "{name} has import circles:\n{report}");
+    println!("{name}:\n{}", graph.layers());
+}
+
+#[test]
+fn relay_modules_point_one_way() {
+    assert_one_way("relay/src", &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+}
+
+/// The browser client's too (it compiles only for wasm32, so its check lives here, beside the
+/// relay's: the same reading of the source).
+#[test]
+fn web_modules_point_one_way() {
+    assert_one_way("web/src", &Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/src"));
 }
 
 /// The check itself: it finds a circle, through groups and root items too, and is not fooled
