@@ -25,8 +25,9 @@
 //!
 //! The pacer also says how long the relay may hold the server's datagrams and send them
 //! together ([`DrawPacer::poll_relay_hold`], `ClientMessage::Hold`): a browser's cost is per
-//! datagram delivered (~0.7-0.9 ms of a renderer each here), and while the page is hidden, or
-//! draws a flood four times a second, taking 47 of them a second one by one buys nothing. While
+//! datagram delivered (docs/BENCHMARKS.md, "The cost of a frame in the browser", has the
+//! figures), and while the page is hidden, or draws a flood four times a second, taking every
+//! state of a flood one by one buys nothing. While
 //! datagrams are held they come in bursts, so the pause that ends a flood is counted with the
 //! hold added ([`QUIET_GAP`] plus the hold).
 //!
