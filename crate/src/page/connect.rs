@@ -194,8 +194,9 @@ impl PageClient {
         let mut seed = None;
         match takeover {
             Takeover::Fresh => {
-                self.begin_session(now, key, &key_text, mtu, &ready.session, None, kept)
-                    .expect("a new session cannot fail to start");
+                let key = (key, key_text.as_str());
+                // A new session cannot fail to start; only a point can be unusable.
+                let _ = self.begin_session(now, key, mtu, &ready.session, None, kept);
             }
             Takeover::KeepLocal => {
                 if let Some(s) = self.session.as_mut() {
@@ -208,15 +209,8 @@ impl PageClient {
                 }
             }
             Takeover::Adopt(point) => {
-                let adopted = self.begin_session(
-                    now,
-                    key,
-                    &key_text,
-                    mtu,
-                    &ready.session,
-                    Some(&point),
-                    kept,
-                );
+                let key = (key, key_text.as_str());
+                let adopted = self.begin_session(now, key, mtu, &ready.session, Some(&point), kept);
                 if let Err(message) = adopted {
                     self.drop_link();
                     self.fail(FailCode::BadKey, &message);
@@ -383,12 +377,10 @@ impl PageClient {
     /// The session this page drives from now on, under nonce bounds kept for this key: a new
     /// one (the first `ready`), or one continued from the relay's copy of it (`from`: this page
     /// has nothing saved, or another page drove it since), whose screen shows at once.
-    #[allow(clippy::too_many_arguments)]
     fn begin_session(
         &mut self,
         now: Instant,
-        key: Key,
-        key_text: &str,
+        (key, key_text): (Key, &str),
         max_datagram_size: usize,
         session_id: &str,
         from: Option<&ResumePoint>,
