@@ -17,7 +17,7 @@ export RUST_BACKTRACE=0
 EXAMPLES=(
   tern-mosh:wire_throughput
   tern-bench:terminal_bench
-  tern-relay:relay_latency
+  tern-bench:relay_latency
   tern-tests:linkemu_precision
 )
 

@@ -1,4 +1,4 @@
-//! The chaos run (issue 16, `tern-bench --only chaos`): `tests/browser/chaos.mjs` for a while —
+//! The chaos run (`tern-bench --only chaos`): `tests/browser/chaos.mjs` for a while —
 //! relay SIGKILL/SIGTERM restarts, network drops, switches to the WebSocket fallback and back,
 //! reloads, pastes and downloads while a typist types — and its totals as rows: every typed byte
 //! once and in order, every transfer identical, no nonce reused, every outage on the bar, no panic.
@@ -158,20 +158,18 @@ pub fn rows(seconds: u64, seed: u64, report: &mut Report) {
     ] {
         report.row(format!("{label}: {what}"), n as f64, "", "0".into(), n == 0);
     }
-    report.row(
-        format!("{label}: uploads byte-identical"),
-        t.uploads_verified as f64,
-        "",
-        format!("= uploads ({})", t.uploads),
-        t.uploads > 0 && t.uploads_verified == t.uploads,
-    );
-    report.row(
-        format!("{label}: downloads byte-identical"),
-        t.downloads_verified as f64,
-        "",
-        format!("= downloads ({})", t.downloads),
-        t.downloads > 0 && t.downloads_verified == t.downloads,
-    );
+    for (what, verified, all) in [
+        ("uploads", t.uploads_verified, t.uploads),
+        ("downloads", t.downloads_verified, t.downloads),
+    ] {
+        report.row(
+            format!("{label}: {what} byte-identical"),
+            verified as f64,
+            "",
+            format!("= {what} ({all})"),
+            all > 0 && verified == all,
+        );
+    }
     report.row(
         format!("{label}: outages shown on the notification bar"),
         t.outages_with_bar as f64,

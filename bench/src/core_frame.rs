@@ -1,6 +1,6 @@
-//! The core's cost of one frame on the client (issue 17): a full-screen 200x60 colourful change
-//! every frame, applied from the server's diff and rendered for the page's terminal, timed
-//! in-process with no link and no browser.
+//! The core's cost of one frame on the client (the suite's `core` part, the terminal side of the
+//! cost of a frame): a full-screen 200x60 colourful change every frame, applied from the server's
+//! diff and rendered for the page's terminal, timed in-process with no link and no browser.
 //!
 //! The application repaints every cell with its own 256-colour foreground and a truecolour
 //! background every 8 cells, a wide character now and then (the workload of
@@ -14,6 +14,10 @@ use std::time::Instant;
 
 use tern::terminal::{Complete, Renderer};
 use tern::wire::HostEvent;
+
+use crate::report::Report;
+use crate::stats::{median, p95};
+use crate::{Options, progress};
 
 /// The terminal's size.
 pub const COLS: u16 = 200;
@@ -112,4 +116,57 @@ pub fn run(frames: usize, repeats: usize) -> CoreRun {
         }
     }
     run
+}
+
+/// The suite's `core` part: the core's client cost of a full-screen frame (apply the server's
+/// diff and render the page's display diff, in-process), rows and details into `report`.
+pub fn rows(options: &Options, report: &mut Report) {
+    let (frames, repeats) = if options.quick { (20, 1) } else { (200, 5) };
+    progress(&format!("core: {frames} full 200x60 frames, {repeats} times"));
+    let run = run(frames, repeats);
+    if run.mismatches > 0 {
+        report.problems.push(format!(
+            "core: {} of {} frames applied to a screen other than the server's",
+            run.mismatches, run.frames
+        ));
+    }
+    let target = TARGET_MS;
+    if let Some(m) = median(&run.total_ms) {
+        report.row(
+            "core: apply + display diff, full 200x60 frame",
+            m,
+            "ms",
+            format!("≤ {target} ms"),
+            m <= target,
+        );
+    }
+    let group = "core, full 200x60 frame";
+    // The fastest frame: on a shared machine the steadiest figure to compare changes by.
+    if let Some(fastest) = run.total_ms.iter().copied().reduce(f64::min) {
+        report.detail(group, "client: apply + display diff, fastest frame", fastest, "ms");
+    }
+    for (what, v) in [
+        ("client: apply the server's diff", &run.apply_ms),
+        ("client: render for the page (Renderer::in_place)", &run.render_ms),
+    ] {
+        if let (Some(m), Some(p)) = (median(v), p95(v)) {
+            report.detail(group, format!("{what}, median"), m, "ms");
+            report.detail(group, format!("{what}, p95"), p, "ms");
+        }
+    }
+    let per_frame = |total: usize| total as f64 / run.frames.max(1) as f64;
+    report.detail(group, "server's diff (HostBytes) per frame", per_frame(run.diff_bytes), "B");
+    report.detail(
+        group,
+        "page's render per frame (Renderer::in_place)",
+        per_frame(run.in_place_bytes),
+        "B",
+    );
+    report.detail(
+        group,
+        "the same frames with mosh's choices (Renderer::new: the page's bytes before)",
+        per_frame(run.mosh_bytes),
+        "B",
+    );
+    report.detail(group, "frames timed", run.frames as f64, "");
 }

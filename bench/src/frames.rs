@@ -1,6 +1,6 @@
-//! Continuous screen updates (issue row 2): the shell prints a counter every 10 ms for a while;
-//! how often does the client show a new frame, and how many of the server's instructions could it
-//! apply the moment they arrived?
+//! Continuous screen updates (the suite's second rows): the shell prints a counter every 10 ms for
+//! a while; how often does the client show a new frame, and how many of the server's instructions
+//! could it apply the moment they arrived?
 //!
 //! * Tern and Tern `--stop-and-wait` are timed in-process: a frame is a new newest server state
 //!   whose screen differs from the one before (what a driver would redraw). Applied on arrival is
@@ -25,8 +25,10 @@ use tern::wire::StateNum;
 use tern_tests::linkemu::Dir;
 
 use crate::decode::{WireEvent, decode};
-use crate::link::{Link, close_tern, connect_mosh, connect_tern, rows};
-use crate::stats::ms;
+use crate::link::{self, Link, close_tern, connect_mosh, connect_tern};
+use crate::report::Report;
+use crate::stats::{median, ms};
+use crate::{Options, progress};
 
 /// Printed when the counter is done. Typed as `E%sD` and `ND`, so the command line never shows it.
 const END_MARKER: &str = "ENDD";
@@ -102,7 +104,7 @@ pub fn run(
                     }
                     last_state = Some(s.server_state_num());
                     let now = Instant::now();
-                    let screen = rows(s);
+                    let screen = link::rows(s);
                     let end = screen.iter().any(|r| r.contains(END_MARKER));
                     if screen != last_rows {
                         frames.push(now);
@@ -198,4 +200,89 @@ fn protocol_level(events: &[WireEvent], sent: Instant, from: Instant) -> Option<
     let end = end?;
     run.intervals = window_intervals(&frames, from, end);
     Some(run)
+}
+
+// The suite's `frames` part.
+
+/// Tern's frame interval may be at most this many times mosh-client's (medians).
+const FRAME_INTERVAL_RATIO: f64 = 1.05;
+
+/// The suite's `frames` part: rows and details into `report`.
+pub fn rows(options: &Options, report: &mut Report) {
+    for (i, &delay_ms) in options.frame_delays_ms.iter().enumerate() {
+        let delay = Duration::from_millis(delay_ms);
+        let mut runs: Vec<(FrameClient, FrameRun)> = Vec::new();
+        for client in [FrameClient::Tern, FrameClient::TernStopAndWait, FrameClient::MoshClient] {
+            progress(&format!("frames: {} at one-way delay {delay_ms} ms", client.label()));
+            let seed = 0xF4A0 + i as u64;
+            match run(client, delay, options.frame_lines, options.frame_warmup, seed) {
+                Ok(run) => {
+                    details(report, client, delay_ms, &run);
+                    runs.push((client, run));
+                }
+                Err(e) => report.problems.push(format!(
+                    "frames, {}, one-way {delay_ms} ms failed: {e:#}",
+                    client.label()
+                )),
+            }
+        }
+        let find = |c| runs.iter().find(|(k, _)| *k == c).map(|(_, r)| r);
+        if let Some(tern) = find(FrameClient::Tern)
+            && let Some(fraction) = tern.applied_fraction()
+        {
+            let met =
+                tern.applied_on_arrival == tern.instructions && tern.dropped_unknown_base == 0;
+            report.row(
+                format!(
+                    "server instructions applied on arrival, tern-probe, one-way {delay_ms} ms"
+                ),
+                fraction * 100.0,
+                "%",
+                format!("100 %, dropped_unknown_base = 0 (is {})", tern.dropped_unknown_base),
+                met,
+            );
+        }
+        if let (Some(tern), Some(mosh)) = (find(FrameClient::Tern), find(FrameClient::MoshClient))
+            && let (Some(t), Some(m)) = (median(&tern.intervals), median(&mosh.intervals))
+        {
+            let name =
+                format!("frame interval median, tern-probe / mosh-client, one-way {delay_ms} ms");
+            report.ratio_row(name, t, m, FRAME_INTERVAL_RATIO);
+        }
+    }
+}
+
+fn details(report: &mut Report, client: FrameClient, delay_ms: u64, run: &FrameRun) {
+    let label = client.label();
+    let at = format!("one-way {delay_ms} ms");
+    report.median_p95("frames", &format!("{label}, {at}: frame interval"), &run.intervals, "ms");
+    report.detail(
+        "frames",
+        format!("{label}, {at}: frames in the window"),
+        (run.intervals.len() + 1) as f64,
+        "",
+    );
+    if let Some(f) = run.applied_fraction() {
+        let how = if client == FrameClient::MoshClient { " (protocol level)" } else { "" };
+        report.detail(
+            "frames",
+            format!("{label}, {at}: instructions applicable on arrival{how}"),
+            f * 100.0,
+            "%",
+        );
+    }
+    report.detail(
+        "frames",
+        format!("{label}, {at}: server instructions"),
+        run.instructions as f64,
+        "",
+    );
+    if client == FrameClient::TernStopAndWait {
+        report.detail(
+            "frames",
+            format!("{label}, {at}: refused_older_base"),
+            run.refused_older_base as f64,
+            "",
+        );
+    }
 }

@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+use crate::report::Report;
+use crate::stats::quantile;
+use crate::{Options, progress};
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("bench/ has a parent").to_path_buf()
 }
@@ -184,3 +188,70 @@ pub const INSTALL_TARGET: Duration = Duration::from_secs(10);
 pub const BINARY_TARGET_BYTES: u64 = 15_000_000;
 /// exec → printed URL.
 pub const COLD_START_TARGET_MS: f64 = 100.0;
+
+/// The suite's `install` part: rows and details into `report`.
+pub fn rows(options: &Options, report: &mut Report) {
+    progress("install: npm run dist, then the release in a clean Debian root");
+    let run = match run(options.quick) {
+        Ok(run) => run,
+        Err(e) => {
+            report.problems.push(format!("install failed: {e:#}"));
+            return;
+        }
+    };
+    let target_s = INSTALL_TARGET.as_secs_f64();
+    match run.install_to_url_ms {
+        Some(ms) => report.row(
+            format!(
+                "install.sh from a local mirror: clean Debian 12 root with mosh → printed URL (median of {})",
+                run.install_runs
+            ),
+            ms / 1000.0,
+            "s",
+            format!("≤ {target_s} s (building from source: docs/BENCHMARKS.md, \"Installing\")"),
+            ms / 1000.0 <= target_s,
+        ),
+        None => report.pending(
+            "install.sh from a local mirror: clean Debian 12 root with mosh → printed URL",
+            &format!("≤ {target_s} s"),
+            run.install_problem.as_deref().unwrap_or("not measured"),
+        ),
+    }
+    for (target, bytes) in &run.binaries {
+        report.row(
+            format!("static tern-relay, stripped ({target})"),
+            *bytes as f64 / 1e6,
+            "MB",
+            format!("≤ {} MB", BINARY_TARGET_BYTES / 1_000_000),
+            *bytes <= BINARY_TARGET_BYTES,
+        );
+    }
+    if let Some(p50) = quantile(&run.cold_start_ms, 0.5) {
+        report.row(
+            format!(
+                "relay cold start: exec → printed URL (static x86_64, fresh state dir, median of {})",
+                run.cold_start_ms.len()
+            ),
+            p50,
+            "ms",
+            format!("≤ {COLD_START_TARGET_MS} ms"),
+            p50 <= COLD_START_TARGET_MS,
+        );
+    }
+    let g = "install";
+    for (arch, bytes) in &run.debs {
+        report.detail(g, format!(".deb ({arch})"), *bytes as f64 / 1e6, "MB");
+    }
+    for (target, bytes) in &run.tarballs {
+        report.detail(g, format!("tarball ({target})"), *bytes as f64 / 1e6, "MB");
+    }
+    if let Some(ms) = run.install_script_ms {
+        report.detail(g, "install.sh alone (download, verify, install)", ms, "ms");
+    }
+    if let Some(ms) = run.relay_start_in_root_ms {
+        report.detail(g, "relay start → URL inside the root", ms, "ms");
+    }
+    if let Some(p95) = quantile(&run.cold_start_ms, 0.95) {
+        report.detail(g, "relay cold start p95", p95, "ms");
+    }
+}

@@ -1,7 +1,7 @@
-//! Page load to a usable prompt (issue 15): this tree's page against the page as of
-//! [`BEFORE`], side by side in one run, each served by the tern-relay it was built with
-//! (`tests/browser/load-bench.mjs`), and the bytes each page makes the browser fetch, raw and
-//! `gzip -9`.
+//! Page load to a usable prompt (the suite's `load` part, the budget the settings panel, clipboard
+//! and downloads had to keep): this tree's page against the page as of [`BEFORE`], side by side
+//! in one run, each served by the tern-relay it was built with (`tests/browser/load-bench.mjs`),
+//! and the bytes each page makes the browser fetch, raw and `gzip -9`.
 //!
 //! The old page cannot be served by this tree's relay without rebuilding it (a relay embeds
 //! `www/dist` at compile time), so [`relay_at`] builds the old tree once, page and relay, from
@@ -20,12 +20,13 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
+use crate::Options;
 use crate::report::Report;
 use crate::stats::{median, quantile};
 
-/// The page before issue 15: the parent of 51a86c1 (the settings panel, clipboard, keys, bell).
+/// The page before the settings panel, clipboard, keys and bell modules: the parent of 51a86c1.
 pub const BEFORE: &str = "2c9525c";
-/// Issue 15's budget: the page may load at most this much slower than before.
+/// The page-load budget: the page may load at most this much slower than before.
 pub const TARGET_RATIO: f64 = 1.10;
 
 fn root() -> PathBuf {
@@ -235,7 +236,8 @@ fn from_label(from: &str) -> &'static str {
 }
 
 /// The suite's `load` part: rows and details into `report`.
-pub fn rows(quick: bool, report: &mut Report) {
+pub fn rows(options: &Options, report: &mut Report) {
+    let quick = options.quick;
     let (runs, latencies): (usize, &[u64]) = if quick { (2, &[0]) } else { (10, &[0, 50]) };
     // A new tab (about:blank) and a tab that showed another site: they differ in whether Chromium
     // can give the page the tab's renderer process (load-bench.mjs, `--from`).

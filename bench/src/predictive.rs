@@ -55,7 +55,9 @@ use tern_tests::typing::{SECRET, TraceBuilder, is_secret_char, key_count, typing
 
 use crate::decode::{Diff, decode};
 use crate::link::{COLS, Link, ROWS};
+use crate::report::Report;
 use crate::stats::{median, ms, p95};
+use crate::{Options, progress};
 
 /// "Displayed immediately": within this long of the key.
 pub const IMMEDIATE_MS: f64 = 5.0;
@@ -831,6 +833,203 @@ fn wrong_displays(
     }
     m.wrong_keys = wrong_keys.len();
     m.wrong_key_list = wrong_keys.into_iter().collect();
+}
+
+// The suite's `predict` part.
+
+/// The predictive-echo targets: at least the stock client's share of keys displayed at once
+/// (and the paper's 70 % at 200 ms), wrong displays no more often than it and on at most 1 % of
+/// keys, never a password character, and printable keys shown in under 5 ms (median) on slow
+/// links.
+const PREDICT_IMMEDIATE_AT_200: f64 = 0.70;
+const PREDICT_WRONG_MAX: f64 = 0.01;
+const PREDICT_PRINTABLE_MEDIAN_MS: f64 = 5.0;
+
+/// The suite's `predict` part: rows and details into `report`.
+pub fn rows(options: &Options, report: &mut Report) {
+    let seed = 0x7E4D;
+    let (actions, parts) = trace(options.predict_quick_trace, seed);
+    progress(&format!(
+        "predict: reference screens ({} keys at RTT 0, settling after each)",
+        key_count(&actions)
+    ));
+    let reference = match reference(&actions) {
+        Ok(r) => r,
+        Err(e) => {
+            report.problems.push(format!("predictive echo: reference run failed: {e:#}"));
+            return;
+        }
+    };
+    let adaptive = PredictConfig::default();
+    let overwrite = PredictConfig { overwrite: true, ..adaptive };
+    for (i, setting) in options.predict_links.iter().enumerate() {
+        let label = setting.label();
+        let plain = setting.jitter_ms == 0 && setting.loss == 0.0;
+        let mut runs: Vec<(Client, Metrics)> = Vec::new();
+        let mut clients = vec![Client::Tern, Client::MoshClient];
+        // Overwrite mode for comparison (details only), where the right prompt matters most.
+        if plain && setting.rtt_ms == 200 && !options.predict_quick_trace {
+            clients.push(Client::TernOverwrite);
+        }
+        for client in clients {
+            progress(&format!("predict: {} at {label}", client.label()));
+            let link_seed = seed + i as u64;
+            let recording = match client {
+                Client::Tern => run_tern(setting, &actions, adaptive, link_seed),
+                Client::TernOverwrite => run_tern(setting, &actions, overwrite, link_seed),
+                Client::MoshClient => run_mosh(setting, &actions, adaptive.mode, link_seed),
+            };
+            let metrics = recording.and_then(|rec| analyze(&rec, &reference).map(|m| (rec, m)));
+            match metrics {
+                Ok((rec, m)) => {
+                    if let Some(dir) = std::env::var_os("TERN_BENCH_PREDICT_DUMP") {
+                        let file = std::path::Path::new(&dir).join(format!(
+                            "{}-{}.log",
+                            client.label(),
+                            label.replace([' ', ',', '%'], "")
+                        ));
+                        let _ = std::fs::write(file, dump(&rec, &m));
+                    }
+                    if !m.final_matches {
+                        report.problems.push(format!(
+                            "predictive echo, {}, {label}: the final screen differs from the reference run's",
+                            client.label()
+                        ));
+                    }
+                    if m.secret_on_server > 0 {
+                        report.problems.push(format!(
+                            "predictive echo, {}, {label}: the server showed a password character (the trace is wrong)",
+                            client.label()
+                        ));
+                    }
+                    details(report, client, &label, &m, &rec, &parts);
+                    runs.push((client, m));
+                }
+                Err(e) => report
+                    .problems
+                    .push(format!("predictive echo, {}, {label} failed: {e:#}", client.label())),
+            }
+        }
+        let find = |c| runs.iter().find(|(k, _)| *k == c).map(|(_, m)| m);
+        let (Some(tern), Some(mosh)) = (find(Client::Tern), find(Client::MoshClient)) else {
+            continue;
+        };
+        let at_200 = setting.rtt_ms == 200 && setting.jitter_ms == 0 && setting.loss == 0.0;
+        let (t, m) = (tern.immediate_fraction(), mosh.immediate_fraction());
+        let floor = if at_200 { PREDICT_IMMEDIATE_AT_200 } else { 0.0 };
+        report.row(
+            format!("keys displayed within 5 ms, tern-probe (adaptive), {label}"),
+            t * 100.0,
+            "%",
+            format!(
+                "≥ mosh-client's ({:.1} %){}",
+                m * 100.0,
+                if at_200 { " and ≥ 70 %" } else { "" }
+            ),
+            t >= m && t >= floor,
+        );
+        let (t, m) = (tern.wrong_per_key(), mosh.wrong_per_key());
+        report.row(
+            format!("keys causing a wrong display, tern-probe (adaptive), {label}"),
+            t * 100.0,
+            "%",
+            format!("≤ mosh-client's ({:.1} %) and ≤ 1 %", m * 100.0),
+            t <= m && t <= PREDICT_WRONG_MAX,
+        );
+        report.row(
+            format!("password characters displayed, tern-probe (adaptive), {label}"),
+            tern.secret_displayed as f64,
+            "",
+            format!("0 (mosh-client: {})", mosh.secret_displayed),
+            tern.secret_displayed == 0,
+        );
+        if plain
+            && setting.rtt_ms >= 200
+            && let Some(t) = tern.median(Some(KeyClass::Printable))
+        {
+            let m = mosh.median(Some(KeyClass::Printable)).unwrap_or(f64::NAN);
+            report.row(
+                format!("key-to-display median, printable keys, tern-probe (adaptive), {label}"),
+                t,
+                "ms",
+                format!("< {PREDICT_PRINTABLE_MEDIAN_MS} ms (mosh-client: {m:.1} ms)"),
+                t < PREDICT_PRINTABLE_MEDIAN_MS,
+            );
+        }
+    }
+}
+
+fn details(
+    report: &mut Report,
+    client: Client,
+    label: &str,
+    m: &Metrics,
+    rec: &Recording,
+    parts: &[(&str, std::ops::Range<usize>)],
+) {
+    const GROUP: &str = "predictive echo";
+    let name = |what: &str| format!("{}, {label}: {what}", client.label());
+    report.detail(GROUP, name("keys"), m.keys as f64, "");
+    report.detail(GROUP, name("keys displayed within 5 ms"), m.immediate_fraction() * 100.0, "%");
+    if let (Some(med), Some(p)) = (m.median(None), m.p95(None)) {
+        report.detail(GROUP, name("key-to-display median, all keys displayed"), med, "ms");
+        report.detail(GROUP, name("key-to-display p95, all keys displayed"), p, "ms");
+    }
+    for class in KeyClass::ALL {
+        let n = m.classes.iter().filter(|c| **c == class).count();
+        if n == 0 {
+            continue;
+        }
+        let what = class.label();
+        report.detail(
+            GROUP,
+            name(&format!("{what} ({n} keys): within 5 ms")),
+            m.immediate_in(Some(class)) * 100.0,
+            "%",
+        );
+        if let Some(med) = m.median(Some(class)) {
+            report.detail(GROUP, name(&format!("{what}: key-to-display median")), med, "ms");
+        }
+    }
+    for (part, keys) in parts {
+        let n = keys.len();
+        report.detail(
+            GROUP,
+            name(&format!("{part} ({n} keys): within 5 ms")),
+            m.immediate_in_part(keys) * 100.0,
+            "%",
+        );
+        report.detail(
+            GROUP,
+            name(&format!("{part}: keys causing a wrong display")),
+            m.wrong_keys_in_part(keys) as f64,
+            "",
+        );
+    }
+    report.detail(GROUP, name("keys with nothing to display"), m.no_effect as f64, "");
+    report.detail(GROUP, name("keys never displayed on their own"), m.not_displayed as f64, "");
+    report.detail(GROUP, name("predicted glyphs displayed"), m.predicted_displays as f64, "");
+    report.detail(GROUP, name("wrong glyphs displayed"), m.wrong_displays as f64, "");
+    report.detail(GROUP, name("keys causing a wrong display"), m.wrong_keys as f64, "");
+    report.detail(GROUP, name("longest a wrong glyph stayed"), m.wrong_longest_ms, "ms");
+    report.detail(
+        GROUP,
+        name("display states with a password character"),
+        m.secret_displayed as f64,
+        "",
+    );
+    if let Some(c) = &rec.counters {
+        for (what, v) in [
+            ("predictor: made", c.made),
+            ("predictor: drawn", c.drawn),
+            ("predictor: confirmed", c.confirmed),
+            ("predictor: wrong drawn", c.wrong_drawn),
+            ("predictor: epochs killed", c.epochs_killed),
+            ("predictor: resets", c.resets),
+        ] {
+            report.detail(GROUP, name(what), v as f64, "");
+        }
+    }
 }
 
 #[cfg(test)]

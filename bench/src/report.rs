@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::stats::{median, p95};
+
 /// One row of the results table: a measured value against a target. `met` is always decided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -27,7 +29,7 @@ pub struct Detail {
     pub unit: String,
 }
 
-/// A row the issue asks for that this run could not measure, and why. Never given a value.
+/// A row the suite asks for that this run could not measure, and why. Never given a value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pending {
     pub name: String,
@@ -82,11 +84,41 @@ impl Report {
         });
     }
 
+    /// A detail, when there is a value (`None`: not measured, no line).
+    pub fn detail_if(&mut self, group: &str, name: &str, value: Option<f64>, unit: &str) {
+        if let Some(value) = value {
+            self.detail(group, name, value, unit);
+        }
+    }
+
+    /// `NAME median` and `NAME p95` of `samples` as details, none when there are no samples;
+    /// returns the median.
+    pub fn median_p95(
+        &mut self,
+        group: &str,
+        name: &str,
+        samples: &[f64],
+        unit: &str,
+    ) -> Option<f64> {
+        let (m, p) = (median(samples)?, p95(samples)?);
+        self.detail(group, format!("{name} median"), m, unit);
+        self.detail(group, format!("{name} p95"), p, unit);
+        Some(m)
+    }
+
+    /// A row comparing two medians in ms, `ours / theirs`, met at most `max`; its target shows
+    /// both.
+    pub fn ratio_row(&mut self, name: String, ours: f64, theirs: f64, max: f64) {
+        let ratio = ours / theirs;
+        let target = format!("≤ {max:.2} ({ours:.1} / {theirs:.1} ms)");
+        self.row(name, ratio, "x", target, ratio <= max);
+    }
+
     pub fn pending(&mut self, name: &str, target: &str, why: &str) {
         self.pending.push(Pending { name: name.into(), target: target.into(), why: why.into() });
     }
 
-    /// `results.json`: the list of rows, exactly as the issue specifies.
+    /// `results.json`: the list of rows, in the shape the suite was specified with.
     pub fn results_json(&self) -> String {
         serde_json::to_string_pretty(&self.rows).expect("rows serialize") + "\n"
     }

@@ -1,6 +1,6 @@
-//! A thousand sessions on one relay (issue 16, "Load"): the release tern-relay as its own
-//! process in bridge mode, `sessions` native clients (three in four over WebTransport, one in four
-//! over the WebSocket fallback), each bridged to its own UDP peer that plays the mosh-server:
+//! A thousand sessions on one relay (the suite's `sessions` part): the release tern-relay as its
+//! own process in bridge mode, `sessions` native clients (three in four over WebTransport, one in
+//! four over the WebSocket fallback), each bridged to its own UDP peer that plays the mosh-server:
 //! every keystroke datagram is answered by a screen-sized datagram. Measured: the relay's memory
 //! per idle session (its RSS before and after, divided), its CPU per session while every session
 //! types at a person's pace, the keystroke → echo round trip through the relay against the same
@@ -34,7 +34,9 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use wtransport::tls::Sha256Digest;
 use wtransport::{ClientConfig, Endpoint};
 
+use crate::report::Report;
 use crate::stats::{median, quantile};
+use crate::{Options, browser, progress};
 
 /// A keystroke datagram's size (mosh's carry a key, acks and the OCB tag: about this).
 const KEY_BYTES: usize = 100;
@@ -623,4 +625,84 @@ async fn measure(
         run.neighbours_ok_after += usize::from(c.await?);
     }
     Ok(run)
+}
+
+// The suite's `sessions` part.
+
+/// Added latency p99 at the full session count must stay within this.
+const SESSIONS_ADDED_P99_MS: f64 = 2.0;
+/// The relay's memory per idle session must stay within this.
+const SESSION_MEMORY_KIB: f64 = 256.0;
+
+/// The suite's `sessions` part: rows and details into `report`.
+pub fn rows(options: &Options, report: &mut Report) {
+    let n = options.sessions;
+    progress(&format!("sessions: {n} on one relay (release build)"));
+    let run = browser::release_relay()
+        .and_then(|bin| run(&bin, n, options.session_keys_per_second, options.session_typing));
+    let run = match run {
+        Ok(run) => run,
+        Err(e) => {
+            report.problems.push(format!("sessions ({n}) failed: {e:#}"));
+            return;
+        }
+    };
+    let held_ok = run.held == n && run.neighbours_ok_after == n && run.relay_alive_after;
+    report.row(
+        format!("sessions held by one relay (--max-sessions {n}), all answering after the load"),
+        run.neighbours_ok_after as f64,
+        "sessions",
+        format!("= {n} ({} over the WebSocket)", run.websocket_sessions),
+        held_ok,
+    );
+    if let Some(p99) = run.added(0.99) {
+        report.row(
+            format!("added latency p99, keystroke → echo, {n} sessions typing"),
+            p99,
+            "ms",
+            format!("≤ {SESSIONS_ADDED_P99_MS} ms"),
+            p99 <= SESSIONS_ADDED_P99_MS,
+        );
+    }
+    let memory = run.memory_per_session_kib();
+    report.row(
+        format!("relay memory per idle session ({n} sessions)"),
+        memory,
+        "KiB",
+        format!("≤ {SESSION_MEMORY_KIB} KiB"),
+        memory <= SESSION_MEMORY_KIB,
+    );
+    report.row(
+        format!("session {} past --max-sessions {n}: refused, relay alive", n + 1),
+        f64::from(u8::from(run.refused_both && run.relay_alive_after)),
+        "refused",
+        format!("refused over both transports ({})", run.refusal),
+        run.refused_both && run.relay_alive_after,
+    );
+    let g = "sessions";
+    if let Some(p50) = run.added_p50() {
+        report.detail(g, format!("added latency p50, {n} sessions typing"), p50, "ms");
+    }
+    let paths = [
+        ("through the relay", &run.relayed),
+        ("through the relay, WebTransport", &run.relayed_webtransport),
+        ("through the relay, WebSocket", &run.relayed_websocket),
+        ("direct", &run.direct),
+    ];
+    for (name, samples) in paths {
+        for (q, label) in [(0.5, "p50"), (0.99, "p99")] {
+            if let Some(v) = quantile(samples, q) {
+                report.detail(g, format!("keystroke → echo {label}, {name}"), v, "ms");
+            }
+        }
+    }
+    report.detail(g, "relay CPU per typing session", run.cpu_per_session_percent(), "% of a core");
+    report.detail(g, "relay CPU, all sessions typing", run.cpu_typing_percent, "% of a core");
+    report.detail(g, "relay CPU, all sessions idle", run.cpu_idle_percent, "% of a core");
+    report.detail(g, "relay RSS before the sessions", run.rss_before_kib / 1024.0, "MiB");
+    report.detail(g, "relay RSS with every session open", run.rss_idle_kib / 1024.0, "MiB");
+    report.detail(g, "keystrokes through the relay in the window", run.keys as f64, "keys");
+    report.detail(g, "keystrokes without an echo", run.lost as f64, "keys");
+    report.detail(g, "time to open every session", run.open_seconds, "s");
+    report.detail(g, "keys a second per session", options.session_keys_per_second, "keys/s");
 }

@@ -23,16 +23,14 @@ fn link() -> impl Strategy<Value = Link> {
         0u64..400,
         clump(),
         prop_oneof![Just(RelayClock::Exact), Just(RelayClock::Millis)],
-        1u32..6,
         any::<u64>(),
     )
-        .prop_map(|(rate, rtt_ms, clump, relay_clock, ack_every, seed)| Link {
+        .prop_map(|(rate, rtt_ms, clump, relay_clock, seed)| Link {
             rate,
             one_way: Duration::from_micros(rtt_ms * 500),
             queue: Duration::from_secs(1),
             clump,
             relay_clock,
-            ack_every,
             seed,
         })
 }

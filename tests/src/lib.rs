@@ -9,3 +9,4 @@ pub mod linkemu;
 pub mod mosh_client;
 pub mod tools;
 pub mod typing;
+pub mod udp_echo;

@@ -1,6 +1,9 @@
-//! A deterministic link for upload tests: a bottleneck of rate R with a FIFO queue, one-way delay D,
-//! a relay that acks each chunk stamped with its own receive time, and acks that come back in
-//! clumps. Simulated clock in nanoseconds; the upload sees microseconds.
+//! A deterministic link for upload tests: a bottleneck of rate R with a FIFO queue, one-way delay
+//! D, a relay that acks as the real one does ([`AckPolicy`], the core's: the first read at once,
+//! then at most one ack per [`AckPolicy::COALESCE`] and never later than that after data arrived,
+//! the last at once), each ack stamped with the time of the read that brought its newest byte,
+//! and acks that come back in clumps. Simulated clock in nanoseconds; the upload and the relay's
+//! ack clock see microseconds.
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
@@ -8,11 +11,9 @@ use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use tern::relay_proto::upload::AckPolicy;
 use tern::time::Instant;
 use tern::upload::{AckInfo, MAX_CHUNK, Upload, UploadConfig, UploadState};
-
-/// The relay acks data it has held this long without an ack.
-const RELAY_ACK_TIMER_NS: u64 = 20_000_000;
 
 /// How acks travel back to the sender.
 #[derive(Copy, Clone, Debug)]
@@ -45,9 +46,9 @@ pub enum RelayClock {
     Exact,
     /// Receive times cut to whole milliseconds (acks share stamps).
     Millis,
-    /// The receiver reads in bursts, about one per `every` at irregular moments, and stamps and
-    /// acks each read when it happens (a browser page reading a download stream: Chromium hands
-    /// the page stream data in bursts).
+    /// The receiver reads in bursts, about one per `every` at irregular moments, one read per
+    /// chunk, each stamped when it happens and acked by the policy (a browser page reading a
+    /// download stream: Chromium hands the page stream data in bursts).
     Bursty { every: Duration },
 }
 
@@ -61,8 +62,6 @@ pub struct Link {
     pub queue: Duration,
     pub clump: Clump,
     pub relay_clock: RelayClock,
-    /// The relay acks every `ack_every`-th chunk at once (and the last), others on a 20 ms timer.
-    pub ack_every: u32,
     pub seed: u64,
 }
 
@@ -74,7 +73,6 @@ impl Link {
             queue: Duration::from_secs(1),
             clump,
             relay_clock: RelayClock::Exact,
-            ack_every: 1,
             seed: 1,
         }
     }
@@ -122,6 +120,90 @@ pub struct Run {
     pub queue_series: Vec<(Duration, Duration)>,
 }
 
+/// The receiving end (the relay of an upload; the page of a download acks the same way): holds
+/// what its reads brought and acks it by [`AckPolicy`] on its own clock.
+struct Receiver {
+    policy: AckPolicy,
+    total: u64,
+    /// Bytes held, and when the read that brought the newest of them happened (ns).
+    held: u64,
+    last_read_ns: u64,
+    /// Reads to come, in time order: (when, bytes held after it).
+    reads: VecDeque<(u64, u64)>,
+}
+
+/// An ack as the receiver sends it: when (ns), the bytes it acks, and its read's time (ns).
+struct SentAck {
+    at_ns: u64,
+    acked: u64,
+    read_ns: u64,
+}
+
+/// The receiver's clock as [`AckPolicy`] sees it.
+fn policy_instant(ns: u64) -> Instant {
+    Instant::from_micros(ns / 1000)
+}
+
+impl Receiver {
+    fn new(held: u64, total: u64) -> Self {
+        Receiver {
+            policy: AckPolicy::new(held),
+            total,
+            held,
+            last_read_ns: 0,
+            reads: VecDeque::new(),
+        }
+    }
+
+    /// When a coalesced ack of what is held falls due (ns), if one is waiting.
+    fn deadline(&self) -> Option<u64> {
+        if !self.policy.pending(self.held) {
+            return None;
+        }
+        self.policy.due(self.held).map(|at| at.as_micros() * 1000)
+    }
+
+    /// The next moment the receiver acts on its own: a read, or an ack falling due.
+    fn next_event(&self) -> Option<u64> {
+        let read = self.reads.front().map(|&(at, _)| at);
+        match (read, self.deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Does everything due up to `until`, in time order, as the real relay's loop does: after each
+    /// read, an ack if [`AckPolicy::ack_now`] says so (the last byte's at once); otherwise one when
+    /// the policy's deadline comes, of everything read by then.
+    fn run_until(&mut self, until: u64) -> Vec<SentAck> {
+        let mut sent = Vec::new();
+        loop {
+            let read = self.reads.front().copied().filter(|&(at, _)| at <= until);
+            let deadline = self.deadline().filter(|&at| at <= until);
+            // A read at the deadline comes first: its bytes go with that ack.
+            let read_first = match (read, deadline) {
+                (Some((at, _)), Some(due)) => at <= due,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return sent,
+            };
+            if read_first {
+                let (at, held) = self.reads.pop_front().expect("a read is due");
+                (self.held, self.last_read_ns) = (held, at);
+                let now = policy_instant(at);
+                if held == self.total || self.policy.ack_now(now, held) {
+                    self.policy.sent(now, held);
+                    sent.push(SentAck { at_ns: at, acked: held, read_ns: at });
+                }
+            } else {
+                let at = deadline.expect("an ack is due");
+                self.policy.sent(policy_instant(at), self.held);
+                sent.push(SentAck { at_ns: at, acked: self.held, read_ns: self.last_read_ns });
+            }
+        }
+    }
+}
+
 /// Drives `upload` over `link` until it is done (or `limit` of simulated time passes).
 ///
 /// `warmup` is when "steady state" figures start. `on_step` sees the upload after each event, for
@@ -143,17 +225,40 @@ pub fn run(
 
     let mut now_ns: u64 = 0;
     let mut link_free_ns: u64 = 0;
-    let mut relay_chunks: u32 = 0;
     let mut last_arrival_ns: u64 = 0;
     let mut last_read_ns: u64 = 0;
     // (arrival at the sender, ack)
     let mut acks: VecDeque<(u64, AckInfo)> = VecDeque::new();
-    let total = upload.progress(Instant::ZERO).total;
+    let start = upload.progress(Instant::ZERO);
+    let mut relay = Receiver::new(start.acked, start.total);
     let warm_ns = ns(warmup);
     let mut idle_bumps = 0u32;
 
     loop {
         let now = to_instant(now_ns);
+        // The relay's acks up to now, on their way back.
+        for ack in relay.run_until(now_ns) {
+            let relay_ns = relay_origin_ns + ack.read_ns;
+            let relay_time = match link.relay_clock {
+                RelayClock::Exact | RelayClock::Bursty { .. } => {
+                    Duration::from_micros(relay_ns / 1000)
+                }
+                RelayClock::Millis => Duration::from_millis(relay_ns / 1_000_000),
+            };
+            let base = ack.at_ns + ns(link.one_way);
+            let arrival = match link.clump {
+                Clump::None => base,
+                Clump::Batched { every } => {
+                    let every = ns(every).max(1);
+                    (base + batch_phase_ns).div_ceil(every) * every - batch_phase_ns
+                }
+                Clump::Irregular { max } => base + rng.random_range(0..=ns(max)),
+            };
+            // One ordered stream: an ack never overtakes the one before it.
+            let arrival = arrival.max(last_arrival_ns);
+            last_arrival_ns = arrival;
+            acks.push_back((arrival, AckInfo { acked_bytes: ack.acked, relay_time }));
+        }
         while acks.front().is_some_and(|&(at, _)| at <= now_ns) {
             let (_, ack) = acks.pop_front().expect("front exists");
             upload.handle_ack(now, ack).expect("the simulated relay only acks what it received");
@@ -210,17 +315,9 @@ pub fn run(
                 out.max_queue_warm = out.max_queue_warm.max(wait);
             }
 
-            // The relay: last byte in at link_free + D; acks every ack_every-th chunk.
+            // The relay: last byte in at link_free + D, read then (or in the next burst); it acks
+            // when its policy says (`Receiver::run_until`).
             let received_ns = link_free_ns + ns(link.one_way);
-            relay_chunks += 1;
-            // Acks for every `ack_every`-th chunk leave at once; the relay's ack timer sends one
-            // for anything else it holds 20 ms later (without it a window of fewer than
-            // `ack_every` chunks would wait forever).
-            let relay_hold_ns = if relay_chunks % link.ack_every.max(1) == 0 || range.end == total {
-                0
-            } else {
-                RELAY_ACK_TIMER_NS
-            };
             let read_ns = match link.relay_clock {
                 RelayClock::Bursty { every } => {
                     let every = ns(every).max(2);
@@ -232,26 +329,7 @@ pub fn run(
                 _ => received_ns,
             };
             last_read_ns = read_ns;
-            let relay_ns = relay_origin_ns + read_ns;
-            let relay_time = match link.relay_clock {
-                RelayClock::Exact | RelayClock::Bursty { .. } => {
-                    Duration::from_micros(relay_ns / 1000)
-                }
-                RelayClock::Millis => Duration::from_millis(relay_ns / 1_000_000),
-            };
-            let base = read_ns + relay_hold_ns + ns(link.one_way);
-            let arrival = match link.clump {
-                Clump::None => base,
-                Clump::Batched { every } => {
-                    let every = ns(every).max(1);
-                    (base + batch_phase_ns).div_ceil(every) * every - batch_phase_ns
-                }
-                Clump::Irregular { max } => base + rng.random_range(0..=ns(max)),
-            };
-            // One ordered stream: an ack never overtakes the one before it.
-            let arrival = arrival.max(last_arrival_ns);
-            last_arrival_ns = arrival;
-            acks.push_back((arrival, AckInfo { acked_bytes: range.end, relay_time }));
+            relay.reads.push_back((read_ns, range.end));
         }
         on_step(now, &upload);
 
@@ -269,10 +347,11 @@ pub fn run(
         }
         let next_ack = acks.front().map(|&(at, _)| at);
         let next_timer = upload.poll_timeout().map(|t| t.as_micros() * 1000);
-        let next = match (next_ack, next_timer) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b).expect("an upload in progress always waits for an ack or a timer"),
-        };
+        let next = [next_ack, next_timer, relay.next_event()]
+            .into_iter()
+            .flatten()
+            .min()
+            .expect("an upload in progress always waits for an ack, a timer or the relay");
         if next <= now_ns {
             // A timer at or before now that produced nothing (rounding to microseconds).
             idle_bumps += 1;

@@ -1,0 +1,83 @@
+//! Scrollback and search (the suite's `history` part): `history-bench.mjs` through
+//! [`browser::history`], a long output read back and searched in the page's history view, and
+//! the pty recorder's cost on a key's echo ([`browser::recorder_echo`]).
+
+use crate::browser;
+use crate::report::Report;
+use crate::stats::{median, p95};
+use crate::{Options, progress};
+
+/// The history targets: the first history page within this of a wheel turn up...
+const HISTORY_FIRST_PAGE_MS: f64 = 100.0;
+/// ...a search of the whole history shown within this...
+const HISTORY_SEARCH_MS: f64 = 300.0;
+/// ...and the recorder adding at most this to a key's echo.
+const RECORDER_ECHO_ADDED_US: f64 = 500.0;
+
+/// The suite's `history` part: rows and details into `report`.
+pub fn rows(options: &Options, report: &mut Report) {
+    let lines = if options.quick { 20_000 } else { 100_000 };
+    progress(&format!("history: seq 1 {lines}, scrolling up and searching"));
+    let g = "history";
+    match browser::history(lines, if options.quick { 2 } else { 7 }, !options.quick) {
+        Ok(run) => {
+            report.row(
+                format!("history complete after seq 1 {lines}"),
+                run.completeness,
+                "%",
+                "100 %".to_string(),
+                run.completeness >= 100.0,
+            );
+            if let Some(m) = median(&run.first_page_ms) {
+                report.row(
+                    "history: wheel up → first page drawn, median".to_string(),
+                    m,
+                    "ms",
+                    format!("≤ {HISTORY_FIRST_PAGE_MS:.0} ms"),
+                    m <= HISTORY_FIRST_PAGE_MS,
+                );
+            }
+            if let Some(m) = median(&run.search_ms) {
+                report.row(
+                    format!("history: search of {lines} lines → match shown, median"),
+                    m,
+                    "ms",
+                    format!("≤ {HISTORY_SEARCH_MS:.0} ms"),
+                    m <= HISTORY_SEARCH_MS,
+                );
+            }
+            let per_100k = 100_000.0 / run.history_lines.max(1) as f64;
+            report.detail(g, "disk per 100,000 lines", run.disk_bytes * per_100k / 1e6, "MB");
+            report.detail(g, "recorder resident memory", run.recorder_rss_kb / 1024.0, "MiB");
+            report.detail(
+                g,
+                "relay resident memory after the searches",
+                run.relay_rss_kb / 1024.0,
+                "MiB",
+            );
+            report.detail(g, "lines kept", run.history_lines as f64, "");
+            for (what, v) in [("first page", &run.first_page_ms), ("search", &run.search_ms)] {
+                report.detail_if(g, &format!("{what} p95"), p95(v), "ms");
+            }
+        }
+        Err(e) => report.problems.push(format!("history failed: {e:#}")),
+    }
+    progress("history: key-to-echo through a pty with and without the recorder");
+    match browser::recorder_echo(if options.quick { 500 } else { 2000 }, !options.quick) {
+        Ok(run) => {
+            let added = run.recorded_median_us - run.direct_median_us;
+            report.row(
+                "recorder: added to a key's echo, median (pty, RTT 0)".to_string(),
+                added,
+                "µs",
+                format!("≤ {RECORDER_ECHO_ADDED_US:.0} µs"),
+                added <= RECORDER_ECHO_ADDED_US,
+            );
+            report.detail(g, "echo without the recorder, median", run.direct_median_us, "µs");
+            report.detail(g, "echo with the recorder, median", run.recorded_median_us, "µs");
+            report.detail(g, "echo without the recorder, p99", run.direct_p99_us, "µs");
+            report.detail(g, "echo with the recorder, p99", run.recorded_p99_us, "µs");
+        }
+        Err(e) => report.problems.push(format!("recorder echo failed: {e:#}")),
+    }
+}
