@@ -22,6 +22,6 @@ pub mod relay_proto;
 pub mod session;
 pub mod terminal;
 pub mod time;
+pub mod transfer;
 pub mod transport;
-pub mod upload;
 pub mod wire;

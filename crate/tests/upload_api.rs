@@ -5,7 +5,7 @@ mod upload_support;
 use std::time::Duration;
 
 use tern::time::Instant;
-use tern::upload::{
+use tern::transfer::{
     AckInfo, FailReason, MAX_CHUNK, MIN_CHUNK, Recall, RecentUploads, STALL_TIMEOUT, Upload,
     UploadConfig, UploadError, UploadState,
 };

@@ -7,8 +7,8 @@ mod upload_support;
 
 use std::time::Duration;
 
-use tern::upload::MAX_CHUNK;
-use tern::upload::UploadState;
+use tern::transfer::MAX_CHUNK;
+use tern::transfer::UploadState;
 use upload_support::{Clump, Link, RelayClock, Run, mean, run, upload};
 
 const SIZE: u64 = 13_400_000;

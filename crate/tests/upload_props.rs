@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use tern::time::Instant;
-use tern::upload::{AckInfo, MAX_CHUNK, MIN_CHUNK, Upload, UploadConfig, UploadError, UploadState};
+use tern::transfer::{
+    AckInfo, MAX_CHUNK, MIN_CHUNK, Upload, UploadConfig, UploadError, UploadState,
+};
 use upload_support::{Clump, Link, RelayClock, run};
 
 fn clump() -> impl Strategy<Value = Clump> {

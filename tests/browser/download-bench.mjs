@@ -1,7 +1,7 @@
 // Download benchmark: `tern send FILE` in the shell over an emulated slow link, in headless
 // Chromium, through the real tern-relay, mosh-server and a shell (docs/BENCHMARKS.md, "Download
 // (tern send)"). The paste benchmark's roles swapped: the relay sends, paced by the same pacer
-// (`tern::upload::Upload`) on the page's acks, and the bottleneck is relay → page.
+// (`tern::transfer::Upload`) on the page's acks, and the bottleneck is relay → page.
 //
 //   node tests/browser/download-bench.mjs [--size 13400000] [--rate 9mbit] [--rtt 80] [--queue 1s] [--keys 40] [--json]
 //

@@ -8,7 +8,7 @@ use super::{Effect, PageClient, StreamStep, Timer};
 use crate::paste::{JobOutcome, PasteId, PasteProgress, PasteQueue};
 use crate::relay_proto::{UploadReply, decode};
 use crate::time::Instant;
-use crate::upload::ContentHash;
+use crate::transfer::ContentHash;
 
 /// Transfer progress (an upload's, a download's) redraws at most this often: acks and chunks
 /// come every few milliseconds.

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::relay_proto::{UploadHeader, UploadReply};
 use crate::time::Instant;
-use crate::upload::{AckInfo, ContentHash, FailReason, Upload, UploadConfig, UploadState};
+use crate::transfer::{AckInfo, ContentHash, FailReason, Upload, UploadConfig, UploadState};
 
 use super::progress::PasteState;
 

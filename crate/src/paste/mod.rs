@@ -4,12 +4,12 @@
 //!  driver: paste/drop ─▶ PasteQueue::begin ─ read + SHA-256 ─▶ PasteQueue::hashed
 //!          typed keys ─▶ PasteQueue::key ─▶ Send | Held | CancelledPastes
 //!          PasteQueue::start_next ─▶ UploadJob (active): open stream ─▶ header ─▶ replies ─▶
-//!              handle_reply / poll_chunk (paced by `upload::Upload`) ─▶ … ─▶ outcome
+//!              handle_reply / poll_chunk (paced by `transfer::Upload`) ─▶ … ─▶ outcome
 //!          PasteQueue::finish_active ─▶ PasteQueue::release ─▶ bytes to send, in order
 //!          PasteQueue::progress ─▶ the page's progress box and mosh's notification bar
 //! ```
 //!
-//! The pacer itself (chunks, rate, window) is [`crate::upload`]; the messages on the stream are
+//! The pacer itself (chunks, rate, window) is [`crate::transfer`]; the messages on the stream are
 //! [`crate::relay_proto::upload`].
 
 mod job;

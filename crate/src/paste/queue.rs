@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::time::Instant;
-use crate::upload::{ContentHash, Recall, RecentUploads};
+use crate::transfer::{ContentHash, Recall, RecentUploads};
 
 use super::job::{JobOutcome, UploadJob};
 use super::progress::{PasteProgress, PasteState, shell_word};

@@ -13,7 +13,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tern::relay_proto::upload::AckPolicy;
 use tern::time::Instant;
-use tern::upload::{AckInfo, MAX_CHUNK, Upload, UploadConfig, UploadState};
+use tern::transfer::{AckInfo, MAX_CHUNK, Upload, UploadConfig, UploadState};
 
 /// How acks travel back to the sender.
 #[derive(Copy, Clone, Debug)]

@@ -1,5 +1,5 @@
 //! One download stream: the page asked for an offered file from some offset; the relay sends it
-//! paced by the same pacer the page uses for uploads (`tern::upload::Upload`), its roles swapped:
+//! paced by the same pacer the page uses for uploads (`tern::transfer::Upload`), its roles swapped:
 //! the relay sends, the page acknowledges with its own clock's timestamps, so the rate is the
 //! receiver's and about two round trips of data are in flight, never a queue that keystrokes
 //! would wait behind.
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tern::relay_proto::{DownloadAck, DownloadReply, DownloadRequest, LineBuffer, decode};
 use tern::time::Instant;
-use tern::upload::{AckInfo, Upload, UploadConfig, UploadState};
+use tern::transfer::{AckInfo, Upload, UploadConfig, UploadState};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::offers::Offers;

@@ -1,9 +1,12 @@
-//! Pacing of a pasted picture's upload to the relay: what to send when, and how far along it is.
+//! Pacing of one transfer over a stream, from its sender's side: what to send when, and how far
+//! along it is. The page runs it for a pasted picture's upload to the relay, the relay for a
+//! `tern send` download to the page; the type keeps the name of the first use, [`Upload`].
 //!
 //! ```text
-//!  page: paste -> SHA-256 -> RecentUploads::begin -> ask relay what it has -> Upload::new(resume_from)
+//!  page: paste -> SHA-256 -> RecentUploads::begin -> ask the relay what it has
+//!    -> Upload::new(resume_from)
 //!    Upload::poll_chunk(now) -> Range -> write those bytes on the stream           (repeat)
-//!    relay ack {acked, relay_time} -> Upload::handle_ack(now, ..)
+//!    receiver's ack {acked, its time} -> Upload::handle_ack(now, ..)
 //!    timer at Upload::poll_timeout() -> Upload::handle_timeout(now)
 //!    Upload::progress(now) -> the progress line in the terminal
 //! ```
