@@ -1,5 +1,5 @@
 //! The stock mosh-client's side of the cost of a frame (issue 17): the same commands as
-//! `tests/browser/frame-cost-bench.mjs` types into Tern's page, typed into mosh-client in tmux at
+//! `tests/browser/bench/frame-cost-bench.mjs` types into Tern's page, typed into mosh-client in tmux at
 //! the page's size, each with its own mosh-server on loopback. CPU time of mosh-client and of the
 //! tmux server that draws its window, from /proc; frames are the server instructions that drew
 //! something, as the decrypting tap saw them reach mosh-client.
