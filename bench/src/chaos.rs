@@ -1,4 +1,4 @@
-//! The chaos run (issue 16, `tern-bench --only chaos`): `tests/browser/chaos/chaos.mjs` for a while —
+//! The chaos run (`tern-bench --only chaos`): `tests/browser/chaos/chaos.mjs` for a while —
 //! relay SIGKILL/SIGTERM restarts, network drops, switches to the WebSocket fallback and back,
 //! reloads, pastes and downloads while a typist types — and its totals as rows: every typed byte
 //! once and in order, every transfer identical, no nonce reused, every outage on the bar, no panic.

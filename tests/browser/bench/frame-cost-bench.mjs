@@ -1,4 +1,4 @@
-// The cost of a frame in the browser, for the benchmark suite (tern-bench's `cost` rows, issue 17):
+// The cost of a frame in the browser, for the benchmark suite (tern-bench's `cost` rows):
 //
 //   node tests/browser/bench/frame-cost-bench.mjs [--seconds 10] [--renderer auto|dom|webgl]
 //        [--scenarios flood,flood-unheld,log,clock,hidden,hidden-unheld,idle] [--profile [--top]] [--css RULES] [--json]

@@ -1,4 +1,4 @@
-// Scrollback and search, for the benchmark suite (tern-bench's `history` rows, issue 14):
+// Scrollback and search, for the benchmark suite (tern-bench's `history` rows):
 //
 //   node tests/browser/bench/history-bench.mjs [--lines 100000] [--repeat 5] [--json]
 //

@@ -1,5 +1,5 @@
 // Page load to a usable prompt, this page against an older one, for the benchmark suite
-// (tern-bench's `load` rows, issue 15):
+// (tern-bench's `load` rows):
 //
 //   node tests/browser/bench/load-bench.mjs --new-relay BIN --old-relay BIN [--runs 10]
 //        [--latency 0,50] [--from blank,site] [--json]

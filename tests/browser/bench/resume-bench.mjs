@@ -1,4 +1,4 @@
-// Reload and resume, for the benchmark suite (tern-bench's `resume` rows, issue 13):
+// Reload and resume, for the benchmark suite (tern-bench's `resume` rows):
 //
 //   node tests/browser/bench/resume-bench.mjs [--rtt 200] [--reloads 5] [--json]
 //

@@ -1,4 +1,4 @@
-// The chaos run (issue 16): for a while, with the real tern-relay (spawn mode), a real mosh-server
+// The chaos run: for a while, with the real tern-relay (spawn mode), a real mosh-server
 // and the page in headless Chromium, it kills and restarts the relay at random moments (SIGKILL
 // and SIGTERM), drops the network (linkemu's TUN link at 100 % loss for a few seconds), switches
 // the page between WebTransport and the WebSocket fallback, reloads the page, and hides it for a

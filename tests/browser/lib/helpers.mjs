@@ -44,12 +44,12 @@ export async function freePort() {
   }
 }
 
-/// Starts tern-relay; resolves once it printed its URL.
-export async function startRelay({ port, token, stateDir, args = [], host = '127.0.0.1' }) {
+/// Starts tern-relay; resolves once it printed its URL. `env` is added to its environment.
+export async function startRelay({ port, token, stateDir, args = [], host = '127.0.0.1', env = {} }) {
   const child = spawn(relayBinary(), [
     '--listen', `${host}:${port}`, '--state-dir', stateDir, ...args,
   ], {
-    env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: process.env.RUST_LOG || 'info' },
+    env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: process.env.RUST_LOG || 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
@@ -87,11 +87,13 @@ export function browserName() {
 }
 
 /// Headless browser with a fresh profile: `launchBrowser(viewport?)` or
-/// `launchBrowser({ browser: 'chromium' | 'firefox', viewport })`; the browser defaults to
-/// browserName(). Returns `{ name, context, page, consoleLog, close() }`; `context.newPage()` and
-/// `page` offer the playwright calls the tests use in both browsers (Firefox: ./firefox.mjs).
+/// `launchBrowser({ browser: 'chromium' | 'firefox', viewport, mobile, args, env })`; the browser
+/// defaults to browserName(); Chromium only: `mobile` (a phone), `args` (more flags), `env` (added
+/// to its environment, e.g. another HOME). Returns `{ name, context, page, consoleLog, close() }`;
+/// `context.newPage()` and `page` offer the playwright calls the tests use in both browsers
+/// (Firefox: ./firefox.mjs).
 export async function launchBrowser(opts = {}) {
-  const isOptions = opts !== null && ('browser' in opts || 'viewport' in opts || 'args' in opts || 'mobile' in opts);
+  const isOptions = opts !== null && ['browser', 'viewport', 'args', 'mobile', 'env'].some((k) => k in opts);
   // A bare viewport (or null: playwright's "no fixed viewport") as before.
   let viewport = isOptions ? opts.viewport : opts;
   if (viewport === undefined || (viewport && !viewport.width)) viewport = { width: 1100, height: 700 };
@@ -101,17 +103,19 @@ export async function launchBrowser(opts = {}) {
     return launchFirefox(viewport);
   }
   if (name !== 'chromium') throw new Error(`unknown browser ${name}`);
-  return launchChromium(viewport, (isOptions && opts.args) || [], isOptions && opts.mobile);
+  return launchChromium(viewport, (isOptions && opts.args) || [], isOptions && opts.mobile, isOptions && opts.env);
 }
 
 /// Headless Debian Chromium with a fresh profile (flags from docs TOOLCHAIN.md), and `args`;
-/// `mobile`: a phone (touch, a mobile viewport and user agent: playwright's emulation).
-async function launchChromium(viewport, args, mobile = false) {
+/// `mobile`: a phone (touch, a mobile viewport and user agent: playwright's emulation); `env`:
+/// added to its environment.
+async function launchChromium(viewport, args, mobile = false, env = undefined) {
   const profile = mkdtempSync(join(tmpdir(), 'tern-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
     headless: true,
     viewport,
+    ...(env ? { env: { ...process.env, ...env } } : {}),
     ...(mobile ? { isMobile: true, hasTouch: true, deviceScaleFactor: 3 } : {}),
     args: [
       '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',

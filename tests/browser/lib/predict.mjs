@@ -1,12 +1,11 @@
-// Helpers for predict.test.mjs: a relay whose shell runs in a fixed environment, linkemu in front
-// of it, and a probe in the page that reads xterm.js's buffer after every parsed write.
+// Helpers for predict.test.mjs: the fixture with a relay whose shell runs in a fixed environment and
+// linkemu in front of it, and a probe in the page that reads xterm.js's buffer after every parsed write.
+import { before } from 'node:test';
 import { writeFileSync, existsSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import {
-  freePort, startRelay, stopRelay, startLinkemu, tempDir, cleanupState, until, screen, sleep,
-  newSession,
-} from './helpers.mjs';
+import { freePort, startLinkemu, tempDir, until, screen, sleep, newSession } from './helpers.mjs';
+import { browserFixture, randomToken } from './fixture.mjs';
 
 /// A secret made of characters nothing else in the session shows (no command, prompt or output
 /// of the tests holds an upper-case Q, Z, X, J or these digits).
@@ -66,49 +65,41 @@ function rcFile(dir) {
   return rc;
 }
 
-/// tern-relay (spawn mode) whose mosh-server runs bash with a fixed environment, and linkemu with
-/// `delay=RTT/2` each way between the page's WebTransport and the relay.
-export async function startRig({ rtt }) {
-  const token = 'predict-' + Math.random().toString(36).slice(2);
-  const port = await freePort();
-  const stateDir = tempDir('tern-predict-state-');
+/// The file's fixture (helpers in ./fixture.mjs) with tern-relay (spawn mode) whose mosh-server
+/// runs bash with a fixed environment, and linkemu with `delay=RTT/2` each way between the page's
+/// WebTransport and the relay, started in `before` after the relay. Returns the fixture as `fx`
+/// and the rig; the page is left for the test file to open (`rig.url()`).
+export function predictFixture({ rtt }) {
   const home = tempDir('tern-predict-home-');
   const rc = rcFile(home);
   const shell = [
     '--', '/usr/bin/env', '-i', `HOME=${home}`, 'TERM=xterm-256color', 'LANG=C.UTF-8',
     'PATH=/usr/bin:/bin', '/usr/bin/bash', '--noprofile', '--rcfile', rc, '-i',
   ];
-  let relay, emu;
-  try {
-    relay = await startRelay({ port, token, stateDir, args: shell });
-    const emuPort = await freePort();
-    emu = await startLinkemu({ listenPort: emuPort, targetPort: port, link: `delay=${rtt / 2}ms` });
-    return {
-      relay, emu, rtt, home,
-      /// Waits for `ready TAG` (or askpass.py) to have run in the shell.
-      ready: (tag) => until(() => existsSync(join(home, `ready-${tag}`)),
-        { interval: 2, timeout: 10000, what: `ready-${tag}` }),
-      /// The page's address: WebTransport through linkemu, with the prediction settings.
-      url: ({ mode = 'adaptive', overwrite = false } = {}) => newSession(relay.url.replace('#token=',
-        `#wt_port=${emuPort}&predict=${mode}${overwrite ? '&predict_overwrite=1' : ''}&token=`)),
-      /// Freezes the link (linkemu stopped with SIGSTOP: nothing moves either way) and thaws it.
-      freeze: () => emu.child.kill('SIGSTOP'),
-      thaw: () => emu.child.kill('SIGCONT'),
-      async stop() {
-        emu?.child.kill('SIGCONT');
-        await emu?.stop();
-        await stopRelay(relay);
-        cleanupState(stateDir);
-        rmSync(home, { recursive: true, force: true });
-      },
-    };
-  } catch (e) {
+  const fx = browserFixture({ relay: { token: randomToken('predict-'), args: shell }, relayLog: true });
+  let emu, emuPort;
+  before(async () => {
+    emuPort = await freePort();
+    emu = await startLinkemu({ listenPort: emuPort, targetPort: fx.port, link: `delay=${rtt / 2}ms` });
+  });
+  fx.defer(async () => {
+    emu?.child.kill('SIGCONT');
     await emu?.stop();
-    await stopRelay(relay);
-    cleanupState(stateDir);
     rmSync(home, { recursive: true, force: true });
-    throw e;
-  }
+  });
+  const rig = {
+    rtt, home,
+    /// Waits for `ready TAG` (or askpass.py) to have run in the shell.
+    ready: (tag) => until(() => existsSync(join(home, `ready-${tag}`)),
+      { interval: 2, timeout: 10000, what: `ready-${tag}` }),
+    /// The page's address: WebTransport through linkemu, with the prediction settings.
+    url: ({ mode = 'adaptive', overwrite = false } = {}) => newSession(fx.url.replace('#token=',
+      `#wt_port=${emuPort}&predict=${mode}${overwrite ? '&predict_overwrite=1' : ''}&token=`)),
+    /// Freezes the link (linkemu stopped with SIGSTOP: nothing moves either way) and thaws it.
+    freeze: () => emu.child.kill('SIGSTOP'),
+    thaw: () => emu.child.kill('SIGCONT'),
+  };
+  return { fx, rig };
 }
 
 /// Installs `window.__probe` in a page whose terminal is up: listeners run after every parsed

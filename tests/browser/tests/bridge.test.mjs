@@ -1,18 +1,24 @@
-// Bridge mode and the session's survival (issue 13): the relay forwards to mosh-servers started
+// Bridge mode and the session's survival: the relay forwards to mosh-servers started
 // by hand (`mosh-server new`), so only the page knows the key and the session's state. A reload
 // continues from the tab's storage; a browser with nothing saved says the session cannot be
 // resumed from there and connects to a new mosh-server when given its MOSH CONNECT line.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
-  tempDir, cleanupState, screenshotsOfState, moshServerNew as startMoshServer,
+  launchBrowser, until, screen, stats, waitForPrompt, typeLine, screenshotsOfState,
+  moshServerNew as startMoshServer,
 } from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
 import { makePng, pasteFile } from '../lib/paste.mjs';
 
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-let port, stateDir, relay, browser;
+const fx = browserFixture({ relay: { args: ['--bridge', '--allow', '127.0.0.1:60400-60999'] } });
 const servers = [];
+// The mosh-servers started here (they outlive their clients by design).
+fx.defer(() => {
+  for (const s of servers) {
+    try { if (s.pid > 1) process.kill(s.pid, 'SIGTERM'); } catch { /* gone */ }
+  }
+});
 
 /// One more mosh-server for bridge mode, ended after the tests.
 function moshServerNew() {
@@ -23,33 +29,22 @@ function moshServerNew() {
 
 const pidOf = (text, label) => text.match(new RegExp(`^${label}-(\\d+)$`, 'm'))?.[1];
 
-before(async () => {
-  port = await freePort();
-  stateDir = tempDir('tern-relay-state-');
-  relay = await startRelay({ port, token, stateDir, args: ['--bridge', '--allow', '127.0.0.1:60400-60999'] });
-  browser = await launchBrowser();
-});
+const bridgeUrl = (s) => `http://127.0.0.1:${fx.port}/#token=${fx.token}&host=127.0.0.1&port=${s.port}&key=${encodeURIComponent(s.key)}`;
 
-after(async () => {
-  await browser?.close();
-  await stopRelay(relay);
-  cleanupState(stateDir);
-  // The mosh-servers started here (they outlive their clients by design).
-  for (const s of servers) {
-    try { if (s.pid > 1) process.kill(s.pid, 'SIGTERM'); } catch { /* gone */ }
-  }
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
-});
-
-const bridgeUrl = (s) => `http://127.0.0.1:${port}/#token=${token}&host=127.0.0.1&port=${s.port}&key=${encodeURIComponent(s.key)}`;
-
-test('a reload in bridge mode continues the shell from the tab', async () => {
+/// The first tab's shell on a mosh-server of its own, `marker-PID` printed: `{ server, pid }`.
+const firstTab = fx.step('a bridged shell in the first tab, its marker printed', async () => {
   const server = moshServerNew();
-  const { page } = browser;
+  const { page } = fx;
   await page.goto(bridgeUrl(server));
   await waitForPrompt(page);
   await typeLine(page, 'echo marker-$$');
   const pid = await until(async () => pidOf(await screen(page), 'marker'), { what: 'marker-PID' });
+  return { server, pid };
+});
+
+test('a reload in bridge mode continues the shell from the tab', async () => {
+  const { pid } = await firstTab();
+  const { page } = fx;
   await page.keyboard.type('echo again-', { delay: 0 });
   await page.reload();
   await until(async () => (await stats(page))?.restoredMs != null, { what: 'the restored screen' });
@@ -61,7 +56,7 @@ test('a reload in bridge mode continues the shell from the tab', async () => {
 });
 
 test('with nothing saved, the page says it cannot resume and connects to a new mosh-server', async () => {
-  const [first] = servers;
+  const { server: first } = await firstTab();
   const other = await launchBrowser();
   try {
     const { page } = other;
@@ -81,10 +76,10 @@ test('with nothing saved, the page says it cannot resume and connects to a new m
     await waitForPrompt(page);
     await typeLine(page, 'echo two-$$');
     const pid = await until(async () => pidOf(await screen(page), 'two'), { what: 'two-PID' });
-    assert.notEqual(pid, pidOf(await screen(browser.page), 'marker'), 'a shell of its own');
+    assert.notEqual(pid, pidOf(await screen(fx.page), 'marker'), 'a shell of its own');
     // The first tab still drives the first server.
-    await typeLine(browser.page, 'echo still-$$');
-    await until(async () => pidOf(await screen(browser.page), 'still'), { what: 'still-PID' });
+    await typeLine(fx.page, 'echo still-$$');
+    await until(async () => pidOf(await screen(fx.page), 'still'), { what: 'still-PID' });
   } finally {
     await other.close();
   }
@@ -112,7 +107,7 @@ test('keys with + and / work in the address raw, as MOSH CONNECT prints them, an
       const other = await launchBrowser();
       try {
         const { page } = other;
-        await page.goto(`http://127.0.0.1:${port}/#token=${token}&host=127.0.0.1&port=${server.port}&key=${key}`);
+        await page.goto(`http://127.0.0.1:${fx.port}/#token=${fx.token}&host=127.0.0.1&port=${server.port}&key=${key}`);
         await waitForPrompt(page);
         const tag = `${how}-${char === '+' ? 'plus' : 'slash'}`;
         await typeLine(page, `echo ${tag}-$((6*7))`);
@@ -129,12 +124,12 @@ test('a target off the allowlist, and one that does not answer, are each said cl
   try {
     const { page } = other;
     const key = moshServerNew().key;
-    await page.goto(`http://127.0.0.1:${port}/#token=${token}&host=127.0.0.1&port=60399&key=${encodeURIComponent(key)}`);
+    await page.goto(`http://127.0.0.1:${fx.port}/#token=${fx.token}&host=127.0.0.1&port=60399&key=${encodeURIComponent(key)}`);
     await page.waitForSelector('#notice:not([hidden])', { timeout: 15000 });
     assert.match(await page.textContent('#notice-text'), /127\.0\.0\.1:60399 is not on this relay's --allow list/);
     // An allowed port where no mosh-server answers: the bar says so (never "last contact").
     const quiet = await other.context.newPage();
-    await quiet.goto(`http://127.0.0.1:${port}/#token=${token}&host=127.0.0.1&port=60998&key=${encodeURIComponent(key)}`);
+    await quiet.goto(`http://127.0.0.1:${fx.port}/#token=${fx.token}&host=127.0.0.1&port=60998&key=${encodeURIComponent(key)}`);
     const bar = () => quiet.evaluate(() => window.tern.term.buffer.active.getLine(0).translateToString(true));
     await until(async () => /^tern: Nothing from the mosh-server in \d+ seconds: is it running/.test(await bar()),
       { what: 'the bar saying nothing came from the server', timeout: 20000 });

@@ -1,4 +1,4 @@
-// The chaos run, short (issue 16): tests/browser/chaos/chaos.mjs for about 75 s with a fixed seed, which
+// The chaos run, short: tests/browser/chaos/chaos.mjs for about 75 s with a fixed seed, which
 // injects every kind of event at least once (relay SIGKILL and SIGTERM, a network drop, a switch to
 // the WebSocket fallback and back, a reload, the page hidden for a while, a paste, a download) while
 // its typist types. It runs

@@ -3,20 +3,16 @@
 // shell. WebTransport is pointed at a UDP port where nothing listens (`#wt_port=`, test-only), so
 // it cannot open, as when UDP is blocked; the page must fall back to the WebSocket on the page's
 // own origin and work as over WebTransport.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { join } from 'node:path';
 import { readFileSync, statSync } from 'node:fs';
 import {
-  ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
-  waitForPrompt, typeLine, tempDir, cleanupState,
-  newSession,
+  ARTIFACTS, freePort, until, screen, stats, waitForPrompt, typeLine, tempDir, newSession,
 } from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
 import { makePng, pasteFile, sha256 } from '../lib/paste.mjs';
-
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-let port, forwarderPort, deadUdpPort, stateDir, pasteDir, relay, forwarder, browser, page;
 
 /// Forwards TCP connections from `listenPort` to `targetPort`; nothing on UDP.
 function tcpForwarder(listenPort, targetPort) {
@@ -36,33 +32,28 @@ function tcpForwarder(listenPort, targetPort) {
   })));
 }
 
-const relayArgs = () => ['--paste-dir', pasteDir];
+const pasteDir = tempDir('tern-pastes-');
+const fx = browserFixture({ relay: { args: ['--paste-dir', pasteDir] } });
+let forwarderPort, deadUdpPort;
 
 before(async () => {
-  port = await freePort();
   forwarderPort = await freePort();
   deadUdpPort = await freePort();
-  stateDir = tempDir('tern-relay-state-');
-  pasteDir = tempDir('tern-pastes-');
-  relay = await startRelay({ port, token, stateDir, args: relayArgs() });
-  forwarder = await tcpForwarder(forwarderPort, port);
-  browser = await launchBrowser();
-  page = browser.page;
+  const forwarder = await tcpForwarder(forwarderPort, fx.port);
+  fx.defer(() => forwarder.close());
 });
 
-after(async () => {
-  await browser?.close();
-  await forwarder?.close();
-  await stopRelay(relay);
-  cleanupState(stateDir);
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
+/// The page's session through the forwarder, at its prompt; how long the prompt took (ms).
+const overFallback = fx.step('a session through the TCP-only forwarder', async () => {
+  const started = Date.now();
+  await fx.page.goto(`http://127.0.0.1:${forwarderPort}/#session=new&token=${fx.token}&wt_port=${deadUdpPort}`);
+  await waitForPrompt(fx.page);
+  return Date.now() - started;
 });
 
 test('through a TCP-only forwarder the session runs over the WebSocket, without waiting for QUIC to give up', async () => {
-  const started = Date.now();
-  await page.goto(`http://127.0.0.1:${forwarderPort}/#session=new&token=${token}&wt_port=${deadUdpPort}`);
-  await waitForPrompt(page);
-  const tookMs = Date.now() - started;
+  const tookMs = await overFallback();
+  const { page } = fx;
   const s = await stats(page);
   assert.equal(s.transport, 'websocket', 'the fallback carries the session');
   assert.ok(s.websocketLinks >= 1);
@@ -82,6 +73,8 @@ test('through a TCP-only forwarder the session runs over the WebSocket, without 
 });
 
 test('resize reaches the shell over the fallback', async () => {
+  await overFallback();
+  const { page } = fx;
   await page.setViewportSize({ width: 900, height: 500 });
   await typeLine(page, 'clear; stty size');
   await until(async () => /^\d+ \d+$/m.test(await screen(page)), { what: 'stty size' });
@@ -91,6 +84,8 @@ test('resize reaches the shell over the fallback', async () => {
 });
 
 test('a paste lands byte-identical over the fallback, its path typed', async () => {
+  await overFallback();
+  const { page } = fx;
   await typeLine(page, 'clear');
   const png = makePng(400_000, 9);
   await pasteFile(page, png);
@@ -104,11 +99,12 @@ test('a paste lands byte-identical over the fallback, its path typed', async () 
 });
 
 test('the session survives a relay restart behind the forwarder', async () => {
+  await overFallback();
+  const { page } = fx;
   await typeLine(page, 'clear; echo pid-$$');
   await until(async () => /^pid-\d+$/m.test(await screen(page)), { what: 'the shell pid' });
   const pid = (await screen(page)).match(/^pid-(\d+)$/m)[1];
-  await stopRelay(relay, 'SIGKILL');
-  relay = await startRelay({ port, token, stateDir, args: relayArgs() });
+  await fx.relay.restart({ signal: 'SIGKILL' });
   await until(async () => (await stats(page)).readies >= 2, { timeout: 30000, what: 'a reconnect' });
   await typeLine(page, 'echo again-$$');
   await until(async () => new RegExp(`^again-${pid}$`, 'm').test(await screen(page)),
@@ -117,8 +113,8 @@ test('the session survives a relay restart behind the forwarder', async () => {
 });
 
 test('with UDP reachable the page uses WebTransport', async () => {
-  const other = await browser.context.newPage();
-  await other.goto(newSession(relay.url));
+  const other = await fx.browser.context.newPage();
+  await other.goto(newSession(fx.url));
   await waitForPrompt(other);
   assert.equal((await stats(other)).transport, 'webtransport');
   assert.equal((await stats(other)).websocketLinks, 0);

@@ -1,33 +1,15 @@
 // The cost of a frame, as tests (not timings): the page draws to xterm.js at most once per
 // animation frame however fast server states come, draws nothing while hidden, and shows the
 // right screen at once when shown again. Real tern-relay (spawn mode), mosh-server and shell.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
-  waitForPrompt, typeLine, tempDir, sleep, cleanupState, newSession, screenshotsOfState, browserName, setPageHidden,
-  pageDetail,
+  until, screen, waitForPrompt, typeLine, sleep, newSession, screenshotsOfState, browserName,
+  setPageHidden, pageDetail,
 } from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
 
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-let port, stateDir, relay, browser, page;
-
-before(async () => {
-  port = await freePort();
-  stateDir = tempDir('tern-relay-state-');
-  relay = await startRelay({ port, token, stateDir });
-  browser = await launchBrowser();
-  page = browser.page;
-  await page.goto(newSession(relay.url));
-  await waitForPrompt(page);
-});
-
-after(async () => {
-  await browser?.close();
-  await stopRelay(relay);
-  cleanupState(stateDir);
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
-});
+const fx = browserFixture({ open: true });
 
 /// What xterm.js shows (its active buffer's screen rows), as the person sees it.
 const xtermScreen = (p) => p.evaluate(() => {
@@ -75,6 +57,7 @@ async function interrupt(p) {
 }
 
 test('a burst of server states between two frames is one xterm.js write', async () => {
+  const { page } = fx;
   await countXtermWrites(page);
   // A flood that runs until interrupted, so the stall below always falls inside it.
   await typeLine(page, 'clear; i=0; while :; do i=$((i+1)); seq $((i*1000)) $((i*1000+40)); sleep 0.01; done');
@@ -156,6 +139,7 @@ test('a burst of server states between two frames is one xterm.js write', async 
 });
 
 test('a hidden tab writes nothing to xterm.js and shows the right screen at once when shown', async () => {
+  const { page } = fx;
   // Whatever the test before left running ends here.
   await page.keyboard.press('Control+C');
   await waitForPrompt(page);
@@ -196,6 +180,7 @@ test('a hidden tab writes nothing to xterm.js and shows the right screen at once
 });
 
 test('xterm.js renders with the DOM where WebGL would be emulated on the CPU, and as asked', async () => {
+  const { page } = fx;
   const webgl = await page.evaluate(() => {
     const gl = document.createElement('canvas').getContext('webgl2');
     if (!gl) return null;
@@ -209,9 +194,9 @@ test('xterm.js renders with the DOM where WebGL would be emulated on the CPU, an
   assert.equal(await page.evaluate(() => window.tern.renderer), software ? 'dom' : 'webgl');
   if (webgl === null) return;
   // Asked for WebGL, the page loads it (where WebGL2 exists at all).
-  const other = await browser.context.newPage();
+  const other = await fx.browser.context.newPage();
   try {
-    await other.goto(newSession(relay.url).replace('#', '#renderer=webgl&'));
+    await other.goto(newSession(fx.url).replace('#', '#renderer=webgl&'));
     await waitForPrompt(other);
     await until(() => other.evaluate(() => window.tern.renderer === 'webgl'), { what: 'the WebGL renderer' });
     await typeLine(other, 'echo webgl-$((6*7))');

@@ -1,49 +1,33 @@
-// Scrollback and search (issue 14), in the real page against the real tern-relay and mosh-server.
+// Scrollback and search, in the real page against the real tern-relay and mosh-server.
 // Spawn mode: the shell runs under the relay's recorder, so every line is in the history, even the
 // ones mosh never sent; the page reads it page by page and searches it on the relay. Bridge mode:
 // the rows the page saw scroll off go into xterm.js's own scrollback.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
-  tempDir, cleanupState, screenshotsOfState, newSession, moshServerNew as startMoshServer, pageDetail,
+  until, screen, stats, waitForPrompt, typeLine, screenshotsOfState, launchBrowser,
+  moshServerNew as startMoshServer, pageDetail,
 } from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
 
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-let relay, bridgeRelay, stateDir, bridgeState, bridgePort, browser, page;
+const fx = browserFixture({ open: true });
 const servers = [];
-
-before(async () => {
-  stateDir = tempDir('tern-relay-state-');
-  relay = await startRelay({ port: await freePort(), token, stateDir });
-  bridgePort = await freePort();
-  bridgeState = tempDir('tern-relay-state-');
-  bridgeRelay = await startRelay({
-    port: bridgePort, token, stateDir: bridgeState, args: ['--bridge', '--allow', '127.0.0.1:60400-60999'],
-  });
-  browser = await launchBrowser();
-  page = browser.page;
-  await page.goto(newSession(relay.url));
-  await waitForPrompt(page);
-});
-
-after(async () => {
-  await browser?.close();
-  await stopRelay(relay);
-  await stopRelay(bridgeRelay);
-  cleanupState(stateDir);
-  cleanupState(bridgeState);
+fx.defer(() => {
   for (const s of servers) {
     try { if (s.pid > 1) process.kill(s.pid, 'SIGTERM'); } catch { /* gone */ }
   }
-  if (process.exitCode || process.env.TERN_SHOW_CONSOLE) console.log(browser?.consoleLog.join('\n'));
 });
 
 /// Runs `command` and waits for `marker` (printed by the command itself) on the screen.
 async function run(command, marker, timeout = 20000) {
-  await typeLine(page, command);
-  await until(async () => (await screen(page)).includes(marker), { timeout, what: marker });
+  await typeLine(fx.page, command);
+  await until(async () => (await screen(fx.page)).includes(marker), { timeout, what: marker });
 }
+
+/// `seq 1 100000` printed in the session: what the search and the restart find in the history.
+const hundredThousand = fx.step('seq 1 100000 printed', () => run('seq 1 100000; echo flood-$((40+2))', 'flood-42', 60000));
+/// Lines printed before vi runs: what the restart finds in the history.
+const beforeVi = fx.step('the lines before vi printed', () => run("seq -f 'before-vi-%g' 1 30", 'before-vi-30'));
 
 /// Every line of xterm.js's buffer (its scrollback, then the screen).
 const xtermLines = (p) => p.evaluate(() => {
@@ -54,7 +38,8 @@ const xtermLines = (p) => p.evaluate(() => {
 });
 
 test('seq 1 100000: every number is in the history, in order, once', async () => {
-  await run('seq 1 100000; echo flood-$((40+2))', 'flood-42', 60000);
+  await hundredThousand();
+  const { page } = fx;
   assert.equal(await page.evaluate(() => window.tern.history.available()), true);
   const history = await page.evaluate(() => window.tern.history.lines());
   const all = history.concat((await screen(page)).split('\n'));
@@ -66,6 +51,8 @@ test('seq 1 100000: every number is in the history, in order, once', async () =>
 });
 
 test('search finds a line printed 50,000 lines ago and scrolls the history to it', async () => {
+  await hundredThousand();
+  const { page } = fx;
   // As a person does it: Ctrl+Shift+F, the pattern, Enter.
   await page.keyboard.down('Control');
   await page.keyboard.down('Shift');
@@ -101,6 +88,7 @@ test('search finds a line printed 50,000 lines ago and scrolls the history to it
 });
 
 test('scrolling up past what the page saw opens the history, with colours and whole lines', async () => {
+  const { page } = fx;
   const long = 'x'.repeat(300);
   await run(`mkdir -p /tmp/tern-ls-$$/a-dir && touch /tmp/tern-ls-$$/a-file && ls --color=always /tmp/tern-ls-$$; rm -r /tmp/tern-ls-$$; echo ${long}; seq -f 'after-%g' 1 80`, 'after-80');
   const page1 = await page.evaluate(() => window.tern.history.page(null, 200));
@@ -136,7 +124,8 @@ test('scrolling up past what the page saw opens the history, with colours and wh
 });
 
 test('vi and less stay out of the history; the lines before vi are still there after it quits', async () => {
-  await run("seq -f 'before-vi-%g' 1 30", 'before-vi-30');
+  await beforeVi();
+  const { page } = fx;
   await typeLine(page, "seq -f 'in-vi-%g' 1 200 > /tmp/tern-vi-$$; vi -u NONE /tmp/tern-vi-$$");
   await until(async () => (await screen(page)).includes('in-vi-1'), { what: 'vi' });
   await page.keyboard.press('G'); // to the end: vi scrolls its screen
@@ -163,9 +152,10 @@ test('vi and less stay out of the history; the lines before vi are still there a
 });
 
 test('the history survives a relay restart and a reload', async () => {
-  const port = new URL(relay.url).port;
-  await stopRelay(relay);
-  relay = await startRelay({ port: Number(port), token, stateDir });
+  await hundredThousand();
+  await beforeVi();
+  const { page } = fx;
+  await fx.relay.restart();
   await page.reload();
   await until(async () => (await stats(page))?.phase === 'live', { timeout: 30000, what: 'live again' });
   const history = await page.evaluate(() => window.tern.history.lines());
@@ -180,11 +170,12 @@ function moshServerNew() {
 }
 
 test('bridge mode: lines printed slowly (more than a screen) go into xterm.js scrollback, in order, once', async () => {
+  const bridge = await fx.addRelay({ args: ['--bridge', '--allow', '127.0.0.1:60400-60999'] });
   const s = moshServerNew();
   const other = await launchBrowser();
   try {
     const p = other.page;
-    await p.goto(`http://127.0.0.1:${bridgePort}/#token=${token}&host=127.0.0.1&port=${s.port}&key=${encodeURIComponent(s.key)}`);
+    await p.goto(`http://127.0.0.1:${bridge.port}/#token=${fx.token}&host=127.0.0.1&port=${s.port}&key=${encodeURIComponent(s.key)}`);
     await waitForPrompt(p);
     await p.keyboard.type('for i in $(seq 1 80); do echo slow-$i; sleep 0.04; done; echo done-$((6*7))');
     await p.keyboard.press('Enter');

@@ -1,39 +1,19 @@
-// The page people expect (issue 15): clipboard, links, settings, keys that reach the shell, the
+// The page people expect: clipboard, links, settings, keys that reach the shell, the
 // bell in a hidden tab, the extra-keys bar on a phone. Real tern-relay (spawn mode), mosh-server,
 // shell and headless Chromium; screenshots of every new state.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  freePort, startRelay, stopRelay, launchBrowser, until, screen, waitForPrompt, typeLine,
-  tempDir, cleanupState, newSession, screenshotsOfState, sleep, setPageHidden, browserName, pageDetail,
+  launchBrowser, until, screen, waitForPrompt, typeLine, newSession, screenshotsOfState, sleep,
+  setPageHidden, browserName, pageDetail,
 } from '../lib/helpers.mjs';
+import { browserFixture, onlyChromium } from '../lib/fixture.mjs';
 
 // What only Chromium's driver can do here: clipboard permissions, touch emulation, routing a page
 // the test opens, the Keyboard Lock API, the beforeunload prompt (Firefox's tests turn it off).
-const chromiumOnly = browserName() === 'chromium' ? {} : { skip: `needs Chromium's driver (${browserName()})` };
+const chromiumOnly = onlyChromium();
 
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-let port, stateDir, relay, browser, page;
-
-before(async () => {
-  port = await freePort();
-  stateDir = tempDir('tern-relay-state-');
-  relay = await startRelay({ port, token, stateDir });
-  browser = await launchBrowser();
-  page = browser.page;
-  if (browserName() === 'chromium') {
-    await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(relay.url).origin });
-  }
-  await page.goto(newSession(relay.url));
-  await waitForPrompt(page);
-});
-
-after(async () => {
-  await browser?.close();
-  await stopRelay(relay);
-  cleanupState(stateDir);
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
-});
+const fx = browserFixture({ open: true, grant: ['clipboard-read', 'clipboard-write'] });
 
 const clipboardText = (p) => p.evaluate(() => navigator.clipboard.readText());
 
@@ -74,6 +54,7 @@ async function bytesOfKeys(p, n, press) {
 }
 
 test('a mouse selection is on the clipboard; Ctrl+Shift+V types the clipboard; OSC 52 copies', chromiumOnly, async () => {
+  const { page } = fx;
   await typeLine(page, 'clear; echo select-me-$((6*7))');
   await until(async () => /^select-me-42$/m.test(await screen(page)), { what: 'the text to select' });
   const row = await rowOf(page, /^select-me-42$/);
@@ -99,6 +80,7 @@ test('a mouse selection is on the clipboard; Ctrl+Shift+V types the clipboard; O
 });
 
 test('OSC 52 the browser refuses offers a Copy button', chromiumOnly, async () => {
+  const { page } = fx;
   // A browser refuses a clipboard write from a page without focus (Chromium: NotAllowedError,
   // "Document is not focused"). Headless pages always have focus, so the refusal is the
   // browser's answer played by the page's own clipboard object, once.
@@ -119,6 +101,7 @@ test('OSC 52 the browser refuses offers a Copy button', chromiumOnly, async () =
 });
 
 test('a printed URL is a link that opens a new page', chromiumOnly, async () => {
+  const { page } = fx;
   await typeLine(page, 'clear; echo https://example.invalid/x');
   await until(async () => /^https:\/\/example\.invalid\/x$/m.test(await screen(page)), { what: 'the URL' });
   const row = await rowOf(page, /^https:\/\/example\.invalid\/x$/);
@@ -126,8 +109,8 @@ test('a printed URL is a link that opens a new page', chromiumOnly, async () => 
   await page.mouse.move(at.x, at.y);
   await sleep(200);
   // The address does not resolve: the test answers it.
-  await browser.context.route('https://example.invalid/**', (r) => r.fulfill({ contentType: 'text/html', body: '<title>x</title>opened' }));
-  const opened = browser.context.waitForEvent('page', { timeout: 10000 });
+  await fx.browser.context.route('https://example.invalid/**', (r) => r.fulfill({ contentType: 'text/html', body: '<title>x</title>opened' }));
+  const opened = fx.browser.context.waitForEvent('page', { timeout: 10000 });
   await page.mouse.click(at.x, at.y);
   const other = await opened;
   await until(() => other.url() !== 'about:blank', { what: 'the new page to navigate' });
@@ -138,11 +121,13 @@ test('a printed URL is a link that opens a new page', chromiumOnly, async () => 
 });
 
 test('Shift+Enter sends ESC CR and Alt+b sends ESC b', async () => {
+  const { page } = fx;
   assert.equal(await bytesOfKeys(page, 2, () => page.keyboard.press('Shift+Enter')), '033  \\r');
   assert.equal(await bytesOfKeys(page, 2, () => page.keyboard.press('Alt+b')), '033   b');
 });
 
 test('the font size from the settings changes the columns the shell sees and survives a reload', async () => {
+  const { page } = fx;
   await typeLine(page, 'clear; tput cols');
   await until(async () => /^\d+$/m.test(await screen(page)), { what: 'tput cols' });
   const before = Number((await screen(page)).match(/^(\d+)$/m)[1]);
@@ -192,6 +177,7 @@ test('the font size from the settings changes the columns the shell sees and sur
 });
 
 test('a bell in a hidden tab marks its title until the tab is seen', async () => {
+  const { page } = fx;
   await typeLine(page, "clear; printf '\\e]0;build\\a'; sleep 1; printf '\\a'; echo rang-$((6*7))");
   await setPageHidden(page, true);
   await until(async () => /^rang-42$/m.test(await screen(page)), { what: 'the bell' });
@@ -202,12 +188,13 @@ test('a bell in a hidden tab marks its title until the tab is seen', async () =>
 });
 
 test('a bell in a hidden tab raises a notification when the settings allow it, and only then', async () => {
+  const { page } = fx;
   // Headless browsers show no notification anyone could observe: the page's Notification is
   // wrapped so the test sees each one constructed (title, options) and closed. Chromium's
   // permission is the browser's own, granted here; Firefox's driver cannot grant it, so there the
   // wrapper answers "granted" in the browser's place.
   if (browserName() === 'chromium') {
-    await browser.context.grantPermissions(['notifications'], { origin: new URL(relay.url).origin });
+    await fx.browser.context.grantPermissions(['notifications'], { origin: fx.origin });
   }
   await page.evaluate((fakeGrant) => {
     const Real = window.Notification;
@@ -273,9 +260,10 @@ test('a bell in a hidden tab raises a notification when the settings allow it, a
 });
 
 test('a phone gets the extra-keys bar; sticky Ctrl then c interrupts sleep', chromiumOnly, async () => {
+  const { page } = fx;
   const phone = await launchBrowser({ viewport: { width: 390, height: 760 }, mobile: true });
   try {
-    await phone.page.goto(newSession(relay.url));
+    await phone.page.goto(newSession(fx.url));
     await waitForPrompt(phone.page);
     assert.equal(await phone.page.evaluate(() => !document.getElementById('extra-keys').hidden), true, 'no extra-keys bar');
     await typeLine(phone.page, 'clear; sleep 100');
@@ -324,9 +312,9 @@ async function finger(p, from, { to = from, steps = 12, hold = 0 } = {}) {
 /// A phone (touch, 390x760) on a new session of the file's relay, at its prompt.
 async function phoneSession() {
   const phone = await launchBrowser({ viewport: { width: 390, height: 760 }, mobile: true });
-  await phone.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(relay.url).origin });
+  await phone.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: fx.origin });
   try {
-    await phone.page.goto(newSession(relay.url));
+    await phone.page.goto(newSession(fx.url));
     await waitForPrompt(phone.page);
   } catch (e) {
     await phone.close();
@@ -345,6 +333,7 @@ const viewport = (p) => p.evaluate(() => {
 const numbersIn = (rows) => rows.filter((r) => /^\d+$/.test(r)).map(Number);
 
 test('a finger dragged down the terminal scrolls back through what scrolled off; up again returns', chromiumOnly, async () => {
+  const { page } = fx;
   const phone = await phoneSession();
   const p = phone.page;
   try {
@@ -387,6 +376,7 @@ test('a finger dragged down the terminal scrolls back through what scrolled off;
 });
 
 test('a long press on a phone offers Paste, which pastes the clipboard (bracketed); a tap stays a tap', chromiumOnly, async () => {
+  const { page } = fx;
   const phone = await phoneSession();
   const p = phone.page;
   const offerShown = () => p.evaluate(() => !document.getElementById('paste-offer').hidden);
@@ -434,6 +424,7 @@ test('a long press on a phone offers Paste, which pastes the clipboard (brackete
 });
 
 test('the page is an installable app: a manifest with icons', async () => {
+  const { page } = fx;
   // Linked once the session has started (out of the first load's way); the tab's icon at once.
   await until(() => page.evaluate(() => document.querySelector('link[rel=manifest]') !== null), { what: 'the manifest link' });
   const favicon = await page.evaluate(async () => {
@@ -455,6 +446,7 @@ test('the page is an installable app: a manifest with icons', async () => {
 });
 
 test('full screen takes the keyboard (Keyboard Lock) and leaves again', chromiumOnly, async () => {
+  const { page } = fx;
   await page.click('#fullscreen');
   await until(() => page.evaluate(() => document.fullscreenElement !== null), { what: 'full screen' });
   // The button follows `fullscreenchange`, which comes a moment after the element is set.
@@ -467,6 +459,7 @@ test('full screen takes the keyboard (Keyboard Lock) and leaves again', chromium
 });
 
 test('a live session asks before its tab closes, unless turned off in the settings', chromiumOnly, async () => {
+  let { page } = fx;
   const guarded = () => page.evaluate(() => {
     const e = new Event('beforeunload', { cancelable: true });
     window.dispatchEvent(e);
@@ -475,13 +468,13 @@ test('a live session asks before its tab closes, unless turned off in the settin
   assert.equal(await guarded(), true, 'no beforeunload guard while live');
   // The browser's real question, on a real close.
   const asked = new Promise((resolve) => page.once('dialog', (d) => resolve(d.type())));
-  const other = await browser.context.newPage();
+  const other = await fx.browser.context.newPage();
   await page.bringToFront();
   await page.close({ runBeforeUnload: true }).catch(() => {});
   assert.equal(await Promise.race([asked, sleep(5000).then(() => 'no question')]), 'beforeunload');
   // The harness answered "leave": the page is gone; the session lives on for the next page.
-  page = other;
-  await page.goto(newSession(relay.url));
+  fx.page = page = other;
+  await page.goto(newSession(fx.url));
   await waitForPrompt(page);
   await page.evaluate(() => window.tern.settings.set({ confirmClose: false }));
   assert.equal(await guarded(), false, 'the guard stayed on after turning it off');

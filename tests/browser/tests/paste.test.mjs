@@ -1,50 +1,31 @@
 // Paste a picture, end to end: the page, the real tern-relay with a paste directory, mosh-server,
 // a shell. Slow-link cases put tern-tests' linkemu between the page's WebTransport and the relay.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
-  waitForPrompt, typeLine, tempDir, sleep, cleanupState, startLinkemu,
-  newSession,
+  ARTIFACTS, freePort, until, screen, stats, waitForPrompt, typeLine, tempDir, startLinkemu, newSession,
 } from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
 import { makePng, sha256, loadFile, pasteLoaded, pasteFile } from '../lib/paste.mjs';
 
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-let port, stateDir, pasteDir, relay, browser, page, emu;
-const relayArgs = () => ['--paste-dir', pasteDir];
+const pasteDir = join(tempDir('tern-pastes-'), 'pastes');
+const fx = browserFixture({ relay: { args: ['--paste-dir', pasteDir] }, open: true, relayLog: true });
+let emu;
+fx.defer(() => emu?.stop());
 
-before(async () => {
-  port = await freePort();
-  stateDir = tempDir('tern-relay-state-');
-  pasteDir = join(tempDir('tern-pastes-'), 'pastes');
-  relay = await startRelay({ port, token, stateDir, args: relayArgs() });
-  browser = await launchBrowser();
-  page = browser.page;
-  await page.goto(newSession(relay.url));
-  await waitForPrompt(page);
-});
-
-after(async () => {
-  await browser?.close();
-  await emu?.stop();
-  await stopRelay(relay);
-  cleanupState(stateDir);
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'), relay?.log());
-});
-
-const pasteStats = async (p = page) => (await stats(p)).paste;
+const pasteStats = async (p = fx.page) => (await stats(p)).paste;
 /// The command line: the screen's last non-empty row(s) joined (a long path wraps).
 // Rows come trimmed of trailing blanks, so a space at a soft wrap is lost: compare without any
 // white space at all.
 const squash = (text) => text.replace(/\s+/g, '');
-const screenFlat = async (p = page) => squash(await screen(p));
+const screenFlat = async (p = fx.page) => squash(await screen(p));
 // After `clear`, wait for the fresh prompt before typing on: keys typed while clear runs are echoed
 // by the tty at the top of the screen and confuse readline's redisplay.
 const cleared = (p) => until(async () => /^\S+[#$]$/.test((await screen(p)).split('\n')[0] ?? ''), { what: 'a clean prompt' });
 
-async function waitPathsTyped(n, p = page) {
+async function waitPathsTyped(n, p = fx.page) {
   return until(async () => (await pasteStats(p)).pathsTyped >= n, { timeout: 60000, what: `${n} paths typed` });
 }
 
@@ -57,7 +38,10 @@ function checkStored(path, bytes) {
   assert.equal(statSync(pasteDir).mode & 0o777, 0o700);
 }
 
-test('a pasted PNG lands on the host with identical bytes and its path is typed', async () => {
+/// The first paste of a picture in this page (`ls -l ` typed before it, its path after): the
+/// stats before it and after the path was typed. The repeat paste and the second tab paste it again.
+const firstPaste = fx.step('a picture pasted once', async () => {
+  const { page } = fx;
   const png = makePng(300_000, 1);
   await typeLine(page, 'clear');
   await cleared(page);
@@ -65,7 +49,12 @@ test('a pasted PNG lands on the host with identical bytes and its path is typed'
   const before = await pasteStats();
   await pasteFile(page, png);
   await waitPathsTyped(before.pathsTyped + 1);
-  const s = await pasteStats();
+  return { png, before, s: await pasteStats() };
+});
+
+test('a pasted PNG lands on the host with identical bytes and its path is typed', async () => {
+  const { png, before, s } = await firstPaste();
+  const { page } = fx;
   checkStored(s.lastPath, png);
   assert.equal(s.uploadsStarted - before.uploadsStarted, 1);
   assert.equal(s.uploadBytesSent - before.uploadBytesSent, png.length);
@@ -76,6 +65,10 @@ test('a pasted PNG lands on the host with identical bytes and its path is typed'
 });
 
 test('pasting the same picture again sends 0 bytes and types the same path', async () => {
+  await firstPaste();
+  const { page } = fx;
+  // The command line empty (alone, the first paste's `ls -l PATH` is still on it).
+  await page.keyboard.press('Control+U');
   const png = makePng(300_000, 1);
   await typeLine(page, 'clear');
   await cleared(page);
@@ -91,6 +84,7 @@ test('pasting the same picture again sends 0 bytes and types the same path', asy
 });
 
 test('ten pastes in a row make one upload', async () => {
+  const { page } = fx;
   const png = makePng(1_000_000, 2);
   await typeLine(page, 'clear');
   await cleared(page);
@@ -106,10 +100,11 @@ test('ten pastes in a row make one upload', async () => {
 });
 
 test('a page that forgot the paste asks the relay, which has it: 0 bytes', async () => {
+  await firstPaste();
   // A second tab has no memory of the first one's pastes; the relay's answer decides.
-  const other = await browser.context.newPage();
+  const other = await fx.browser.context.newPage();
   try {
-    await other.goto(newSession(relay.url));
+    await other.goto(newSession(fx.url));
     await waitForPrompt(other);
     const png = makePng(300_000, 1);
     await pasteFile(other, png);
@@ -128,16 +123,18 @@ test('a page that forgot the paste asks the relay, which has it: 0 bytes', async
 let slow;
 async function slowPage(rate) {
   const emuPort = await freePort();
-  emu = await startLinkemu({ listenPort: emuPort, targetPort: port, up: `rate=${rate},queue-delay=200ms`, link: 'delay=5ms' });
-  const p = await browser.context.newPage();
-  p.on('console', (m) => browser.consoleLog.push(`slow ${m.type()}: ${m.text()}`));
-  await p.goto(newSession(relay.url.replace('#token=', `#wt_port=${emuPort}&token=`)));
+  emu = await startLinkemu({ listenPort: emuPort, targetPort: fx.port, up: `rate=${rate},queue-delay=200ms`, link: 'delay=5ms' });
+  const p = await fx.browser.context.newPage();
+  p.on('console', (m) => fx.browser.consoleLog.push(`slow ${m.type()}: ${m.text()}`));
+  await p.goto(newSession(fx.url.replace('#token=', `#wt_port=${emuPort}&token=`)));
   await waitForPrompt(p);
   return p;
 }
+/// The page through linkemu at 16 Mbit/s up, for the tests of keys held during an upload.
+const slow16 = fx.step('a page through linkemu at 16 Mbit/s', async () => { slow = await slowPage('16mbit'); });
 
 test('keys typed during an upload reach the remote after the path, in order', async () => {
-  slow = await slowPage('16mbit');
+  await slow16();
   const png = makePng(3_000_000, 3);
   await typeLine(slow, 'clear');
   await cleared(slow);
@@ -165,6 +162,7 @@ test('keys typed during an upload reach the remote after the path, in order', as
 });
 
 test('Escape cancels an upload and releases the held keys', async () => {
+  await slow16();
   const png = makePng(3_000_000, 4);
   await typeLine(slow, 'clear');
   await cleared(slow);
@@ -184,8 +182,8 @@ test('Escape cancels an upload and releases the held keys', async () => {
 });
 
 test('an upload interrupted by a relay restart resumes and completes with identical bytes', async () => {
-  await emu.stop();
-  await slow.close();
+  await emu?.stop();
+  await slow?.close();
   slow = await slowPage('8mbit');
   const png = makePng(6_000_000, 5);
   await typeLine(slow, 'clear');
@@ -194,11 +192,11 @@ test('an upload interrupted by a relay restart resumes and completes with identi
   await pasteLoaded(slow);
   await until(async () => ((await pasteStats(slow)).progress?.acked ?? 0) > png.length * 0.3,
     { timeout: 30000, what: 'a third of the upload' });
-  await stopRelay(relay, 'SIGKILL');
+  await fx.relay.stop('SIGKILL');
   const part = join(pasteDir, `${sha256(png)}.part`);
   const held = statSync(part).size;
   assert.ok(held > 0 && held < png.length, `the relay kept ${held} bytes`);
-  relay = await startRelay({ port, token, stateDir, args: relayArgs() });
+  await fx.relay.start();
   await waitPathsTyped(1, slow);
   const s = await pasteStats(slow);
   checkStored(s.lastPath, png);

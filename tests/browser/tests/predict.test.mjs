@@ -3,24 +3,23 @@
 // 200 ms RTT between the page's WebTransport and the relay (`#wt_port=`). What is on screen is
 // read from xterm.js's buffer after every parsed write (term.onWriteParsed); the truth is the
 // core's server screen (window.tern.screenText()).
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import {
-  ARTIFACTS, launchBrowser, until, screen, stats, waitForPrompt, typeLine, sleep, pageDetail,
+  ARTIFACTS, until, screen, stats, waitForPrompt, typeLine, sleep, pageDetail,
 } from '../lib/helpers.mjs';
 import {
-  SECRET, SECRET_CHARS, SECRET_PROMPT_PREFIX, startRig, installProbe, compareScreens,
+  SECRET, SECRET_CHARS, SECRET_PROMPT_PREFIX, predictFixture, installProbe, compareScreens,
   settledScreens, inputEvent, lastRow, cleared, armDetector, setTag, detector, median,
 } from '../lib/predict.mjs';
 
 const RTT = 200;
-let rig, browser, page;
+const { fx, rig } = predictFixture({ rtt: RTT });
+let page;
 
 before(async () => {
-  rig = await startRig({ rtt: RTT });
-  browser = await launchBrowser();
-  page = browser.page;
+  page = fx.page;
   // The tests need WebTransport through linkemu. On a loaded machine its handshake at 200 ms RTT
   // can outlast the page's patience (relay_client::webtransport_patience) and the page falls
   // back to the WebSocket: load it again then, a few times.
@@ -34,12 +33,6 @@ before(async () => {
   }
   await throughLinkemu(page);
   await installProbe(page);
-});
-
-after(async () => {
-  await browser?.close();
-  await rig?.stop();
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'), rig?.relay.log());
 });
 
 const predictStats = async (p = page) => (await stats(p)).predict;
@@ -190,7 +183,7 @@ const CADENCES = {
 
 /// A page of its own (its own session) in `mode`, with the secret detector armed.
 async function secretPage(mode, overwrite) {
-  const p = await browser.context.newPage();
+  const p = await fx.browser.context.newPage();
   await p.goto(rig.url({ mode, overwrite }));
   await waitForPrompt(p, 30000);
   await throughLinkemu(p);

@@ -1,37 +1,20 @@
-// The session survives a reload and a change of browser (issue 13): the page, the real tern-relay
+// The session survives a reload and a change of browser: the page, the real tern-relay
 // (spawn mode), the real mosh-server. The tab saves a ResumePoint in sessionStorage (when it goes
 // away, and every 2 s); the reloaded page draws that screen before it asks the relay anything,
 // then takes the session over; keys typed up to the reload arrive once, in order. A browser with
 // nothing saved is offered the running sessions and resumes from the relay's copy; the page that
 // had it is told it moved and can take it back.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
-  waitForPrompt, typeLine, tempDir, cleanupState, screenshotsOfState, pageDetail,
+  ARTIFACTS, launchBrowser, until, screen, stats, waitForPrompt, typeLine, screenshotsOfState, pageDetail,
 } from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
 
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-let port, stateDir, relay, browser, page;
-
-before(async () => {
-  // Every client datagram's sequence number, as the relay forwarded it (see the last test).
-  process.env.RUST_LOG = 'info,tern_relay::seqs=trace';
-  port = await freePort();
-  stateDir = tempDir('tern-relay-state-');
-  relay = await startRelay({ port, token, stateDir });
-  browser = await launchBrowser();
-  page = browser.page;
-});
-
-after(async () => {
-  await browser?.close();
-  await stopRelay(relay);
-  cleanupState(stateDir);
-  if (process.exitCode || process.env.TERN_SHOW_CONSOLE) console.log(browser?.consoleLog.join('\n'));
-});
+// Every client datagram's sequence number, as the relay forwarded it (see the last test).
+const fx = browserFixture({ relay: { env: { RUST_LOG: 'info,tern_relay::seqs=trace' } } });
 
 /// What xterm.js shows (what the person sees), not the core's model.
 const shown = (p) => p.evaluate(() => {
@@ -44,15 +27,32 @@ const shown = (p) => p.evaluate(() => {
 const pidAfter = (text, label) => text.match(new RegExp(`^${label}-(\\d+)$`, 'm'))?.[1];
 
 /// pids of the mosh-servers the relay recorded.
-const recordedPids = () => readdirSync(join(stateDir, 'sessions')).filter((f) => f.endsWith('.json'))
-  .map((f) => JSON.parse(readFileSync(join(stateDir, 'sessions', f), 'utf8')).pid);
+const recordedPids = () => readdirSync(join(fx.stateDir, 'sessions')).filter((f) => f.endsWith('.json'))
+  .map((f) => JSON.parse(readFileSync(join(fx.stateDir, 'sessions', f), 'utf8')).pid);
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
-test('a reload shows the old screen at once and continues the same shell', async () => {
-  await page.goto(relay.url);
+/// The page's session, opened from the URL as tern-relay printed it, `marker-PID` printed: the
+/// shell every test until `exit` continues. Its pid.
+const markerSession = fx.step('a session with its marker printed', async () => {
+  const { page } = fx;
+  await page.goto(fx.url);
   await waitForPrompt(page);
   await typeLine(page, 'echo marker-$$');
-  const pid = await until(async () => pidAfter(await screen(page), 'marker'), { what: 'marker-PID' });
+  return until(async () => pidAfter(await screen(page), 'marker'), { what: 'marker-PID' });
+});
+
+/// Each test is also a step: the last test checks the relay's log of all of them, and runs
+/// them first when it runs alone.
+const scenarios = [];
+function scenario(name, fn) {
+  const run = fx.step(name, fn);
+  scenarios.push(run);
+  test(name, () => run());
+}
+
+scenario('a reload shows the old screen at once and continues the same shell', async () => {
+  const pid = await markerSession();
+  const { page } = fx;
   const before = await stats(page);
   assert.equal(before.restoredMs, null, 'a first load restores nothing');
 
@@ -82,14 +82,16 @@ test('a reload shows the old screen at once and continues the same shell', async
   assert.equal(recordedPids().length, 1, 'no second mosh-server was started');
 });
 
-test('a second reload right after the first continues it too, with keys typed as soon as the terminal has the focus', async () => {
+scenario('a second reload right after the first continues it too, with keys typed as soon as the terminal has the focus', async () => {
+  await markerSession();
+  const { page, browser } = fx;
   const pid = pidAfter(await screen(page), 'marker');
   // Another page of the origin queues for the session's lock and keeps it 700 ms once the
   // reload lets go of it (as a browser that frees a closed tab's locks late does): the reloaded
   // page waits for it with its terminal already focused, and has not started its client yet.
   const { session } = await stats(page);
   const holder = await browser.context.newPage();
-  await holder.goto(new URL('/icon.svg', relay.url).href);
+  await holder.goto(new URL('/icon.svg', fx.url).href);
   await holder.evaluate((name) => {
     window.lockHeld = new Promise((held) => navigator.locks.request(name, () => {
       held(Date.now());
@@ -112,7 +114,10 @@ test('a second reload right after the first continues it too, with keys typed as
   console.log(`# typed before the session was live (phase then: ${early?.phase ?? 'no client yet'})`);
 });
 
-test('closing the tab and opening the URL again continues the shell, its screen at once', async () => {
+scenario('closing the tab and opening the URL again continues the shell, its screen at once', async () => {
+  await markerSession();
+  const { browser } = fx;
+  let { page } = fx;
   const pid = pidAfter(await screen(page), 'marker');
   await page.keyboard.type('echo closed-', { delay: 0 });
   await until(async () => (await screen(page)).includes('echo closed-'), { what: 'the keys echoed' });
@@ -123,9 +128,9 @@ test('closing the tab and opening the URL again continues the shell, its screen 
   await page.close({ runBeforeUnload: true });
   await closed;
   // The printed URL in that new tab of the same browser (its storage is empty).
-  page = next;
+  fx.page = page = next;
   page.on('pageerror', (e) => browser.consoleLog.push(`pageerror: ${e.message}`));
-  await page.goto(relay.url);
+  await page.goto(fx.url);
   await until(async () => (await stats(page))?.restoredMs != null, { what: 'the restored screen' });
   const restored = await stats(page);
   assert.ok(restored.firstReadyMs === null || restored.restoredMs < restored.firstReadyMs,
@@ -142,7 +147,9 @@ test('closing the tab and opening the URL again continues the shell, its screen 
     'the same shell, the keys typed before the tab closed arrived once');
 });
 
-test('a duplicated tab does not take the session over while the original drives it', async () => {
+scenario('a duplicated tab does not take the session over while the original drives it', async () => {
+  await markerSession();
+  const { page, browser } = fx;
   const pid = pidAfter(await screen(page), 'marker');
   // What "Duplicate tab" does: a new tab with a copy of this one's sessionStorage (saved session,
   // token and nonce bounds included).
@@ -156,7 +163,7 @@ test('a duplicated tab does not take the session over while the original drives 
       for (const [k, v] of Object.entries(entries)) sessionStorage.setItem(k, v);
       sessionStorage.setItem('tern.copied', '1');
     }, copied);
-    await twin.goto(new URL(relay.url).origin + '/');
+    await twin.goto(fx.origin + '/');
     // Its copied session is driven by the original: it offers the sessions running instead.
     await twin.waitForSelector('#chooser:not([hidden]) #chooser-list li');
     const listed = await twin.locator('#chooser-list li').allTextContents();
@@ -179,7 +186,9 @@ test('a duplicated tab does not take the session over while the original drives 
   }
 });
 
-test('another browser resumes the running session from the list; the first page is told it moved', async () => {
+scenario('another browser resumes the running session from the list; the first page is told it moved', async () => {
+  await markerSession();
+  const { page } = fx;
   const pid = pidAfter(await screen(page), 'marker');
   // Keys on their way at the moment of the switch (no Enter, no wait for the echo).
   await page.keyboard.type('echo one-', { delay: 0 });
@@ -187,7 +196,7 @@ test('another browser resumes the running session from the list; the first page 
   const other = await launchBrowser();
   try {
     // The URL as tern-relay printed it, in a browser with no storage of this relay at all.
-    await other.page.goto(relay.url);
+    await other.page.goto(fx.url);
     await other.page.waitForSelector('#chooser:not([hidden]) #chooser-list li');
     const rows = await other.page.locator('#chooser-list li').allTextContents();
     assert.equal(rows.length, 1, rows.join(' | '));
@@ -225,7 +234,9 @@ test('another browser resumes the running session from the list; the first page 
   }
 });
 
-test('exit ends the shell; a reload then starts a new one', async () => {
+scenario('exit ends the shell; a reload then starts a new one', async () => {
+  await markerSession();
+  const { page } = fx;
   const oldPid = Number(pidAfter(await screen(page), 'marker'));
   const [server] = recordedPids().filter(alive);
   await typeLine(page, 'exit');
@@ -239,7 +250,9 @@ test('exit ends the shell; a reload then starts a new one', async () => {
   assert.notEqual(Number(fresh), oldPid, 'a new shell');
 });
 
-test('End session asks first, then ends the shell at once', async () => {
+scenario('End session asks first, then ends the shell at once', async () => {
+  await markerSession();
+  const { page } = fx;
   const pids = recordedPids().filter(alive);
   assert.equal(pids.length, 1);
   await page.waitForSelector('#end', { state: 'visible' });
@@ -260,9 +273,11 @@ test('End session asks first, then ends the shell at once', async () => {
 });
 
 test('no sequence number repeats under a session key, across the reloads and tabs above', async () => {
+  // The scenarios above (each a step: alone, this test runs them first).
+  for (const run of scenarios) await run();
   const seen = new Map();
   let count = 0;
-  for (const line of relay.log().split('\n')) {
+  for (const line of fx.relay.log().split('\n')) {
     const m = line.match(/tern_relay::seqs:.*session=(\S+) seq=(\d+)/) ?? line.match(/session=(\S+).*seq=(\d+).*client datagram/);
     if (!m) continue;
     count++;

@@ -4,43 +4,31 @@
 // page of another origin (a tiny node server on localhost, the relay on 127.0.0.1) that frames the
 // terminal gets no terminal, and its WebSocket and WebTransport handshakes are refused, even when
 // it knows the token and the certificate hashes. The same attempts from the relay's own page work.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import {
-  ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
-  waitForPrompt, typeLine, tempDir, sleep, cleanupState, newSession,
+  ARTIFACTS, freePort, until, screen, stats, waitForPrompt, typeLine, sleep, newSession,
 } from '../lib/helpers.mjs';
+import { browserFixture, randomToken } from '../lib/fixture.mjs';
 
-const token = 'sec-token-' + Math.random().toString(36).slice(2);
-let port, stateDir, relay, browser, page, foreign, foreignPort;
+const fx = browserFixture({ relay: { token: randomToken('sec-token-') }, relayLog: true });
+let foreignPort;
 
 before(async () => {
-  port = await freePort();
-  stateDir = tempDir('tern-relay-state-');
-  relay = await startRelay({ port, token, stateDir });
-  browser = await launchBrowser();
-  page = browser.page;
   // The other origin: a page that frames the terminal (with the token: the worst case).
   foreignPort = await freePort();
-  foreign = createServer((req, res) => {
+  const foreign = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end(`<!doctype html><title>someone else's page</title>
 <body style="margin:0;font:16px sans-serif;background:#fde">
-<p style="margin:8px">A page on http://localhost:${foreignPort} framing the terminal of 127.0.0.1:${port}:</p>
-<iframe id="victim" src="${newSession(relay.url)}" style="width:900px;height:520px;border:3px solid #c00"></iframe>
+<p style="margin:8px">A page on http://localhost:${foreignPort} framing the terminal of 127.0.0.1:${fx.port}:</p>
+<iframe id="victim" src="${newSession(fx.url)}" style="width:900px;height:520px;border:3px solid #c00"></iframe>
 </body>`);
   });
   await new Promise((r) => foreign.listen(foreignPort, '127.0.0.1', r));
-});
-
-after(async () => {
-  await browser?.close();
-  await stopRelay(relay);
-  foreign?.close();
-  cleanupState(stateDir);
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'), relay?.log());
+  fx.defer(() => foreign.close());
 });
 
 /// Collects the document's CSP violations in `window.__csp` from its first script on.
@@ -85,13 +73,19 @@ function handshakes({ wsUrl, wtUrl, token, hashes }) {
 }
 
 async function certHashes() {
-  const r = await fetch(`http://127.0.0.1:${port}/api/info`, { headers: { authorization: `Bearer ${token}` } });
+  const r = await fetch(`http://127.0.0.1:${fx.port}/api/info`, { headers: { authorization: `Bearer ${fx.token}` } });
   return (await r.json()).cert_hashes;
 }
 
+/// The relay's own page, its CSP violations collected from its first script on: the response.
+const ownPage = fx.step("the relay's page, watched for CSP violations", async () => {
+  await fx.page.addInitScript(watchViolations);
+  return fx.page.goto(newSession(fx.url));
+});
+
 test('the page runs a session under its policy with no violation, and the token stays out of the log', async () => {
-  await page.addInitScript(watchViolations);
-  const response = await page.goto(newSession(relay.url));
+  const response = await ownPage();
+  const { page, relay, token } = fx;
   const h = response.headers();
   assert.match(h['content-security-policy'], /script-src 'self' 'wasm-unsafe-eval'/);
   assert.match(h['content-security-policy'], /frame-ancestors 'none'/);
@@ -116,6 +110,8 @@ test('the page runs a session under its policy with no violation, and the token 
 });
 
 test('another origin cannot frame the terminal, and its WebSocket and WebTransport are refused', async () => {
+  await ownPage();
+  const { page, browser, relay, token, port } = fx;
   const hashes = await certHashes();
   const wsUrl = `ws://127.0.0.1:${port}/ws`;
   const wtUrl = `https://127.0.0.1:${port}/wt`;
@@ -157,6 +153,7 @@ test('another origin cannot frame the terminal, and its WebSocket and WebTranspo
 });
 
 test('styles need \'unsafe-inline\': without it xterm.js\'s style elements are refused (tighten the policy when this fails)', async (t) => {
+  const { browser, port } = fx;
   if (browser.name !== 'chromium') return t.skip('needs playwright\'s request routing');
   const p = await browser.context.newPage();
   await p.addInitScript(watchViolations);
@@ -170,7 +167,7 @@ test('styles need \'unsafe-inline\': without it xterm.js\'s style elements are r
       headers: { ...r.headers(), 'content-security-policy': csp.replace("style-src 'self' 'unsafe-inline'", "style-src 'self'") },
     });
   });
-  await p.goto(newSession(relay.url).replace('#', '#renderer=dom&'));
+  await p.goto(newSession(fx.url).replace('#', '#renderer=dom&'));
   // Not waiting for a prompt: without its styles the terminal may not get that far.
   await sleep(5000);
   const violations = await p.evaluate(() => window.__csp);

@@ -1,38 +1,22 @@
-// From the shell to the browser (issue 15): `tern send FILE` downloads the file in the page
+// From the shell to the browser: `tern send FILE` downloads the file in the page
 // (identical bytes, SHA-256 checked, resumed across a relay restart), `tern open URL` opens a new
 // page once the person allows it. Real tern-relay (spawn mode), mosh-server, shell, Chromium.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, createHash } from 'node:crypto';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
-  tempDir, cleanupState, newSession, screenshotsOfState, startLinkemu, pageDetail, browserName,
+  freePort, until, screen, stats, waitForPrompt, typeLine, tempDir, newSession, screenshotsOfState,
+  startLinkemu, pageDetail,
 } from '../lib/helpers.mjs';
+import { browserFixture, onlyChromium } from '../lib/fixture.mjs';
 
-const chromiumOnly = browserName() === 'chromium' ? {} : { skip: `needs Chromium's driver (${browserName()})` };
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-let port, stateDir, files, relay, browser, page, emu;
-
-before(async () => {
-  port = await freePort();
-  stateDir = tempDir('tern-relay-state-');
-  files = tempDir('tern-send-');
-  relay = await startRelay({ port, token, stateDir });
-  browser = await launchBrowser();
-  page = browser.page;
-  await page.goto(newSession(relay.url));
-  await waitForPrompt(page);
-});
-
-after(async () => {
-  await browser?.close();
-  await emu?.stop();
-  await stopRelay(relay);
-  cleanupState(stateDir);
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'), relay?.log());
-});
+const chromiumOnly = onlyChromium();
+const files = tempDir('tern-send-');
+const fx = browserFixture({ open: true, relayLog: true });
+let emu;
+fx.defer(() => emu?.stop());
 
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 const flat = async (p) => (await screen(p)).replace(/\s+/g, '');
@@ -55,6 +39,7 @@ async function nextDownload(p, run) {
 }
 
 test('tern send of a 5 MB file: the browser downloads identical bytes and the shell hears so', chromiumOnly, async () => {
+  const { page } = fx;
   const { path, bytes } = makeFile('report 5MB.bin', 5_000_000);
   await typeLine(page, 'clear');
   const got = await nextDownload(page, () => typeLine(page, `tern send '${path}'; echo sent-$?`));
@@ -71,6 +56,7 @@ test('tern send of a 5 MB file: the browser downloads identical bytes and the sh
 });
 
 test('tern send refuses what it cannot send, and says why', async () => {
+  const { page } = fx;
   await typeLine(page, 'clear');
   await typeLine(page, `tern send ${files}/no-such-file; echo missing-$?`);
   await seen(page, /no-such-file:Nosuchfileordirectory.*missing-1/, 'a missing file refused');
@@ -83,15 +69,16 @@ test('tern send refuses what it cannot send, and says why', async () => {
 });
 
 test('tern open: the page asks, Open opens a new page with the URL, Not now declines', chromiumOnly, async () => {
+  const { page } = fx;
   // example.invalid never resolves: the new page's request is answered here.
-  await browser.context.route('https://example.invalid/**', (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<title>opened</title>' }));
+  await fx.browser.context.route('https://example.invalid/**', (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<title>opened</title>' }));
   await typeLine(page, 'clear');
   await typeLine(page, 'tern open https://example.invalid/some/page?x=1; echo open-$?');
   await until(() => page.evaluate(() => !document.getElementById('open-offer').hidden), { what: 'the allow prompt' });
   assert.equal(await page.textContent('#open-offer-url'), 'https://example.invalid/some/page?x=1');
   await screenshotsOfState(page, 'send-open-prompt');
   const [opened] = await Promise.all([
-    browser.context.waitForEvent('page', { timeout: 15000 }),
+    fx.browser.context.waitForEvent('page', { timeout: 15000 }),
     page.click('#open-offer-open'),
   ]);
   await opened.waitForLoadState();
@@ -111,10 +98,10 @@ test('tern open: the page asks, Open opens a new page with the URL, Not now decl
 test('a download interrupted by a relay restart resumes where it was and arrives whole', chromiumOnly, async () => {
   // A slow link (8 Mbit/s down) so the download is still under way when the relay goes.
   const emuPort = await freePort();
-  emu = await startLinkemu({ listenPort: emuPort, targetPort: port, down: 'rate=8mbit,queue-delay=200ms', link: 'delay=10ms' });
-  const slow = await browser.context.newPage();
+  emu = await startLinkemu({ listenPort: emuPort, targetPort: fx.port, down: 'rate=8mbit,queue-delay=200ms', link: 'delay=10ms' });
+  const slow = await fx.browser.context.newPage();
   try {
-    await slow.goto(newSession(relay.url.replace('#token=', `#wt_port=${emuPort}&token=`)));
+    await slow.goto(newSession(fx.url.replace('#token=', `#wt_port=${emuPort}&token=`)));
     await waitForPrompt(slow);
     const { path, bytes } = makeFile('big.bin', 6_000_000);
     const download = slow.waitForEvent('download', { timeout: 90000 });
@@ -122,8 +109,7 @@ test('a download interrupted by a relay restart resumes where it was and arrives
     await until(async () => ((await stats(slow)).download?.bytesDone ?? 0) > 1_500_000, { timeout: 30000, what: 'a quarter of the download' });
     await screenshotsOfState(slow, 'send-downloading');
     const before = (await stats(slow)).download.bytesDone;
-    await stopRelay(relay);
-    relay = await startRelay({ port, token, stateDir });
+    await fx.relay.restart();
     const after = await until(async () => {
       const d = (await stats(slow)).download;
       return d && d.state === 'receiving' && d.bytesDone >= before ? d : null;

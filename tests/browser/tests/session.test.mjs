@@ -1,34 +1,17 @@
 // End to end: the page, the real tern-relay (spawn mode), the real mosh-server and a shell.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import {
-  ARTIFACTS, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats,
-  waitForPrompt, typeLine, tempDir, sleep, cleanupState,
-  newSession,
-} from '../lib/helpers.mjs';
+import { ARTIFACTS, until, screen, stats, typeLine, sleep } from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
 
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-let port, stateDir, relay, browser, page;
-
-before(async () => {
-  port = await freePort();
-  stateDir = tempDir('tern-relay-state-');
-  relay = await startRelay({ port, token, stateDir });
-  browser = await launchBrowser();
-  page = browser.page;
-});
-
-after(async () => {
-  await browser?.close();
-  await stopRelay(relay);
-  cleanupState(stateDir);
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'));
-});
+const fx = browserFixture();
+/// The session every test types into, opened by the first test that runs.
+const opened = fx.step('a new session at its prompt', () => fx.openSession());
 
 test('a prompt shows and a command runs', async () => {
-  await page.goto(newSession(relay.url));
-  await waitForPrompt(page);
+  await opened();
+  const { page } = fx;
   assert.equal(new URL(page.url()).hash, '', 'the token is taken out of the address bar');
   await typeLine(page, 'echo tern-$((6*7))');
   await until(async () => /^tern-42$/m.test(await screen(page)), { what: 'tern-42' });
@@ -39,6 +22,8 @@ test('a prompt shows and a command runs', async () => {
 });
 
 test('cursor keys reach the shell (history recall with the up arrow)', async () => {
+  await opened();
+  const { page } = fx;
   await typeLine(page, 'clear');
   await typeLine(page, 'echo arrow-$((40+2))');
   await until(async () => /^arrow-42$/m.test(await screen(page)), { what: 'first run' });
@@ -49,6 +34,8 @@ test('cursor keys reach the shell (history recall with the up arrow)', async () 
 });
 
 test('Unicode input and a bracketed paste', async () => {
+  await opened();
+  const { page } = fx;
   await typeLine(page, 'clear; echo ünï-世界-$((1+1))');
   await until(async () => /^ünï-世界-2$/m.test(await screen(page)), { what: 'the Unicode echo' });
   // bash turns bracketed paste on; the core's renderer passes the mode to xterm.js, which then
@@ -62,6 +49,8 @@ test('Unicode input and a bracketed paste', async () => {
 });
 
 test('vi opens full screen and quits cleanly', async () => {
+  await opened();
+  const { page } = fx;
   await typeLine(page, 'clear; vi');
   // vi marks the lines past the end of an empty buffer with `~`, down to the last row.
   await until(async () => (await screen(page)).split('\n').filter((l) => l.startsWith('~')).length > 10,
@@ -79,6 +68,8 @@ test('vi opens full screen and quits cleanly', async () => {
 });
 
 test('resizing the viewport changes what stty size prints remotely', async () => {
+  await opened();
+  const { page } = fx;
   const sttySize = async (tag) => {
     await typeLine(page, `clear; echo ${tag}-$(stty size | tr ' ' x)`);
     const m = await until(async () => (await screen(page)).match(new RegExp(`^${tag}-(\\d+)x(\\d+)$`, 'm')),
@@ -98,16 +89,18 @@ test('resizing the viewport changes what stty size prints remotely', async () =>
 });
 
 test('the session survives a relay restart and nothing typed meanwhile is lost', async () => {
+  await opened();
+  const { page } = fx;
   await typeLine(page, 'clear; echo pid-$$');
   const pid = (await until(async () => (await screen(page)).match(/^pid-(\d+)$/m), { what: 'pid' }))[1];
   const session = (await stats(page)).session;
   // SIGKILL: no goodbye on the control stream; the page notices by its missing pongs.
-  await stopRelay(relay, 'SIGKILL');
+  await fx.relay.stop('SIGKILL');
   await until(async () => (await stats(page)).phase === 'reconnecting', { timeout: 15000, what: 'the page to notice' });
   await typeLine(page, 'echo typed-while-down-$$');
   await sleep(500);
   await page.screenshot({ path: join(ARTIFACTS, 'browser-reconnecting.png') });
-  relay = await startRelay({ port, token, stateDir });
+  await fx.relay.start();
   await until(async () => (await screen(page)).includes(`\ntyped-while-down-${pid}`),
     { timeout: 30000, what: 'the line typed while the relay was down' });
   const s = await stats(page);
@@ -120,6 +113,8 @@ test('the session survives a relay restart and nothing typed meanwhile is lost',
 });
 
 test('exiting the shell ends the session: said on the page, no reconnect', async () => {
+  await opened();
+  const { page } = fx;
   await typeLine(page, 'exit');
   const notice = page.locator('#notice');
   await notice.waitFor({ state: 'visible', timeout: 15000 });

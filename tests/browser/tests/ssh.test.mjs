@@ -1,52 +1,47 @@
-// Sessions on other hosts over ssh (issue 18), against a real sshd on loopback
+// Sessions on other hosts over ssh, against a real sshd on loopback
 // (tests/ssh-fixture.sh) and the real mosh-server: the page lists the relay's ssh hosts, starts a
 // session on one, a pasted PNG lands on the host with its path there typed, and each usual ssh
 // failure is said in the page, at once.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  ROOT, freePort, startRelay, stopRelay, launchBrowser, until, screen, waitForPrompt, typeLine,
-  tempDir, cleanupState, screenshotsOfState,
+  ROOT, freePort, launchBrowser, until, screen, waitForPrompt, typeLine, tempDir, screenshotsOfState,
 } from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
 import { makePng, sha256, pasteFile } from '../lib/paste.mjs';
 
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-const fixture = join(ROOT, 'tests/ssh-fixture.sh');
-let port, sshPort, stateDir, sshDir, relay, browser;
+const sshFixture = join(ROOT, 'tests/ssh-fixture.sh');
+const sshDir = tempDir('tern-sshd-');
+let sshPort;
 
+// sshd on loopback first: the relay's --ssh-config names its ports.
 before(async () => {
-  sshDir = tempDir('tern-sshd-');
   sshPort = await freePort();
   const ports = [sshPort, await freePort(), await freePort()].map(String);
-  const run = spawnSync('bash', [fixture, 'start', sshDir, ...ports], { encoding: 'utf8' });
+  const run = spawnSync('bash', [sshFixture, 'start', sshDir, ...ports], { encoding: 'utf8' });
   assert.equal(run.status, 0, `tests/ssh-fixture.sh failed (sshd is needed): ${run.stderr}`);
-  port = await freePort();
-  stateDir = tempDir('tern-relay-state-');
-  relay = await startRelay({
-    port, token, stateDir, args: [
+});
+
+const fx = browserFixture({
+  relay: {
+    args: [
       '--ssh-host', 'good,needs-password,wrong-key,down', '--ssh-config', join(sshDir, 'ssh_config'),
       '--ssh-paste-dir', join(sshDir, 'host-pastes'), '--paste-dir', join(sshDir, 'relay-pastes'),
     ],
-  });
-  browser = await launchBrowser();
+  },
+  relayLog: true,
 });
+fx.defer(() => spawnSync('bash', [sshFixture, 'stop', sshDir]));
 
-after(async () => {
-  await browser?.close();
-  await stopRelay(relay);
-  cleanupState(stateDir);
-  spawnSync('bash', [fixture, 'stop', sshDir]);
-  if (process.exitCode) console.log(browser?.consoleLog.join('\n'), relay?.log());
-});
-
-const url = () => `http://127.0.0.1:${port}/#token=${token}`;
+const url = () => `http://127.0.0.1:${fx.port}/#token=${fx.token}`;
 const chooseHost = (page, name) => page.click(`#chooser-hosts button[data-host="${name}"]`);
 
-test('the page lists the ssh hosts, starts a session on one, and a pasted PNG lands there', async () => {
-  const { page } = browser;
+/// The page's session on the host `good`, started from the chooser, at its prompt.
+const onGood = fx.step('a session on the ssh host good', async () => {
+  const { page } = fx;
   await page.goto(url());
   await page.waitForSelector('#chooser:not([hidden])');
   const offered = await page.locator('#chooser-hosts button').allTextContents();
@@ -54,6 +49,11 @@ test('the page lists the ssh hosts, starts a session on one, and a pasted PNG la
   await screenshotsOfState(page, 'ssh-chooser');
   await chooseHost(page, 'good');
   await waitForPrompt(page, 30000);
+});
+
+test('the page lists the ssh hosts, starts a session on one, and a pasted PNG lands there', async () => {
+  await onGood();
+  const { page } = fx;
   await typeLine(page, 'echo "via-ssh[$SSH_CONNECTION]"');
   const over = new RegExp(`^via-ssh\\[127\\.0\\.0\\.1 \\d+ 127\\.0\\.0\\.1 ${sshPort}\\]$`, 'm');
   await until(async () => over.test(await screen(page)), { what: 'SSH_CONNECTION of the ssh login' });
@@ -72,6 +72,8 @@ test('the page lists the ssh hosts, starts a session on one, and a pasted PNG la
 });
 
 test('a host that wants a password, a changed host key and a host that is down each say so at once', async () => {
+  // The session on good is offered in the chooser too.
+  await onGood();
   const other = await launchBrowser();
   try {
     const { page } = other;

@@ -16,20 +16,21 @@
 // 2. `--base-path /tern/` behind Debian's nginx, configured as docs/DEPLOY.md says: the page at
 //    /tern/ reaches /tern/api/info and, with WebTransport blocked (`#wt_port=` pointing at a dead
 //    UDP port), the WebSocket at /tern/ws through the proxy; nginx sends /tern to /tern/.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync, existsSync, rmSync, readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import {
-  ARTIFACTS, freePort, startRelay, stopRelay, until, screen, stats, waitForPrompt, typeLine,
-  tempDir, cleanupState, sleep,
+  ARTIFACTS, freePort, launchBrowser, until, screen, stats, waitForPrompt, typeLine, tempDir, sleep,
   newSession,
 } from '../lib/helpers.mjs';
+import { browserFixture, randomToken } from '../lib/fixture.mjs';
 
-const token = 'test-token-' + Math.random().toString(36).slice(2);
-const cleanups = [];
+// Each test starts its own relays and browsers (each deployment shape its own): the fixture only
+// ends them.
+const fx = browserFixture({ relay: false, browser: false });
+const token = randomToken();
 
 function need(path, pkg) {
   if (!existsSync(path)) throw new Error(`${path} is missing (apt-get install -y ${pkg}, or scripts/setup.sh)`);
@@ -75,26 +76,14 @@ function homeTrusting(caPem) {
 /// (the first test shows it); `--webtransport-developer-mode` (chrome://flags) lifts only that
 /// rule, the chain and the name are still verified (the first test shows that too).
 async function chromiumWithHome(home, { webtransportDevMode = false } = {}) {
-  const profile = tempDir('tern-chromium-');
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1100, height: 700 },
-    env: { ...process.env, HOME: home },
+  return launchBrowser({
+    browser: 'chromium',
+    env: { HOME: home },
     args: [
-      '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--host-resolver-rules=MAP localhost 127.0.0.1,MAP wrong-name.test 127.0.0.1',
+      '--host-resolver-rules=MAP localhost 127.0.0.1,MAP wrong-name.test 127.0.0.1',
       ...(webtransportDevMode ? ['--webtransport-developer-mode'] : []),
     ],
   });
-  const page = context.pages()[0] ?? await context.newPage();
-  const consoleLog = [];
-  page.on('console', (m) => consoleLog.push(`${m.type()}: ${m.text()}`));
-  page.on('pageerror', (e) => consoleLog.push(`pageerror: ${e.message}`));
-  return {
-    page, consoleLog,
-    async close() { await context.close(); rmSync(profile, { recursive: true, force: true }); },
-  };
 }
 
 /// Whether a bare WebTransport to `host:port` opens from the page ('open' or the error).
@@ -114,33 +103,25 @@ before(() => {
   need('/usr/sbin/nginx', 'nginx');
 });
 
-after(async () => {
-  for (const c of cleanups.reverse()) {
-    try { await c(); } catch (e) { console.log(`# cleanup: ${e.message}`); }
-  }
-});
-
 test('--tls-cert from a CA the browser trusts: HTTPS page and WebTransport without hash pinning', async () => {
   const dir = tempDir('tern-tls-');
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  fx.defer(() => rmSync(dir, { recursive: true, force: true }));
   const { ca, cert, key } = makeCerts(dir);
-  const port = await freePort();
-  const stateDir = tempDir('tern-relay-state-');
-  const relay = await startRelay({ port, token, stateDir, args: ['--tls-cert', cert, '--tls-key', key] });
-  cleanups.push(async () => { await stopRelay(relay); cleanupState(stateDir); });
+  const relay = await fx.addRelay({ token, args: ['--tls-cert', cert, '--tls-key', key] });
+  const { port } = relay;
   assert.equal(relay.url, `https://localhost:${port}/#token=${token}`, 'the URL names the certificate');
 
   // Without the CA: the page does not load.
   const bareHome = homeTrusting(null);
   const bare = await chromiumWithHome(bareHome);
-  cleanups.push(async () => { await bare.close(); rmSync(bareHome, { recursive: true, force: true }); });
+  fx.defer(async () => { await bare.close(); rmSync(bareHome, { recursive: true, force: true }); });
   await assert.rejects(bare.page.goto(relay.url), /ERR_CERT_AUTHORITY_INVALID/);
 
   // With it, Chromium's default: the page loads, but QUIC refuses the private root, so the
   // session falls back to the WebSocket (what a person with a private CA sees, docs/DEPLOY.md).
   const home = homeTrusting(ca);
   const plain = await chromiumWithHome(home);
-  cleanups.push(() => plain.close());
+  fx.defer(() => plain.close());
   await plain.page.goto(newSession(relay.url));
   await waitForPrompt(plain.page);
   assert.equal((await stats(plain.page)).transport, 'websocket');
@@ -150,7 +131,7 @@ test('--tls-cert from a CA the browser trusts: HTTPS page and WebTransport witho
   // With WebTransport's developer mode: the page, then a session over WebTransport verified
   // against the CA.
   const browser = await chromiumWithHome(home, { webtransportDevMode: true });
-  cleanups.push(async () => {
+  fx.defer(async () => {
     if (process.exitCode) console.log(browser.consoleLog.join('\n'));
     await browser.close();
     rmSync(home, { recursive: true, force: true });
@@ -234,17 +215,15 @@ http {
 }
 
 test('--base-path /tern/ behind nginx: page, /api/info and the WebSocket under the base', async () => {
-  const port = await freePort();
+  const relay = await fx.addRelay({ token, args: ['--base-path', '/tern/'] });
+  const { port } = relay;
   const deadUdpPort = await freePort();
-  const stateDir = tempDir('tern-relay-state-');
-  const relay = await startRelay({ port, token, stateDir, args: ['--base-path', '/tern/'] });
-  cleanups.push(async () => { await stopRelay(relay); cleanupState(stateDir); });
   assert.equal(relay.url, `http://127.0.0.1:${port}/tern/#token=${token}`);
   const nginx = await startNginx(port);
-  cleanups.push(() => nginx.stop());
+  fx.defer(() => nginx.stop());
   const home = homeTrusting(null);
   const browser = await chromiumWithHome(home);
-  cleanups.push(async () => {
+  fx.defer(async () => {
     if (process.exitCode) console.log(browser.consoleLog.join('\n'), nginx.log());
     await browser.close();
     rmSync(home, { recursive: true, force: true });

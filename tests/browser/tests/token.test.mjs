@@ -1,26 +1,14 @@
 // A wrong token: a clear message and no retry storm. Own relay: failed attempts count against
 // the client's address in the relay's rate limiter.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  freePort, startRelay, stopRelay, launchBrowser, stats, tempDir, sleep, cleanupState,
-} from '../lib/helpers.mjs';
+import { stats, sleep } from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
 
-let relay, browser, stateDir;
-
-before(async () => {
-  relay = await startRelay({ port: await freePort(), token: 'right-token', stateDir: (stateDir = tempDir('tern-relay-state-')) });
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await stopRelay(relay);
-  cleanupState(stateDir);
-});
+const fx = browserFixture({ relay: { token: 'right-token' } });
 
 test('a wrong token gets a clear message and no retries', async () => {
-  const page = browser.page;
+  const { page, relay } = fx;
   const url = new URL(relay.url);
   url.hash = 'token=wrong-token';
   await page.goto(url.href);
