@@ -63,7 +63,7 @@ fn node_json_with<T: for<'de> Deserialize<'de>>(
         .arg("--json")
         .current_dir(root())
         .output()
-        .with_context(|| format!("running node tests/browser/bench/{script} (is node installed?)"))?;
+        .with_context(|| format!("running tests/browser/bench/{script} (is node installed?)"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -1,7 +1,8 @@
 //! Where the page's time goes per frame, on its own clock (`performance.now()`): the core's
 //! steps of receiving a datagram (it reports them, `ReceiveStage`; it reads no clock), the
 //! display diff, and handing the bytes to xterm.js. xterm.js's parse and paint happen later, in
-//! its own tasks; the benchmark (tests/browser/bench/frame-cost-bench.mjs) measures those from outside.
+//! its own tasks; the benchmark (tests/browser/bench/frame-cost-bench.mjs) measures those from
+//! outside.
 
 use tern::session::ReceiveStage;
 
