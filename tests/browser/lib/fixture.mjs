@@ -20,9 +20,8 @@ import {
 /// A random token with `prefix` (each file its own: a relay's rate limiter counts per address).
 export const randomToken = (prefix = 'test-token-') => prefix + Math.random().toString(36).slice(2);
 
-/// One tern-relay: a free port (or `port`), `token`, a temporary state dir (or `stateDir`),
-/// `args` (an array, or a function returning one: read again at each start). `env` is added to the
-/// relay's environment (e.g. `RUST_LOG`). Stopped and restarted on the same port, token and state
+/// One tern-relay: a free port (or `port`), `token`, a temporary state dir (or `stateDir`), `args`;
+/// `env` is added to the relay's environment (e.g. `RUST_LOG`). Stopped and restarted on the same port, token and state
 /// dir, as a person restarts it; `url`, `child` and `log()` are the running process's.
 export class Relay {
   constructor({ port, token = randomToken(), stateDir, args = [], env = {}, host } = {}) {
@@ -34,8 +33,8 @@ export class Relay {
   async start() {
     this.port ??= await freePort();
     this.stateDir ??= tempDir('tern-relay-state-');
-    const args = typeof this.args === 'function' ? this.args() : this.args;
-    this.running = await startRelay({ port: this.port, token: this.token, stateDir: this.stateDir, args, env: this.env, host: this.host });
+    const { port, token, stateDir, args, env, host } = this;
+    this.running = await startRelay({ port, token, stateDir, args, env, host });
     return this;
   }
 
@@ -63,7 +62,7 @@ export class Relay {
 
 /// Registers the file's set-up (`before`) and teardown (`after`) with node:test and returns the
 /// fixture, whose fields are set once `before` ran:
-///   relay    the file's Relay (options: `relay: { token, args, env, port }`; `relay: false` for none)
+///   relay    the file's Relay (options: `relay: { token, args, env, port }`; `relay: false`: none)
 ///   browser  launchBrowser()'s `{ name, context, page, consoleLog, close() }` (options:
 ///            `browser: { viewport, mobile, args, env }`; `browser: false` for none)
 ///   page     browser.page, at its prompt in a new session when `open: true`; a test that swaps it
@@ -71,22 +70,39 @@ export class Relay {
 ///   token, url, origin, port, stateDir   the relay's
 /// `grant`: Chromium permissions on the relay's origin (`['clipboard-read', ...]`; other browsers'
 /// drivers cannot grant them). `relayLog`: print the relay's log too when a test failed (the
-/// browser's console is always printed then, or with TERN_SHOW_CONSOLE=1).
+/// browser's console is always printed then, or with TERN_SHOW_CONSOLE=1). `prepare`: an async
+/// function run before the relay starts (what its arguments name: an sshd and its config).
+/// A file's own set-up after the fixture's goes in `fx.before(fn)`, not node:test's `before`.
 export function browserFixture(opts = {}) {
   const fx = new Fixture(opts);
-  before(() => fx.start());
+  before(() => fx.queued(() => fx.start()));
   after(() => fx.close());
   return fx;
 }
 
 class Fixture {
-  constructor({ relay = {}, browser = {}, open = false, grant = [], relayLog = false } = {}) {
-    this.opts = { relay, browser, open, grant, relayLog };
+  constructor({ relay = {}, browser = {}, open = false, grant = [], relayLog = false, prepare } = {}) {
+    this.opts = { relay, browser, open, grant, relayLog, prepare };
     this.relay = relay === false ? null : new Relay(relay);
     this.browser = null;
     this.page = null;
     this.cleanups = [];
     this.extraRelays = [];
+    this.queue = Promise.resolve();
+  }
+
+  /// Runs `fn` after everything queued before it (and not at all when that failed). Node 20 runs a
+  /// file's top-level `before` hooks at once, side by side, as they are registered; the fixture's
+  /// own set-up and the file's (fx.before) go through this queue so they run in order.
+  queued(fn) {
+    this.queue = this.queue.then(fn);
+    return this.queue;
+  }
+
+  /// A file's own set-up that needs the fixture's (a forwarder to the relay's port, linkemu, a
+  /// page opened its own way): a `before` hook run once the fixture is up, in the order registered.
+  before(fn) {
+    before(() => this.queued(fn));
   }
 
   get token() { return this.relay?.token; }
@@ -96,6 +112,7 @@ class Fixture {
   get stateDir() { return this.relay?.stateDir; }
 
   async start() {
+    await this.opts.prepare?.();
     await this.relay?.start();
     if (this.opts.browser !== false) {
       this.browser = await launchBrowser(this.opts.browser);

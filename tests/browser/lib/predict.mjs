@@ -1,6 +1,5 @@
 // Helpers for predict.test.mjs: the fixture with a relay whose shell runs in a fixed environment and
 // linkemu in front of it, and a probe in the page that reads xterm.js's buffer after every parsed write.
-import { before } from 'node:test';
 import { writeFileSync, existsSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -78,7 +77,7 @@ export function predictFixture({ rtt }) {
   ];
   const fx = browserFixture({ relay: { token: randomToken('predict-'), args: shell }, relayLog: true });
   let emu, emuPort;
-  before(async () => {
+  fx.before(async () => {
     emuPort = await freePort();
     emu = await startLinkemu({ listenPort: emuPort, targetPort: fx.port, link: `delay=${rtt / 2}ms` });
   });

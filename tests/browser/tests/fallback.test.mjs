@@ -3,7 +3,7 @@
 // shell. WebTransport is pointed at a UDP port where nothing listens (`#wt_port=`, test-only), so
 // it cannot open, as when UDP is blocked; the page must fall back to the WebSocket on the page's
 // own origin and work as over WebTransport.
-import { test, before } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -36,7 +36,7 @@ const pasteDir = tempDir('tern-pastes-');
 const fx = browserFixture({ relay: { args: ['--paste-dir', pasteDir] } });
 let forwarderPort, deadUdpPort;
 
-before(async () => {
+fx.before(async () => {
   forwarderPort = await freePort();
   deadUdpPort = await freePort();
   const forwarder = await tcpForwarder(forwarderPort, fx.port);

@@ -26,8 +26,6 @@ async function run(command, marker, timeout = 20000) {
 
 /// `seq 1 100000` printed in the session: what the search and the restart find in the history.
 const hundredThousand = fx.step('seq 1 100000 printed', () => run('seq 1 100000; echo flood-$((40+2))', 'flood-42', 60000));
-/// Lines printed before vi runs: what the restart finds in the history.
-const beforeVi = fx.step('the lines before vi printed', () => run("seq -f 'before-vi-%g' 1 30", 'before-vi-30'));
 
 /// Every line of xterm.js's buffer (its scrollback, then the screen).
 const xtermLines = (p) => p.evaluate(() => {
@@ -123,9 +121,11 @@ test('scrolling up past what the page saw opens the history, with colours and wh
   assert.equal(await page.evaluate(() => window.tern.history.isOpen()), false);
 });
 
-test('vi and less stay out of the history; the lines before vi are still there after it quits', async () => {
-  await beforeVi();
+/// Lines printed, then vi and less, then more lines (which push the first ones into the history):
+/// a test, and a step of the restart's test, which looks for the lines in the history after it.
+const viAndLess = fx.step('vi and less between printed lines', async () => {
   const { page } = fx;
+  await run("seq -f 'before-vi-%g' 1 30", 'before-vi-30');
   await typeLine(page, "seq -f 'in-vi-%g' 1 200 > /tmp/tern-vi-$$; vi -u NONE /tmp/tern-vi-$$");
   await until(async () => (await screen(page)).includes('in-vi-1'), { what: 'vi' });
   await page.keyboard.press('G'); // to the end: vi scrolls its screen
@@ -151,9 +151,11 @@ test('vi and less stay out of the history; the lines before vi are still there a
   for (let i = 1; i <= 30; i++) assert.ok(history.includes(`before-vi-${i}`), `before-vi-${i} kept`);
 });
 
+test('vi and less stay out of the history; the lines before vi are still there after it quits', () => viAndLess());
+
 test('the history survives a relay restart and a reload', async () => {
   await hundredThousand();
-  await beforeVi();
+  await viAndLess();
   const { page } = fx;
   await fx.relay.restart();
   await page.reload();

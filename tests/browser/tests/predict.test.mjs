@@ -3,7 +3,7 @@
 // 200 ms RTT between the page's WebTransport and the relay (`#wt_port=`). What is on screen is
 // read from xterm.js's buffer after every parsed write (term.onWriteParsed); the truth is the
 // core's server screen (window.tern.screenText()).
-import { test, before } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import {
@@ -18,7 +18,7 @@ const RTT = 200;
 const { fx, rig } = predictFixture({ rtt: RTT });
 let page;
 
-before(async () => {
+fx.before(async () => {
   page = fx.page;
   // The tests need WebTransport through linkemu. On a loaded machine its handshake at 200 ms RTT
   // can outlast the page's patience (relay_client::webtransport_patience) and the page falls

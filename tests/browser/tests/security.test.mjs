@@ -4,7 +4,7 @@
 // page of another origin (a tiny node server on localhost, the relay on 127.0.0.1) that frames the
 // terminal gets no terminal, and its WebSocket and WebTransport handshakes are refused, even when
 // it knows the token and the certificate hashes. The same attempts from the relay's own page work.
-import { test, before } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import { browserFixture, randomToken } from '../lib/fixture.mjs';
 const fx = browserFixture({ relay: { token: randomToken('sec-token-') }, relayLog: true });
 let foreignPort;
 
-before(async () => {
+fx.before(async () => {
   // The other origin: a page that frames the terminal (with the token: the worst case).
   foreignPort = await freePort();
   const foreign = createServer((req, res) => {

@@ -2,7 +2,7 @@
 // (tests/ssh-fixture.sh) and the real mosh-server: the page lists the relay's ssh hosts, starts a
 // session on one, a pasted PNG lands on the host with its path there typed, and each usual ssh
 // failure is said in the page, at once.
-import { test, before } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -17,15 +17,14 @@ const sshFixture = join(ROOT, 'tests/ssh-fixture.sh');
 const sshDir = tempDir('tern-sshd-');
 let sshPort;
 
-// sshd on loopback first: the relay's --ssh-config names its ports.
-before(async () => {
-  sshPort = await freePort();
-  const ports = [sshPort, await freePort(), await freePort()].map(String);
-  const run = spawnSync('bash', [sshFixture, 'start', sshDir, ...ports], { encoding: 'utf8' });
-  assert.equal(run.status, 0, `tests/ssh-fixture.sh failed (sshd is needed): ${run.stderr}`);
-});
-
 const fx = browserFixture({
+  // sshd on loopback first: the relay's --ssh-config names its ports.
+  async prepare() {
+    sshPort = await freePort();
+    const ports = [sshPort, await freePort(), await freePort()].map(String);
+    const run = spawnSync('bash', [sshFixture, 'start', sshDir, ...ports], { encoding: 'utf8' });
+    assert.equal(run.status, 0, `tests/ssh-fixture.sh failed (sshd is needed): ${run.stderr}`);
+  },
   relay: {
     args: [
       '--ssh-host', 'good,needs-password,wrong-key,down', '--ssh-config', join(sshDir, 'ssh_config'),
