@@ -36,12 +36,12 @@ APT_RUN=(mosh)
 # chromium-driver (browser tests), openssh-server and openssh-client (sessions on ssh hosts:
 # tests/ssh-fixture.sh runs a real sshd on loopback), vim-tiny and less (full-screen programs kept out
 # of the history), pebble (ACME test server), nginx (the reverse proxy of relay/tests/base_path.rs
-# and tests/browser/tls.test.mjs), libnss3-tools (certutil: tls.test.mjs trusts a test CA),
+# and tests/browser/tests/tls.test.mjs), libnss3-tools (certutil: tls.test.mjs trusts a test CA),
 # debootstrap (the clean Debian root the package test installs into), qemu-user-static (runs the
 # aarch64 release binary), python3-venv (the venv of the dist tools).
 APT_TEST=(tmux chromium chromium-driver pebble nginx libnss3-tools openssl iproute2 util-linux vim-tiny less
   openssh-server openssh-client debootstrap qemu-user-static file python3-venv)
-# Installed with them, but a failure only warns: the Firefox browser tests (tests/browser/firefox-*)
+# Installed with them, but a failure only warns: the Firefox browser tests (tests/browser/firefox/)
 # skip with a printed reason when /usr/bin/firefox-esr is missing.
 APT_TEST_OPTIONAL=(firefox-esr)
 # Building a release: the venv for Zig and cargo-zigbuild, `file` to check the binaries are static.

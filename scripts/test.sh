@@ -19,8 +19,8 @@ export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261129}"
 # a real peer never skip.
 REQUIRED_PROGRAMS=(mosh-server mosh-client tmux chromium chromedriver wasm-bindgen pebble nginx certutil openssl ip unshare ssh ssh-keygen /usr/sbin/sshd
   debootstrap qemu-aarch64-static file dpkg-deb)
-# Firefox runs the session, paste, token, resume and bridge tests a second time
-# (tests/browser/firefox-*.test.mjs).
+# Firefox runs most browser test files a second time (tests/browser/firefox/*.test.mjs, each
+# importing its file in tests/browser/tests/).
 # Where setup could not install it those tests are skipped, each with the reason printed; set
 # TERN_REQUIRE_FIREFOX=1 to make a missing Firefox fail the tools stage instead.
 FIREFOX=${TERN_FIREFOX:-/usr/bin/firefox-esr}
@@ -83,16 +83,14 @@ stage_dist() {
 # that builds it) would leave crates compiled against the old one unable to link it.
 stage_wasm() { bash scripts/build-wasm.sh; }
 
-# End-to-end tests with node's test runner: headless Chromium, then the firefox-*.test.mjs files
-# (the same test bodies in headless Firefox; they skip, saying why, when Firefox is missing).
+# End-to-end tests with node's test runner (docs/BROWSER.md, "Tests"): headless Chromium runs
+# tests/browser/tests/, then tests/browser/firefox/ runs the same test bodies in headless Firefox
+# (they skip, saying why, when Firefox is missing).
 stage_browser() {
   shopt -s nullglob
-  local chromium=() firefox=(tests/browser/firefox-*.test.mjs) f t
-  for f in tests/browser/*.test.mjs; do
-    [[ $f == tests/browser/firefox-* ]] || chromium+=("$f")
-  done
+  local chromium=(tests/browser/tests/*.test.mjs) firefox=(tests/browser/firefox/*.test.mjs) t
   if ((${#chromium[@]} + ${#firefox[@]} == 0)); then
-    echo "skipped: no tests/browser/*.test.mjs yet"
+    echo "skipped: no tests/browser/{tests,firefox}/*.test.mjs yet"
     return 0
   fi
   if ((${#chromium[@]})); then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real sshd on loopback for the tests of sessions on ssh hosts (relay/tests/ssh.rs,
-# tests/browser/ssh.test.mjs): its own host keys, a client key authorized for the current user,
+# tests/browser/tests/ssh.test.mjs): its own host keys, a client key authorized for the current user,
 # and an ssh configuration naming four hosts, each a case a person meets:
 #   good            key login on PORT_KEY (the host key known)
 #   needs-password  an sshd on PORT_PW that takes passwords only

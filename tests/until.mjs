@@ -1,4 +1,4 @@
-// Waiting for a condition in the tests: one poller for the browser tests (tests/browser/helpers.mjs
+// Waiting for a condition in the tests: one poller for the browser tests (tests/browser/lib/helpers.mjs
 // re-exports it) and the release tests (tests/dist/), which must not load a browser driver.
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
-/// The repository root: the scripts import `tests/browser/helpers.mjs`, which builds the relay
+/// The repository root: the scripts import `tests/browser/lib/helpers.mjs`, which builds the relay
 /// there (with `CARGO_TARGET_DIR` from the environment, inherited).
 fn root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
@@ -58,18 +58,18 @@ fn node_json_with<T: for<'de> Deserialize<'de>>(
     build_page()?;
     let out = Command::new("node")
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .arg(format!("tests/browser/{script}"))
+        .arg(format!("tests/browser/bench/{script}"))
         .args(args)
         .arg("--json")
         .current_dir(root())
         .output()
-        .with_context(|| format!("running node tests/browser/{script} (is node installed?)"))?;
+        .with_context(|| format!("running tests/browser/bench/{script} (is node installed?)"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        bail!("node tests/browser/{script} failed ({}):\n{}", out.status, tail.join("\n"));
+        bail!("node tests/browser/bench/{script} failed ({}):\n{}", out.status, tail.join("\n"));
     }
     let line = stdout
         .lines()

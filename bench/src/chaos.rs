@@ -1,4 +1,4 @@
-//! The chaos run (`tern-bench --only chaos`): `tests/browser/chaos.mjs` for a while —
+//! The chaos run (`tern-bench --only chaos`): `tests/browser/chaos/chaos.mjs` for a while —
 //! relay SIGKILL/SIGTERM restarts, network drops, switches to the WebSocket fallback and back,
 //! reloads, pastes and downloads while a typist types — and its totals as rows: every typed byte
 //! once and in order, every transfer identical, no nonce reused, every outage on the bar, no panic.
@@ -69,7 +69,7 @@ fn root() -> PathBuf {
 
 /// Runs `chaos.mjs` for `seconds` with `seed` (after building the page). With
 /// `TERN_BENCH_CHAOS_TOTALS=FILE` it runs nothing and reads the totals a run of the documented
-/// command wrote (`node tests/browser/chaos.mjs --json-out FILE`), e.g. a longer one.
+/// command wrote (`node tests/browser/chaos/chaos.mjs --json-out FILE`), e.g. a longer one.
 pub fn run(seconds: u64, seed: u64) -> anyhow::Result<Run> {
     if let Ok(file) = std::env::var("TERN_BENCH_CHAOS_TOTALS") {
         let text = std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?;
@@ -82,11 +82,11 @@ pub fn run(seconds: u64, seed: u64) -> anyhow::Result<Run> {
     // The page (scripts/build-wasm.sh) and the debug relay chaos.mjs runs.
     crate::page_load::new_relay(false)?;
     let out = Command::new("node")
-        .arg("tests/browser/chaos.mjs")
+        .arg("tests/browser/chaos/chaos.mjs")
         .args(["--seconds", &seconds.to_string(), "--seed", &seed.to_string()])
         .current_dir(root())
         .output()
-        .context("running node tests/browser/chaos.mjs")?;
+        .context("running node tests/browser/chaos/chaos.mjs")?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().find_map(|l| l.strip_prefix("chaos totals ")).with_context(|| {
         format!(

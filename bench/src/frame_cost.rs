@@ -1,5 +1,5 @@
 //! The cost of a frame in the browser (the suite's `cost` part): the page's CPU per frame from
-//! `tests/browser/frame-cost-bench.mjs` ([`browser::frame_cost`]), against the stock
+//! `tests/browser/bench/frame-cost-bench.mjs` ([`browser::frame_cost`]), against the stock
 //! mosh-client's side, measured here ([`mosh_client`]): the same commands as the script types
 //! into Tern's page, typed into mosh-client in tmux at the page's size, each with its own
 //! mosh-server on loopback. CPU time of mosh-client and of the tmux server that draws its window,

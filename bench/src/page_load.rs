@@ -1,7 +1,8 @@
 //! Page load to a usable prompt (the suite's `load` part, the budget the settings panel, clipboard
 //! and downloads had to keep): this tree's page against the page as of [`BEFORE`], side by side
-//! in one run, each served by the tern-relay it was built with (`tests/browser/load-bench.mjs`),
-//! and the bytes each page makes the browser fetch, raw and `gzip -9`.
+//! in one run, each served by the tern-relay it was built with
+//! (`tests/browser/bench/load-bench.mjs`), and the bytes each page makes the browser fetch, raw and
+//! `gzip -9`.
 //!
 //! The old page cannot be served by this tree's relay without rebuilding it (a relay embeds
 //! `www/dist` at compile time), so [`relay_at`] builds the old tree once, page and relay, from
@@ -207,7 +208,7 @@ pub fn measure(
 ) -> anyhow::Result<LoadRun> {
     let latency = latencies.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
     let out = Command::new("node")
-        .arg("tests/browser/load-bench.mjs")
+        .arg("tests/browser/bench/load-bench.mjs")
         .arg("--old-relay")
         .arg(old)
         .arg("--new-relay")
@@ -217,10 +218,10 @@ pub fn measure(
         .current_dir(root())
         .stderr(Stdio::inherit())
         .output()
-        .context("running node tests/browser/load-bench.mjs (is node installed?)")?;
+        .context("running node tests/browser/bench/load-bench.mjs (is node installed?)")?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        bail!("node tests/browser/load-bench.mjs failed ({}):\n{stdout}", out.status);
+        bail!("node tests/browser/bench/load-bench.mjs failed ({}):\n{stdout}", out.status);
     }
     let line = stdout
         .lines()

@@ -39,7 +39,7 @@ import {
 import {
   freePort, launchBrowser, waitForPrompt, typeLine, screen, until, screenshotsOfState,
   pageDetail,
-} from '../browser/helpers.mjs';
+} from '../browser/lib/helpers.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const USER = 'alice';

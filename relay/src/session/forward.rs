@@ -29,11 +29,12 @@ const UDP_BUF: usize = 4096;
 /// At most one rate-limit warning per this interval per session.
 const WARN_INTERVAL: Duration = Duration::from_secs(10);
 /// The log target of one event per datagram forwarded (length only, never content), for timing
-/// each hop of a keystroke's echo (`RUST_LOG=tern_relay::hops=trace`; tests/browser/echo-bench.mjs
-/// `--hops`). Off unless asked: a disabled trace event costs a branch.
+/// each hop of a keystroke's echo (`RUST_LOG=tern_relay::hops=trace`;
+/// tests/browser/bench/echo-bench.mjs `--hops`). Off unless asked: a disabled trace event costs a
+/// branch.
 const HOPS: &str = "tern_relay::hops";
 /// The log target of each client datagram's sequence number (never its content), for the
-/// nonce-reuse checks of tests/browser/resume.test.mjs (`RUST_LOG=tern_relay::seqs=trace`).
+/// nonce-reuse checks of tests/browser/tests/resume.test.mjs (`RUST_LOG=tern_relay::seqs=trace`).
 const SEQS: &str = "tern_relay::seqs";
 
 /// Why a bridged session is over.

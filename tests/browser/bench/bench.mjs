@@ -1,0 +1,58 @@
+// Browser client numbers (not a test): wasm size, page load to a usable prompt, echo latency
+// over loopback. Run after scripts/build-wasm.sh:  node tests/browser/bench/bench.mjs [keystrokes]
+import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { join } from 'node:path';
+import {
+  ROOT, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, tempDir, sleep,
+  cleanupState,
+  newSession,
+} from '../lib/helpers.mjs';
+
+const keystrokes = Number(process.argv[2] || 200);
+const wasm = readFileSync(join(ROOT, 'relay/page/pkg/tern_bg.wasm'));
+const glue = readFileSync(join(ROOT, 'relay/page/pkg/tern.js'));
+console.log(`wasm: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} gzip -9`);
+console.log(`glue (tern.js): ${glue.length} bytes raw, ${gzipSync(glue, { level: 9 }).length} gzip -9`);
+
+const stateDir = tempDir('tern-bench-');
+const relay = await startRelay({ port: await freePort(), token: 'bench', stateDir });
+const browser = await launchBrowser();
+const page = browser.page;
+try {
+  const loads = [];
+  for (let i = 0; i < 3; i++) {
+    // A fresh navigation each time: a new mosh-server and shell per load.
+    await page.goto('about:blank');
+    await page.goto(newSession(relay.url));
+    await until(async () => /[$#] ?$/m.test(await screen(page)), { timeout: 20000, what: 'prompt' });
+    // performance.now() counts from navigation start.
+    loads.push(await page.evaluate(() => performance.now()));
+    const t = await stats(page);
+    console.log(`  load ${i + 1}: relay ready at ${t.firstReadyMs.toFixed(0)} ms, first frame at ${t.firstFrameMs.toFixed(0)} ms`);
+    await sleep(300);
+  }
+  loads.sort((a, b) => a - b);
+  console.log(`page load to usable prompt: ${loads.map((x) => x.toFixed(0)).join(', ')} ms (median ${loads[1].toFixed(0)})`);
+
+  // One key at a time, each after the previous echo: the latency of an idle keystroke.
+  await page.keyboard.type('cat >/dev/null', { delay: 5 });
+  await page.keyboard.press('Enter');
+  await sleep(300);
+  const before = (await stats(page)).echo.count;
+  for (let i = 0; i < keystrokes; i++) {
+    await page.keyboard.type('x');
+    await until(async () => (await stats(page)).echo.count > before + i, { interval: 2, what: 'echo' });
+    await sleep(20);
+  }
+  const s = await stats(page);
+  const samples = s.echo.samplesMs.slice(-keystrokes).sort((a, b) => a - b);
+  const q = (p) => samples[Math.min(samples.length - 1, Math.round((samples.length - 1) * p))].toFixed(1);
+  console.log(`echo latency over loopback (${samples.length} keystrokes): median ${q(0.5)} ms, p90 ${q(0.9)} ms, min ${q(0)} ms, max ${q(1)} ms`);
+  console.log(`srtt ${s.core.srttMs.toFixed(1)} ms, datagrams in/out ${s.core.datagramsIn}/${s.core.datagramsOut}, droppedUnknownBase ${s.core.droppedUnknownBase}`);
+  await page.keyboard.press('Control+C');
+} finally {
+  await browser.close();
+  await stopRelay(relay);
+  cleanupState(stateDir);
+}

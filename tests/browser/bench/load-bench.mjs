@@ -1,0 +1,300 @@
+// Page load to a usable prompt, this page against an older one, for the benchmark suite
+// (tern-bench's `load` rows):
+//
+//   node tests/browser/bench/load-bench.mjs --new-relay BIN --old-relay BIN [--runs 10]
+//        [--latency 0,50] [--from blank,site] [--json]
+//
+// Two tern-relays in spawn mode on loopback, each serving the page it was built with (a relay
+// embeds relay/page when it is built; bench/src/page_load.rs builds the old one from a commit).
+// Each load is a first visit: a fresh headless Chromium profile (empty HTTP, code and wasm caches)
+// opening `#session=new`, so every load starts its own mosh-server and shell. The two pages are
+// loaded in turns, the order swapped every round (old, new, new, old, ...), so machine noise falls
+// on both. `--latency` adds that many ms to every HTTP request (Chromium's network emulation, the
+// DevTools "throttling": per request, so a page that needs one more wave of module imports pays one
+// more; WebTransport is not delayed). `--from` says what the tab shows before it opens the page:
+// `blank` (a new tab's about:blank, whose renderer process Chromium reuses for the page unless the
+// page's Cross-Origin-Opener-Policy asks for a browsing context group of its own) or `site`
+// (another site's page, http://localhost:PORT/, as when the URL is typed into a tab already in
+// use: the page then gets a new renderer process with or without COOP). Every latency is run
+// from every start. Per load, ms on the page's clock (navigation start = 0):
+//   promptMs:  the first xterm.js render after which its screen shows a shell prompt (a line
+//              ending in `$` or `#`): the page is usable;
+//   wasmMs:    WebAssembly.instantiate(Streaming) resolved (the core is compiled and instantiated);
+//   scriptMs:  app.js started (performance mark `tern:script`: its static imports are loaded);
+//   connectMs / readyMs / frameMs: the page's first request to the relay, the relay's `ready`,
+//              the first frame written to xterm.js (the page's stats()).
+//   files:     every response (path → responseEnd, from Resource Timing);
+//   main:      the renderer's main thread up to the prompt, from DevTools' Performance metrics (CPU
+//              time): taskMs in all, jsMs running script (wasm included), layoutMs, styleMs (style
+//              recalculation), their counts, and the DOM's node count;
+//   cpu:       CPU time of Chromium's processes from navigation to the prompt (/proc, 10 ms ticks):
+//              rendererMs, gpuMs (software WebGL), browserMs;
+//   resizes:   the terminal's size when the page made it, and each later change.
+// One untimed load of each page first lists what the browser fetched (the network log, until the
+// page is quiet 2 s after the prompt: the WebGL addon loads after the first draw) with each body's
+// size raw and `gzip -9`, and whether it arrived before the prompt.
+// Prints a summary, and with --json one JSON object on the last line.
+import { spawn, execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import { readFileSync, readdirSync } from 'node:fs';
+import {
+  freePort, stopRelay, launchBrowser, tempDir, cleanupState, cliArg, newSession, sleep,
+} from '../lib/helpers.mjs';
+
+const RUNS = Number(cliArg('runs', 10));
+const LATENCIES = cliArg('latency', '0,50').split(',').map(Number);
+const FROMS = cliArg('from', 'blank').split(',');
+for (const f of FROMS) if (f !== 'blank' && f !== 'site') throw new Error(`--from ${f}: blank or site`);
+const JSON_OUT = process.argv.includes('--json');
+const BINS = { old: cliArg('old-relay', ''), new: cliArg('new-relay', '') };
+if (!BINS.old || !BINS.new) throw new Error('--old-relay BIN and --new-relay BIN are both needed');
+const TIMEOUT_MS = 30000;
+
+/// CPU seconds (utime + stime) of the Chromium processes this script started, by kind: the
+/// renderers, the GPU process (software WebGL here: --disable-gpu), the rest.
+function chromiumCpu() {
+  const parent = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(name), { ppid: Number(fields[1]), cpu: (Number(fields[11]) + Number(fields[12])) / 100 });
+    } catch { /* gone */ }
+  }
+  const mine = (pid) => {
+    for (let p = pid, n = 0; p > 1 && n < 20; p = parent.get(p)?.ppid ?? 0, n++) if (p === process.pid) return true;
+    return false;
+  };
+  const cpu = { renderer: 0, gpu: 0, browser: 0 };
+  for (const [pid, { cpu: s }] of parent) {
+    if (pid === process.pid || !mine(pid)) continue;
+    let cmd = '';
+    try { cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8'); } catch { continue; }
+    if (!/chrom/i.test(cmd)) continue;
+    if (cmd.includes('--type=renderer')) cpu.renderer += s;
+    else if (cmd.includes('--type=gpu-process')) cpu.gpu += s;
+    else cpu.browser += s;
+  }
+  return cpu;
+}
+
+/// tern-relay from `bin` (helpers' startRelay builds and runs this tree's only).
+async function startRelayBin(bin, { port, token, stateDir }) {
+  const child = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--state-dir', stateDir], {
+    env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; });
+  const url = await new Promise((res, rej) => {
+    let out = '';
+    const timer = setTimeout(() => rej(new Error(`${bin} printed no URL:\n${out}\n${log}`)), 20000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/Open (\S+)/);
+      if (m) { clearTimeout(timer); res(m[1]); }
+    });
+    child.once('exit', (code) => rej(new Error(`${bin} exited ${code}:\n${log}`)));
+  });
+  return { child, url, log: () => log };
+}
+
+// Runs in the page before its own scripts: times the wasm's instantiation and the first xterm.js
+// render that shows a prompt. Polls each animation frame until window.tern.term exists, then
+// listens to its renders (the old and the new page both expose it).
+const probe = () => {
+  let done;
+  const t = (window.__load = { wasmMs: null, promptMs: null, bufferMs: null, resizes: [] });
+  Object.defineProperty(t, 'done', { value: new Promise((res) => { done = res; }), enumerable: false });
+  for (const k of ['instantiateStreaming', 'instantiate']) {
+    const orig = WebAssembly[k];
+    if (typeof orig !== 'function') continue;
+    WebAssembly[k] = function (...args) {
+      return orig.apply(this, args).then((r) => {
+        if (t.wasmMs === null) t.wasmMs = performance.now();
+        return r;
+      });
+    };
+  }
+  const prompt = (term) => {
+    const buf = term.buffer.active;
+    for (let y = 0; y < term.rows; y++) {
+      if (/[$#]\s*$/.test(buf.getLine(buf.viewportY + y)?.translateToString(true) ?? '')) return true;
+    }
+    return false;
+  };
+  const poll = () => {
+    const term = window.tern?.term;
+    if (!term) { requestAnimationFrame(poll); return; }
+    t.resizes.push({ ms: performance.now(), cols: term.cols, rows: term.rows });
+    term.onResize(({ cols, rows }) => t.resizes.push({ ms: performance.now(), cols, rows }));
+    const sub = term.onRender(() => {
+      if (t.promptMs === null && prompt(term)) { t.promptMs = performance.now(); sub.dispose(); done(); }
+    });
+    const buffer = () => {
+      if (prompt(term)) t.bufferMs = performance.now();
+      else requestAnimationFrame(buffer);
+    };
+    buffer();
+  };
+  requestAnimationFrame(poll);
+};
+
+/// Another site for `--from site`: `localhost` is a different site from the relays' 127.0.0.1.
+async function startOtherSite() {
+  const server = createServer((_, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<!doctype html><title>another site</title><p>a page the tab showed before');
+  });
+  await new Promise((res) => server.listen(0, '127.0.0.1', res));
+  return { server, url: `http://localhost:${server.address().port}/` };
+}
+
+/// One first visit of `relay`'s page; `inventory`: also the bodies the browser fetched. `from`:
+/// the URL the tab shows first, or null for a new tab's about:blank.
+async function load(relay, latencyMs, inventory = false, from = null) {
+  const browser = await launchBrowser({ viewport: { width: 1000, height: 640 } });
+  try {
+    const page = browser.page;
+    await page.addInitScript(probe);
+    const cdp = await browser.context.newCDPSession(page);
+    // The renderer's main-thread time by kind (cumulative since the page's process started).
+    await cdp.send('Performance.enable', { timeDomain: 'threadTicks' });
+    if (latencyMs > 0) {
+      await cdp.send('Network.enable');
+      await cdp.send('Network.emulateNetworkConditions', {
+        offline: false, latency: latencyMs, downloadThroughput: -1, uploadThroughput: -1,
+      });
+    }
+    if (from) await page.goto(from);
+    const responses = [];
+    if (inventory) page.on('response', (r) => responses.push(r));
+    const cpu0 = chromiumCpu();
+    await page.goto(newSession(relay.url));
+    // Resolved inside the page: no polling from here while the page loads.
+    let timer;
+    await Promise.race([
+      page.evaluate(() => window.__load.done),
+      new Promise((_, rej) => {
+        timer = setTimeout(() => rej(new Error(`no prompt rendered by xterm.js within ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
+      }),
+    ]).catch(async (e) => {
+      const seen = await page.evaluate(() => {
+        const term = window.tern?.term;
+        const rows = [];
+        for (let y = 0; term && y < term.rows; y++) rows.push(term.buffer.active.getLine(term.buffer.active.viewportY + y)?.translateToString(true) ?? '');
+        return `${JSON.stringify(window.__load)}\nxterm.js screen:\n${rows.join('\n').trimEnd()}\nstatus: ${document.body.innerText.slice(0, 400)}`;
+      }).catch((err) => `(page unreadable: ${err.message})`);
+      throw new Error(`${e.message} (${relay.url})\n${seen}\n${browser.consoleLog.slice(-10).join('\n')}`);
+    }).finally(() => clearTimeout(timer));
+    const cpu1 = chromiumCpu();
+    const metrics = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+    const main = {
+      taskMs: metrics.TaskDuration * 1000, jsMs: metrics.ScriptDuration * 1000,
+      layoutMs: metrics.LayoutDuration * 1000, styleMs: metrics.RecalcStyleDuration * 1000,
+      layouts: metrics.LayoutCount, styles: metrics.RecalcStyleCount, nodes: metrics.Nodes,
+    };
+    const cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [`${k}Ms`, (cpu1[k] - cpu0[k]) * 1000]));
+    const r = await page.evaluate(() => {
+      const s = window.tern.stats();
+      const files = {};
+      for (const e of performance.getEntriesByType('resource')) files[new URL(e.name).pathname] = e.responseEnd;
+      const nav = performance.getEntriesByType('navigation')[0];
+      return {
+        ...window.__load,
+        scriptMs: performance.getEntriesByName('tern:script')[0]?.startTime ?? null,
+        connectMs: s.firstConnectMs ?? null,
+        readyMs: s.firstReadyMs ?? null,
+        frameMs: s.firstFrameMs ?? null,
+        domContentLoadedMs: nav?.domContentLoadedEventEnd ?? null,
+        htmlMs: nav?.responseEnd ?? null,
+        renderer: window.tern.renderer,
+        files,
+      };
+    });
+    let fetched;
+    if (inventory) {
+      // Quiet for 2 s: whatever the page loads after its first draw is in the log too.
+      let seen = -1;
+      for (let quiet = 0; quiet < 2000; quiet = responses.length === seen ? quiet + 100 : 0) {
+        seen = responses.length;
+        await sleep(100);
+      }
+      fetched = [];
+      for (const resp of responses) {
+        const url = new URL(resp.url());
+        if (url.pathname.startsWith('/api/')) continue;
+        let body;
+        try { body = await resp.body(); } catch { continue; }
+        const gzip = execFileSync('gzip', ['-9', '-n', '-c'], { input: body }).length;
+        const path = url.pathname === '/' ? '/index.html' : url.pathname;
+        const end = r.files[url.pathname];
+        fetched.push({
+          path, status: resp.status(), type: resp.headers()['content-type'] ?? '',
+          bytes: body.length, gzip,
+          // The document itself arrives first; everything else by its Resource Timing entry.
+          beforePrompt: path === '/index.html' || (end != null && end <= r.promptMs),
+        });
+      }
+    }
+    // End the shell (and its mosh-server) before the next load.
+    await page.keyboard.type('exit\n');
+    await sleep(300);
+    return { ...r, main, cpu, fetched };
+  } finally {
+    await browser.close();
+  }
+}
+
+const token = 'load-bench-' + Math.random().toString(36).slice(2);
+const state = { old: tempDir('tern-load-bench-old-'), new: tempDir('tern-load-bench-new-') };
+const relays = {};
+let other = null;
+const out = { runs: RUNS, settings: [], files: {} };
+try {
+  for (const side of ['old', 'new']) {
+    relays[side] = await startRelayBin(BINS[side], { port: await freePort(), token, stateDir: state[side] });
+  }
+  // The inventory loads also warm the relays, mosh-server's and the shell's files, and Chromium's.
+  for (const side of ['old', 'new']) out.files[side] = (await load(relays[side], 0, true)).fetched;
+  if (FROMS.includes('site')) other = await startOtherSite();
+  for (const latencyMs of LATENCIES) {
+    for (const from of FROMS) {
+      const setting = { latencyMs, from, old: [], new: [] };
+      for (let i = 0; i < RUNS; i++) {
+        for (const side of i % 2 ? ['new', 'old'] : ['old', 'new']) {
+          setting[side].push(await load(relays[side], latencyMs, false, from === 'site' ? other.url : null));
+        }
+        process.stderr.write(`[load] latency ${latencyMs} ms, from ${from}: round ${i + 1}/${RUNS}\n`);
+      }
+      out.settings.push(setting);
+    }
+  }
+} finally {
+  other?.server.close();
+  for (const side of ['old', 'new']) {
+    await stopRelay(relays[side]);
+    cleanupState(state[side]);
+  }
+}
+
+const median = (v) => {
+  const s = v.filter((x) => x != null).sort((a, b) => a - b);
+  if (!s.length) return null;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const fmt = (v) => (v == null ? '-' : v.toFixed(0));
+for (const { latencyMs, from, old, new: now } of out.settings) {
+  const m = (runs, k) => median(runs.map((r) => r[k]));
+  console.log(`HTTP latency ${latencyMs} ms, from ${from}, ${RUNS} loads each, medians (ms): ` +
+    ['scriptMs', 'wasmMs', 'connectMs', 'readyMs', 'frameMs', 'promptMs']
+      .map((k) => `${k} old ${fmt(m(old, k))} new ${fmt(m(now, k))}`).join('; '));
+}
+for (const side of ['old', 'new']) {
+  const f = out.files[side];
+  const sum = (k, pred = () => true) => f.filter(pred).reduce((a, x) => a + x[k], 0);
+  console.log(`${side}: ${f.length} files, ${sum('bytes')} B raw, ${sum('gzip')} B gzip -9 ` +
+    `(${f.map((x) => `${x.path} ${x.gzip}`).join(', ')})`);
+}
+if (JSON_OUT) console.log(JSON.stringify(out));

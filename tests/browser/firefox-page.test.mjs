@@ -1,5 +1,0 @@
-// page.test.mjs, the same test body, in headless Firefox ESR over WebDriver BiDi (./firefox.mjs);
-// the tests that need Chromium's driver are skipped there, each saying why.
-import { runInFirefox } from './firefox-run.mjs';
-
-await runInFirefox('./page.test.mjs');

@@ -1,0 +1,27 @@
+// A wrong token: a clear message and no retry storm. Own relay: failed attempts count against
+// the client's address in the relay's rate limiter.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { stats, sleep } from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
+
+const fx = browserFixture({ relay: { token: 'right-token' } });
+
+test('a wrong token gets a clear message and no retries', async () => {
+  const { page, relay } = fx;
+  const url = new URL(relay.url);
+  url.hash = 'token=wrong-token';
+  await page.goto(url.href);
+  const notice = page.locator('#notice');
+  await notice.waitFor({ state: 'visible', timeout: 10000 });
+  assert.match(await notice.innerText(), /wrong or missing token/i);
+  // Give a retry loop every chance to show itself.
+  await sleep(4000);
+  const s = await stats(page);
+  assert.equal(s.phase, 'failed');
+  // One request in all: the session list (a page with nothing saved asks for it first).
+  assert.equal(s.infoRequests + s.sessionListRequests, 1, 'exactly one attempt');
+  assert.equal(s.connects, 0, 'no WebTransport attempt without a valid token');
+  const refusals = relay.log().match(/wrong token/g) ?? [];
+  assert.equal(refusals.length, 1, relay.log());
+});
