@@ -45,7 +45,7 @@ fn build_page() -> anyhow::Result<()> {
     result.clone().map_err(anyhow::Error::msg)
 }
 
-/// Runs `node tests/browser/<script> <args> --json` and parses its last line.
+/// Runs `node tests/browser/bench/<script> <args> --json` and parses its last line.
 fn node_json<T: for<'de> Deserialize<'de>>(script: &str, args: &[String]) -> anyhow::Result<T> {
     node_json_with(script, args, &[])
 }
