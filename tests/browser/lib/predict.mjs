@@ -1,5 +1,6 @@
-// Helpers for predict.test.mjs: the fixture with a relay whose shell runs in a fixed environment and
-// linkemu in front of it, and a probe in the page that reads xterm.js's buffer after every parsed write.
+// Helpers for predict.test.mjs: its fixture, with a relay whose shell runs in a fixed environment
+// and linkemu in front of it, and a probe in the page that reads xterm.js's buffer after every
+// parsed write.
 import { writeFileSync, existsSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';

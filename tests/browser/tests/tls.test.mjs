@@ -68,7 +68,7 @@ function homeTrusting(caPem) {
   return home;
 }
 
-/// Headless Chromium with a fresh profile and the given $HOME (helpers.mjs's flags). `localhost`
+/// Headless Chromium with a fresh profile and the given $HOME (launchBrowser's flags). `localhost`
 /// resolves to 127.0.0.1 only, where the relay listens (Chromium would also try ::1, and a
 /// WebTransport attempt there fails instead of falling back to IPv4); so does `wrong-name.test`,
 /// a name the certificate does not carry. `webtransportDevMode`: Chromium refuses QUIC, and so
