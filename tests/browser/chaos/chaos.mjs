@@ -454,9 +454,22 @@ try {
   let next = 0;
   let afterTransfer = false;
   const chaosFrom = Date.now();
-  while ((Date.now() - chaosFrom) / 1000 < SECONDS || next < order.length) {
+  // The run must see a restart or a drop land while a transfer runs. A transfer that was last in
+  // the order still gets its disruption, and one that finished before it came (a small paste on
+  // a quick link) is made up for past the run's time by a download (seconds long at LINK's rate),
+  // at most three times; the test then says what it saw.
+  let makeUps = 0;
+  const nextKind = () => {
+    if (afterTransfer) return pick(DISRUPTIONS);
+    if (next < order.length) return order[next++];
+    if ((Date.now() - chaosFrom) / 1000 < SECONDS) return pick(KINDS);
+    if (totals.events_during_transfers === 0 && makeUps < 3) { makeUps++; return 'download'; }
+    return null;
+  };
+  for (;;) {
     await sleep((afterTransfer ? between(0.3, 1.5) : between(2, 6)) * 1000);
-    let kind = afterTransfer ? pick(DISRUPTIONS) : next < order.length ? order[next++] : pick(KINDS);
+    let kind = nextKind();
+    if (!kind) break;
     n++;
     // One upload and one download at a time (each is told apart by what the page counts).
     if (running[kind]) kind = pick(DISRUPTIONS);
