@@ -28,6 +28,7 @@
 
 pub mod assets;
 pub mod auth;
+pub mod challenge;
 pub mod config;
 pub mod control;
 /// The relay→browser datagram framing; the codec is the core's, shared with the wasm client.
@@ -301,6 +302,7 @@ impl Relay {
             port: local_addr.port(),
             connections: Arc::new(tokio::sync::Semaphore::new(config.max_http_connections.max(1))),
             https,
+            challenges: Default::default(),
         });
         let upkeep = CertUpkeep {
             certs,
