@@ -112,9 +112,11 @@ pub(super) async fn admit(
             hello
         }
         _ => {
-            return Err(
-                Refusal::new(ErrorCode::BadRequest, "first message must be greet or hello").into()
-            );
+            return Err(Refusal::new(
+                ErrorCode::BadRequest,
+                "first message must be greet or hello",
+            )
+            .into());
         }
     };
     check_mode(shared, &hello)?;
