@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::SessionContext;
-use crate::auth::AuthOutcome;
+use crate::auth::{AuthOutcome, Credential, SourceKey};
 use crate::control::{ClientMessage, ErrorCode, Hello, LineReader, ReadError, ServerMessage};
 use crate::link::{BrowserLink, RecvHalf, SendHalf};
 use tern::relay_proto::PROTOCOL_VERSION;
@@ -73,15 +73,24 @@ pub(super) struct Admitted {
     pub slot: OwnedSemaphorePermit,
 }
 
+/// Why there is no control stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NoControl {
+    /// The browser left.
+    Gone,
+    /// It held its handshake slot for `--handshake-timeout` without opening one (closed now).
+    TimedOut,
+}
+
 /// The control stream, the first bidirectional stream the browser opens, within `wait`
-/// (`--handshake-timeout`). `None`: it did not come (the connection is closed).
-pub(super) async fn accept_control(conn: &BrowserLink, wait: Duration) -> Option<Control> {
+/// (`--handshake-timeout`).
+pub(super) async fn accept_control(conn: &BrowserLink, wait: Duration) -> Result<Control, NoControl> {
     match tokio::time::timeout(wait, conn.accept_stream()).await {
-        Ok(Some((send, recv))) => Some(Control { send, reader: LineReader::new(recv) }),
-        Ok(None) => None,
+        Ok(Some((send, recv))) => Ok(Control { send, reader: LineReader::new(recv) }),
+        Ok(None) => Err(NoControl::Gone),
         Err(_) => {
             conn.close(1, "no control stream");
-            None
+            Err(NoControl::TimedOut)
         }
     }
 }
@@ -93,10 +102,11 @@ pub(super) async fn admit(
     control: &mut Control,
     pre_authed: bool,
     peer: SocketAddr,
+    source: SourceKey,
 ) -> Result<Admitted, Stop> {
-    let hello = read_hello(shared, &mut control.reader, pre_authed, peer).await?;
+    let hello = read_hello(shared, &mut control.reader, pre_authed, source).await?;
     check_version(hello.protocol)?;
-    authenticate(shared, &hello, pre_authed, peer)?;
+    authenticate(shared, &hello, pre_authed, peer, source)?;
     check_mode(shared, &hello)?;
     check_datagram_size(&hello)?;
     let slot = session_slot(shared)?;
@@ -120,16 +130,26 @@ async fn read_hello(
     shared: &SessionContext,
     reader: &mut LineReader<RecvHalf>,
     pre_authed: bool,
-    peer: SocketAddr,
+    source: SourceKey,
 ) -> Result<Hello, Stop> {
     let wait = shared.settings.handshake_timeout;
+    // Counted as a failed authentication unless the connection proved its credential already:
+    // a client that holds a handshake slot and never says a usable hello must not get unlimited
+    // free attempts.
+    let failed_attempt = || {
+        if !pre_authed {
+            shared.auth.judge(Credential::Wrong, source, std::time::Instant::now());
+        }
+    };
     let line = match tokio::time::timeout(wait, reader.next_line()).await {
         Ok(Ok(line)) => line,
         Ok(Err(e @ ReadError::TooLarge)) => {
+            failed_attempt();
             return Err(Refusal::new(ErrorCode::MessageTooLarge, e.to_string()).into());
         }
         Ok(Err(_)) => return Err(Stop::Gone),
         Err(_) => {
+            failed_attempt();
             let message = format!("no hello within {} s", wait.as_secs());
             return Err(Refusal::new(ErrorCode::HelloTimeout, message).into());
         }
@@ -141,11 +161,7 @@ async fn read_hello(
             // A page of another version may send a hello this relay cannot parse (a new
             // field): if it says which version it speaks, the useful answer is "reload".
             check_version(announced_protocol(&line))?;
-            // Counts as a failed authentication when the URL had no token: a client that cannot
-            // produce a well-formed hello must not get unlimited free attempts.
-            if !pre_authed {
-                shared.auth.check(&shared.token, None, peer.ip(), std::time::Instant::now());
-            }
+            failed_attempt();
             Err(Refusal::new(ErrorCode::BadRequest, ReadError::Malformed(e).to_string()).into())
         }
     }
@@ -177,12 +193,13 @@ fn authenticate(
     hello: &Hello,
     pre_authed: bool,
     peer: SocketAddr,
+    source: SourceKey,
 ) -> Result<(), Refusal> {
     if pre_authed {
         return Ok(());
     }
     let now = std::time::Instant::now();
-    match shared.auth.check(&shared.token, hello.token.as_deref(), peer.ip(), now) {
+    match shared.auth.check(&shared.token, hello.token.as_deref(), source, now) {
         AuthOutcome::Ok => Ok(()),
         AuthOutcome::BadToken => {
             tracing::info!(%peer, "webtransport hello with a missing or wrong token");
