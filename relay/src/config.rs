@@ -491,6 +491,25 @@ mod tests {
         assert!(c.paste_dir().is_some(), "spawn mode has a default paste directory");
         let b = Config::parse_from(["tern-relay", "--bridge"]);
         assert_eq!(b.paste_dir(), None, "bridge mode pastes only with --paste-dir");
+        assert!(c.trust_proxy.is_empty(), "no forwarded header is believed unless asked");
+        assert_eq!((c.max_handshakes, c.max_authenticated_handshakes), (64, 64));
+        assert_eq!(c.max_handshakes_per_source, 8);
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses() {
+        let c = Config::parse_from([
+            "tern-relay",
+            "--trust-proxy",
+            "127.0.0.1,::1",
+            "--trust-proxy",
+            "10.0.0.2",
+        ]);
+        let want: Vec<std::net::IpAddr> =
+            ["127.0.0.1", "::1", "10.0.0.2"].iter().map(|a| a.parse().unwrap()).collect();
+        assert_eq!(c.trust_proxy, want);
+        assert_eq!(c.http_settings().trust_proxy, want);
+        assert!(Config::try_parse_from(["tern-relay", "--trust-proxy", "proxy.example"]).is_err());
     }
 
     #[test]
