@@ -239,7 +239,12 @@ pub struct Config {
     /// failed-token back-off and the handshake caps count the client it names in
     /// `X-Forwarded-For` (the last entry no trusted proxy added) or `Forwarded: for=`, not the
     /// proxy. From any other peer those headers are ignored.
-    #[arg(long = "trust-proxy", env = "TERN_RELAY_TRUST_PROXY", value_delimiter = ',', value_name = "ADDR")]
+    #[arg(
+        long = "trust-proxy",
+        env = "TERN_RELAY_TRUST_PROXY",
+        value_delimiter = ',',
+        value_name = "ADDR"
+    )]
     pub trust_proxy: Vec<std::net::IpAddr>,
 
     /// Seconds a session gets to finish its QUIC handshake and CONNECT, open the control

@@ -291,7 +291,8 @@ fn websocket(
     // As a WebTransport handshake: until its hello is admitted, an upgraded socket holds a slot
     // (and is closed after --handshake-timeout). One that already proved its credential takes
     // it from its own pool, which no flood of unauthenticated handshakes can empty.
-    let pool = if upgrade_is_authenticated(&req, token) { Pool::Authenticated } else { Pool::Shared };
+    let pool =
+        if upgrade_is_authenticated(&req, token) { Pool::Authenticated } else { Pool::Shared };
     let slot = match shared.sessions.handshakes.take(pool, source) {
         Ok(slot) => slot,
         Err(why) => {

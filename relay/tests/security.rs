@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use support::*;
-use tern::relay_proto::{ServerMessage, WEBSOCKET_PATH};
 use tern::relay_proto::websocket::token_subprotocol;
+use tern::relay_proto::{ServerMessage, WEBSOCKET_PATH};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;

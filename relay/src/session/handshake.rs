@@ -84,7 +84,10 @@ pub(super) enum NoControl {
 
 /// The control stream, the first bidirectional stream the browser opens, within `wait`
 /// (`--handshake-timeout`).
-pub(super) async fn accept_control(conn: &BrowserLink, wait: Duration) -> Result<Control, NoControl> {
+pub(super) async fn accept_control(
+    conn: &BrowserLink,
+    wait: Duration,
+) -> Result<Control, NoControl> {
     match tokio::time::timeout(wait, conn.accept_stream()).await {
         Ok(Some((send, recv))) => Ok(Control { send, reader: LineReader::new(recv) }),
         Ok(None) => Err(NoControl::Gone),
