@@ -281,8 +281,9 @@ fn websocket(
     };
     let source = client_source(shared, &req, peer);
     let token = &shared.sessions.token;
-    let credential = upgrade_credential(&req, token);
-    // Nothing presented: a page, which proves itself on the control stream.
+    // Judged once: a page's proof is spent by it.
+    let credential = upgrade_credential(shared, &req, token);
+    // Nothing presented: a client that proves itself on the control stream.
     let judged = match credential {
         Credential::Absent => AuthOutcome::Ok,
         _ => shared.sessions.auth.judge(credential, source, Instant::now()),
@@ -304,8 +305,7 @@ fn websocket(
     // As a WebTransport handshake: until its hello is admitted, an upgraded socket holds a slot
     // (and is closed after --handshake-timeout). One that already proved its credential takes
     // it from its own pool, which no flood of unauthenticated handshakes can empty.
-    let pool =
-        if upgrade_is_authenticated(&req, token) { Pool::Authenticated } else { Pool::Shared };
+    let pool = if credential == Credential::Right { Pool::Authenticated } else { Pool::Shared };
     let slot = match shared.sessions.handshakes.take(pool, source) {
         Ok(slot) => slot,
         Err(why) => {
@@ -355,9 +355,17 @@ fn offered_subprotocols(headers: &hyper::HeaderMap) -> Vec<String> {
         .collect()
 }
 
-/// What a WebSocket upgrade request presents: a token as a subprotocol, or `?token=`.
-fn upgrade_credential(req: &Request<Incoming>, token: &Token) -> Credential {
-    let presented = offered_subprotocols(req.headers())
+/// What a WebSocket upgrade request presents: a page's proof over a challenge it fetched
+/// (`tern-proof.R.PROOF`, spent here), or a native client's token (a subprotocol, or `?token=`).
+fn upgrade_credential(shared: &HttpContext, req: &Request<Incoming>, token: &Token) -> Credential {
+    let offered = offered_subprotocols(req.headers());
+    if let Some((nonce, proof)) =
+        offered.iter().find_map(|p| tern::relay_proto::websocket::proof_from_subprotocol(p))
+    {
+        let right = shared.challenges.redeem(token, &nonce, &proof, Instant::now());
+        return if right { Credential::Right } else { Credential::Wrong };
+    }
+    let presented = offered
         .iter()
         .find_map(|p| tern::relay_proto::websocket::token_from_subprotocol(p))
         .or_else(|| crate::session::query_token(&req.uri().to_string()));
@@ -366,14 +374,6 @@ fn upgrade_credential(req: &Request<Incoming>, token: &Token) -> Credential {
         Some(t) if token.matches(&t) => Credential::Right,
         Some(_) => Credential::Wrong,
     }
-}
-
-/// Whether a WebSocket upgrade proved its credential in the request itself: such an upgrade
-/// takes its handshake slot from the authenticated pool (`--max-authenticated-handshakes`).
-/// The one place that decides it: when the credential moves into the socket (a proof after the
-/// upgrade), this is what changes.
-fn upgrade_is_authenticated(req: &Request<Incoming>, token: &Token) -> bool {
-    upgrade_credential(req, token) == Credential::Right
 }
 
 /// Who a request counts against in the limiters (`--trust-proxy`: the forwarded client).

@@ -36,19 +36,28 @@ async fn echo_server() -> SocketAddr {
     addr
 }
 
-/// Opens the WebSocket as the page does: its own Origin, the token as a subprotocol.
+/// Opens the WebSocket as a native client does: its own Origin, the token as a subprotocol.
 async fn open(relay: &TestRelay, origin: Option<&str>, token: Option<&str>) -> Result<Ws, WsError> {
+    let protocols = match token {
+        Some(t) => format!("tern, tern-token.{t}"),
+        None => "tern".to_string(),
+    };
+    open_offering(relay, origin, &protocols).await
+}
+
+/// Opens the WebSocket offering `protocols`.
+async fn open_offering(
+    relay: &TestRelay,
+    origin: Option<&str>,
+    protocols: &str,
+) -> Result<Ws, WsError> {
     let addr = relay.addr();
     let mut request = format!("ws://{addr}{WEBSOCKET_PATH}").into_client_request().unwrap();
     let h = request.headers_mut();
     if let Some(o) = origin {
         h.insert("origin", HeaderValue::from_str(o).unwrap());
     }
-    let protocols = match token {
-        Some(t) => format!("tern, tern-token.{t}"),
-        None => "tern".to_string(),
-    };
-    h.insert("sec-websocket-protocol", HeaderValue::from_str(&protocols).unwrap());
+    h.insert("sec-websocket-protocol", HeaderValue::from_str(protocols).unwrap());
     let tcp = TcpStream::connect(addr).await.unwrap();
     let (ws, response) = tokio_tungstenite::client_async(request, tcp).await?;
     assert_eq!(response.headers()["sec-websocket-protocol"], "tern");
@@ -142,6 +151,19 @@ async fn foreign_origins_and_wrong_tokens_are_refused_at_the_upgrade_and_a_page_
     send(&mut ws, Frame::Control(&ClientMessage::Hello(hello).to_line())).await;
     let ready = control_message(&mut ws, &mut lines).await;
     assert!(matches!(ready, ServerMessage::Ready(_)), "{ready:?}");
+
+    // The page's upgrade carries a proof over a challenge it fetched (the relay proved itself
+    // there): accepted once (its slot from the authenticated pool), refused when replayed.
+    let page = tern::relay_client::Verifier::new([4; 32]);
+    let body = tern::relay_proto::encode(&page.request());
+    let (code, answer) =
+        http_post(relay.addr(), tern::relay_proto::CHALLENGE_PATH, None, &body).await;
+    let (nonce, proof) = page.http_proof(&token, code, answer.as_bytes()).expect("verified");
+    let offered =
+        format!("tern, {}", tern::relay_proto::websocket::proof_subprotocol(&nonce, &proof));
+    assert!(open_offering(&relay, Some(&own), &offered).await.is_ok());
+    let e = open_offering(&relay, Some(&own), &offered).await.unwrap_err();
+    assert_eq!(status(e), 401, "a proof is spent by one upgrade");
     relay.stop().await;
 }
 

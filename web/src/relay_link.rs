@@ -1,7 +1,8 @@
 //! One link to tern-relay: the info request (each API request after the relay proved it knows
 //! the token), then WebTransport (or the WebSocket fallback, `websocket.rs`) carrying the control
-//! stream, datagrams and upload streams. Pure I/O: it moves bytes and lines; what they mean is `tern::relay_client`'s and `tern::relay_proto`'s business,
-//! what to do about a failure the driver's.
+//! stream, datagrams and upload streams. Pure I/O: it moves bytes and lines; what they mean is
+//! `tern::relay_client`'s and `tern::relay_proto`'s business, what to do about a failure the
+//! driver's.
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -13,8 +14,8 @@ use tern::relay_client::{self, ConnectError};
 use tern::relay_proto::control::{MAX_SESSION_MESSAGE, Ready};
 use tern::relay_proto::upload::MAX_REPLY;
 use tern::relay_proto::{
-    CHALLENGE_PATH, ClientMessage, Hello, INFO_PATH, LineBuffer, Message, RelayInfo, SESSIONS_PATH,
-    SessionList,
+    CHALLENGE_PATH, ClientMessage, Hello, INFO_PATH, LineBuffer, Message, Proof, ProofNonce,
+    RelayInfo, SESSIONS_PATH, SessionList,
 };
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -81,11 +82,18 @@ async fn call_api(
     route: &str,
     body: Option<&[u8]>,
 ) -> Result<(u16, Vec<u8>), ConnectError> {
+    let (nonce, proof) = prove(token).await?;
+    let authorization = tern::relay_proto::proof::authorization(&nonce, &proof);
+    fetch(route, method, Some(&authorization), body).await
+}
+
+/// A challenge from the relay (`POST /api/challenge`), its proof checked, and the page's proof
+/// over it: good for one request.
+async fn prove(token: &str) -> Result<(ProofNonce, Proof), ConnectError> {
     let verifier = relay_client::Verifier::new(random_or_retry()?);
     let challenge = tern::relay_proto::encode(&verifier.request());
     let (status, answer) = fetch(CHALLENGE_PATH, "POST", None, Some(&challenge)).await?;
-    let authorization = verifier.http_answer(token, status, &answer)?;
-    fetch(route, method, Some(&authorization), body).await
+    verifier.http_proof(token, status, &answer)
 }
 
 /// 32 random bytes for a challenge, or a retry when the browser has none to give.
@@ -298,12 +306,15 @@ impl RelayLink {
                         ConnectError::Retry(why) => why.clone(),
                         other => format!("{other:?}"),
                     };
-                    Self::websocket().await.map_err(|ws| {
-                        ConnectError::Retry(format!("WebTransport: {why}; WebSocket: {ws}"))
+                    Self::websocket(token).await.map_err(|ws| match ws {
+                        ConnectError::Retry(ws) => {
+                            ConnectError::Retry(format!("WebTransport: {why}; WebSocket: {ws}"))
+                        }
+                        other => other,
                     })?
                 }
             },
-            false => Self::websocket().await.map_err(ConnectError::Retry)?,
+            false => Self::websocket(token).await?,
         };
         // The challenge and the answer must come within the open timeout whichever way the link
         // came.
@@ -408,9 +419,12 @@ impl RelayLink {
         })
     }
 
-    /// The WebSocket fallback to the page's own origin.
-    async fn websocket() -> Result<RelayLink, String> {
-        let carrier = WsCarrier::open().await?;
+    /// The WebSocket fallback to the page's own origin; its upgrade carries a proof over a fresh
+    /// challenge (so it takes its handshake slot from the pool others cannot fill).
+    async fn websocket(token: &str) -> Result<RelayLink, ConnectError> {
+        let (nonce, proof) = prove(token).await?;
+        let offered = tern::relay_proto::websocket::proof_subprotocol(&nonce, &proof);
+        let carrier = WsCarrier::open(&offered).await.map_err(ConnectError::Retry)?;
         let control_out = StreamWriter::WebSocket(carrier.control_writer());
         let control_in =
             StreamLines::new(Source::WebSocket(carrier.control_reader()), MAX_SESSION_MESSAGE);

@@ -72,20 +72,32 @@ impl Verifier {
         status: u16,
         body: &[u8],
     ) -> Result<String, ConnectError> {
+        self.http_proof(token, status, body).map(|(r, p)| proof::authorization(&r, &p))
+    }
+
+    /// `POST /api/challenge`'s answer as the relay's nonce and the page's proof over it: for an
+    /// `Authorization` value, or a WebSocket upgrade's `tern-proof` subprotocol.
+    pub fn http_proof(
+        &self,
+        token: &str,
+        status: u16,
+        body: &[u8],
+    ) -> Result<(ProofNonce, Proof), ConnectError> {
         match status {
             200 => {
                 let challenge: Challenge = decode(body).map_err(|_| not_verified())?;
                 let proof = self.answer(token, &challenge)?;
-                Ok(proof::authorization(&challenge.nonce, &proof))
+                Ok((challenge.nonce, proof))
             }
             // An older relay has no such route (and a page from a newer one would have said so).
             404 => Err(ConnectError::Fatal {
                 code: FailCode::VersionMismatch,
                 message: "This page is from another version of tern-relay. Reload the page.".into(),
             }),
-            // The relay's own refusals (a foreign Origin, rate limited) read as the API's do.
-            401 | 403 | 429 => super::info_response(status, body).map(|_| String::new()),
-            s => Err(ConnectError::Retry(format!("relay answered HTTP {s}"))),
+            // The relay's own refusals (rate limited, …) read as the API's do; the rest retry.
+            s => Err(super::info_response(s, body)
+                .err()
+                .unwrap_or_else(|| ConnectError::Retry(format!("relay answered HTTP {s}")))),
         }
     }
 }

@@ -61,6 +61,20 @@ pub fn token_from_subprotocol(protocol: &str) -> Option<String> {
     protocol.strip_prefix("tern-token.").map(str::to_string)
 }
 
+/// The subprotocol a page's upgrade carries next to [`SUBPROTOCOL`]: a challenge from
+/// `/api/challenge` and the page's proof over it (`tern-proof.R.PROOF`, both 64 hex digits), the
+/// relay having proved itself first (`super::proof`). Spent by this one upgrade; it lets the
+/// upgrade take its handshake slot from the pool that unauthenticated clients cannot fill.
+pub fn proof_subprotocol(relay: &super::ProofNonce, proof: &super::Proof) -> String {
+    format!("tern-proof.{relay}.{proof}")
+}
+
+/// The challenge and proof of one offered subprotocol written by [`proof_subprotocol`].
+pub fn proof_from_subprotocol(protocol: &str) -> Option<(super::ProofNonce, super::Proof)> {
+    let (relay, proof) = protocol.strip_prefix("tern-proof.")?.split_once('.')?;
+    Some((relay.parse().ok()?, proof.parse().ok()?))
+}
+
 const DATAGRAM: u8 = 0x00;
 const CONTROL: u8 = 0x01;
 const OPEN: u8 = 0x02;
@@ -154,6 +168,12 @@ mod tests {
     #[test]
     fn tokens_travel_as_subprotocols() {
         use super::{token_from_subprotocol as back, token_subprotocol as sub};
+        let (r, p) = (crate::relay_proto::ProofNonce([1; 32]), crate::relay_proto::Proof([2; 32]));
+        let offered = super::proof_subprotocol(&r, &p);
+        let (r2, p2) = super::proof_from_subprotocol(&offered).unwrap();
+        assert!(r2 == r && p2.matches(&p));
+        assert!(super::proof_from_subprotocol("tern-proof.12.34").is_none());
+        assert!(back(&offered).is_none(), "a proof is not a token");
         assert_eq!(sub("a1-b_c.d~"), "tern-token.a1-b_c.d~");
         assert_eq!(sub("a b/é"), "tern-token-hex.6120622fc3a9");
         for t in ["a1-b_c.d~", "a b/é", "x+y=z", "%41"] {
