@@ -125,9 +125,6 @@ pub fn bridge_config(token: &str, allow: &[&str]) -> Config {
     c.token = Some(token.to_string());
     c.bridge = true;
     c.allow = allow.iter().map(|a| a.parse().unwrap()).collect();
-    // Bridge mode keeps its sequence floors in the state directory: one of the test's own, not
-    // the user's.
-    c.state_dir = Some(tempfile::tempdir().expect("a temporary directory").keep());
     c
 }
 
