@@ -247,7 +247,9 @@ impl Relay {
         let bridge_floors = match (config.mode(), config.state_dir()) {
             (Mode::Bridge, Some(dir)) => bridge_floors::BridgeFloors::open(&dir)?,
             (Mode::Bridge, None) => {
-                tracing::warn!("no state directory (no --state-dir, $HOME or $XDG_STATE_HOME): bridge sequence floors are kept in memory, and after a restart only the clock's floor protects them");
+                tracing::warn!(
+                    "no state directory (no --state-dir, $HOME or $XDG_STATE_HOME): bridge sequence floors are kept in memory, and after a restart only the clock's floor protects them"
+                );
                 bridge_floors::BridgeFloors::in_memory()
             }
             (Mode::Spawn, _) => bridge_floors::BridgeFloors::in_memory(),

