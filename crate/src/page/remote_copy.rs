@@ -134,8 +134,9 @@ pub fn preview(text: &str) -> String {
     out
 }
 
-/// Characters that show as nothing or change the order of what follows (bidi controls, zero
-/// widths): shown as themselves, they would make the preview lie about the text.
+/// Characters that show as nothing, break the line or change the order of what follows (bidi
+/// controls, zero widths, line and paragraph separators): shown as themselves, they would make
+/// the preview lie about the text.
 fn hides_or_reorders(c: char) -> bool {
     matches!(
         c,
@@ -144,6 +145,7 @@ fn hides_or_reorders(c: char) -> bool {
             | '\u{180e}'
             | '\u{200b}'..='\u{200f}'
             | '\u{202a}'..='\u{202e}'
+            | '\u{2028}'..='\u{2029}'
             | '\u{2060}'..='\u{2064}'
             | '\u{2066}'..='\u{2069}'
             | '\u{feff}'
@@ -206,6 +208,7 @@ mod tests {
             "echo \\u{202e}hs.live\\u{200b}x\\u{7}"
         );
         assert_eq!(preview("a\\b"), "a\\\\b");
+        assert_eq!(preview("x\u{2028}y"), "x\\u{2028}y");
         let long = "x".repeat(PREVIEW_CHARS + 5);
         assert_eq!(preview(&long), format!("{}…", "x".repeat(PREVIEW_CHARS)));
         assert_eq!(preview(&"y".repeat(PREVIEW_CHARS)), "y".repeat(PREVIEW_CHARS));
