@@ -140,7 +140,8 @@ pub(crate) struct Attach {
 }
 
 impl Registry {
-    /// Bridge reservations in memory only (spawn mode, tests).
+    /// Bridge reservations in memory only.
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::with_bridge_floors(BridgeFloors::in_memory())
     }
