@@ -414,8 +414,8 @@ async function main() {
       bell: () => bell.bell(),
       // The output floods (drawn a few times a second): no cursor blink meanwhile.
       flooding: (on) => blink.pause(on),
-      // OSC 52 from the remote: copied, or offered with a Copy button where the browser refuses.
-      clipboard: (text) => clipboard.remoteCopy(text),
+      // OSC 52 from a program: written, offered or refused as the setting says, with a notice.
+      clipboard: (notice) => clipboard.remoteCopy(notice),
       // `tern open URL` (asks the person first) and `tern send FILE` (checked, then saved).
       offerUrl: (id, url) => offers.offerUrl(id, url),
       saveFile: (name, blob) => offers.saveFile(name, blob),
@@ -498,6 +498,7 @@ async function main() {
       if (has('scrollback')) term.options.scrollback = next.scrollback;
       if (has('macOptionIsMeta')) term.options.macOptionIsMeta = next.macOptionIsMeta;
       if (has('theme')) applyTheme(term, next.theme);
+      if (has('remoteCopy')) client.setRemoteCopy(next.remoteCopy);
       if (has('predict') || has('predictOverwrite')) {
         setPrediction(prediction ?? { mode: next.predict, overwrite: next.predictOverwrite });
       }

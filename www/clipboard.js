@@ -2,31 +2,55 @@
 // (Cmd+C / Cmd+V on macOS: the browser's own copy and paste events, which xterm.js takes),
 // middle-click and
 // right-click paste (right-click copies instead when there is a selection), and OSC 52 from the
-// remote. A browser refuses a clipboard write that no gesture of the person's started (an OSC 52
-// from a program running in the background): then a small "Copy" button offers it, rather than a
-// silent failure. Pastes go through xterm.js (`term.paste`), which brackets them when the remote
-// asked for bracketed paste.
+// remote. A program's OSC 52 goes by the setting "Programs may set the clipboard" (off / ask /
+// on), decided in the core (`tern::page::remote_copy`): a notice says what a program did or
+// asks, every time; the clipboard is written only on "on" or on the person's Copy. A browser
+// refuses a clipboard write that no gesture of the person's started (a program in the
+// background): then the notice's Copy button offers it, rather than a silent failure. Pastes go
+// through xterm.js (`term.paste`), which brackets them when the remote asked for bracketed paste.
 
 const MAC = /Mac|iPhone|iPad/.test(navigator.platform);
 
 export function wireClipboard({ term, $, settings }) {
   const offer = $('copy-offer');
   let offered = '';
+  let hideTimer = 0;
   const hideOffer = () => {
     offer.hidden = true;
     offered = '';
+    clearTimeout(hideTimer);
   };
-  const write = async (text, { fromRemote = false } = {}) => {
+  // The notice: a sentence, the start of the text when asking (as text: never markup), Copy
+  // when there is something to copy. One that only tells goes after a while; one that asks stays.
+  const notice = ({ kind, message, preview = '', text = '' }) => {
+    clearTimeout(hideTimer);
+    offered = text;
+    offer.dataset.kind = kind;
+    $('copy-offer-text').textContent = message;
+    const shown = $('copy-offer-preview');
+    shown.textContent = preview;
+    shown.hidden = !preview;
+    $('copy-offer-button').hidden = !text;
+    offer.hidden = false;
+    if (!text) hideTimer = setTimeout(hideOffer, 10000);
+  };
+  const write = async (text) => {
     try {
       await navigator.clipboard.writeText(text);
       return true;
     } catch {
-      if (fromRemote) {
-        offered = text;
-        $('copy-offer-text').textContent = `The program copied ${text.length} character${text.length === 1 ? '' : 's'}.`;
-        offer.hidden = false;
-      }
       return false;
+    }
+  };
+  // OSC 52 from a program, decided by the core: `write`, `ask` or `refused`.
+  const remoteCopy = async ({ action, text, chars, message, preview }) => {
+    if (action === 'write') {
+      if (await write(text)) notice({ kind: 'told', message });
+      else notice({ kind: 'ask', message: `The program copied ${chars} character${chars === 1 ? '' : 's'}; the browser wants a click to take them:`, text });
+    } else if (action === 'ask') {
+      notice({ kind: 'ask', message, preview, text });
+    } else {
+      notice({ kind: 'told', message });
     }
   };
   const paste = async () => {
@@ -86,7 +110,7 @@ export function wireClipboard({ term, $, settings }) {
       return false;
     },
     // OSC 52 from the remote program.
-    remoteCopy: (text) => write(text, { fromRemote: true }),
+    remoteCopy,
     paste,
   };
 }

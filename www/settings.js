@@ -1,5 +1,5 @@
 // The settings panel (the gear, top right; Ctrl+, or the gear's keyboard focus and Enter): font
-// size and family, theme, cursor, copy on select, prediction, scrollback, Option as Meta, bell
+// size and family, theme, cursor, copy on select, programs setting the clipboard, prediction, scrollback, Option as Meta, bell
 // notifications. Saved in localStorage (every tab of this origin), applied at once and at load.
 // Ctrl+= / Ctrl+- / Ctrl+0 change the terminal's font size (not the page zoom).
 
@@ -20,6 +20,7 @@ export const DEFAULTS = Object.freeze({
   cursorStyle: 'block', // 'block', 'bar', 'underline'
   cursorBlink: true,
   copyOnSelect: true,
+  remoteCopy: 'ask', // OSC 52 from a program: 'off', 'ask', 'on'
   predict: 'adaptive', // 'adaptive', 'always', 'never', 'experimental'
   predictOverwrite: false,
   scrollback: 2000,
@@ -49,6 +50,7 @@ export function loadSettings() {
     cursorStyle: oneOf(saved.cursorStyle, ['block', 'bar', 'underline'], DEFAULTS.cursorStyle),
     cursorBlink: typeof saved.cursorBlink === 'boolean' ? saved.cursorBlink : DEFAULTS.cursorBlink,
     copyOnSelect: typeof saved.copyOnSelect === 'boolean' ? saved.copyOnSelect : DEFAULTS.copyOnSelect,
+    remoteCopy: oneOf(saved.remoteCopy, ['off', 'ask', 'on'], DEFAULTS.remoteCopy),
     predict: oneOf(saved.predict, ['adaptive', 'always', 'never', 'experimental'], DEFAULTS.predict),
     predictOverwrite: saved.predictOverwrite === true,
     scrollback: clamp(Number(saved.scrollback), SCROLLBACK, DEFAULTS.scrollback),

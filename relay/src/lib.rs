@@ -28,6 +28,7 @@
 
 pub mod assets;
 pub mod auth;
+mod bridge_floors;
 pub mod challenge;
 pub mod config;
 pub mod control;
@@ -242,6 +243,18 @@ impl Relay {
             (Mode::Spawn, Some(dir)) => Some(Arc::new(StateStore::open(dir)?)),
             _ => None,
         };
+        // Bridge mode keeps its sequence floors across restarts in the state directory (the
+        // flag's, else the default one); with none at all, in memory and above the clock's floor.
+        let bridge_floors = match (config.mode(), config.state_dir()) {
+            (Mode::Bridge, Some(dir)) => bridge_floors::BridgeFloors::open(&dir)?,
+            (Mode::Bridge, None) => {
+                tracing::warn!(
+                    "no state directory (no --state-dir, $HOME or $XDG_STATE_HOME): bridge sequence floors are kept in memory, and after a restart only the clock's floor protects them"
+                );
+                bridge_floors::BridgeFloors::in_memory()
+            }
+            (Mode::Spawn, _) => bridge_floors::BridgeFloors::in_memory(),
+        };
         let certs = Arc::new(match &acme {
             Some(s) => CertManager::acme(acme::load_cached(s).await, s.domains.clone())?,
             None => certificates(&config, state_dir.as_deref()).await?,
@@ -286,7 +299,7 @@ impl Relay {
             token,
             auth: AuthLimiter::new(),
             state,
-            registry: registry::Registry::new(),
+            registry: registry::Registry::with_bridge_floors(bridge_floors),
             pastes,
             offers,
             ssh: ssh.map(Arc::new),

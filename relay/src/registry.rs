@@ -16,8 +16,12 @@
 //!   record holds `seq_reserved`, raised (on disk, before the datagram goes out) in blocks of
 //!   [`SEQ_BLOCK`], and a restarted relay forwards only from there;
 //! - bridge mode (the key is the page's): the relay cannot tell a real datagram from garbage, so
-//!   it drops none for its number (one forged high number would otherwise block the session); it
-//!   remembers the highest plausible number forwarded and tells the next page to start above it.
+//!   it drops none for being below an earlier one (one forged high number would otherwise block
+//!   the session), only those below the floor the page was given; it remembers the highest
+//!   plausible number forwarded and tells the next page to start above it. That bound survives
+//!   restarts too, per target in the state directory ([`BridgeFloors`]), reserved in blocks of
+//!   [`SEQ_BLOCK`] before the datagram goes out; a target the relay kept nothing for starts
+//!   above every target's reservation and above the clock's floor.
 //!
 //! In spawn mode an entry also holds the session's [`Shadow`] (the relay knows the key): what a
 //! page with nothing saved resumes from, the size and title the session list shows. It is saved to
@@ -32,6 +36,7 @@ use tern::session::{ClientDatagram, ResumePoint, Shadow};
 use tern::wire::Key;
 use tokio::sync::watch;
 
+use crate::bridge_floors::BridgeFloors;
 use crate::state::{SessionRecord, StateStore};
 
 /// Sequence numbers reserved on disk per write (a write every 65,536 client datagrams).
@@ -58,6 +63,8 @@ pub(crate) struct Registry {
     /// The shadows' clock starts here.
     epoch: std::time::Instant,
     entries: Mutex<HashMap<String, Arc<Entry>>>,
+    /// Bridge mode's reservations (see the module documentation).
+    bridge_floors: Arc<BridgeFloors>,
 }
 
 /// One mosh-server's drivers and copy.
@@ -79,8 +86,13 @@ struct EntryState {
     attached: bool,
     /// The lowest sequence number that may still be forwarded.
     next_seq: u64,
-    /// Spawn mode: the bound on disk (`SessionRecord::seq_reserved`); `None` in bridge mode.
+    /// The bound on disk: spawn mode's `SessionRecord::seq_reserved`, bridge mode's
+    /// [`BridgeFloors`] reservation.
     reserved: Option<u64>,
+    /// Bridge mode: a page sent to the target through this relay since it started (a page with
+    /// nothing saved cannot continue it). Not kept across restarts: mosh-servers reuse ports,
+    /// and a new server on a used port is a new session for any page.
+    known: bool,
     key: Option<Key>,
     /// Spawn mode: the relay's copy (it also authenticates client datagrams).
     shadow: Option<Shadow>,
@@ -116,6 +128,10 @@ pub(crate) struct Attach {
     serial: u64,
     /// Where this page's sequence numbers must start (`ready.seq_floor`).
     pub seq_floor: u64,
+    /// Bridge mode: the server has had a page through this relay (`ready.resumed`).
+    pub known: bool,
+    /// Bridge mode: where the target's reservations are kept, and its name there.
+    bridge: Option<(Arc<BridgeFloors>, String)>,
     /// Spawn mode, resuming: the shadow's point for `ready.point`.
     pub point: Option<CarriedPoint>,
     moved: watch::Receiver<u64>,
@@ -124,8 +140,18 @@ pub(crate) struct Attach {
 }
 
 impl Registry {
+    /// Bridge reservations in memory only.
+    #[cfg(test)]
     pub fn new() -> Self {
-        Registry { epoch: std::time::Instant::now(), entries: Mutex::default() }
+        Self::with_bridge_floors(BridgeFloors::in_memory())
+    }
+
+    pub fn with_bridge_floors(bridge_floors: BridgeFloors) -> Self {
+        Registry {
+            epoch: std::time::Instant::now(),
+            entries: Mutex::default(),
+            bridge_floors: Arc::new(bridge_floors),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Entry>>> {
@@ -163,6 +189,7 @@ impl Registry {
                 attached: false,
                 next_seq: record.seq_reserved,
                 reserved: Some(record.seq_reserved),
+                known: false,
                 key,
                 shadow,
                 copy_valid,
@@ -189,19 +216,22 @@ impl Registry {
         self.attach(entry, resuming)
     }
 
-    /// A page attaches to a mosh-server named in bridge mode (in memory only: the key is the
-    /// page's).
+    /// A page attaches to a mosh-server named in bridge mode (the key is the page's: the relay
+    /// keeps only the target's sequence reservation).
     pub fn attach_bridge(&self, target: std::net::SocketAddr) -> Attach {
         let name = format!("bridge:{target}");
+        let floors_name = target.to_string();
         let entry = Arc::clone(self.lock().entry(name.clone()).or_insert_with(|| {
+            let start = self.bridge_floors.start(&floors_name, unix_now());
             Arc::new(Entry {
                 name,
                 state: Mutex::new(EntryState {
                     attaches: 0,
                     driver: 0,
                     attached: false,
-                    next_seq: 0,
-                    reserved: None,
+                    next_seq: start,
+                    reserved: Some(start),
+                    known: false,
                     key: None,
                     shadow: None,
                     copy_valid: false,
@@ -213,11 +243,13 @@ impl Registry {
                 driver: watch::Sender::new(0),
             })
         }));
-        self.attach(entry, false)
+        let mut attach = self.attach(entry, false);
+        attach.bridge = Some((Arc::clone(&self.bridge_floors), floors_name));
+        attach
     }
 
     fn attach(&self, entry: Arc<Entry>, resuming: bool) -> Attach {
-        let (serial, seq_floor, point) = {
+        let (serial, seq_floor, known, point) = {
             let mut st = entry.lock();
             st.attaches += 1;
             // Above everything forwarded, with room for what the driving page sends until this one
@@ -235,13 +267,16 @@ impl Registry {
             } else {
                 None
             };
-            (st.attaches, floor, point)
+            let known = st.known || st.driver != 0;
+            (st.attaches, floor, known, point)
         };
         let moved = entry.driver.subscribe();
         Attach {
             entry,
             serial,
             seq_floor,
+            known,
+            bridge: None,
             point,
             moved,
             epoch: self.epoch,
@@ -364,13 +399,7 @@ impl Attach {
         st.last_active = unix_now();
         let st = &mut *st;
         let Some(shadow) = st.shadow.as_mut() else {
-            // Bridge mode: forwarded as it is; a plausible number raises the next page's floor.
-            if let Some(seq) = datagram_seq(datagram) {
-                if seq >= st.next_seq && seq - st.next_seq < BRIDGE_MAX_JUMP {
-                    st.next_seq = seq + 1;
-                }
-            }
-            return Verdict::Forward;
+            return self.bridge_datagram(st, datagram);
         };
         let Ok(opened) = shadow.open_client(now, datagram) else {
             st.dropped_seq += 1;
@@ -396,6 +425,40 @@ impl Attach {
         }
         st.next_seq = seq + 1;
         st.unabsorbed = Some(opened);
+        Verdict::Forward
+    }
+
+    /// Bridge mode: forwarded unless below this page's floor (numbers another page, or a relay
+    /// before a restart, may have used); a plausible number raises the next page's floor, on
+    /// disk first when it passes the reservation.
+    fn bridge_datagram(&self, st: &mut EntryState, datagram: &[u8]) -> Verdict {
+        let Some(seq) = datagram_seq(datagram) else {
+            // Too short to carry a nonce: nothing to reuse.
+            return Verdict::Forward;
+        };
+        if seq < self.seq_floor {
+            st.dropped_seq += 1;
+            return Verdict::Stale;
+        }
+        if seq < st.next_seq || seq - st.next_seq >= BRIDGE_MAX_JUMP {
+            // Below what went before (reordered), or garbage far above: forwarded, no floor moves.
+            return Verdict::Forward;
+        }
+        if let (Some(reserved), Some((floors, target))) = (st.reserved, &self.bridge) {
+            if seq >= reserved {
+                let bound = seq.saturating_add(SEQ_BLOCK);
+                // On disk before the datagram goes out: a relay restarted after this tells every
+                // page to start at `bound` or above.
+                if let Err(e) = floors.reserve(target, bound, unix_now()) {
+                    tracing::error!(session = %self.entry.name, "cannot reserve sequence numbers: {e:#}; not forwarding");
+                    st.dropped_seq += 1;
+                    return Verdict::Stale;
+                }
+                st.reserved = Some(bound);
+            }
+        }
+        st.known = true;
+        st.next_seq = seq + 1;
         Verdict::Forward
     }
 
@@ -575,16 +638,45 @@ mod tests {
         let reg = Registry::new();
         let target = "127.0.0.1:60001".parse().unwrap();
         let first = reg.attach_bridge(target);
+        let floor = first.seq_floor;
+        assert!(floor >= crate::bridge_floors::time_floor(unix_now()), "above the clock's floor");
+        assert!(!first.known, "nobody used this server through the relay");
         let mut signal = first.moved_signal();
-        // Bridge mode cannot authenticate: everything of the driving page goes through, and a
-        // plausible number raises the next page's floor (an absurd one does not).
-        assert_eq!(first.client_datagram(None, &forged(40)), Verdict::Forward);
-        assert_eq!(first.client_datagram(None, &forged(1 << 50)), Verdict::Forward);
+        // Bridge mode cannot authenticate: everything of the driving page at or above its floor
+        // goes through, and a plausible number raises the next page's floor (an absurd one does
+        // not). Below the floor: numbers someone else may have used.
+        assert_eq!(first.client_datagram(None, &forged(floor - 1)), Verdict::Stale);
+        assert_eq!(first.client_datagram(None, &forged(floor + 40)), Verdict::Forward);
+        assert_eq!(first.client_datagram(None, &forged(1 << 62)), Verdict::Forward);
         let second = reg.attach_bridge(target);
-        assert_eq!(second.seq_floor, 41 + FLOOR_MARGIN);
+        assert_eq!(second.seq_floor, floor + 41 + FLOOR_MARGIN);
+        assert!(second.known);
         assert_eq!(second.client_datagram(None, &forged(second.seq_floor)), Verdict::Forward);
         tokio::time::timeout(Duration::from_secs(1), signal.fired()).await.expect("told");
-        assert_eq!(first.client_datagram(None, &forged(41)), Verdict::Moved);
+        assert_eq!(first.client_datagram(None, &forged(floor + 41)), Verdict::Moved);
+    }
+
+    #[test]
+    fn bridge_floors_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = "127.0.0.1:60001".parse().unwrap();
+        let reg = Registry::with_bridge_floors(BridgeFloors::open(dir.path()).unwrap());
+        let page = reg.attach_bridge(target);
+        // Far above the clock's floor, as a session that ran for a long time.
+        let high = page.seq_floor + (1 << 30);
+        assert_eq!(page.client_datagram(None, &forged(page.seq_floor)), Verdict::Forward);
+        assert_eq!(page.client_datagram(None, &forged(high)), Verdict::Forward);
+        drop(page);
+        drop(reg);
+        let restarted = Registry::with_bridge_floors(BridgeFloors::open(dir.path()).unwrap());
+        let next = restarted.attach_bridge(target);
+        assert!(next.seq_floor > high, "{} <= {high}", next.seq_floor);
+        // Which server had a page is not kept (a new server may use the port): only the floor.
+        assert!(!next.known);
+        assert_eq!(next.client_datagram(None, &forged(high)), Verdict::Stale);
+        // Another server: above every reservation too, but nobody used it.
+        let other = restarted.attach_bridge("127.0.0.1:60002".parse().unwrap());
+        assert!(other.seq_floor > high && !other.known);
     }
 
     #[test]

@@ -41,6 +41,13 @@ async fn bridged(
     (conn, control, expect_ready(reply))
 }
 
+/// A mosh-like datagram: its first 8 bytes are its sequence number (the nonce's clear part).
+fn numbered(seq: u64) -> Vec<u8> {
+    let mut d = seq.to_be_bytes().to_vec();
+    d.extend_from_slice(b" and some payload");
+    d
+}
+
 async fn echo_once(conn: &wtransport::Connection, payload: &[u8]) -> Vec<u8> {
     conn.send_datagram(payload).unwrap();
     let mut j = Joiner::new();
@@ -500,16 +507,60 @@ async fn a_second_page_on_the_same_server_takes_it_over_and_the_first_is_told() 
     let relay =
         TestRelay::start(bridge_config(&token, &[&format!("127.0.0.1:{}", echo.port())])).await;
     let (first, mut first_control, ready) = bridged(&relay, &token, echo).await;
-    assert_eq!(ready.seq_floor, 0, "nobody used this server through the relay yet");
-    // A mosh datagram's first 8 bytes are its sequence number.
-    let mut numbered = 41u64.to_be_bytes().to_vec();
-    numbered.extend_from_slice(b" and some payload");
-    assert_eq!(echo_once(&first, &numbered).await, numbered);
+    assert!(!ready.resumed, "nobody used this server through the relay yet");
+    let floor = ready.seq_floor;
+    let sent = numbered(floor + 41);
+    assert_eq!(echo_once(&first, &sent).await, sent);
 
     let (second, _second_control, ready) = bridged(&relay, &token, echo).await;
-    assert!(ready.seq_floor >= 42, "the new page starts above every number forwarded");
+    assert!(ready.resumed, "a page used this server through the relay");
+    assert!(ready.seq_floor >= floor + 42, "the new page starts above every number forwarded");
     // It drives from its first datagram on; the first page is told.
     assert_eq!(echo_once(&second, b"the newest drives").await, b"the newest drives");
     assert_eq!(first_control.next().await, ServerMessage::Moved);
     relay.stop().await;
+}
+
+/// Finding 3 of issue 32: a relay restart must not let a new page start a bridged server's
+/// numbering over. A page sends up to sequence number N; the relay is stopped and started again
+/// with the same state directory; a new page (another browser: nothing saved) is told a floor
+/// above N, and a datagram numbered N (a nonce already used under the key) is not forwarded.
+/// (On the old code the restarted relay's floor is 0.)
+#[tokio::test]
+async fn a_restarted_relay_starts_a_bridged_server_above_every_number_sent_before() {
+    let token = test_token("floors");
+    let echo = echo_server().await;
+    let state = tempfile::tempdir().unwrap();
+    let config = || {
+        let mut c = bridge_config(&token, &[&format!("127.0.0.1:{}", echo.port())]);
+        c.state_dir = Some(state.path().to_path_buf());
+        c
+    };
+    let relay = TestRelay::start(config()).await;
+    let (conn, _control, ready) = bridged(&relay, &token, echo).await;
+    // A session that has run a while: its numbers far above where it started.
+    let high = ready.seq_floor + 5_000_000;
+    for seq in [ready.seq_floor, ready.seq_floor + 1, high] {
+        assert_eq!(echo_once(&conn, &numbered(seq)).await, numbered(seq), "{seq} forwarded");
+    }
+    drop(conn);
+    relay.stop().await;
+
+    let relay = TestRelay::start(config()).await;
+    let (conn, _control, ready) = bridged(&relay, &token, echo).await;
+    assert!(
+        ready.seq_floor > high,
+        "floor {} after a restart, {high} was sent before",
+        ready.seq_floor
+    );
+    // The used number goes first; were it forwarded, its echo would come back first.
+    conn.send_datagram(numbered(high)).unwrap();
+    let fresh = numbered(ready.seq_floor);
+    assert_eq!(
+        echo_once(&conn, &fresh).await,
+        fresh,
+        "a number used before the restart was forwarded"
+    );
+    relay.stop().await;
+    assert_not_logged(&token, "token");
 }

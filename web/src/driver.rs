@@ -173,7 +173,7 @@ impl Driver {
             Effect::LinkKind(kind) => self.hooks.link(kind),
             Effect::Title(title) => self.hooks.title(&title),
             Effect::Bell => self.hooks.bell(),
-            Effect::Clipboard(text) => self.hooks.clipboard(&text),
+            Effect::Clipboard(copy) => self.hooks.clipboard(&copy),
             Effect::PasteProgress(progress) => self.hooks.paste(progress.as_ref()),
             Effect::Flooding(on) => self.hooks.flooding(on),
             Effect::OfferUrl { id, url } => self.hooks.offer_url(&id, &url),
@@ -269,6 +269,10 @@ impl Driver {
 
     pub fn set_predict(&self, config: tern::predict::PredictConfig) {
         self.client.borrow_mut().set_predict(config);
+    }
+
+    pub fn set_remote_copy(&self, policy: tern::page::RemoteCopyPolicy) {
+        self.client.borrow_mut().set_remote_copy(policy);
     }
 
     pub fn begin_resize(self: &Rc<Self>) {

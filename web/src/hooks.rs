@@ -1,6 +1,7 @@
 //! The page's callbacks, typed: the page formats what these hand over (`www/app.js`).
 
 use js_sys::{Function, Object, Reflect};
+use tern::page::RemoteCopy;
 use tern::paste::PasteProgress;
 use tern::relay_client::{FailCode, Status};
 use wasm_bindgen::prelude::*;
@@ -45,7 +46,7 @@ impl From<Status> for StatusKind {
     }
 }
 
-/// `{ status(kind, message, code), paste(progress|null), title(text), bell(), clipboard(text) }`,
+/// `{ status(kind, message, code), paste(progress|null), title(text), bell(), clipboard(notice) }`,
 /// each optional.
 #[derive(Debug)]
 pub struct Hooks {
@@ -105,8 +106,18 @@ impl Hooks {
         self.call("bell", &[]);
     }
 
-    pub fn clipboard(&self, text: &str) {
-        self.call("clipboard", &[text.into()]);
+    /// `clipboard({ action, text, chars, message, preview })`: a program wrote the clipboard
+    /// (OSC 52); `action` is `write` (write it and show `message`), `ask` (show `message` and
+    /// `preview`, write it on the person's Copy) or `refused` (show `message`; `text` is empty).
+    pub fn clipboard(&self, copy: &RemoteCopy) {
+        let notice = object(&[
+            ("action", copy.action.as_str().into()),
+            ("text", copy.text.as_str().into()),
+            ("chars", (copy.chars as f64).into()),
+            ("message", copy.message.as_str().into()),
+            ("preview", copy.preview.as_str().into()),
+        ]);
+        self.call("clipboard", &[notice]);
     }
 
     /// `offerUrl(id, url)`: the shell asks to open `url` (`tern open`); the page asks the person

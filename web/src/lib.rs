@@ -150,6 +150,16 @@ impl Client {
         Ok(())
     }
 
+    /// "Programs may set the clipboard" (OSC 52): `off`, `ask` (the default) or `on`. An unknown
+    /// name is an error.
+    #[wasm_bindgen(js_name = setRemoteCopy)]
+    pub fn set_remote_copy(&self, policy: &str) -> Result<(), JsValue> {
+        let policy = tern::page::RemoteCopyPolicy::parse(policy)
+            .ok_or_else(|| JsValue::from_str(&format!("unknown clipboard setting {policy:?}")))?;
+        self.driver.set_remote_copy(policy);
+        Ok(())
+    }
+
     /// Whether keys typed during a paste wait for its path (default true). The benchmark turns
     /// it off to measure keystroke echo while an upload shares the link.
     #[wasm_bindgen(js_name = setHoldKeysDuringPaste)]

@@ -103,7 +103,7 @@ impl PageClient {
                 self.push(Effect::Bell);
             }
             if let Some(text) = changes.clipboard {
-                self.push(Effect::Clipboard(text));
+                self.push(Effect::Clipboard(super::remote_copy(self.remote_copy, &text)));
             }
         }
         self.follow(pace, now);

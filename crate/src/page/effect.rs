@@ -65,7 +65,8 @@ pub enum Effect {
     LinkKind(&'static str),
     Title(String),
     Bell,
-    Clipboard(String),
+    /// A program wrote the clipboard (OSC 52): what the page does about it, decided.
+    Clipboard(super::RemoteCopy),
     PasteProgress(Option<PasteProgress>),
     Flooding(bool),
     /// The shell offers a URL to open (`tern open`): the page asks the person.

@@ -35,6 +35,7 @@ mod draw;
 mod effect;
 mod input;
 mod pastes;
+mod remote_copy;
 mod save;
 mod timers;
 
@@ -47,6 +48,9 @@ pub use downloads::ChunkVerdict;
 pub use draw::OVERLAY_TICK;
 pub use effect::{Effect, LinkId, StreamStep};
 pub use pastes::{PASTE_REDRAW, PastedFile};
+pub use remote_copy::{
+    PREVIEW_CHARS, RemoteCopy, RemoteCopyAction, RemoteCopyPolicy, preview, remote_copy,
+};
 pub use save::{NONCE_RESERVE, NonceBounds, NonceReservation, SAVE_INTERVAL};
 pub use timers::{Timer, TimerTable};
 
@@ -172,6 +176,8 @@ pub struct PageClient {
     /// Title, bell and clipboard as last reported (reported on every new state, drawn or not:
     /// a hidden tab's title and bell still tell the person what happens).
     side_effects: SideEffects,
+    /// "Programs may set the clipboard" (the page's settings).
+    remote_copy: RemoteCopyPolicy,
     echo: EchoMeter,
     milestones: Milestones,
     pastes: pastes::Pastes,
@@ -217,6 +223,7 @@ impl PageClient {
             screen: Screen::default(),
             pacer: DrawPacer::new(),
             side_effects: SideEffects::new(),
+            remote_copy: RemoteCopyPolicy::default(),
             echo: EchoMeter::new(),
             milestones: Milestones::default(),
             pastes: pastes::Pastes::default(),
@@ -392,6 +399,12 @@ impl PageClient {
         if let Some(s) = self.session.as_mut() {
             s.set_predict_config(config);
         }
+    }
+
+    /// Whether a program's OSC 52 writes the clipboard, asks, or only tells (the page's
+    /// settings; see [`RemoteCopyPolicy`]).
+    pub fn set_remote_copy(&mut self, policy: RemoteCopyPolicy) {
+        self.remote_copy = policy;
     }
 
     /// Keys typed during a paste wait behind its path (default), or go at once.

@@ -48,7 +48,8 @@ impl NonceReservation {
         }
     }
 
-    /// Where a session under this key starts numbering.
+    /// Where a session under this key starts numbering: the bound kept, above every number
+    /// that may have left (what a saved session records, too).
     pub fn start(&self) -> NonceBounds {
         self.bound
     }
@@ -101,11 +102,15 @@ impl PageClient {
         if session.is_closed() || !self.keeps_session() {
             return;
         }
-        let saved = SavedSession {
-            session_id: id.clone(),
-            key_text: key_text.clone(),
-            point: session.resume_point(),
-        };
+        let mut point = session.resume_point();
+        if let Some(nonces) = self.nonces.as_ref() {
+            // The reservation, not the numbers in use: datagrams up to the bound may leave after
+            // this save, and a tab restored from it must start above them all.
+            let reserved = nonces.start();
+            point.next_seq = point.next_seq.max(reserved.seq);
+            point.next_fragment_id = point.next_fragment_id.max(reserved.fragment_id);
+        }
+        let saved = SavedSession { session_id: id.clone(), key_text: key_text.clone(), point };
         self.push(Effect::SaveSession(saved));
     }
 

