@@ -104,6 +104,12 @@ impl BridgeFloors {
         mine.max(saved.high_water).max(time_floor(unix_secs))
     }
 
+    /// Whether `target` has a reservation kept (a page sent to it before, maybe before a
+    /// restart).
+    pub fn has(&self, target: &str) -> bool {
+        self.lock().targets.contains_key(target)
+    }
+
     /// Raises `target`'s reservation to `bound`; on disk (durably) before it returns.
     pub fn reserve(&self, target: &str, bound: u64, unix_secs: u64) -> Result<(), StateError> {
         let mut saved = self.lock();

@@ -217,12 +217,19 @@ impl Registry {
     }
 
     /// A page attaches to a mosh-server named in bridge mode (the key is the page's: the relay
-    /// keeps only the target's sequence reservation).
-    pub fn attach_bridge(&self, target: std::net::SocketAddr) -> Attach {
-        let name = format!("bridge:{target}");
-        let floors_name = target.to_string();
+    /// keeps only the sequence reservation of the target and, when the page names it, the key's
+    /// fingerprint `key_id`). A server and key this relay's state directory has a reservation
+    /// for counts as known (used before) across restarts; without a fingerprint, only since
+    /// this relay started (ports are reused by new servers with new keys).
+    pub fn attach_bridge(&self, target: std::net::SocketAddr, key_id: Option<&str>) -> Attach {
+        let floors_name = match key_id {
+            Some(id) => format!("{target}/{id}"),
+            None => target.to_string(),
+        };
+        let name = format!("bridge:{floors_name}");
         let entry = Arc::clone(self.lock().entry(name.clone()).or_insert_with(|| {
             let start = self.bridge_floors.start(&floors_name, unix_now());
+            let used_before = key_id.is_some() && self.bridge_floors.has(&floors_name);
             Arc::new(Entry {
                 name,
                 state: Mutex::new(EntryState {
@@ -231,7 +238,7 @@ impl Registry {
                     attached: false,
                     next_seq: start,
                     reserved: Some(start),
-                    known: false,
+                    known: used_before,
                     key: None,
                     shadow: None,
                     copy_valid: false,
@@ -637,7 +644,7 @@ mod tests {
     async fn the_older_page_learns_it_was_moved() {
         let reg = Registry::new();
         let target = "127.0.0.1:60001".parse().unwrap();
-        let first = reg.attach_bridge(target);
+        let first = reg.attach_bridge(target, None);
         let floor = first.seq_floor;
         assert!(floor >= crate::bridge_floors::time_floor(unix_now()), "above the clock's floor");
         assert!(!first.known, "nobody used this server through the relay");
@@ -648,7 +655,7 @@ mod tests {
         assert_eq!(first.client_datagram(None, &forged(floor - 1)), Verdict::Stale);
         assert_eq!(first.client_datagram(None, &forged(floor + 40)), Verdict::Forward);
         assert_eq!(first.client_datagram(None, &forged(1 << 62)), Verdict::Forward);
-        let second = reg.attach_bridge(target);
+        let second = reg.attach_bridge(target, None);
         assert_eq!(second.seq_floor, floor + 41 + FLOOR_MARGIN);
         assert!(second.known);
         assert_eq!(second.client_datagram(None, &forged(second.seq_floor)), Verdict::Forward);
@@ -661,7 +668,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = "127.0.0.1:60001".parse().unwrap();
         let reg = Registry::with_bridge_floors(BridgeFloors::open(dir.path()).unwrap());
-        let page = reg.attach_bridge(target);
+        let page = reg.attach_bridge(target, None);
         // Far above the clock's floor, as a session that ran for a long time.
         let high = page.seq_floor + (1 << 30);
         assert_eq!(page.client_datagram(None, &forged(page.seq_floor)), Verdict::Forward);
@@ -669,14 +676,36 @@ mod tests {
         drop(page);
         drop(reg);
         let restarted = Registry::with_bridge_floors(BridgeFloors::open(dir.path()).unwrap());
-        let next = restarted.attach_bridge(target);
+        let next = restarted.attach_bridge(target, None);
         assert!(next.seq_floor > high, "{} <= {high}", next.seq_floor);
         // Which server had a page is not kept (a new server may use the port): only the floor.
         assert!(!next.known);
         assert_eq!(next.client_datagram(None, &forged(high)), Verdict::Stale);
         // Another server: above every reservation too, but nobody used it.
-        let other = restarted.attach_bridge("127.0.0.1:60002".parse().unwrap());
+        let other = restarted.attach_bridge("127.0.0.1:60002".parse().unwrap(), None);
         assert!(other.seq_floor > high && !other.known);
+    }
+
+    /// With the key's fingerprint the relay keeps each server-and-key's floor, and knows after a
+    /// restart that this server and key had a page (so a fresh page cannot resume it), while a
+    /// new server on the same port under another key starts fresh and above it all.
+    #[test]
+    fn bridge_floors_are_kept_per_server_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = "127.0.0.1:60001".parse().unwrap();
+        let (key_a, key_b) = ("a".repeat(32), "b".repeat(32));
+        let reg = Registry::with_bridge_floors(BridgeFloors::open(dir.path()).unwrap());
+        let page = reg.attach_bridge(target, Some(&key_a));
+        assert!(!page.known);
+        let high = page.seq_floor + (1 << 30);
+        assert_eq!(page.client_datagram(None, &forged(high)), Verdict::Forward);
+        drop(page);
+        drop(reg);
+        let restarted = Registry::with_bridge_floors(BridgeFloors::open(dir.path()).unwrap());
+        let again = restarted.attach_bridge(target, Some(&key_a));
+        assert!(again.seq_floor > high && again.known, "the same server and key, after a restart");
+        let new_server = restarted.attach_bridge(target, Some(&key_b));
+        assert!(new_server.seq_floor > high && !new_server.known, "another key on the port");
     }
 
     #[test]

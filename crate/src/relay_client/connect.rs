@@ -75,9 +75,12 @@ impl Target {
         ssh_host: Option<&str>,
         max_datagram_size: usize,
     ) -> Hello {
-        let (host, port) = match &self.bridge {
-            Some((host, port, _)) => (Some(host.clone()), Some(*port)),
-            None => (None, None),
+        let (host, port, key_id) = match &self.bridge {
+            Some((host, port, key)) => {
+                let key_id = crate::relay_proto::proof::key_id(&super::address::key_text(key));
+                (Some(host.clone()), Some(*port), Some(key_id))
+            }
+            None => (None, None, None),
         };
         Hello {
             protocol: Some(PROTOCOL_VERSION),
@@ -89,6 +92,7 @@ impl Target {
             resume: resume.map(str::to_string),
             host,
             port,
+            key_id,
             ssh_host: if resume.is_none() { ssh_host.map(str::to_string) } else { None },
             max_datagram_size: Some(max_datagram_size),
         }

@@ -100,6 +100,9 @@ pub struct Hello {
     /// Bridge mode: the mosh-server's host and port.
     pub host: Option<String>,
     pub port: Option<u16>,
+    /// Bridge mode: the session key's fingerprint ([`key_id`](super::proof::key_id)), so the
+    /// relay keeps sequence floors per server and key across restarts without the key.
+    pub key_id: Option<String>,
     /// Spawn mode, a new session: start it on this host of the relay's `ssh_hosts` (over ssh)
     /// instead of the relay's own machine.
     pub ssh_host: Option<String>,
@@ -117,6 +120,7 @@ impl std::fmt::Debug for Hello {
             .field("resume", &self.resume)
             .field("host", &self.host)
             .field("port", &self.port)
+            .field("key_id", &self.key_id)
             .field("ssh_host", &self.ssh_host)
             .field("max_datagram_size", &self.max_datagram_size)
             .finish()
@@ -342,6 +346,7 @@ impl Message for ClientMessage {
                     .opt_str("resume", h.resume.as_deref())
                     .opt_str("host", h.host.as_deref())
                     .opt_u64("port", h.port.map(u64::from))
+                    .opt_str("key_id", h.key_id.as_deref())
                     .opt_str("ssh_host", h.ssh_host.as_deref())
                     .opt_u64("max_datagram_size", h.max_datagram_size.map(|m| m as u64));
             }
@@ -380,6 +385,7 @@ impl Message for ClientMessage {
                     "resume",
                     "host",
                     "port",
+                    "key_id",
                     "ssh_host",
                     "max_datagram_size",
                 ])?;
@@ -395,6 +401,7 @@ impl Message for ClientMessage {
                     resume: f.opt_str("resume")?,
                     host: f.opt_str("host")?,
                     port: f.opt_int("port")?,
+                    key_id: f.opt_str("key_id")?,
                     ssh_host: f.opt_str("ssh_host")?,
                     max_datagram_size: f.opt_int("max_datagram_size")?,
                 }))

@@ -138,6 +138,21 @@ pub fn storage_name(token: &str, key_text: &str) -> String {
     Sha256(full).to_string()[..32].to_string()
 }
 
+/// A bridge-mode session key's fingerprint, for the relay to keep sequence floors per key
+/// without learning it: 32 hex digits of SHA-256 over a label and the key's text. One key, one
+/// fingerprint, whichever page sends it; nothing about the key follows from it.
+pub fn key_id(key_text: &str) -> String {
+    let mut hasher = Sha256Hasher::new();
+    hasher.update(b"tern-key-id\0");
+    hasher.update(key_text.as_bytes());
+    Sha256(hasher.finalize().into()).to_string()[..32].to_string()
+}
+
+/// Whether `text` has [`key_id`]'s form (a relay ignores anything else).
+pub fn is_key_id(text: &str) -> bool {
+    text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// The API's authorization scheme: `Tern R.PROOF`, R the relay's nonce from `/api/challenge`
 /// (used once) and PROOF the page's proof over it.
 pub const SCHEME: &str = "Tern";
@@ -257,6 +272,15 @@ mod tests {
         assert!(parse_authorization("Bearer abc").is_none());
         assert!(parse_authorization(&value.replace('.', "")).is_none());
         assert!(parse_authorization(&value[..value.len() - 1]).is_none());
+    }
+
+    #[test]
+    fn key_ids_are_stable_distinct_and_well_formed() {
+        let a = key_id("PWSoCIVurTVBGXAj873xNg");
+        assert_eq!(a, key_id("PWSoCIVurTVBGXAj873xNg"));
+        assert_ne!(a, key_id("WLThFE98+opDlEMyexqWsA"));
+        assert!(is_key_id(&a) && !a.contains("PWSo"));
+        assert!(!is_key_id("xyz") && !is_key_id(&a.to_uppercase()));
     }
 
     #[test]

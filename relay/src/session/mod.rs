@@ -291,7 +291,11 @@ async fn open(
         (Some(record), Some(store)) => {
             shared.registry.attach_spawned(store, record, target.resumed)
         }
-        _ => shared.registry.attach_bridge(target.addr),
+        _ => {
+            // The page's fingerprint of its key, when well formed: floors per server and key.
+            let key_id = hello.key_id.as_deref().filter(|k| tern::relay_proto::proof::is_key_id(k));
+            shared.registry.attach_bridge(target.addr, key_id)
+        }
     };
     Ok(Attached { hello, target, udp, attach, _slot: slot })
 }
