@@ -262,6 +262,12 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_MAX_DATAGRAM", default_value_t = CHROMIUM_MAX_DATAGRAM)]
     pub max_datagram_size: usize,
 
+    /// Print the URL (which holds the access token) on stdout even when stdout is not a
+    /// terminal. Without it, a relay whose stdout is a pipe or a journal (a systemd unit) writes
+    /// the URL to `url` in the state directory (mode 0600) and prints only where it is.
+    #[arg(long)]
+    pub print_url: bool,
+
     /// Print the URL as a QR code too (on stdout, after it), for a phone or tablet. On by
     /// itself when the URL names an address beyond this machine's loopback.
     #[arg(long, env = "TERN_RELAY_QR", value_parser = clap::builder::FalseyValueParser::new())]

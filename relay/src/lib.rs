@@ -47,6 +47,7 @@ mod session;
 pub mod spawn;
 pub mod state;
 pub mod tls;
+pub mod url_file;
 mod version;
 
 use std::net::{SocketAddr, UdpSocket};
