@@ -482,7 +482,10 @@ impl FromStr for ListenAddr {
         match s.strip_prefix("unix:") {
             Some(path) if path.starts_with('/') => Ok(ListenAddr::Unix(path.into())),
             Some(_) => Err("unix:PATH wants an absolute path".into()),
-            None => s.parse().map(ListenAddr::Tcp).map_err(|e| format!("{e}: want HOST:PORT or unix:PATH")),
+            None => s
+                .parse()
+                .map(ListenAddr::Tcp)
+                .map_err(|e| format!("{e}: want HOST:PORT or unix:PATH")),
         }
     }
 }

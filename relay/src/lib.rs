@@ -433,8 +433,7 @@ impl Relay {
 
     /// Serves until [`Relay::shutdown`]. Call once.
     pub async fn run(&self) {
-        let Some(listener) = self.listener.lock().unwrap_or_else(|e| e.into_inner()).take()
-        else {
+        let Some(listener) = self.listener.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             tracing::error!("Relay::run called twice");
             return;
         };
@@ -443,7 +442,9 @@ impl Relay {
                 socket = %path.display(), mode = ?self.mode(), "tern-relay serving (HTTP and the \
                  WebSocket on a Unix socket; no WebTransport)"
             ),
-            None => tracing::info!(addr = %self.local_addr, mode = ?self.mode(), "tern-relay serving"),
+            None => {
+                tracing::info!(addr = %self.local_addr, mode = ?self.mode(), "tern-relay serving")
+            }
         }
         let http = tokio::spawn(http::serve(Arc::clone(&self.http), listener));
         let certs = self.endpoint.as_ref().map(|endpoint| {

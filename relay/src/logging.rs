@@ -58,9 +58,18 @@ mod tests {
         for own in ["tern_relay", "tern_relay::http", "tern", "tern::session", "tern_native"] {
             assert!(is_own(own), "{own}");
         }
-        for other in ["tungstenite::protocol", "tokio_tungstenite", "hyper", "h3", "wtransport",
-            "quinn", "rustls", "log", "ternary", "tern_relayx"]
-        {
+        for other in [
+            "tungstenite::protocol",
+            "tokio_tungstenite",
+            "hyper",
+            "h3",
+            "wtransport",
+            "quinn",
+            "rustls",
+            "log",
+            "ternary",
+            "tern_relayx",
+        ] {
             assert!(!is_own(other), "{other}");
         }
     }

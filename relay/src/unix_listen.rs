@@ -49,7 +49,8 @@ pub fn bind(path: &Path) -> Result<tokio::net::UnixListener, UnixListenError> {
             if std::os::unix::net::UnixStream::connect(path).is_ok() {
                 return Err(fail("in use: another tern-relay answers there".into()));
             }
-            fs::remove_file(path).map_err(|e| fail(format!("cannot remove the old socket: {e}")))?;
+            fs::remove_file(path)
+                .map_err(|e| fail(format!("cannot remove the old socket: {e}")))?;
         }
         Ok(_) => return Err(fail("exists and is not a socket".into())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}

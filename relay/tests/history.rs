@@ -258,8 +258,13 @@ async fn forty_megabytes_without_a_newline_leave_the_recorder_small_and_the_shel
     let _cleanup = KillRecorded(state.path());
     let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
     let (mut mosh, ready) = session(&relay, &token).await;
-    run(&mut mosh, "seq -f 'warm-%g' 1 100; echo warm-$((1+1))\n", "warm-2", Duration::from_secs(10))
-        .await;
+    run(
+        &mut mosh,
+        "seq -f 'warm-%g' 1 100; echo warm-$((1+1))\n",
+        "warm-2",
+        Duration::from_secs(10),
+    )
+    .await;
     let pid = recorder_pid(state.path());
     let (rss_before, hwm_before) = (memory_kb(pid, "VmRSS"), memory_kb(pid, "VmHWM"));
 

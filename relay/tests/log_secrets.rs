@@ -154,7 +154,8 @@ async fn at_trace_level_no_token_key_or_typed_text_reaches_stdout_or_stderr() {
         (lower_hex(typed.as_bytes()), "typed text in hex"),
     ] {
         for (i, _) in all.match_indices(&secret).take(2) {
-            let around = &all.as_bytes()[i.saturating_sub(150)..(i + secret.len() + 30).min(all.len())];
+            let around =
+                &all.as_bytes()[i.saturating_sub(150)..(i + secret.len() + 30).min(all.len())];
             leaks.push(format!("the {what}: {:?}", String::from_utf8_lossy(around)));
         }
     }

@@ -180,7 +180,8 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     let mut emulator = Emulator::new(size_of(size));
     emulator.keep_scrolled_off(true);
     let emulator = Arc::new(Mutex::new(emulator));
-    let mut writer = HistoryWriter::open(&args.history_dir, &args.session, args.max_lines, args.max_bytes)?;
+    let mut writer =
+        HistoryWriter::open(&args.history_dir, &args.session, args.max_lines, args.max_bytes)?;
     let mut lines = HistoryLines::new();
 
     // Keys: the outer terminal to the shell's pty, byte for byte.
