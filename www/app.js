@@ -183,6 +183,12 @@ function onStatus(kind, message, code) {
       notice('error', 'Tern was updated', message, { label: 'Reload', run: () => location.reload() });
       break;
     default:
+      if (code === 'relay_not_verified') {
+        // Something answered on the relay's address without knowing the token (another program
+        // on its port while tern-relay was down): nothing was sent to it. The session is kept.
+        notice('error', 'The relay could not be verified', message, { label: 'Try again', run: () => location.reload() });
+        break;
+      }
       if (code === 'spawn_failed') {
         // mosh-server did not start (here, or on an ssh host: the message says why). A reload
         // offers the choice again, since nothing was saved.

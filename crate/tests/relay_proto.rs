@@ -52,6 +52,48 @@ fn client_messages() {
     assert!(!format!("{hello:?}").contains("t0k"), "Debug hides the token");
 }
 
+/// The challenge-response: the page's greet (protocol and nonce only), the relay's challenge,
+/// the page's hello with its proof, and the API's challenge bodies and `Authorization` value.
+#[test]
+fn the_challenge_messages() {
+    let (p, r) = (ProofNonce([0x11; 32]), ProofNonce([0x22; 32]));
+    let (n11, n22) = ("11".repeat(32), "22".repeat(32));
+    round_trip(
+        &ClientMessage::Greet { protocol: PROTOCOL_VERSION, nonce: p },
+        &format!(r#"{{"type":"greet","protocol":{PROTOCOL_VERSION},"nonce":"{n11}"}}"#),
+    );
+    let relay_proof = proof::prove("tok-of-the-relay", Prover::Relay, &p, &r);
+    let challenge = Challenge { nonce: r, proof: relay_proof };
+    round_trip(
+        &ServerMessage::Challenge(control::ChallengeText(challenge)),
+        &format!(r#"{{"type":"challenge","nonce":"{n22}","proof":"{relay_proof}"}}"#),
+    );
+    let page_proof = proof::prove("tok-of-the-relay", Prover::Page, &p, &r);
+    let hello = Hello {
+        protocol: Some(PROTOCOL_VERSION),
+        proof: Some(control::ProofText(page_proof)),
+        mode: Some(Mode::Spawn),
+        ..Hello::default()
+    };
+    round_trip(
+        &ClientMessage::Hello(hello),
+        &format!(
+            r#"{{"type":"hello","protocol":{PROTOCOL_VERSION},"proof":"{page_proof}","mode":"spawn"}}"#
+        ),
+    );
+    let line = encode_line(&ChallengeRequest { nonce: p });
+    assert_eq!(String::from_utf8(line).unwrap(), format!("{{\"nonce\":\"{n11}\"}}\n"));
+    let line = encode_line(&challenge);
+    assert_eq!(
+        String::from_utf8(line).unwrap(),
+        format!("{{\"nonce\":\"{n22}\",\"proof\":\"{relay_proof}\"}}\n")
+    );
+    assert_eq!(proof::authorization(&r, &page_proof), format!("Tern {n22}.{page_proof}"));
+    // Malformed nonces and proofs are refused, not taken as something else.
+    assert!(decode::<ClientMessage>(br#"{"type":"greet","protocol":8,"nonce":"abc"}"#).is_err());
+    assert!(decode::<ClientMessage>(br#"{"type":"hello","proof":"XYZ"}"#).is_err());
+}
+
 #[test]
 fn client_messages_refuse_unknown_fields() {
     assert!(decode::<ClientMessage>(br#"{"type":"hello","mode":"spawn","tokne":"x"}"#).is_err());

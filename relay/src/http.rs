@@ -27,9 +27,11 @@ use tern::relay_proto::{
 
 use crate::assets;
 use crate::auth::AuthOutcome;
+use crate::challenge::Challenges;
 use crate::session::SessionContext;
 use crate::tls::cert::CertManager;
 use tern::relay_proto::WEBSOCKET_PATH;
+use tern::relay_proto::proof::{CHALLENGE_PATH, ChallengeRequest};
 
 type Body = Full<Bytes>;
 
@@ -57,6 +59,8 @@ pub(crate) struct HttpContext {
     pub connections: Arc<tokio::sync::Semaphore>,
     /// HTTPS for the page, when configured (see [`CertManager::tls_acceptor`]).
     pub https: Option<Https>,
+    /// The API's outstanding challenges (`POST /api/challenge`, spent by one request each).
+    pub challenges: Challenges,
 }
 
 impl HttpContext {
@@ -243,6 +247,8 @@ where
                         websocket(&shared, req, peer)
                     } else if path == HISTORY_PATH || path == HISTORY_SEARCH_PATH {
                         history(&shared, req, &path, peer).await
+                    } else if path == CHALLENGE_PATH {
+                        challenge(&shared, req, peer).await
                     } else {
                         handle(&shared, req, &path, peer)
                     }
@@ -282,9 +288,9 @@ where
 
 /// The WebSocket fallback (`tern::relay_proto::websocket`): the same session as over
 /// WebTransport, for networks that pass only TCP. Refused before the upgrade: an Origin other
-/// than the page's own (a foreign site must not ride the browser's access), a missing or wrong
-/// token (offered as a subprotocol, `tern-token.TOKEN` or `tern-token-hex.HEX`, which keeps it
-/// out of URLs and logs; `?token=` from native clients), a blocked address.
+/// than the page's own (a foreign site must not ride the browser's access). A page offers no token: its control stream starts with the challenge, as over WebTransport.
+/// A native client may offer one (a subprotocol, `tern-token.TOKEN` or `tern-token-hex.HEX`, or
+/// `?token=`); a wrong one is refused here.
 fn websocket(
     shared: &Arc<HttpContext>,
     mut req: Request<Incoming>,
@@ -312,23 +318,26 @@ fn websocket(
         .iter()
         .find_map(|p| tern::relay_proto::websocket::token_from_subprotocol(p))
         .or_else(|| crate::session::query_token(&req.uri().to_string()));
-    match shared.sessions.auth.check(
-        &shared.sessions.token,
-        token.as_deref(),
-        peer.ip(),
-        Instant::now(),
-    ) {
-        AuthOutcome::Ok => {}
-        AuthOutcome::BadToken => {
-            tracing::info!(%peer, "websocket with a missing or wrong token");
-            return error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
-        }
-        AuthOutcome::RateLimited(_) => {
-            return error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
-                "too many failed attempts",
-            );
+    let pre_authed = token.is_some();
+    if pre_authed {
+        match shared.sessions.auth.check(
+            &shared.sessions.token,
+            token.as_deref(),
+            peer.ip(),
+            Instant::now(),
+        ) {
+            AuthOutcome::Ok => {}
+            AuthOutcome::BadToken => {
+                tracing::info!(%peer, "websocket with a wrong token");
+                return error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
+            }
+            AuthOutcome::RateLimited(_) => {
+                return error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    "too many failed attempts",
+                );
+            }
         }
     }
     // The same cap as a WebTransport handshake: until its hello is admitted, an upgraded
@@ -347,7 +356,7 @@ fn websocket(
     let sessions = Arc::clone(&shared.sessions);
     tokio::spawn(async move {
         match upgrade.await {
-            Ok(io) => crate::session::serve_websocket(sessions, io, peer, slot).await,
+            Ok(io) => crate::session::serve_websocket(sessions, io, pre_authed, peer, slot).await,
             Err(e) => tracing::debug!(%peer, "websocket upgrade failed: {e}"),
         }
     });
@@ -448,7 +457,7 @@ fn handle(
     resp
 }
 
-/// The API: every route needs `Authorization: Bearer TOKEN`, checked before anything else.
+/// The API: every route needs a credential (see [`authorize`]), checked after the Origin.
 fn api(
     shared: &HttpContext,
     req: &Request<Incoming>,
@@ -548,25 +557,73 @@ async fn history(
     }
 }
 
-/// Checks `Authorization: Bearer TOKEN`; the response to send when it is missing or wrong.
+/// `POST /api/challenge`: the relay's nonce and its proof that it knows the token, for the
+/// page's nonce (`tern::relay_proto::proof`). The page checks the proof before it sends
+/// anything that matters, and spends the nonce on one API request. Public (it proves, it asks
+/// nothing), behind the Origin check like every route.
+async fn challenge(
+    shared: &HttpContext,
+    req: Request<Incoming>,
+    peer: SocketAddr,
+) -> Response<Body> {
+    use http_body_util::BodyExt;
+    if let Err(refused) = check_origin(shared, req.headers(), peer, "challenge request") {
+        return refused;
+    }
+    if req.method() != Method::POST {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only POST");
+    }
+    let body = match http_body_util::Limited::new(req.into_body(), 1024).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, "bad_request", "request too large"),
+    };
+    let request = match tern::relay_proto::decode::<ChallengeRequest>(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                &format!("malformed request: {e}"),
+            );
+        }
+    };
+    match shared.challenges.issue(&shared.sessions.token, request.nonce, Instant::now()) {
+        Ok(answer) => json(StatusCode::OK, &answer),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "no randomness"),
+    }
+}
+
+/// Checks the request's credential: `Authorization: Tern R.PROOF` (a page: a challenge from
+/// `/api/challenge` and its proof over it), or `Bearer TOKEN` (curl, native clients). The
+/// response to send when it is missing or wrong.
 #[allow(clippy::result_large_err)]
 fn authorize(
     shared: &HttpContext,
     req: &Request<Incoming>,
     peer: SocketAddr,
 ) -> Result<(), Response<Body>> {
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    match shared.sessions.auth.check(&shared.sessions.token, presented, peer.ip(), Instant::now()) {
+    let value = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let now = Instant::now();
+    let token = &shared.sessions.token;
+    let outcome = match value {
+        Some(v) if v.starts_with(tern::relay_proto::proof::SCHEME) => {
+            let right = tern::relay_proto::proof::parse_authorization(v)
+                .is_some_and(|(nonce, proof)| shared.challenges.redeem(token, &nonce, &proof, now));
+            // The limiter compares tokens; a proof's verdict is handed over as one.
+            let verdict = if right { Some(token.expose()) } else { Some("") };
+            shared.sessions.auth.check(token, verdict, peer.ip(), now)
+        }
+        _ => {
+            let presented = value.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
+            shared.sessions.auth.check(token, presented, peer.ip(), now)
+        }
+    };
+    match outcome {
         AuthOutcome::Ok => Ok(()),
         AuthOutcome::BadToken => {
-            tracing::info!(%peer, "api request with a missing or wrong token");
+            tracing::info!(%peer, "api request with a missing or wrong credential");
             let mut r = error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
-            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Tern"));
             Err(r)
         }
         AuthOutcome::RateLimited(wait) => {

@@ -28,6 +28,7 @@
 
 pub mod assets;
 pub mod auth;
+pub mod challenge;
 pub mod config;
 pub mod control;
 /// The relay→browser datagram framing; the codec is the core's, shared with the wasm client.
@@ -329,6 +330,7 @@ impl Relay {
             port: if endpoint.is_some() { local_addr.port() } else { 0 },
             connections: Arc::new(tokio::sync::Semaphore::new(config.max_http_connections.max(1))),
             https,
+            challenges: Default::default(),
         });
         let upkeep = CertUpkeep {
             certs,

@@ -8,10 +8,12 @@ mod support;
 use std::time::Duration;
 
 use support::*;
-use tern::relay_client::{self, ConnectError, FailCode, Target};
-use tern::relay_proto::{ClientMessage, INFO_PATH, Mode, PROTOCOL_VERSION};
+use tern::relay_client::{self, ConnectError, FailCode, Target, Verifier};
+use tern::relay_proto::{CHALLENGE_PATH, ClientMessage, INFO_PATH, Mode, PROTOCOL_VERSION};
 
-/// One attempt as the page makes it: hello built by `target`, answer read by `relay_client`.
+/// One attempt as the page makes it: greet, the relay's challenge checked by `relay_client`'s
+/// verifier, the hello built by `target` with the page's proof, the answer read by
+/// `relay_client`.
 async fn attempt(
     relay: &TestRelay,
     target: &Target,
@@ -20,9 +22,23 @@ async fn attempt(
 ) -> (Control, Result<tern::relay_proto::control::Ready, ConnectError>) {
     let conn = connect(relay, None).await.expect("WebTransport connects");
     let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
-    let hello = ClientMessage::Hello(target.hello(mode, resume, None, 1211));
-    send.write_all(&hello.to_line()).await.unwrap();
+    let verifier = Verifier::new(random32());
+    send.write_all(&verifier.greet().to_line()).await.unwrap();
     let mut control = Control { send, reader: tern_relay::control::LineReader::new(recv) };
+    let mut next_line = async || {
+        tokio::time::timeout(Duration::from_secs(20), control.reader.next_line())
+            .await
+            .expect("an answer")
+            .ok()
+    };
+    let challenge = next_line().await;
+    let proof = match verifier.control_answer(&target.token, challenge.as_deref()) {
+        Ok(proof) => proof,
+        Err(e) => return (control, Err(e)),
+    };
+    let mut hello = target.hello(mode, resume, None, 1211);
+    hello.proof = Some(proof);
+    control.send.write_all(&ClientMessage::Hello(hello).to_line()).await.unwrap();
     let line = tokio::time::timeout(Duration::from_secs(20), control.reader.next_line())
         .await
         .expect("an answer")
@@ -30,6 +46,27 @@ async fn attempt(
     // The connection must outlive the session for `resume` to find it alive.
     std::mem::forget(conn);
     (control, relay_client::answer(line.as_deref()))
+}
+
+fn random32() -> [u8; 32] {
+    let mut b = [0u8; 32];
+    getrandom::fill(&mut b).unwrap();
+    b
+}
+
+/// An API request as the page makes it: a challenge, the relay's proof checked, the request
+/// with the page's proof. `Err`: the verifier's verdict on the challenge.
+async fn api_get(
+    relay: &TestRelay,
+    token: &str,
+    route: &str,
+) -> Result<(u16, String, String), ConnectError> {
+    let verifier = Verifier::new(random32());
+    let request = tern::relay_proto::encode(&verifier.request());
+    let (status, body) = http_post(relay.addr(), CHALLENGE_PATH, None, &request).await;
+    let authorization = verifier.http_answer(token, status, body.as_bytes())?;
+    let (status, body) = http_get_authorized(relay.addr(), route, &authorization).await;
+    Ok((status, authorization, body))
 }
 
 #[tokio::test]
@@ -41,9 +78,13 @@ async fn the_pages_connection_code_works_against_a_real_relay() {
     let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
     let target = Target { token: token.clone(), bridge: None };
 
-    let (status, body) = http_get(relay.addr(), INFO_PATH, Some(&token)).await;
+    let (status, authorization, body) =
+        api_get(&relay, &token, INFO_PATH).await.expect("the relay proves it knows the token");
     let info =
         relay_client::info_response(status, body.as_bytes()).expect("the page reads /api/info");
+    // A challenge is spent by one request: the same authorization again is refused.
+    let (status, _) = http_get_authorized(relay.addr(), INFO_PATH, &authorization).await;
+    assert_eq!(status, 401);
     assert_eq!(info.protocol, PROTOCOL_VERSION);
     relay_client::check_info(&info, &target).expect("this page can use this relay");
 
@@ -59,18 +100,17 @@ async fn the_pages_connection_code_works_against_a_real_relay() {
     assert!(again.resumed);
     assert_eq!((again.session, again.port), (ready.session.clone(), ready.port));
 
-    // Refusals read as the page must act on them.
-    let wrong = Target { token: "not-the-token".into(), bridge: None };
-    let (status, body) = http_get(relay.addr(), INFO_PATH, Some(&wrong.token)).await;
-    assert!(matches!(
-        relay_client::info_response(status, body.as_bytes()),
-        Err(ConnectError::Fatal { code: FailCode::BadToken, .. })
-    ));
+    // Refusals read as the page must act on them. A page with another token cannot verify
+    // the relay (its proof is over the relay's token), so it sends nothing more.
+    let wrong = Target { token: "not-the-token-of-this-relay".into(), bridge: None };
+    let not_verified = |r: Result<(), ConnectError>| {
+        matches!(r, Err(ConnectError::Fatal { code: FailCode::RelayNotVerified, .. }))
+    };
+    let refused = api_get(&relay, &wrong.token, INFO_PATH).await.map(|_| ());
+    assert!(not_verified(refused.clone()), "{refused:?}");
     let (_c, refused) = attempt(&relay, &wrong, info.mode, None).await;
-    assert!(
-        matches!(refused, Err(ConnectError::Fatal { code: FailCode::BadToken, .. })),
-        "{refused:?}"
-    );
+    let refused = refused.map(|_| ());
+    assert!(not_verified(refused.clone()), "{refused:?}");
     let (_c, gone) = attempt(&relay, &target, info.mode, Some(&"0".repeat(32))).await;
     assert!(matches!(gone, Err(ConnectError::Ended(_))), "{gone:?}");
     let bridge_page = Target {

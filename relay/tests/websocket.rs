@@ -12,7 +12,8 @@ use sha2::{Digest, Sha256};
 use support::*;
 use tern::relay_proto::websocket::{Frame, MAX_FRAME};
 use tern::relay_proto::{
-    ClientMessage, LineBuffer, ServerMessage, UploadHeader, UploadReply, WEBSOCKET_PATH, decode,
+    ClientMessage, ErrorCode, LineBuffer, ServerMessage, UploadHeader, UploadReply, WEBSOCKET_PATH,
+    decode,
 };
 use tern_relay::framing::Joiner;
 use tokio::net::{TcpStream, UdpSocket};
@@ -101,7 +102,7 @@ async fn bridged_session(relay: &TestRelay, token: &str, echo: SocketAddr) -> (W
 }
 
 #[tokio::test]
-async fn foreign_origins_and_missing_or_wrong_tokens_are_refused_at_the_upgrade() {
+async fn foreign_origins_and_wrong_tokens_are_refused_at_the_upgrade_and_a_page_proves_in_band() {
     let token = test_token("ws");
     let echo = echo_server().await;
     let relay =
@@ -109,11 +110,38 @@ async fn foreign_origins_and_missing_or_wrong_tokens_are_refused_at_the_upgrade(
     let own = format!("http://{}", relay.addr());
     let e = open(&relay, Some("https://evil.example"), Some(&token)).await.unwrap_err();
     assert_eq!(status(e), 403, "a foreign page cannot ride the browser's access");
-    let e = open(&relay, Some(&own), None).await.unwrap_err();
-    assert_eq!(status(e), 401);
     let e = open(&relay, Some(&own), Some("wrong")).await.unwrap_err();
     assert_eq!(status(e), 401);
     assert!(open(&relay, Some(&own), Some(&token)).await.is_ok());
+
+    // A page offers no token: the upgrade is let through, and the control stream's challenge
+    // decides. The relay proves first; a hello without the page's proof is refused.
+    let mut ws = open(&relay, Some(&own), None).await.expect("a tokenless upgrade");
+    let mut lines = LineBuffer::new(4096);
+    let verifier = tern::relay_client::Verifier::new([3; 32]);
+    send(&mut ws, Frame::Control(&verifier.greet().to_line())).await;
+    let challenge = control_message(&mut ws, &mut lines).await;
+    let ServerMessage::Challenge(c) = &challenge else { panic!("{challenge:?}") };
+    verifier.answer(&token, &c.0).expect("the relay proves it knows the token");
+    let mut hello = bridge_hello(&token, "127.0.0.1", echo.port());
+    hello.token = None;
+    send(&mut ws, Frame::Control(&ClientMessage::Hello(hello.clone()).to_line())).await;
+    let refused = control_message(&mut ws, &mut lines).await;
+    assert!(
+        matches!(refused, ServerMessage::Error { code: ErrorCode::BadToken, .. }),
+        "{refused:?}"
+    );
+
+    // With the page's proof: ready.
+    let mut ws = open(&relay, Some(&own), None).await.expect("a tokenless upgrade");
+    let mut lines = LineBuffer::new(4096);
+    send(&mut ws, Frame::Control(&verifier.greet().to_line())).await;
+    let ServerMessage::Challenge(c) = control_message(&mut ws, &mut lines).await else { panic!() };
+    hello.proof =
+        Some(tern::relay_proto::control::ProofText(verifier.answer(&token, &c.0).unwrap()));
+    send(&mut ws, Frame::Control(&ClientMessage::Hello(hello).to_line())).await;
+    let ready = control_message(&mut ws, &mut lines).await;
+    assert!(matches!(ready, ServerMessage::Ready(_)), "{ready:?}");
     relay.stop().await;
 }
 

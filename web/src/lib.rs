@@ -76,6 +76,7 @@ impl Client {
     #[wasm_bindgen(constructor)]
     pub fn new(term: Terminal, options: JsValue) -> Result<Client, JsValue> {
         let (target, hooks, wt_port) = self::options(&options)?;
+        crate::storage::init(&target.token);
         let client =
             Client { driver: Driver::new(term, target, hooks::Hooks::new(hooks), wt_port) };
         // From now on, not from `start`: the page awaits things in between (the session's

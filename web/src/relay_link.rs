@@ -1,6 +1,6 @@
-//! One link to tern-relay: the info request, then WebTransport (or the WebSocket fallback,
-//! `websocket.rs`) carrying the control stream, datagrams and upload streams. Pure I/O: it moves
-//! bytes and lines; what they mean is `tern::relay_client`'s and `tern::relay_proto`'s business,
+//! One link to tern-relay: the info request (each API request after the relay proved it knows
+//! the token), then WebTransport (or the WebSocket fallback, `websocket.rs`) carrying the control
+//! stream, datagrams and upload streams. Pure I/O: it moves bytes and lines; what they mean is `tern::relay_client`'s and `tern::relay_proto`'s business,
 //! what to do about a failure the driver's.
 
 use std::cell::RefCell;
@@ -13,7 +13,8 @@ use tern::relay_client::{self, ConnectError};
 use tern::relay_proto::control::{MAX_SESSION_MESSAGE, Ready};
 use tern::relay_proto::upload::MAX_REPLY;
 use tern::relay_proto::{
-    ClientMessage, Hello, INFO_PATH, LineBuffer, Message, RelayInfo, SESSIONS_PATH, SessionList,
+    CHALLENGE_PATH, ClientMessage, Hello, INFO_PATH, LineBuffer, Message, RelayInfo, SESSIONS_PATH,
+    SessionList,
 };
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -40,8 +41,7 @@ fn retry(what: &str, e: JsValue) -> ConnectError {
     ConnectError::Retry(format!("{what}: {}", describe(&e)))
 }
 
-/// `GET /api/info` (under the page's directory) with the token, read by
-/// `relay_client::info_response`.
+/// `GET /api/info` (under the page's directory), read by `relay_client::info_response`.
 pub async fn fetch_info(token: &str) -> Result<RelayInfo, ConnectError> {
     let (status, body) = get_api(token, INFO_PATH).await?;
     relay_client::info_response(status, &body)
@@ -63,27 +63,47 @@ pub async fn history_call<Req: Message, Resp: Message>(
     let body = tern::relay_proto::encode(request);
     match call_api(token, "POST", route, Some(&body)).await {
         Ok((status, body)) => relay_client::history_response(status, &body),
-        Err(e) => Err(format!("the relay cannot be reached ({e})")),
+        Err(ConnectError::Retry(e)) => Err(format!("the relay cannot be reached ({e})")),
+        Err(e) => Err(e.to_string()),
     }
 }
 
-/// One authorized GET of the relay's API: status and body.
 async fn get_api(token: &str, route: &str) -> Result<(u16, Vec<u8>), ConnectError> {
     call_api(token, "GET", route, None).await
 }
 
-/// One authorized request to the relay's API: status and body.
+/// One request to the relay's API, authorized by a challenge: the relay proves it knows the
+/// token first (`POST /api/challenge`), and only then does the request leave, with the page's
+/// proof (`Authorization: Tern …`), never the token. Status and body.
 async fn call_api(
     token: &str,
     method: &str,
     route: &str,
     body: Option<&[u8]>,
 ) -> Result<(u16, Vec<u8>), ConnectError> {
+    let verifier = relay_client::Verifier::new(random_or_retry()?);
+    let challenge = tern::relay_proto::encode(&verifier.request());
+    let (status, answer) = fetch(CHALLENGE_PATH, "POST", None, Some(&challenge)).await?;
+    let authorization = verifier.http_answer(token, status, &answer)?;
+    fetch(route, method, Some(&authorization), body).await
+}
+
+/// 32 random bytes for a challenge, or a retry when the browser has none to give.
+pub fn random_or_retry() -> Result<[u8; 32], ConnectError> {
+    crate::js::random().map_err(|e| ConnectError::Retry(format!("no random numbers: {e}")))
+}
+
+/// One request to the relay (under the page's directory): status and body.
+async fn fetch(
+    route: &str,
+    method: &str,
+    authorization: Option<&str>,
+    body: Option<&[u8]>,
+) -> Result<(u16, Vec<u8>), ConnectError> {
     let window = web_sys::window().ok_or(ConnectError::Retry("no window".into()))?;
     let headers = Headers::new().map_err(|e| retry("headers", e))?;
-    if headers.set("Authorization", &format!("Bearer {token}")).is_err() {
-        // Not a valid header value: the relay would refuse it anyway.
-        return Ok((401, Vec::new()));
+    if let Some(authorization) = authorization {
+        headers.set("Authorization", authorization).map_err(|e| retry("headers", e))?;
     }
     let init = RequestInit::new();
     init.set_method(method);
@@ -101,8 +121,8 @@ async fn call_api(
             .map_err(|e| retry("relay unreachable", e))?
             .unchecked_into();
     let body = match response.array_buffer() {
-        Ok(p) => wasm_bindgen_futures::JsFuture::from(p).await.map_err(|e| retry("info", e))?,
-        Err(e) => return Err(retry("info", e)),
+        Ok(p) => wasm_bindgen_futures::JsFuture::from(p).await.map_err(|e| retry("answer", e))?,
+        Err(e) => return Err(retry("answer", e)),
     };
     Ok((response.status(), Uint8Array::new(&body).to_vec()))
 }
@@ -258,7 +278,8 @@ const WEBSOCKET_DATAGRAM: usize = 1211;
 impl RelayLink {
     /// Opens a link to the relay `info` describes: WebTransport to `port`, or the WebSocket
     /// fallback when WebTransport is missing, fails, or has not opened within `patience`. Then
-    /// sends the hello `hello` builds from the datagram limit, and reads the answer.
+    /// greets, checks the relay's proof that it knows `token` (nothing else leaves before), sends
+    /// the hello `hello` builds from the datagram limit with the page's proof, and reads the answer.
     pub async fn open(
         info: &RelayInfo,
         port: u16,
@@ -266,6 +287,7 @@ impl RelayLink {
         patience: Duration,
         hello: impl FnOnce(usize) -> Hello,
     ) -> Result<(RelayLink, Ready), ConnectError> {
+        let verifier = relay_client::Verifier::new(random_or_retry()?);
         let has_webtransport =
             Reflect::has(&js_sys::global(), &"WebTransport".into()).unwrap_or(false);
         let link = match has_webtransport {
@@ -276,21 +298,30 @@ impl RelayLink {
                         ConnectError::Retry(why) => why.clone(),
                         other => format!("{other:?}"),
                     };
-                    Self::websocket(token).await.map_err(|ws| {
+                    Self::websocket().await.map_err(|ws| {
                         ConnectError::Retry(format!("WebTransport: {why}; WebSocket: {ws}"))
                     })?
                 }
             },
-            false => Self::websocket(token).await.map_err(ConnectError::Retry)?,
+            false => Self::websocket().await.map_err(ConnectError::Retry)?,
         };
-        let hello = ClientMessage::Hello(hello(link.max_datagram_size));
-        link.control_out.write(&hello.to_line());
-        // The answer must come within the open timeout whichever way the link came.
-        let answer = {
-            let closer = link.closer();
-            let _deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, closer);
-            link.control_in.next_line().await
+        // The challenge and the answer must come within the open timeout whichever way the link
+        // came.
+        let closer = link.closer();
+        let _deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, closer);
+        link.control_out.write(&verifier.greet().to_line());
+        let challenge = link.control_in.next_line().await;
+        let proof = match verifier.control_answer(token, challenge.as_deref()) {
+            Ok(proof) => proof,
+            Err(e) => {
+                link.close();
+                return Err(e);
+            }
         };
+        let mut hello = hello(link.max_datagram_size);
+        hello.proof = Some(proof);
+        link.control_out.write(&ClientMessage::Hello(hello).to_line());
+        let answer = link.control_in.next_line().await;
         match relay_client::answer(answer.as_deref()) {
             Ok(ready) => Ok((link, ready)),
             Err(e) => {
@@ -378,8 +409,8 @@ impl RelayLink {
     }
 
     /// The WebSocket fallback to the page's own origin.
-    async fn websocket(token: &str) -> Result<RelayLink, String> {
-        let carrier = WsCarrier::open(token).await?;
+    async fn websocket() -> Result<RelayLink, String> {
+        let carrier = WsCarrier::open().await?;
         let control_out = StreamWriter::WebSocket(carrier.control_writer());
         let control_in =
             StreamLines::new(Source::WebSocket(carrier.control_reader()), MAX_SESSION_MESSAGE);

@@ -161,9 +161,9 @@ impl WsReader {
 }
 
 /// `ws://` or `wss://` to the page's own host and directory (`/ws`, or `/tern/ws` under a base
-/// path), with the token as a subprotocol (`relay_proto::websocket::token_subprotocol`), never in
-/// the URL.
-fn open_socket(token: &str) -> Result<WebSocket, String> {
+/// path). No token, anywhere: the control stream's challenge proves both sides
+/// (`relay_client::Verifier`), so whatever answers here learns nothing.
+fn open_socket() -> Result<WebSocket, String> {
     let location = web_sys::window().ok_or("no window")?.location();
     let host = location.host().map_err(|_| "no host")?;
     let scheme =
@@ -171,19 +171,14 @@ fn open_socket(token: &str) -> Result<WebSocket, String> {
     let pathname = location.pathname().map_err(|_| "no path")?;
     let path = tern::relay_client::route_under_page(&pathname, WEBSOCKET_PATH);
     let url = format!("{scheme}://{host}{path}");
-    // Never `?token=`: a URL reaches proxy and server logs, a subprotocol does not.
-    let protocols = js_sys::Array::of2(
-        &tern::relay_proto::websocket::SUBPROTOCOL.into(),
-        &tern::relay_proto::websocket::token_subprotocol(token).into(),
-    );
-    let socket = WebSocket::new_with_str_sequence(&url, &protocols);
+    let socket = WebSocket::new_with_str(&url, tern::relay_proto::websocket::SUBPROTOCOL);
     socket.map_err(|e| crate::js::describe(&e))
 }
 
 impl WsCarrier {
     /// Opens the WebSocket and waits until it is open (or failed).
-    pub async fn open(token: &str) -> Result<WsCarrier, String> {
-        let socket = open_socket(token)?;
+    pub async fn open() -> Result<WsCarrier, String> {
+        let socket = open_socket()?;
         socket.set_binary_type(BinaryType::Arraybuffer);
         let mux = Rc::new(Multiplexer {
             socket: socket.clone(),

@@ -28,7 +28,7 @@ impl PageClient {
 
     /// Hands bytes to the session now (or keeps them until the first session exists).
     pub(super) fn send_input(&mut self, now: Instant, bytes: &[u8]) {
-        if bytes.is_empty() || self.is_over() {
+        if bytes.is_empty() || !self.keeps_session() {
             return;
         }
         let Some(s) = self.session.as_mut() else {

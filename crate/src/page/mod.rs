@@ -430,6 +430,13 @@ impl PageClient {
         self.status.is_final()
     }
 
+    /// Whether the shell is this page's to continue: not ended, not moved to another page. A
+    /// page that stopped trying (`Failed`: a relay it could not verify, a rate limit) still
+    /// takes keys and saves them, and a reload continues with them.
+    fn keeps_session(&self) -> bool {
+        !self.status.is_final() || matches!(self.status, Status::Failed(_))
+    }
+
     /// Stops at a final `status` (no reconnecting): the session's timer and the link go.
     fn stop(&mut self, status: Status, message: &str) {
         self.set_status(status, message);
@@ -448,6 +455,8 @@ impl PageClient {
     /// Retrying cannot help: stop and say why.
     pub fn fail(&mut self, code: crate::relay_client::FailCode, message: &str) {
         self.stop(Status::Failed(code), message);
+        // What was typed until now is kept for the reload that tries again.
+        self.save();
     }
 
     /// The session is over for good (shell exited, or the relay says the session is gone).

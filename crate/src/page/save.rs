@@ -89,14 +89,16 @@ impl PageClient {
         }
     }
 
-    /// Saves the tab's session now; nothing while there is none or it is over.
+    /// Saves the tab's session now; nothing while there is none, it is over, or another page
+    /// drives it. A page that stopped trying (`Failed`: a relay it could not verify, a rate
+    /// limit) still saves: the shell runs on, and a reload continues it with the keys typed.
     pub fn save(&mut self) {
         let (Some(session), Some(id), Some(key_text)) =
             (self.session.as_ref(), self.session_id.as_ref(), self.key_text.as_ref())
         else {
             return;
         };
-        if session.is_closed() || self.status.is_final() {
+        if session.is_closed() || !self.keeps_session() {
             return;
         }
         let saved = SavedSession {

@@ -81,7 +81,10 @@ impl Target {
         };
         Hello {
             protocol: Some(PROTOCOL_VERSION),
-            token: Some(self.token.clone()),
+            // The proof comes from the relay's challenge (`Verifier::control_answer`); the page
+            // never sends the token.
+            proof: None,
+            token: None,
             mode: Some(mode),
             resume: resume.map(str::to_string),
             host,
@@ -214,13 +217,14 @@ pub fn answer(line: Option<&[u8]>) -> Result<Ready, ConnectError> {
             Err(refusal(code, message))
         }
         ServerMessage::Pong
+        | ServerMessage::Challenge(_)
         | ServerMessage::Moved
         | ServerMessage::Offer(_)
         | ServerMessage::Held { .. } => Err(closed()),
     }
 }
 
-fn refusal(code: ErrorCode, message: String) -> ConnectError {
+pub(super) fn refusal(code: ErrorCode, message: String) -> ConnectError {
     if code.session_is_over() {
         ConnectError::Ended(format!("The session is over: {message}"))
     } else if code.is_retryable() {
@@ -258,14 +262,15 @@ pub fn control_after_ready(line: &[u8]) -> ControlEvent {
         Ok(ServerMessage::Moved) => ControlEvent::Moved,
         Ok(ServerMessage::Offer(offer)) => ControlEvent::Offer(offer),
         Ok(ServerMessage::Held { datagrams }) => ControlEvent::Held(datagrams),
-        Ok(ServerMessage::Pong | ServerMessage::Ready(_)) | Err(_) => ControlEvent::Alive,
+        Ok(ServerMessage::Pong | ServerMessage::Ready(_) | ServerMessage::Challenge(_))
+        | Err(_) => ControlEvent::Alive,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::relay_proto::encode_line;
+    use crate::relay_proto::{ClientMessage, encode_line};
 
     fn target(bridge: bool) -> Target {
         Target {
@@ -293,10 +298,14 @@ mod tests {
     }
 
     #[test]
-    fn hello_carries_version_token_target_and_resume() {
+    fn hello_carries_version_target_and_resume_and_never_the_token() {
         let h = target(true).hello(Mode::Bridge, Some("ab"), Some("devbox"), 1200);
         assert_eq!(h.protocol, Some(PROTOCOL_VERSION));
-        assert_eq!(h.token.as_deref(), Some("tok"));
+        // The page proves it knows the token (the proof is added after the relay's challenge).
+        assert_eq!(h.token, None);
+        assert!(
+            !String::from_utf8(ClientMessage::Hello(h.clone()).to_line()).unwrap().contains("tok")
+        );
         assert_eq!((h.host.as_deref(), h.port), (Some("::1"), Some(60001)));
         assert_eq!(h.resume.as_deref(), Some("ab"));
         assert_eq!(h.max_datagram_size, Some(1200));

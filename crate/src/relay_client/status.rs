@@ -17,6 +17,8 @@ pub enum FailCode {
     BridgeNeedsTarget,
     /// The relay sent no session key, or a malformed one.
     BadKey,
+    /// What answered at the relay's address did not prove it knows the token (nothing was sent).
+    RelayNotVerified,
     /// The relay refused for another reason.
     Refused(ErrorCode),
 }
@@ -31,6 +33,7 @@ impl FailCode {
             FailCode::VersionMismatch => "version_mismatch",
             FailCode::BridgeNeedsTarget => "bridge_needs_target",
             FailCode::BadKey => "bad_key",
+            FailCode::RelayNotVerified => "relay_not_verified",
             FailCode::Refused(code) => code.as_str(),
         }
     }

@@ -7,6 +7,7 @@
 use super::json::{DecodeError, Fields, ObjectWriter};
 use super::line::Message;
 use super::point::CarriedPoint;
+use super::proof::{Challenge, Proof, ProofNonce};
 
 /// Longest control message accepted before the relay answers, newline included: a hello is a few
 /// hundred bytes, and nothing is buffered for a browser that has not shown its token yet.
@@ -50,6 +51,13 @@ impl Mode {
 /// Page → relay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientMessage {
+    /// The page's first line: its protocol and its share of the challenge
+    /// ([`proof`](super::proof)). The relay answers [`ServerMessage::Challenge`]; the page sends
+    /// its [`Hello`] (with its proof) only once the relay proved it knows the token.
+    Greet {
+        protocol: u32,
+        nonce: ProofNonce,
+    },
     Hello(Hello),
     Ping,
     /// Spawn mode, after `ready`: the page took the session over with a point of its own (a
@@ -73,13 +81,17 @@ pub enum ClientMessage {
     },
 }
 
-/// The first message: who I am (token) and which mosh-server I want.
+/// Who I am (a proof, or the token) and which mosh-server I want: the page's second line, after
+/// the relay answered its [`ClientMessage::Greet`]; a native client's first.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub struct Hello {
     /// The page's [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION); a relay of another version
     /// refuses with [`ErrorCode::VersionMismatch`]. Absent: a client that does not check.
     pub protocol: Option<u32>,
-    /// The access token; may be omitted when the connect URL carried `?token=`.
+    /// After a greet: the page's proof over both nonces (the page never sends the token).
+    pub proof: Option<ProofText>,
+    /// A native client's access token (tern-probe, tests); may be omitted when the connect URL
+    /// carried `?token=`. Pages prove instead.
     pub token: Option<String>,
     /// Must equal the relay's mode.
     pub mode: Option<Mode>,
@@ -99,6 +111,7 @@ impl std::fmt::Debug for Hello {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hello")
             .field("protocol", &self.protocol)
+            .field("proof", &self.proof.is_some())
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("mode", &self.mode)
             .field("resume", &self.resume)
@@ -153,6 +166,8 @@ impl std::fmt::Debug for Ready {
 /// Relay → page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerMessage {
+    /// The answer to a greet: the relay's nonce and its proof that it knows the token.
+    Challenge(ChallengeText),
     Ready(Ready),
     /// The hello was refused; the relay closes the connection after this.
     Error {
@@ -177,6 +192,31 @@ pub enum ServerMessage {
         datagrams: Vec<Vec<u8>>,
     },
 }
+
+/// A [`Proof`] inside a message: equal when the bytes are (messages compare in tests; a proof's
+/// own comparison is [`Proof::matches`], in constant time).
+#[derive(Debug, Clone, Copy)]
+pub struct ProofText(pub Proof);
+
+impl PartialEq for ProofText {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.matches(&other.0)
+    }
+}
+
+impl Eq for ProofText {}
+
+/// A [`Challenge`] inside a message (see [`ProofText`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ChallengeText(pub Challenge);
+
+impl PartialEq for ChallengeText {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.nonce == other.0.nonce && self.0.proof.matches(&other.0.proof)
+    }
+}
+
+impl Eq for ChallengeText {}
 
 impl ServerMessage {
     pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
@@ -288,9 +328,15 @@ impl ErrorCode {
 impl Message for ClientMessage {
     fn write(&self, w: &mut ObjectWriter<'_>) {
         match self {
+            ClientMessage::Greet { protocol, nonce } => {
+                w.str("type", "greet")
+                    .u64("protocol", u64::from(*protocol))
+                    .str("nonce", &nonce.to_string());
+            }
             ClientMessage::Hello(h) => {
                 w.str("type", "hello")
                     .opt_u64("protocol", h.protocol.map(u64::from))
+                    .opt_str("proof", h.proof.as_ref().map(|p| p.0.to_string()).as_deref())
                     .opt_str("token", h.token.as_deref())
                     .opt_str("mode", h.mode.map(Mode::as_str))
                     .opt_str("resume", h.resume.as_deref())
@@ -317,10 +363,18 @@ impl Message for ClientMessage {
 
     fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
         match f.str("type")?.as_str() {
+            "greet" => {
+                f.only(&["type", "protocol", "nonce"])?;
+                let nonce = f.str("nonce")?;
+                let nonce =
+                    nonce.parse().map_err(|_| DecodeError::data("not 64 hex digits", "nonce"))?;
+                Ok(ClientMessage::Greet { protocol: f.int("protocol")?, nonce })
+            }
             "hello" => {
                 f.only(&[
                     "type",
                     "protocol",
+                    "proof",
                     "token",
                     "mode",
                     "resume",
@@ -331,6 +385,11 @@ impl Message for ClientMessage {
                 ])?;
                 Ok(ClientMessage::Hello(Hello {
                     protocol: f.opt_int("protocol")?,
+                    proof: f
+                        .opt_str("proof")?
+                        .map(|p| p.parse::<Proof>().map(ProofText))
+                        .transpose()
+                        .map_err(|_| DecodeError::data("not 64 hex digits", "proof"))?,
                     token: f.opt_str("token")?,
                     mode: Mode::read(&f, "mode")?,
                     resume: f.opt_str("resume")?,
@@ -365,6 +424,10 @@ impl Message for ClientMessage {
 impl Message for ServerMessage {
     fn write(&self, w: &mut ObjectWriter<'_>) {
         match self {
+            ServerMessage::Challenge(c) => {
+                w.str("type", "challenge");
+                c.0.write_fields(w);
+            }
             ServerMessage::Ready(r) => {
                 w.str("type", "ready")
                     .str("session", &r.session)
@@ -402,6 +465,7 @@ impl Message for ServerMessage {
     fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
         let code = || Ok::<_, DecodeError>(ErrorCode::parse(&f.str("code")?));
         match f.str("type")?.as_str() {
+            "challenge" => Ok(ServerMessage::Challenge(ChallengeText(Challenge::read_fields(&f)?))),
             "ready" => Ok(ServerMessage::Ready(Ready {
                 session: f.str("session")?,
                 mode: Mode::read(&f, "mode")?.ok_or(DecodeError::data("missing field", "mode"))?,

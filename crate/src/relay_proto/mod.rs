@@ -1,13 +1,15 @@
 //! The page-relay protocol, typed once: tern-relay and the browser client both use these types.
 //!
 //! ```text
-//!  page ──GET /api/info (Bearer token)──▶ relay        info::RelayInfo | api::ApiError
+//!  page ──POST /api/challenge, then GET /api/info (Tern proof)──▶ relay  proof, info::RelayInfo
+//!    (every API request: a challenge first, the relay proving it knows the token; proof.rs)
 //!  page ══WebTransport /wt════════════════▶ relay
-//!    control stream (first bidi):  hello ▶ ready | error;  ping ▶ pong;  ◀ ended     control
+//!    control stream (first bidi):  greet ▶ challenge; hello(proof) ▶ ready | error;   control
+//!                                  ping ▶ pong;  ◀ ended
 //!    datagrams: page→relay raw mosh datagrams; relay→page framed                      framing
 //!    every further bidi stream: one paste upload, or one download (`tern send`)       upload, offer
 //!    control stream after ready: ◀ offer (a file or URL from the shell) ▶ answer     offer
-//!  page ─POST /api/history, /api/history/search (Bearer token)─▶ relay: pages, matches  history
+//!  page ─POST /api/history, /api/history/search (Tern proof)─▶ relay: pages, matches  history
 //!  page ══WebSocket /ws (when WebTransport cannot work)══▶ relay: the same, as frames   websocket
 //! ```
 //!
@@ -28,6 +30,7 @@ pub mod json;
 pub mod line;
 pub mod offer;
 pub mod point;
+pub mod proof;
 pub mod sha256;
 pub mod upload;
 pub mod websocket;
@@ -44,12 +47,13 @@ pub use offer::{
     DownloadAck, DownloadReply, DownloadRequest, Offer, OfferAnswer, Offered, StreamRequest,
 };
 pub use point::CarriedPoint;
+pub use proof::{CHALLENGE_PATH, Challenge, ChallengeRequest, Proof, ProofNonce, Prover};
 pub use sha256::{NotSha256, Sha256};
 pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).
 /// Both ends are built from this crate; a mismatch means a page from another relay build.
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// Path of the WebTransport endpoint (`https://HOST:PORT/wt`).
 pub const WEBTRANSPORT_PATH: &str = "/wt";

@@ -304,7 +304,9 @@ impl<'a> Bridge<'a> {
                 }
                 return ControlFlow::Continue(());
             }
-            Ok(ClientMessage::Hello(_)) => End::ended(ErrorCode::BadRequest, "hello sent twice"),
+            Ok(ClientMessage::Hello(_) | ClientMessage::Greet { .. }) => {
+                End::ended(ErrorCode::BadRequest, "hello sent twice")
+            }
             Err(ReadError::Closed) | Err(ReadError::Io(_)) => {
                 End::BrowserGone("browser closed the control stream")
             }

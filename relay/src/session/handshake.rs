@@ -1,5 +1,6 @@
-//! The control stream's opening: accept it, read the hello, check version, token, mode and
-//! datagram size, take a session slot, or refuse.
+//! The control stream's opening: accept it, read the greet and answer its challenge (or a native
+//! client's hello), check version, credential, mode and datagram size, take a session slot, or
+//! refuse.
 //!
 //! Every check is a small function returning `Result<_, Refusal>`; [`refuse`] is the one place
 //! a refusal is sent.
@@ -16,8 +17,10 @@ use crate::auth::AuthOutcome;
 use crate::control::{ClientMessage, ErrorCode, Hello, LineReader, ReadError, ServerMessage};
 use crate::link::{BrowserLink, RecvHalf, SendHalf};
 use tern::relay_proto::PROTOCOL_VERSION;
+use tern::relay_proto::control::ChallengeText;
 use tern::relay_proto::control::announced_protocol;
 use tern::relay_proto::decode;
+use tern::relay_proto::proof::ProofNonce;
 
 /// How long a last line (error or ended) may take to reach the browser before the connection
 /// is closed.
@@ -86,21 +89,79 @@ pub(super) async fn accept_control(conn: &BrowserLink, wait: Duration) -> Option
     }
 }
 
-/// Reads the hello and runs every check on it, in this order: version, token, mode, datagram
-/// size, session slot. Nothing is done for a browser before its token is checked.
+/// Reads the hello and runs every check on it, in this order: version, credential, mode,
+/// datagram size, session slot. Nothing is done for a browser before its credential is checked.
+///
+/// A page greets first (`greet`: its protocol and nonce); the relay answers with its nonce and
+/// its proof that it knows the token (`challenge`), and the page's hello carries the page's
+/// proof. A native client's first line is its hello, with the token in it or in its URL.
 pub(super) async fn admit(
     shared: &Arc<SessionContext>,
     control: &mut Control,
     pre_authed: bool,
     peer: SocketAddr,
 ) -> Result<Admitted, Stop> {
-    let hello = read_hello(shared, &mut control.reader, pre_authed, peer).await?;
-    check_version(hello.protocol)?;
-    authenticate(shared, &hello, pre_authed, peer)?;
+    let hello = match read_first(shared, &mut control.reader, pre_authed, peer).await? {
+        ClientMessage::Greet { protocol, nonce } => {
+            check_version(Some(protocol))?;
+            challenge(shared, control, pre_authed, peer, nonce).await?
+        }
+        ClientMessage::Hello(hello) => {
+            check_version(hello.protocol)?;
+            authenticate(shared, &hello, pre_authed, peer)?;
+            hello
+        }
+        _ => {
+            return Err(Refusal::new(
+                ErrorCode::BadRequest,
+                "first message must be greet or hello",
+            )
+            .into());
+        }
+    };
     check_mode(shared, &hello)?;
     check_datagram_size(&hello)?;
     let slot = session_slot(shared)?;
     Ok(Admitted { hello, slot })
+}
+
+/// The relay proves it knows the token (its nonce and proof over both), then reads the page's
+/// hello and checks the page's proof over the same two nonces.
+async fn challenge(
+    shared: &Arc<SessionContext>,
+    control: &mut Control,
+    pre_authed: bool,
+    peer: SocketAddr,
+    page: ProofNonce,
+) -> Result<Hello, Stop> {
+    let relay = crate::challenge::fresh_nonce()
+        .map_err(|_| Refusal::new(ErrorCode::Internal, "no randomness for a challenge"))?;
+    let answer = crate::challenge::answer(&shared.token, &page, relay);
+    let line = ServerMessage::Challenge(ChallengeText(answer)).to_line();
+    if control.send.write_all(&line).await.is_err() {
+        return Err(Stop::Gone);
+    }
+    let hello = match read_first(shared, &mut control.reader, pre_authed, peer).await? {
+        ClientMessage::Hello(hello) => hello,
+        _ => {
+            return Err(
+                Refusal::new(ErrorCode::BadRequest, "a challenge is answered by hello").into()
+            );
+        }
+    };
+    check_version(hello.protocol)?;
+    if pre_authed {
+        return Ok(hello);
+    }
+    let right = hello
+        .proof
+        .is_some_and(|p| crate::challenge::page_proof_holds(&shared.token, &page, &relay, &p.0));
+    // The limiter compares tokens; the proof's verdict is handed over as one.
+    let verdict = if right { shared.token.expose() } else { "" };
+    let mut as_token = hello.clone();
+    as_token.token = Some(verdict.to_string());
+    authenticate(shared, &as_token, false, peer)?;
+    Ok(hello)
 }
 
 /// Sends the error line, waits briefly for it to be delivered, closes the connection.
@@ -115,13 +176,13 @@ pub(super) async fn refuse(conn: &BrowserLink, send: &mut SendHalf, refusal: Ref
     conn.close(1, "refused");
 }
 
-/// The first line, which must be a hello, within `--handshake-timeout`.
-async fn read_hello(
+/// The next line (a greet or a hello), within `--handshake-timeout`.
+async fn read_first(
     shared: &SessionContext,
     reader: &mut LineReader<RecvHalf>,
     pre_authed: bool,
     peer: SocketAddr,
-) -> Result<Hello, Stop> {
+) -> Result<ClientMessage, Stop> {
     let wait = shared.settings.handshake_timeout;
     let line = match tokio::time::timeout(wait, reader.next_line()).await {
         Ok(Ok(line)) => line,
@@ -135,7 +196,7 @@ async fn read_hello(
         }
     };
     match decode::<ClientMessage>(&line) {
-        Ok(ClientMessage::Hello(hello)) => Ok(hello),
+        Ok(m @ (ClientMessage::Hello(_) | ClientMessage::Greet { .. })) => Ok(m),
         Ok(_) => Err(Refusal::new(ErrorCode::BadRequest, "first message must be hello").into()),
         Err(e) => {
             // A page of another version may send a hello this relay cannot parse (a new

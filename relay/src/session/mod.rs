@@ -178,16 +178,18 @@ async fn handle_incoming(
     Ok(())
 }
 
-/// Serves one upgraded WebSocket (the HTTP side checked its Origin and token) as a browser
-/// session.
+/// Serves one upgraded WebSocket (the HTTP side checked its Origin, and its token when a native
+/// client offered one: `pre_authed`) as a browser session. A page offers no token: its control
+/// stream starts with the challenge.
 pub(crate) async fn serve_websocket(
     shared: Arc<SessionContext>,
     io: hyper::upgrade::Upgraded,
+    pre_authed: bool,
     peer: SocketAddr,
     slot: HandshakeSlot,
 ) {
     let link = BrowserLink::WebSocket(crate::link::WsLink::accept(io).await);
-    run_session(shared, link, true, peer, slot).await;
+    run_session(shared, link, pre_authed, peer, slot).await;
 }
 
 /// Serves an accepted browser link until the session or the relay ends. `slot` is released

@@ -489,6 +489,25 @@ pub async fn http_get_with_head(
     (status, head.to_lowercase(), body.to_string())
 }
 
+/// `GET path` with an `Authorization` value (the page's `Tern R.PROOF`); status and body.
+pub async fn http_get_authorized(
+    addr: SocketAddr,
+    path: &str,
+    authorization: &str,
+) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {authorization}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut resp = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut resp)).await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&resp).into_owned();
+    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    (status, body.to_string())
+}
+
 /// `POST path` with a JSON body over plain HTTP/1.1; returns status and body.
 pub async fn http_post(
     addr: SocketAddr,

@@ -1,0 +1,171 @@
+//! The page's side of the challenge-response ([`crate::relay_proto::proof`]): before it sends
+//! anything but a random nonce, whatever answers on the relay's address must prove it knows the
+//! token. One [`Verifier`] per exchange (a control stream, or one API request), each with a
+//! fresh nonce from the driver's random source.
+
+use super::connect::ConnectError;
+use super::status::FailCode;
+use crate::relay_proto::control::ProofText;
+use crate::relay_proto::proof::{self, Challenge, ChallengeRequest, Proof, ProofNonce, Prover};
+use crate::relay_proto::{ClientMessage, PROTOCOL_VERSION, ServerMessage, decode};
+
+/// What the person is told when the answer did not prove the token: nothing was sent.
+pub const NOT_VERIFIED: &str = "What answers at the relay's address did not prove that it \
+     knows the token in this page's address, so nothing was sent to it: no token, no screen, no \
+     typing. Either the address is out of date (open the URL tern-relay printed last), or another \
+     program took the relay's port while tern-relay was down. Try again once tern-relay runs.";
+
+/// One exchange's page nonce, and what to do with the relay's answer.
+#[derive(Debug)]
+pub struct Verifier {
+    nonce: ProofNonce,
+}
+
+impl Verifier {
+    /// `random`: 32 fresh random bytes (the page's `crypto.getRandomValues`).
+    pub fn new(random: [u8; 32]) -> Verifier {
+        Verifier { nonce: ProofNonce(random) }
+    }
+
+    /// The control stream's first line.
+    pub fn greet(&self) -> ClientMessage {
+        ClientMessage::Greet { protocol: PROTOCOL_VERSION, nonce: self.nonce }
+    }
+
+    /// `POST /api/challenge`'s body.
+    pub fn request(&self) -> ChallengeRequest {
+        ChallengeRequest { nonce: self.nonce }
+    }
+
+    /// Checks the relay's proof; the page's own proof when it holds.
+    pub fn answer(&self, token: &str, challenge: &Challenge) -> Result<Proof, ConnectError> {
+        if !proof::verify(token, Prover::Relay, &self.nonce, &challenge.nonce, &challenge.proof) {
+            return Err(not_verified());
+        }
+        Ok(proof::prove(token, Prover::Page, &self.nonce, &challenge.nonce))
+    }
+
+    /// The control stream's answer to the greet: the proof for the hello, or why not (a
+    /// refusal the relay sent instead, a closed stream, or a proof that does not hold).
+    pub fn control_answer(
+        &self,
+        token: &str,
+        line: Option<&[u8]>,
+    ) -> Result<ProofText, ConnectError> {
+        let line = line.ok_or_else(|| {
+            ConnectError::Retry("the relay closed the control stream before its challenge".into())
+        })?;
+        match decode::<ServerMessage>(line) {
+            Ok(ServerMessage::Challenge(c)) => self.answer(token, &c.0).map(ProofText),
+            // A refusal (another version, rate limited…) reads as any answer would.
+            Ok(ServerMessage::Error { code, message }) => {
+                Err(super::connect::refusal(code, message))
+            }
+            _ => Err(not_verified()),
+        }
+    }
+
+    /// `POST /api/challenge`'s answer: the `Authorization` value for the request it allows.
+    pub fn http_answer(
+        &self,
+        token: &str,
+        status: u16,
+        body: &[u8],
+    ) -> Result<String, ConnectError> {
+        match status {
+            200 => {
+                let challenge: Challenge = decode(body).map_err(|_| not_verified())?;
+                let proof = self.answer(token, &challenge)?;
+                Ok(proof::authorization(&challenge.nonce, &proof))
+            }
+            // An older relay has no such route (and a page from a newer one would have said so).
+            404 => Err(ConnectError::Fatal {
+                code: FailCode::VersionMismatch,
+                message: "This page is from another version of tern-relay. Reload the page.".into(),
+            }),
+            // The relay's own refusals (a foreign Origin, rate limited) read as the API's do.
+            401 | 403 | 429 => super::info_response(status, body).map(|_| String::new()),
+            s => Err(ConnectError::Retry(format!("relay answered HTTP {s}"))),
+        }
+    }
+}
+
+fn not_verified() -> ConnectError {
+    ConnectError::Fatal { code: FailCode::RelayNotVerified, message: NOT_VERIFIED.into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relay_proto::control::ChallengeText;
+    use crate::relay_proto::{ErrorCode, encode, encode_line};
+
+    const TOKEN: &str = "the-token-the-page-holds";
+
+    fn relay_answer(token: &str, page: &Verifier) -> Challenge {
+        let r = ProofNonce([7; 32]);
+        Challenge { nonce: r, proof: proof::prove(token, Prover::Relay, &page.nonce, &r) }
+    }
+
+    #[test]
+    fn the_greet_carries_only_the_protocol_and_a_nonce() {
+        let v = Verifier::new([9; 32]);
+        let line = String::from_utf8(v.greet().to_line()).unwrap();
+        assert_eq!(
+            line,
+            format!(
+                "{{\"type\":\"greet\",\"protocol\":{PROTOCOL_VERSION},\"nonce\":\"{}\"}}\n",
+                "09".repeat(32)
+            )
+        );
+    }
+
+    #[test]
+    fn a_relay_that_knows_the_token_gets_the_pages_proof() {
+        let v = Verifier::new([1; 32]);
+        let c = relay_answer(TOKEN, &v);
+        let line = encode_line(&ServerMessage::Challenge(ChallengeText(c)));
+        let proof = v.control_answer(TOKEN, Some(&line[..line.len() - 1])).unwrap();
+        assert!(proof::verify(TOKEN, Prover::Page, &v.nonce, &c.nonce, &proof.0));
+        let auth = v.http_answer(TOKEN, 200, &encode(&c)).unwrap();
+        assert!(auth.starts_with("Tern "));
+    }
+
+    #[test]
+    fn anything_that_does_not_prove_the_token_is_refused_and_says_so() {
+        let v = Verifier::new([1; 32]);
+        let squatter = relay_answer("a-guess-at-the-token", &v);
+        fn fail<T: std::fmt::Debug>(r: Result<T, ConnectError>) -> String {
+            match r {
+                Err(ConnectError::Fatal { code: FailCode::RelayNotVerified, message }) => message,
+                other => panic!("expected not verified, got {other:?}"),
+            }
+        }
+        let line = encode(&ServerMessage::Challenge(ChallengeText(squatter)));
+        assert!(fail(v.control_answer(TOKEN, Some(&line))).contains("did not prove"));
+        fail(v.http_answer(TOKEN, 200, &encode(&squatter)));
+        // A reflected page proof, garbage, or a `ready` without a challenge: not verified.
+        let reflected = Challenge {
+            nonce: squatter.nonce,
+            proof: proof::prove(TOKEN, Prover::Page, &v.nonce, &squatter.nonce),
+        };
+        fail(v.http_answer(TOKEN, 200, &encode(&reflected)));
+        fail(v.http_answer(TOKEN, 200, b"{\"ok\":true}"));
+        fail(v.control_answer(TOKEN, Some(b"{\"type\":\"pong\"}")));
+    }
+
+    #[test]
+    fn a_relays_refusal_reads_as_its_refusal() {
+        let v = Verifier::new([1; 32]);
+        let line = encode(&ServerMessage::error(ErrorCode::VersionMismatch, "reload"));
+        match v.control_answer(TOKEN, Some(&line)) {
+            Err(ConnectError::Fatal { code: FailCode::VersionMismatch, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(v.control_answer(TOKEN, None), Err(ConnectError::Retry(_))));
+        assert!(matches!(
+            v.http_answer(TOKEN, 429, b""),
+            Err(ConnectError::Fatal { code: FailCode::RateLimited, .. })
+        ));
+    }
+}
