@@ -123,6 +123,12 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_HISTORY_LINES", default_value_t = 100_000)]
     pub history_lines: usize,
 
+    /// Bytes per history file: a file rotates at --history-lines lines or at this size,
+    /// whichever comes first, so a session's history takes at most twice this on disk (a line
+    /// is at most 64 KiB and its cut mark).
+    #[arg(long, env = "TERN_RELAY_HISTORY_BYTES", default_value = "32MiB")]
+    pub history_bytes: ByteSize,
+
     /// Largest file `tern send` offers to the browser, in bytes (the page holds a download in
     /// memory until its SHA-256 is checked and it is saved).
     #[arg(long, env = "TERN_RELAY_SEND_LIMIT", default_value_t = 512 << 20)]
@@ -393,6 +399,7 @@ impl Config {
                     shell_env: Vec::new(),
                 },
                 history_lines: self.history_lines,
+                history_bytes: self.history_bytes.0,
                 recorder: self.recorder.clone(),
                 state_dir: self.state_dir(),
             },
