@@ -6,7 +6,7 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The file's name in the state directory.
@@ -16,6 +16,8 @@ pub const FILE_NAME: &str = "url";
 /// file renamed over it, so a looser mode of an older file does not carry over and a reader
 /// never sees half a URL). Returns the file's path.
 pub fn write(dir: &Path, url: &str) -> io::Result<PathBuf> {
+    // Bridge mode may not have made its state directory yet: made as the relay makes it, 0700.
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     let path = dir.join(FILE_NAME);
     let tmp = dir.join(format!("{FILE_NAME}.tmp"));
     let _ = fs::remove_file(&tmp);
@@ -41,5 +43,8 @@ mod tests {
         assert_eq!(fs::read_to_string(&path).unwrap(), "http://127.0.0.1:7480/#token=t\n");
         assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
+        let fresh = dir.path().join("new/state");
+        write(&fresh, "u").unwrap();
+        assert_eq!(fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o700);
     }
 }
