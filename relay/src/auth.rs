@@ -1,6 +1,6 @@
 //! The access token: generation, constant-time checking, and back-off for sources that guess wrong.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -121,31 +121,101 @@ impl Token {
     }
 }
 
-/// Failed attempts from one source address.
+/// How a request presented its credential, as whoever checked it saw it. The limiter judges
+/// only this, so how a credential is checked (a token compare, a proof over nonces) is the
+/// caller's business.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// Nothing presented: a browser's stray request, a link preview, a probe. Refused, but not
+    /// counted: anyone can send these, so they must not block the owner.
+    Absent,
+    /// The right credential: it passes, even from a blocked source.
+    Right,
+    /// A wrong one, or an attempt that failed in a way that costs the relay (a handshake that
+    /// never said hello): counted.
+    Wrong,
+}
+
+/// Where failures are counted: an IPv4 address as it is, an IPv6 address by its /64 (one
+/// subscriber's prefix: a host picks new addresses inside it at will). An IPv4-mapped IPv6
+/// address (a dual-stack socket's view of an IPv4 client) is its IPv4 address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceKey(IpAddr);
+
+impl SourceKey {
+    pub fn of(ip: IpAddr) -> SourceKey {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => SourceKey(IpAddr::V4(v4)),
+            IpAddr::V6(v6) => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                SourceKey(IpAddr::V6(prefix.into()))
+            }
+        }
+    }
+}
+
+impl From<IpAddr> for SourceKey {
+    fn from(ip: IpAddr) -> SourceKey {
+        SourceKey::of(ip)
+    }
+}
+
+impl std::fmt::Display for SourceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            IpAddr::V4(v4) => write!(f, "{v4}"),
+            IpAddr::V6(v6) => write!(f, "{v6}/64"),
+        }
+    }
+}
+
+/// Failed attempts from one source.
 #[derive(Debug, Clone, Copy)]
 struct Failures {
     count: u32,
     blocked_until: Option<Instant>,
     last: Instant,
+    /// Its place in [`Table::order`]: when it last failed, relative to the others.
+    touched: u64,
 }
 
-/// Per-source-IP back-off after failed token checks.
+/// The failures by source, bounded: when full, the source that failed longest ago is forgotten
+/// (found in `order` at once, not by a scan that may free nothing).
+#[derive(Debug, Default)]
+struct Table {
+    by_source: HashMap<SourceKey, Failures>,
+    /// `touched` → source, oldest first.
+    order: BTreeMap<u64, SourceKey>,
+    next_touch: u64,
+}
+
+/// Per-source back-off after failed attempts.
 ///
 /// The first [`AuthLimiter::FREE_FAILURES`] failures cost nothing (typos, a stale tab); after that
-/// each failure blocks the source for a doubling delay up to [`AuthLimiter::MAX_BLOCK`]. A blocked
-/// source is refused before its token is even looked at, so guessing is throttled, and a success
-/// clears the record.
-#[derive(Debug, Default)]
+/// each failure blocks the source for a doubling delay up to [`AuthLimiter::MAX_BLOCK`]. A block
+/// refuses wrong credentials only: the right one always passes, so a source that shares the
+/// owner's address (every client behind a proxy or `ssh -L` is 127.0.0.1) cannot lock the owner
+/// out, and a request with no credential at all is not counted. A success does not wipe the
+/// record either: an owner sharing an address with a guesser would hand it fresh free guesses.
+#[derive(Debug)]
 pub struct AuthLimiter {
-    sources: Mutex<HashMap<IpAddr, Failures>>,
+    table: Mutex<Table>,
+    max_sources: usize,
 }
 
-/// Outcome of checking a request's token.
+impl Default for AuthLimiter {
+    fn default() -> Self {
+        AuthLimiter::with_capacity(Self::MAX_SOURCES)
+    }
+}
+
+/// Outcome of checking a request's credential.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthOutcome {
     Ok,
+    /// Missing or wrong.
     BadToken,
-    /// Too many failures from this source: come back after the given delay.
+    /// A wrong credential from a source with too many failures: come back after the given delay.
     RateLimited(Duration),
 }
 
@@ -153,44 +223,86 @@ impl AuthLimiter {
     pub const FREE_FAILURES: u32 = 5;
     pub const BASE_BLOCK: Duration = Duration::from_millis(500);
     pub const MAX_BLOCK: Duration = Duration::from_secs(60);
-    /// Forget a source this long after its last failure.
+    /// Forget a source's count this long after its last failure.
     const FORGET_AFTER: Duration = Duration::from_secs(600);
-    /// Bound on remembered sources; old entries are pruned when it is reached.
-    const MAX_SOURCES: usize = 10_000;
+    /// Bound on remembered sources; past it the one that failed longest ago is forgotten.
+    pub const MAX_SOURCES: usize = 10_000;
 
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Is the source currently blocked? Call before doing any work for it.
-    pub fn blocked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
-        let sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
-        let until = sources.get(&ip)?.blocked_until?;
+    /// A limiter remembering at most `max_sources` sources (at least one).
+    pub fn with_capacity(max_sources: usize) -> Self {
+        AuthLimiter { table: Mutex::new(Table::default()), max_sources: max_sources.max(1) }
+    }
+
+    /// Is the source currently blocked (for wrong credentials)?
+    pub fn blocked(&self, source: impl Into<SourceKey>, now: Instant) -> Option<Duration> {
+        let table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let until = table.by_source.get(&source.into())?.blocked_until?;
         until.checked_duration_since(now).filter(|d| !d.is_zero())
     }
 
-    /// Checks `candidate` (None: no token presented) against `token` for a request from `ip`.
+    /// Sources remembered now.
+    pub fn remembered(&self) -> usize {
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).by_source.len()
+    }
+
+    /// Judges an attempt from `source` that presented `credential`: the right one passes, an
+    /// absent one is refused without being counted, a wrong one is counted (unless the source is
+    /// blocked already) and refused.
+    pub fn judge(&self, credential: Credential, source: SourceKey, now: Instant) -> AuthOutcome {
+        match credential {
+            Credential::Right => AuthOutcome::Ok,
+            Credential::Absent => AuthOutcome::BadToken,
+            Credential::Wrong => {
+                if let Some(wait) = self.blocked(source, now) {
+                    return AuthOutcome::RateLimited(wait);
+                }
+                self.count_failure(source, now);
+                AuthOutcome::BadToken
+            }
+        }
+    }
+
+    /// Checks `candidate` (None: no token presented) against `token` for an attempt from
+    /// `source`: [`judge`](Self::judge) with the token compared in constant time.
     pub fn check(
         &self,
         token: &Token,
         candidate: Option<&str>,
-        ip: IpAddr,
+        source: impl Into<SourceKey>,
         now: Instant,
     ) -> AuthOutcome {
-        if let Some(wait) = self.blocked(ip, now) {
-            return AuthOutcome::RateLimited(wait);
+        let credential = match candidate {
+            None => Credential::Absent,
+            Some(c) if token.matches(c) => Credential::Right,
+            Some(_) => Credential::Wrong,
+        };
+        self.judge(credential, source.into(), now)
+    }
+
+    fn count_failure(&self, source: SourceKey, now: Instant) {
+        let mut guard = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let table = &mut *guard;
+        let touch = table.next_touch;
+        table.next_touch += 1;
+        if !table.by_source.contains_key(&source) && table.by_source.len() >= self.max_sources {
+            if let Some((_, oldest)) = table.order.pop_first() {
+                table.by_source.remove(&oldest);
+            }
         }
-        let ok = candidate.is_some_and(|c| token.matches(c));
-        let mut sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
-        if ok {
-            sources.remove(&ip);
-            return AuthOutcome::Ok;
-        }
-        if sources.len() >= Self::MAX_SOURCES {
-            sources.retain(|_, f| now.duration_since(f.last) < Self::FORGET_AFTER);
-        }
-        let f = sources.entry(ip).or_insert(Failures { count: 0, blocked_until: None, last: now });
-        if now.duration_since(f.last) >= Self::FORGET_AFTER {
+        let f = table.by_source.entry(source).or_insert(Failures {
+            count: 0,
+            blocked_until: None,
+            last: now,
+            touched: touch,
+        });
+        table.order.remove(&f.touched);
+        table.order.insert(touch, source);
+        f.touched = touch;
+        if now.saturating_duration_since(f.last) >= Self::FORGET_AFTER {
             f.count = 0;
         }
         f.count = f.count.saturating_add(1);
@@ -200,7 +312,6 @@ impl AuthLimiter {
             let block = (Self::BASE_BLOCK * 2u32.pow(doublings)).min(Self::MAX_BLOCK);
             f.blocked_until = Some(now + block);
         }
-        AuthOutcome::BadToken
     }
 }
 
@@ -263,24 +374,96 @@ mod tests {
     }
 
     #[test]
-    fn repeated_failures_back_off_and_success_clears() {
+    fn wrong_tokens_back_off_but_the_right_one_always_passes() {
         let t = Token::new("secret");
         let l = AuthLimiter::new();
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
         let other: IpAddr = "10.0.0.2".parse().unwrap();
         let now = Instant::now();
-        for _ in 0..AuthLimiter::FREE_FAILURES {
+        // No token at all, however often: refused, never counted.
+        for _ in 0..50 {
+            assert_eq!(l.check(&t, None, ip, now), AuthOutcome::BadToken);
+        }
+        assert_eq!(l.remembered(), 0);
+        for _ in 0..=AuthLimiter::FREE_FAILURES {
             assert_eq!(l.check(&t, Some("x"), ip, now), AuthOutcome::BadToken);
         }
+        // Now blocked for wrong tokens...
+        assert!(matches!(l.check(&t, Some("y"), ip, now), AuthOutcome::RateLimited(_)));
+        assert!(l.blocked(ip, now).is_some());
+        // ... but not for the right one, nor for none (still a plain refusal).
+        assert_eq!(l.check(&t, Some("secret"), ip, now), AuthOutcome::Ok);
         assert_eq!(l.check(&t, None, ip, now), AuthOutcome::BadToken);
-        // Now blocked, even with the right token.
-        assert!(matches!(l.check(&t, Some("secret"), ip, now), AuthOutcome::RateLimited(_)));
+        // A success does not hand the source fresh free guesses.
+        assert!(matches!(l.check(&t, Some("z"), ip, now), AuthOutcome::RateLimited(_)));
         // Other sources are unaffected.
-        assert_eq!(l.check(&t, Some("secret"), other, now), AuthOutcome::Ok);
-        // After the block, the right token works and clears the record.
-        let later = now + AuthLimiter::BASE_BLOCK + Duration::from_millis(1);
-        assert_eq!(l.check(&t, Some("secret"), ip, later), AuthOutcome::Ok);
-        assert_eq!(l.blocked(ip, later), None);
+        assert_eq!(l.check(&t, Some("nope"), other, now), AuthOutcome::BadToken);
+        assert_eq!(l.blocked(other, now), None);
+        // The judgement needs no token at all: whoever checks a credential says how it went.
+        let key = SourceKey::of(ip);
+        assert!(matches!(l.judge(Credential::Wrong, key, now), AuthOutcome::RateLimited(_)));
+        assert_eq!(l.judge(Credential::Right, key, now), AuthOutcome::Ok);
+        assert_eq!(l.judge(Credential::Absent, key, now), AuthOutcome::BadToken);
+    }
+
+    #[test]
+    fn ipv6_sources_are_keyed_by_their_64_and_mapped_ipv4_by_the_address() {
+        let key = |s: &str| SourceKey::of(s.parse().unwrap());
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), key("2001:db8:1:2:ffff:ffff:ffff:ffff"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("2001:db8:1:2:aaaa::1").to_string(), "2001:db8:1:2::/64");
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"), "a dual-stack socket's IPv4 client");
+        assert_ne!(key("::ffff:192.0.2.7"), key("::ffff:192.0.2.8"));
+        assert_ne!(key("10.0.0.1"), key("10.0.0.2"));
+        // A host that hops addresses inside its /64 is one source to the limiter.
+        let t = Token::new("secret");
+        let l = AuthLimiter::new();
+        let now = Instant::now();
+        for i in 0..=AuthLimiter::FREE_FAILURES {
+            let ip: IpAddr = format!("2001:db8:1:2::{:x}", i + 1).parse().unwrap();
+            l.check(&t, Some("bad"), ip, now);
+        }
+        let fresh: IpAddr = "2001:db8:1:2:dead:beef::9".parse().unwrap();
+        assert!(matches!(l.check(&t, Some("bad"), fresh, now), AuthOutcome::RateLimited(_)));
+        assert_eq!(l.remembered(), 1);
+    }
+
+    #[test]
+    fn a_full_table_forgets_the_source_that_failed_longest_ago() {
+        let l = AuthLimiter::with_capacity(3);
+        let now = Instant::now();
+        let src = |i: u8| SourceKey::of(IpAddr::from([10, 0, 0, i]));
+        // Source 1 is blocked; 2 and 3 fail once each, later.
+        for _ in 0..=AuthLimiter::FREE_FAILURES {
+            l.judge(Credential::Wrong, src(1), now);
+        }
+        l.judge(Credential::Wrong, src(2), now);
+        l.judge(Credential::Wrong, src(3), now);
+        assert_eq!(l.remembered(), 3);
+        // Source 2 fails again: the order of last failures is now 1, 3, 2.
+        l.judge(Credential::Wrong, src(2), now);
+        // A fourth source evicts exactly one entry, the oldest (1), though none has expired.
+        l.judge(Credential::Wrong, src(4), now);
+        assert_eq!(l.remembered(), 3);
+        assert_eq!(l.blocked(src(1), now), None, "the oldest entry was evicted");
+        // The next evicts 3 (its last failure is older than 2's second one).
+        l.judge(Credential::Wrong, src(5), now);
+        assert_eq!(l.remembered(), 3);
+        let table = l.table.lock().unwrap();
+        let mut kept: Vec<_> = table.by_source.keys().copied().collect();
+        kept.sort();
+        assert_eq!(kept, vec![src(2), src(4), src(5)]);
+        assert_eq!(table.order.len(), 3, "the order index tracks the table");
+    }
+
+    #[test]
+    fn ten_thousand_sources_stay_bounded() {
+        let l = AuthLimiter::new();
+        let now = Instant::now();
+        for i in 0..(AuthLimiter::MAX_SOURCES as u32 + 500) {
+            l.judge(Credential::Wrong, SourceKey::of(IpAddr::from(i.to_be_bytes())), now);
+        }
+        assert_eq!(l.remembered(), AuthLimiter::MAX_SOURCES);
     }
 
     #[test]

@@ -232,6 +232,29 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_MAX_HANDSHAKES", default_value_t = 64)]
     pub max_handshakes: usize,
 
+    /// Of `--max-handshakes` (and of `--max-authenticated-handshakes`), how many one source may
+    /// hold at once (an IPv4 address, an IPv6 /64, the forwarded client behind `--trust-proxy`):
+    /// one source cannot take every slot.
+    #[arg(long, env = "TERN_RELAY_MAX_HANDSHAKES_PER_SOURCE", default_value_t = 8)]
+    pub max_handshakes_per_source: usize,
+
+    /// Handshakes at once of WebSocket upgrades whose request already carried the right token:
+    /// their own pool, so a flood of unauthenticated handshakes cannot refuse them.
+    #[arg(long, env = "TERN_RELAY_MAX_AUTHENTICATED_HANDSHAKES", default_value_t = 64)]
+    pub max_authenticated_handshakes: usize,
+
+    /// A reverse proxy's address (repeatable, or comma separated): for a request from it, the
+    /// failed-token back-off and the handshake caps count the client it names in
+    /// `X-Forwarded-For` (the last entry no trusted proxy added) or `Forwarded: for=`, not the
+    /// proxy. From any other peer those headers are ignored.
+    #[arg(
+        long = "trust-proxy",
+        env = "TERN_RELAY_TRUST_PROXY",
+        value_delimiter = ',',
+        value_name = "ADDR"
+    )]
+    pub trust_proxy: Vec<std::net::IpAddr>,
+
     /// Seconds a session gets to finish its QUIC handshake and CONNECT, open the control
     /// stream and say hello (each step; a WebSocket from its upgrade to its hello).
     #[arg(long, env = "TERN_RELAY_HANDSHAKE_TIMEOUT", default_value_t = 10)]
@@ -408,7 +431,11 @@ impl Config {
 
     /// The HTTP side's own settings.
     pub(crate) fn http_settings(&self) -> HttpSettings {
-        HttpSettings { base_path: self.base_path.clone(), header_timeout: self.header_timeout() }
+        HttpSettings {
+            base_path: self.base_path.clone(),
+            header_timeout: self.header_timeout(),
+            trust_proxy: self.trust_proxy.clone(),
+        }
     }
 
     /// The `--ssh-*` flags.
@@ -524,6 +551,25 @@ mod tests {
         assert!(c.paste_dir().is_some(), "spawn mode has a default paste directory");
         let b = Config::parse_from(["tern-relay", "--bridge"]);
         assert_eq!(b.paste_dir(), None, "bridge mode pastes only with --paste-dir");
+        assert!(c.trust_proxy.is_empty(), "no forwarded header is believed unless asked");
+        assert_eq!((c.max_handshakes, c.max_authenticated_handshakes), (64, 64));
+        assert_eq!(c.max_handshakes_per_source, 8);
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses() {
+        let c = Config::parse_from([
+            "tern-relay",
+            "--trust-proxy",
+            "127.0.0.1,::1",
+            "--trust-proxy",
+            "10.0.0.2",
+        ]);
+        let want: Vec<std::net::IpAddr> =
+            ["127.0.0.1", "::1", "10.0.0.2"].iter().map(|a| a.parse().unwrap()).collect();
+        assert_eq!(c.trust_proxy, want);
+        assert_eq!(c.http_settings().trust_proxy, want);
+        assert!(Config::try_parse_from(["tern-relay", "--trust-proxy", "proxy.example"]).is_err());
     }
 
     #[test]

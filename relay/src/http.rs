@@ -26,9 +26,9 @@ use tern::relay_proto::{
 };
 
 use crate::assets;
-use crate::auth::AuthOutcome;
+use crate::auth::{AuthOutcome, Credential, SourceKey, Token};
 use crate::challenge::Challenges;
-use crate::session::SessionContext;
+use crate::session::{Pool, SessionContext};
 use crate::tls::cert::CertManager;
 use tern::relay_proto::WEBSOCKET_PATH;
 use tern::relay_proto::proof::{CHALLENGE_PATH, ChallengeRequest};
@@ -42,6 +42,8 @@ pub(crate) struct HttpSettings {
     pub base_path: BasePath,
     /// `--header-timeout-secs`: for a connection's TLS handshake, and for each request's headers.
     pub header_timeout: Duration,
+    /// `--trust-proxy`: peers whose forwarded client address the limiters count against.
+    pub trust_proxy: Vec<std::net::IpAddr>,
 }
 
 /// What every HTTP connection's task shares.
@@ -287,10 +289,12 @@ where
 }
 
 /// The WebSocket fallback (`tern::relay_proto::websocket`): the same session as over
-/// WebTransport, for networks that pass only TCP. Refused before the upgrade: an Origin other
-/// than the page's own (a foreign site must not ride the browser's access). A page offers no token: its control stream starts with the challenge, as over WebTransport.
-/// A native client may offer one (a subprotocol, `tern-token.TOKEN` or `tern-token-hex.HEX`, or
-/// `?token=`); a wrong one is refused here.
+/// WebTransport, for networks that pass only TCP. Refused before the upgrade, in this order: an
+/// Origin other than the page's own (a foreign site must not ride the browser's access; checked
+/// first, so it never reaches the limiter), a wrong token (a native client's, offered as a
+/// subprotocol, `tern-token.TOKEN` or `tern-token-hex.HEX`, or `?token=`), a blocked source
+/// presenting a wrong one, no handshake slot. A page offers no token: its control stream starts
+/// with the challenge, as over WebTransport.
 fn websocket(
     shared: &Arc<HttpContext>,
     mut req: Request<Incoming>,
@@ -298,6 +302,9 @@ fn websocket(
 ) -> Response<Body> {
     use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
     let headers = req.headers();
+    if let Err(refused) = check_origin(shared, headers, peer, "websocket") {
+        return refused;
+    }
     let is_upgrade = headers
         .get(header::UPGRADE)
         .and_then(|v| v.to_str().ok())
@@ -305,58 +312,55 @@ fn websocket(
     let (Some(key), true) = (headers.get(header::SEC_WEBSOCKET_KEY).cloned(), is_upgrade) else {
         return error(StatusCode::BAD_REQUEST, "bad_request", "a WebSocket upgrade was expected");
     };
-    if let Err(refused) = check_origin(shared, headers, peer, "websocket") {
-        return refused;
-    }
-    let offered: Vec<String> = headers
-        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(',').map(|p| p.trim().to_string()))
-        .collect();
-    let token = offered
-        .iter()
-        .find_map(|p| tern::relay_proto::websocket::token_from_subprotocol(p))
-        .or_else(|| crate::session::query_token(&req.uri().to_string()));
-    let pre_authed = token.is_some();
-    if pre_authed {
-        match shared.sessions.auth.check(
-            &shared.sessions.token,
-            token.as_deref(),
-            peer.ip(),
-            Instant::now(),
-        ) {
-            AuthOutcome::Ok => {}
-            AuthOutcome::BadToken => {
-                tracing::info!(%peer, "websocket with a wrong token");
-                return error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
-            }
-            AuthOutcome::RateLimited(_) => {
-                return error(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "rate_limited",
-                    "too many failed attempts",
-                );
-            }
+    let source = client_source(shared, &req, peer);
+    let token = &shared.sessions.token;
+    let credential = upgrade_credential(&req, token);
+    // Nothing presented: a page, which proves itself on the control stream.
+    let judged = match credential {
+        Credential::Absent => AuthOutcome::Ok,
+        _ => shared.sessions.auth.judge(credential, source, Instant::now()),
+    };
+    match judged {
+        AuthOutcome::Ok => {}
+        AuthOutcome::BadToken => {
+            tracing::info!(%peer, %source, "websocket with a missing or wrong token");
+            return error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
+        }
+        AuthOutcome::RateLimited(_) => {
+            return error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "too many failed attempts",
+            );
         }
     }
-    // The same cap as a WebTransport handshake: until its hello is admitted, an upgraded
-    // socket holds a slot (and is closed after --handshake-timeout).
-    let Ok(slot) = Arc::clone(&shared.sessions.handshakes).try_acquire_owned() else {
-        tracing::debug!(%peer, "websocket refused: --max-handshakes reached");
-        let mut r = error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "too_many_handshakes",
-            "too many sessions starting at once; retry shortly",
-        );
-        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return r;
+    // As a WebTransport handshake: until its hello is admitted, an upgraded socket holds a slot
+    // (and is closed after --handshake-timeout). One that already proved its credential takes
+    // it from its own pool, which no flood of unauthenticated handshakes can empty.
+    let pool =
+        if upgrade_is_authenticated(&req, token) { Pool::Authenticated } else { Pool::Shared };
+    let slot = match shared.sessions.handshakes.take(pool, source) {
+        Ok(slot) => slot,
+        Err(why) => {
+            tracing::debug!(%peer, %source, ?pool, ?why, "websocket refused: no handshake slot");
+            let mut r = error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_handshakes",
+                "too many sessions starting at once; retry shortly",
+            );
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        }
     };
+    let offered: Vec<String> = offered_subprotocols(req.headers());
     let upgrade = hyper::upgrade::on(&mut req);
     let sessions = Arc::clone(&shared.sessions);
     tokio::spawn(async move {
         match upgrade.await {
-            Ok(io) => crate::session::serve_websocket(sessions, io, pre_authed, peer, slot).await,
+            Ok(io) => {
+                let pre_authed = credential == Credential::Right;
+                crate::session::serve_websocket(sessions, io, pre_authed, peer, source, slot).await;
+            }
             Err(e) => tracing::debug!(%peer, "websocket upgrade failed: {e}"),
         }
     });
@@ -372,6 +376,42 @@ fn websocket(
         h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("tern"));
     }
     r
+}
+
+/// The subprotocols a WebSocket upgrade offers.
+fn offered_subprotocols(headers: &hyper::HeaderMap) -> Vec<String> {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(',').map(|p| p.trim().to_string()))
+        .collect()
+}
+
+/// What a WebSocket upgrade request presents: a token as a subprotocol, or `?token=`.
+fn upgrade_credential(req: &Request<Incoming>, token: &Token) -> Credential {
+    let presented = offered_subprotocols(req.headers())
+        .iter()
+        .find_map(|p| tern::relay_proto::websocket::token_from_subprotocol(p))
+        .or_else(|| crate::session::query_token(&req.uri().to_string()));
+    match presented {
+        None => Credential::Absent,
+        Some(t) if token.matches(&t) => Credential::Right,
+        Some(_) => Credential::Wrong,
+    }
+}
+
+/// Whether a WebSocket upgrade proved its credential in the request itself: such an upgrade
+/// takes its handshake slot from the authenticated pool (`--max-authenticated-handshakes`).
+/// The one place that decides it: when the credential moves into the socket (a proof after the
+/// upgrade), this is what changes.
+fn upgrade_is_authenticated(req: &Request<Incoming>, token: &Token) -> bool {
+    upgrade_credential(req, token) == Credential::Right
+}
+
+/// Who a request counts against in the limiters (`--trust-proxy`: the forwarded client).
+fn client_source(shared: &HttpContext, req: &Request<Incoming>, peer: SocketAddr) -> SourceKey {
+    crate::security::client_source(peer, req.headers(), &shared.settings.trust_proxy)
 }
 
 /// Refuses (403 `bad_origin`, logged) a request whose Origin is not this relay's page: see
@@ -457,7 +497,8 @@ fn handle(
     resp
 }
 
-/// The API: every route needs a credential (see [`authorize`]), checked after the Origin.
+/// The API: every route needs the page's Origin (checked first: a foreign page's request never
+/// reaches the limiter) and a credential (see [`authorize`]), checked before anything else.
 fn api(
     shared: &HttpContext,
     req: &Request<Incoming>,
@@ -489,10 +530,12 @@ async fn history(
     peer: SocketAddr,
 ) -> Response<Body> {
     use http_body_util::BodyExt;
-    if let Err(refused) = authorize(shared, &req, peer) {
+    // The Origin first: a foreign page's request (`fetch(…, {mode: 'no-cors'})`) is refused
+    // before it can reach the limiter.
+    if let Err(refused) = check_origin(shared, req.headers(), peer, "history request") {
         return refused;
     }
-    if let Err(refused) = check_origin(shared, req.headers(), peer, "history request") {
+    if let Err(refused) = authorize(shared, &req, peer) {
         return refused;
     }
     if req.method() != Method::POST {
@@ -605,23 +648,23 @@ fn authorize(
     let value = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let now = Instant::now();
     let token = &shared.sessions.token;
-    let outcome = match value {
+    let credential = match value {
+        None => Credential::Absent,
         Some(v) if v.starts_with(tern::relay_proto::proof::SCHEME) => {
             let right = tern::relay_proto::proof::parse_authorization(v)
                 .is_some_and(|(nonce, proof)| shared.challenges.redeem(token, &nonce, &proof, now));
-            // The limiter compares tokens; a proof's verdict is handed over as one.
-            let verdict = if right { Some(token.expose()) } else { Some("") };
-            shared.sessions.auth.check(token, verdict, peer.ip(), now)
+            if right { Credential::Right } else { Credential::Wrong }
         }
-        _ => {
-            let presented = value.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
-            shared.sessions.auth.check(token, presented, peer.ip(), now)
-        }
+        Some(v) => match v.strip_prefix("Bearer ").map(str::trim) {
+            Some(t) if token.matches(t) => Credential::Right,
+            _ => Credential::Wrong,
+        },
     };
-    match outcome {
+    let source = client_source(shared, req, peer);
+    match shared.sessions.auth.judge(credential, source, now) {
         AuthOutcome::Ok => Ok(()),
         AuthOutcome::BadToken => {
-            tracing::info!(%peer, "api request with a missing or wrong credential");
+            tracing::info!(%peer, %source, "api request with a missing or wrong credential");
             let mut r = error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Tern"));
             Err(r)

@@ -318,7 +318,11 @@ impl Relay {
             offers,
             ssh: ssh.map(Arc::new),
             sessions: Arc::new(tokio::sync::Semaphore::new(config.max_sessions)),
-            handshakes: Arc::new(tokio::sync::Semaphore::new(config.max_handshakes)),
+            handshakes: session::HandshakeSlots::new(
+                config.max_handshakes,
+                config.max_authenticated_handshakes,
+                config.max_handshakes_per_source,
+            ),
             spawn_lock: tokio::sync::Mutex::new(()),
             shutdown: shutdown.clone(),
         });

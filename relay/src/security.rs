@@ -1,8 +1,10 @@
 //! The page as a security boundary: the response headers every HTTP answer carries (a strict
 //! Content-Security-Policy, no framing, no referrer, no sniffing, its own browsing context group)
 //! and the Origin checks of the browser-facing handshakes (WebSocket upgrade, `/api/*`,
-//! WebTransport CONNECT). docs/SECURITY.md says what each one defends against.
+//! WebTransport CONNECT). docs/SECURITY.md says what each one defends against. Also who a request
+//! is from, for the limiter: the TCP peer, or behind a `--trust-proxy` the client it forwards.
 
+use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
 use hyper::HeaderMap;
@@ -150,6 +152,79 @@ pub(crate) fn webtransport_origin_ok(
     split_host_port(authority).is_some_and(|(host, _)| host == origin.host)
 }
 
+/// The source an HTTP request (an `/api/*` call, a WebSocket upgrade) counts against in the
+/// limiters: the TCP peer, unless the peer is one of the `trusted` proxies (`--trust-proxy`):
+/// then the client the proxies forwarded, the last `X-Forwarded-For` entry not added by a trusted
+/// proxy (or, without that header, the same in `Forwarded: for=`). A forwarded header from any
+/// other peer is ignored: a client could write anything there.
+pub fn client_source(
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    trusted: &[IpAddr],
+) -> crate::auth::SourceKey {
+    crate::auth::SourceKey::of(client_address(peer.ip(), headers, trusted))
+}
+
+fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[IpAddr]) -> IpAddr {
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|t| t.to_canonical() == ip.to_canonical());
+    if !is_trusted(&peer) {
+        return peer;
+    }
+    let values = |name: &str| -> Vec<String> {
+        headers
+            .get_all(name)
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect()
+    };
+    // Entries in the order the hops added them: the last one is the nearest proxy's view.
+    let forwarded_for = values("x-forwarded-for");
+    let hops: Vec<Option<IpAddr>> = if !forwarded_for.is_empty() {
+        forwarded_for.iter().flat_map(|v| v.split(',')).map(parse_forwarded_node).collect()
+    } else {
+        values("forwarded")
+            .iter()
+            .flat_map(|v| v.split(','))
+            .filter_map(|element| {
+                element.split(';').find_map(|pair| {
+                    let (k, v) = pair.split_once('=')?;
+                    k.trim().eq_ignore_ascii_case("for").then(|| parse_forwarded_node(v))
+                })
+            })
+            .collect()
+    };
+    // Walk back from the nearest hop over the trusted proxies; the first other hop is the client.
+    // A hop that is no address (`unknown`, an obfuscated name, garbage) ends the walk at the
+    // proxy that added it: nothing further left can be trusted.
+    let mut client = peer;
+    for hop in hops.iter().rev() {
+        match hop {
+            Some(ip) => {
+                client = *ip;
+                if !is_trusted(ip) {
+                    break;
+                }
+            }
+            None => break,
+        }
+    }
+    client
+}
+
+/// One node of `X-Forwarded-For` or of `Forwarded`'s `for=`: an address, optionally quoted,
+/// bracketed (IPv6) and with a port.
+fn parse_forwarded_node(s: &str) -> Option<IpAddr> {
+    let s = s.trim().trim_matches('"');
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Ok(sa) = s.parse::<SocketAddr>() {
+        return Some(sa.ip());
+    }
+    let inside = s.strip_prefix('[')?.split(']').next()?;
+    inside.parse().ok()
+}
+
 /// The page's Content-Security-Policy. Scripts: the page's own files only, no inline script, no
 /// eval; `'wasm-unsafe-eval'` lets the page compile its own wasm module (and nothing else).
 /// Styles: xterm.js 6 writes `<style>` elements (its scrollbar colours, the DOM renderer's theme
@@ -275,6 +350,39 @@ mod tests {
             "relay.example:4433",
             &allowed
         ));
+    }
+
+    #[test]
+    fn forwarded_clients_count_only_behind_a_trusted_proxy() {
+        use crate::auth::SourceKey;
+        let proxy: SocketAddr = "127.0.0.1:50000".parse().unwrap();
+        let stranger: SocketAddr = "203.0.113.9:50000".parse().unwrap();
+        let trusted: Vec<IpAddr> = vec!["127.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap()];
+        let key = |s: &str| SourceKey::of(s.parse().unwrap());
+        let src = |peer, h: &[(&'static str, &str)]| client_source(peer, &headers(h), &trusted);
+        // No header: the peer.
+        assert_eq!(src(proxy, &[]), key("127.0.0.1"));
+        // The last entry a trusted proxy did not add.
+        assert_eq!(src(proxy, &[("x-forwarded-for", "198.51.100.7")]), key("198.51.100.7"));
+        assert_eq!(
+            src(proxy, &[("x-forwarded-for", "6.6.6.6, 198.51.100.7, 10.0.0.2")]),
+            key("198.51.100.7"),
+            "what the client wrote itself (6.6.6.6) is not believed"
+        );
+        assert_eq!(src(proxy, &[("x-forwarded-for", "[2001:db8::5]:443")]), key("2001:db8::5"));
+        // Forwarded: for= (RFC 7239), quoted IPv6 with a port.
+        let fwd = "for=6.6.6.6, for=\"[2001:db8:7::1]:4711\";proto=https";
+        assert_eq!(src(proxy, &[("forwarded", fwd)]), key("2001:db8:7::1"));
+        // Garbage from the nearest proxy: the proxy itself, not something the client chose.
+        assert_eq!(src(proxy, &[("x-forwarded-for", "6.6.6.6, unknown")]), key("127.0.0.1"));
+        // Every hop trusted: the first one.
+        assert_eq!(src(proxy, &[("x-forwarded-for", "10.0.0.2")]), key("10.0.0.2"));
+        // An untrusted peer's headers are ignored.
+        assert_eq!(src(stranger, &[("x-forwarded-for", "198.51.100.7")]), key("203.0.113.9"));
+        assert_eq!(src(stranger, &[("forwarded", "for=198.51.100.7")]), key("203.0.113.9"));
+        // Without --trust-proxy nothing is trusted.
+        let h = headers(&[("x-forwarded-for", "198.51.100.7")]);
+        assert_eq!(client_source(proxy, &h, &[]), key("127.0.0.1"));
     }
 
     #[test]

@@ -186,8 +186,8 @@ async fn wrong_or_missing_token_is_refused_everywhere() {
     h.token = None;
     let (_c, reply) = hello(&conn, h).await;
     expect_ready(reply);
-    // Hello without a token, and with a wrong one (failures 1 and 2 since the last success,
-    // which cleared the count).
+    // Hello without a token (refused, not counted: anyone can send one) and with a wrong one
+    // (failure 3, after `nope` and the wrong URL token: a success does not wipe the count).
     let conn = connect(&relay, None).await.unwrap();
     let mut h = bridge_hello(&token, "127.0.0.1", echo.port());
     h.token = None;
@@ -197,15 +197,19 @@ async fn wrong_or_missing_token_is_refused_everywhere() {
         expect_error(hello(&conn, bridge_hello("wrong", "127.0.0.1", echo.port())).await.1),
         "bad_token"
     );
-    // The sixth failure in a row blocks this source for a while, even with the right token.
-    for _ in 0..4 {
+    // The sixth failure blocks this source for a while, for wrong tokens only: the right one
+    // still passes, and the source still connects (what it presents is judged in the hello).
+    for _ in 0..3 {
         assert_eq!(http_get(addr, "/api/info", Some("wrong")).await.0, 401);
     }
-    assert_eq!(http_get(addr, "/api/info", Some(&token)).await.0, 429);
-    assert!(connect(&relay, None).await.is_err(), "blocked source refused at connect");
-    // After the back-off, the right token works again.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(http_get(addr, "/api/info", Some("wrong")).await.0, 429);
     assert_eq!(http_get(addr, "/api/info", Some(&token)).await.0, 200);
+    let conn = connect(&relay, None).await.expect("a blocked source still connects");
+    let reply = hello(&conn, bridge_hello("wrong", "127.0.0.1", echo.port())).await.1;
+    assert_eq!(expect_error(reply), "rate_limited");
+    // After the back-off, a wrong token is an ordinary (counted) failure again.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(http_get(addr, "/api/info", Some("wrong")).await.0, 401);
 
     relay.stop().await;
     assert_not_logged(&token, "token");

@@ -2,8 +2,10 @@
 //! clear error while every open one keeps working (100 sessions, WebTransport and WebSocket: the
 //! short load test; the 1,000-session run is `tern-bench --only sessions`), slowloris HTTP
 //! clients are cut off after `--header-timeout` and cannot starve a real request, and WebSocket
-//! and QUIC handshakes that never finish hold at most `--max-handshakes` slots, each for at most
-//! `--handshake-timeout`.
+//! and QUIC handshakes that never finish hold at most `--max-handshakes` slots (WebSocket
+//! upgrades that carry the token: `--max-authenticated-handshakes`), each for at most
+//! `--handshake-timeout`; one source holds at most `--max-handshakes-per-source` of them, and a
+//! hello that never comes counts as a failed attempt.
 
 mod support;
 
@@ -338,10 +340,11 @@ async fn websockets_that_never_say_hello_are_bounded_and_cut_off() {
     let token = test_token("limits");
     let target = echo_servers(1).await[0];
 
-    // Held for long: two silent sockets take both handshake slots; the next upgrade and the
-    // next WebTransport attempt are refused at once, the first with a reason.
+    // Held for long: two silent sockets (which carry the token) take both slots of the
+    // authenticated pool; the next upgrade is refused at once, with a reason. WebTransport
+    // attempts draw from the other pool and are not refused.
     let mut config = any_loopback_config(&token);
-    config.max_handshakes = 2;
+    config.max_authenticated_handshakes = 2;
     config.handshake_timeout_secs = 600;
     let relay = TestRelay::start(config).await;
     let _held = [silent_websocket(&relay, &token).await, silent_websocket(&relay, &token).await];
@@ -355,12 +358,12 @@ async fn websockets_that_never_say_hello_are_bounded_and_cut_off() {
     };
     assert_eq!(status, 503);
     assert!(body.contains("too_many_handshakes"), "{body}");
-    assert!(connect(&relay, None).await.is_err(), "QUIC attempts share the cap");
+    assert!(connect(&relay, None).await.is_ok(), "QUIC attempts have a pool of their own");
     relay.stop().await;
 
     // Cut short: silent sockets are told `hello_timeout` and closed, freeing their slots.
     let mut config = any_loopback_config(&token);
-    config.max_handshakes = 2;
+    config.max_authenticated_handshakes = 2;
     config.handshake_timeout_secs = 1;
     let relay = TestRelay::start(config).await;
     for _ in 0..2 {
@@ -421,7 +424,8 @@ async fn incomplete_quic_handshakes_are_bounded_and_cut_off() {
     let target = echo_servers(1).await[0];
 
     // Held for long: three half-open handshakes fill --max-handshakes 3; the next attempt is
-    // refused at once (CONNECTION_REFUSED), and so is a WebSocket upgrade.
+    // refused at once (CONNECTION_REFUSED). A WebSocket upgrade that carries the token is not:
+    // it takes its slot from the authenticated pool, which no unauthenticated flood can empty.
     let mut config = any_loopback_config(&token);
     config.max_handshakes = 3;
     config.handshake_timeout_secs = 600;
@@ -435,10 +439,11 @@ async fn incomplete_quic_handshakes_are_bounded_and_cut_off() {
         .expect("refused at once, not left waiting");
     let Err(e) = refused else { panic!("a fourth handshake got a slot past --max-handshakes 3") };
     assert!(e.to_string().to_lowercase().contains("refused"), "{e}");
-    match open_websocket(&relay, &token).await {
-        Err(WsError::Http(r)) => assert_eq!(r.status().as_u16(), 503),
-        other => panic!("expected 503, got {:?}", other.map(|_| ())),
-    }
+    let mut s = websocket_session(&relay, &token, target)
+        .await
+        .unwrap_or_else(|e| panic!("an authenticated upgrade during a QUIC flood: {e}"));
+    assert!(s.round_trip(b"past the flood").await);
+    drop(s);
     half_open.iter().for_each(|t| t.abort());
     relay.stop().await;
 
@@ -466,4 +471,178 @@ async fn incomplete_quic_handshakes_are_bounded_and_cut_off() {
     assert!(session.round_trip(b"through").await);
     half_open.iter().for_each(|t| t.abort());
     relay.stop().await;
+}
+
+// ---------------------------------------------------------------- one source against the rest
+
+/// Another loopback address: Linux routes all of 127/8 to `lo`, so a client socket bound to it
+/// is a second source to the relay.
+const SECOND_SOURCE: &str = "127.0.0.2";
+
+/// A WebTransport client bound to `local` (its source address as the relay sees it).
+async fn connect_from(
+    relay: &TestRelay,
+    local: &str,
+) -> Result<Connection, wtransport::error::ConnectingError> {
+    let config = wtransport::ClientConfig::builder()
+        .with_bind_address(format!("{local}:0").parse().unwrap())
+        .with_server_certificate_hashes(cert_digests(relay))
+        .keep_alive_interval(Some(Duration::from_secs(2)))
+        .build();
+    let endpoint = wtransport::Endpoint::client(config).unwrap();
+    endpoint.connect(format!("https://127.0.0.1:{}/wt", relay.addr().port())).await
+}
+
+/// A bridged WebTransport session from `local`: `Ok`, or the relay's error code and message.
+async fn webtransport_session_from(
+    relay: &TestRelay,
+    local: &str,
+    hello_msg: tern_relay::control::Hello,
+) -> Result<Session, String> {
+    let conn = connect_from(relay, local).await.map_err(|e| format!("connect: {e}"))?;
+    let (control, reply) = hello(&conn, hello_msg).await;
+    match reply {
+        ServerMessage::Ready(_) => {
+            Ok(Session::WebTransport { conn, _control: control, joiner: Joiner::new() })
+        }
+        ServerMessage::Error { code, message } => Err(format!("{}: {message}", code.as_str())),
+        other => panic!("unexpected reply {other:?}"),
+    }
+}
+
+/// A bridged WebSocket session from `local`, opened as the page opens it.
+async fn websocket_session_from(
+    relay: &TestRelay,
+    local: &str,
+    token: &str,
+    target: SocketAddr,
+) -> Result<Session, String> {
+    let addr = relay.addr();
+    let mut request = format!("ws://{addr}{WEBSOCKET_PATH}").into_client_request().unwrap();
+    let h = request.headers_mut();
+    h.insert("origin", HeaderValue::from_str(&format!("http://{addr}")).unwrap());
+    let protocols = format!("tern, tern-token.{token}");
+    h.insert("sec-websocket-protocol", HeaderValue::from_str(&protocols).unwrap());
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{local}:0").parse().unwrap()).unwrap();
+    let tcp = socket.connect(addr).await.unwrap();
+    let mut ws = match tokio_tungstenite::client_async(request, tcp).await {
+        Ok((ws, _)) => ws,
+        Err(e) => return Err(format!("upgrade: {e}")),
+    };
+    let hello = ClientMessage::Hello(bridge_hello(token, "127.0.0.1", target.port()));
+    ws.send(Message::Binary(Frame::Control(&hello.to_line()).encode().into())).await.unwrap();
+    match websocket_control(&mut ws).await {
+        Some(ServerMessage::Ready(_)) => Ok(Session::WebSocket { ws, joiner: Joiner::new() }),
+        Some(ServerMessage::Error { code, message }) => {
+            Err(format!("{}: {message}", code.as_str()))
+        }
+        other => panic!("unexpected reply {other:?}"),
+    }
+}
+
+/// The attack of finding 5 (issue 32): one source opens 64 WebSocket upgrades and 64 QUIC
+/// handshakes that never say hello, every slot `--max-handshakes` has (defaults throughout).
+/// A second source still gets a session at once, over either transport; the first source holds
+/// no more than its share (`--max-handshakes-per-source`, 8 by default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_source_cannot_hold_every_handshake_slot() {
+    let token = test_token("limits");
+    let targets = echo_servers(2).await;
+    let mut config = any_loopback_config(&token);
+    config.handshake_timeout_secs = 600;
+    let relay = TestRelay::start(config).await;
+    let slots = 64;
+
+    // The flood, from 127.0.0.1: upgrades that say nothing after the upgrade...
+    let mut held_sockets = Vec::new();
+    let mut refused_upgrades = 0;
+    for _ in 0..slots {
+        match open_websocket(&relay, &token).await {
+            Ok(ws) => held_sockets.push(ws),
+            Err(WsError::Http(r)) if r.status().as_u16() == 503 => refused_upgrades += 1,
+            Err(e) => panic!("unexpected upgrade failure: {e}"),
+        }
+    }
+    // ... and QUIC handshakes that never finish.
+    let mut half_open = Vec::new();
+    for _ in 0..slots {
+        half_open.push(blackholed_quic(&relay).await);
+    }
+    println!(
+        "one source: {} silent upgrades held, {refused_upgrades} refused; {} QUIC attempts sent",
+        held_sockets.len(),
+        half_open.len()
+    );
+
+    // A second source gets a session at once, over WebTransport and over the WebSocket.
+    let hello_b = bridge_hello(&token, "127.0.0.1", targets[0].port());
+    let mut wt = webtransport_session_from(&relay, SECOND_SOURCE, hello_b)
+        .await
+        .unwrap_or_else(|e| panic!("another source's WebTransport session: {e}"));
+    assert!(wt.round_trip(b"through the flood").await);
+    let mut ws = websocket_session_from(&relay, SECOND_SOURCE, &token, targets[1])
+        .await
+        .unwrap_or_else(|e| panic!("another source's WebSocket session: {e}"));
+    assert!(ws.round_trip(b"through the flood, by TCP").await);
+
+    // The flooding source held at most its share.
+    assert!(held_sockets.len() <= 8, "{} silent upgrades held by one source", held_sockets.len());
+    assert_eq!(held_sockets.len() + refused_upgrades, slots);
+    half_open.iter().for_each(|t| t.abort());
+    drop((wt, ws, held_sockets));
+    relay.stop().await;
+}
+
+/// A client that takes a slot and never says hello is cut off after `--handshake-timeout`; each
+/// time counts as a failed attempt, so after a few the source is rate limited like a guesser
+/// (a wrong token is answered `rate_limited`), while another source is not, and the right
+/// token still passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hello_timeouts_count_as_failed_attempts() {
+    let token = test_token("limits");
+    let target = echo_servers(1).await[0];
+    let mut config = any_loopback_config(&token);
+    config.handshake_timeout_secs = 1;
+    let relay = TestRelay::start(config).await;
+
+    // Ten silent WebTransport clients, in two batches of five (below the per-source cap). The
+    // first five failures are free; the next five block the source for 0.5 s doubling to 8 s.
+    let relay = Arc::new(relay);
+    for _ in 0..2 {
+        let batch = (0..5).map(|_| {
+            let relay = Arc::clone(&relay);
+            tokio::spawn(async move {
+                let conn = connect(&relay, None).await.expect("a silent client connects");
+                let (_send, recv) = conn.open_bi().await.unwrap().await.unwrap();
+                let mut reader = tern_relay::control::LineReader::new(recv);
+                let line = tokio::time::timeout(PATIENCE, reader.next_line())
+                    .await
+                    .expect("the relay gives up on a silent client")
+                    .expect("an error line");
+                match decode::<ServerMessage>(&line).unwrap() {
+                    ServerMessage::Error { code, .. } => assert_eq!(code.as_str(), "hello_timeout"),
+                    other => panic!("expected hello_timeout, got {other:?}"),
+                }
+            })
+        });
+        for r in futures_util::future::join_all(batch).await {
+            r.unwrap();
+        }
+    }
+
+    let wrong = bridge_hello("not-the-token", "127.0.0.1", target.port());
+    let from_silent = webtransport_session_from(&relay, "127.0.0.1", wrong.clone()).await;
+    let e = from_silent.err().expect("a wrong token is refused");
+    assert!(e.starts_with("rate_limited"), "the silent source is rate limited: {e}");
+    let from_other = webtransport_session_from(&relay, SECOND_SOURCE, wrong).await;
+    let e = from_other.err().expect("a wrong token is refused");
+    assert!(e.starts_with("bad_token"), "another source is not: {e}");
+    let right = bridge_hello(&token, "127.0.0.1", target.port());
+    let mut s = webtransport_session_from(&relay, "127.0.0.1", right)
+        .await
+        .unwrap_or_else(|e| panic!("the right token passes while the source is blocked: {e}"));
+    assert!(s.round_trip(b"still mine").await);
+    drop(s);
+    Arc::try_unwrap(relay).ok().expect("one owner").stop().await;
 }

@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use support::*;
-use tern::relay_proto::WEBSOCKET_PATH;
 use tern::relay_proto::websocket::token_subprotocol;
+use tern::relay_proto::{ServerMessage, WEBSOCKET_PATH};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -217,4 +217,122 @@ async fn http_get_origin(addr: SocketAddr, path: &str, token: &str, origin: &str
     let text = String::from_utf8_lossy(&resp).into_owned();
     let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     (status, text)
+}
+
+/// Sends `request` (a whole HTTP/1.1 request, `Connection: close`) from the local address
+/// `from`; the status of the answer.
+async fn raw_status(addr: SocketAddr, from: &str, request: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    let mut s = socket.connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut resp = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut resp)).await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&resp);
+    text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+/// `GET /api/info` from `from` with `headers` (each `Name: value\r\n`).
+async fn api_info_from(addr: SocketAddr, from: &str, headers: &str) -> u16 {
+    let req =
+        format!("GET /api/info HTTP/1.1\r\nHost: {addr}\r\n{headers}Connection: close\r\n\r\n");
+    raw_status(addr, from, &req).await
+}
+
+/// The attack of finding 2 (issue 32), natively: a foreign page's requests (a `no-cors` POST to
+/// `/api/history` carries an Origin and no token; a WebSocket with a wrong token), requests with
+/// no credential at all, and wrong tokens, all from 127.0.0.1 (what every client is behind a
+/// proxy or `ssh -L`). Then the owner's right token is served at once on every route, and a
+/// wrong one is still rate limited.
+#[tokio::test]
+async fn nobody_can_lock_the_owner_out() {
+    let token = test_token("lockout");
+    let relay = TestRelay::start(bridge_config(&token, &["127.0.0.1:60001"])).await;
+    let addr = relay.addr();
+    let evil = "Origin: https://evil.example\r\n";
+
+    for _ in 0..8 {
+        let body = r#"{"session":"x","count":1}"#;
+        let post = format!(
+            "POST /api/history HTTP/1.1\r\nHost: {addr}\r\n{evil}Content-Type: text/plain\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        assert_eq!(raw_status(addr, "127.0.0.1", &post).await, 403, "a foreign page's POST");
+        let wrong = format!("{evil}Authorization: Bearer wrong-from-a-page\r\n");
+        assert_eq!(api_info_from(addr, "127.0.0.1", &wrong).await, 403);
+        let e = ws_upgrade(addr, None, Some("https://evil.example"), "wrong").await.unwrap_err();
+        assert_eq!(refusal(e), 403, "a foreign page's WebSocket");
+    }
+    // No credential at all (a link preview, a stray request): refused, not counted.
+    for _ in 0..8 {
+        assert_eq!(api_info_from(addr, "127.0.0.1", "").await, 401);
+    }
+    // After all that the owner's token still works, and a wrong one is merely refused.
+    let right = format!("Authorization: Bearer {token}\r\n");
+    assert_eq!(api_info_from(addr, "127.0.0.1", &right).await, 200, "after the page's requests");
+    // Eight wrong tokens from the owner's own address.
+    let mut answers = Vec::new();
+    for i in 0..8 {
+        let wrong = format!("Authorization: Bearer wrong-{i}\r\n");
+        answers.push(api_info_from(addr, "127.0.0.1", &wrong).await);
+    }
+    assert_eq!(&answers[..5], &[401; 5], "five free failures: {answers:?}");
+    assert_eq!(answers[7], 429, "then the guesser is rate limited: {answers:?}");
+    assert_eq!(api_info_from(addr, "127.0.0.1", "Authorization: Bearer wrong-9\r\n").await, 429);
+
+    // The right token is served at once, on every route and transport.
+    assert_eq!(api_info_from(addr, "127.0.0.1", &right).await, 200, "/api/info");
+    let own = format!("http://{addr}");
+    let r = ws_upgrade(addr, None, Some(&own), &token).await.expect("the owner's WebSocket");
+    assert_eq!(r.status().as_u16(), 101);
+    let conn = connect(&relay, None).await.expect("the owner's WebTransport connect");
+    let (_control, reply) = hello(&conn, bridge_hello(&token, "127.0.0.1", 60001)).await;
+    assert!(matches!(reply, ServerMessage::Ready(_)), "the owner's hello: {reply:?}");
+    // And the guesser is still blocked.
+    assert_eq!(api_info_from(addr, "127.0.0.1", "Authorization: Bearer wrong-10\r\n").await, 429);
+    relay.stop().await;
+}
+
+/// `--trust-proxy`: behind a proxy every request comes from the proxy's address; the limiter
+/// counts the client the proxy forwards, so a guesser behind it blocks only itself. A peer that
+/// is no trusted proxy cannot choose its key by writing the headers itself.
+#[tokio::test]
+async fn behind_a_trusted_proxy_each_forwarded_client_counts_alone() {
+    let token = test_token("proxy");
+    let mut config = bridge_config(&token, &["127.0.0.1:60001"]);
+    config.trust_proxy = vec!["127.0.0.1".parse().unwrap()];
+    let relay = TestRelay::start(config).await;
+    let addr = relay.addr();
+    let proxy = "127.0.0.1";
+    let wrong = |client: &str, n: u32| {
+        format!("X-Forwarded-For: {client}\r\nAuthorization: Bearer wrong-{n}\r\n")
+    };
+
+    // Client A, behind the proxy, guesses until it is blocked.
+    for n in 0..8 {
+        api_info_from(addr, proxy, &wrong("198.51.100.1", n)).await;
+    }
+    assert_eq!(api_info_from(addr, proxy, &wrong("198.51.100.1", 8)).await, 429, "A is blocked");
+    // Client B behind the same proxy is not; neither is one named in `Forwarded: for=`.
+    assert_eq!(api_info_from(addr, proxy, &wrong("198.51.100.2", 0)).await, 401, "B is not");
+    let fwd = "Forwarded: for=\"[2001:db8::7]:4711\"\r\nAuthorization: Bearer wrong\r\n";
+    assert_eq!(api_info_from(addr, proxy, fwd).await, 401);
+    // An entry A writes itself before the proxy's is not believed: A stays A.
+    let spoof = "X-Forwarded-For: 198.51.100.3, 198.51.100.1\r\nAuthorization: Bearer wrong\r\n";
+    assert_eq!(api_info_from(addr, proxy, spoof).await, 429);
+
+    // 127.0.0.2 is no trusted proxy: its forwarded headers are ignored, so naming a new client
+    // each time does not give it fresh free guesses.
+    for n in 0..8 {
+        let client = format!("203.0.113.{n}");
+        api_info_from(addr, "127.0.0.2", &wrong(&client, n)).await;
+    }
+    let fresh = wrong("203.0.113.200", 9);
+    assert_eq!(api_info_from(addr, "127.0.0.2", &fresh).await, 429, "keyed on the peer");
+    // The right token passes for everyone.
+    let right = format!("X-Forwarded-For: 198.51.100.1\r\nAuthorization: Bearer {token}\r\n");
+    assert_eq!(api_info_from(addr, proxy, &right).await, 200);
+    relay.stop().await;
 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use tern::relay_proto::Mode;
 use tokio::sync::{Mutex, Semaphore};
+
+use super::slots::HandshakeSlots;
 use tokio_util::sync::CancellationToken;
 
 use super::target::TargetSettings;
@@ -58,9 +60,10 @@ pub(crate) struct SessionContext {
     pub ssh: Option<Arc<SshHosts>>,
     /// `--max-sessions`: held from an admitted hello to the session's end.
     pub sessions: Arc<Semaphore>,
-    /// `--max-handshakes`: held from a QUIC connection attempt or a WebSocket upgrade until its
-    /// hello is admitted or refused.
-    pub handshakes: Arc<Semaphore>,
+    /// `--max-handshakes`, `--max-authenticated-handshakes`, `--max-handshakes-per-source`:
+    /// held from a QUIC connection attempt or a WebSocket upgrade until its hello is admitted or
+    /// refused.
+    pub handshakes: Arc<HandshakeSlots>,
     /// Serializes spawns so `--max-spawned` holds.
     pub spawn_lock: Mutex<()>,
     pub shutdown: CancellationToken,

@@ -13,7 +13,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::SessionContext;
-use crate::auth::AuthOutcome;
+use crate::auth::{AuthOutcome, Credential, SourceKey};
 use crate::control::{ClientMessage, ErrorCode, Hello, LineReader, ReadError, ServerMessage};
 use crate::link::{BrowserLink, RecvHalf, SendHalf};
 use tern::relay_proto::PROTOCOL_VERSION;
@@ -76,15 +76,27 @@ pub(super) struct Admitted {
     pub slot: OwnedSemaphorePermit,
 }
 
+/// Why there is no control stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NoControl {
+    /// The browser left.
+    Gone,
+    /// It held its handshake slot for `--handshake-timeout` without opening one (closed now).
+    TimedOut,
+}
+
 /// The control stream, the first bidirectional stream the browser opens, within `wait`
-/// (`--handshake-timeout`). `None`: it did not come (the connection is closed).
-pub(super) async fn accept_control(conn: &BrowserLink, wait: Duration) -> Option<Control> {
+/// (`--handshake-timeout`).
+pub(super) async fn accept_control(
+    conn: &BrowserLink,
+    wait: Duration,
+) -> Result<Control, NoControl> {
     match tokio::time::timeout(wait, conn.accept_stream()).await {
-        Ok(Some((send, recv))) => Some(Control { send, reader: LineReader::new(recv) }),
-        Ok(None) => None,
+        Ok(Some((send, recv))) => Ok(Control { send, reader: LineReader::new(recv) }),
+        Ok(None) => Err(NoControl::Gone),
         Err(_) => {
             conn.close(1, "no control stream");
-            None
+            Err(NoControl::TimedOut)
         }
     }
 }
@@ -100,23 +112,21 @@ pub(super) async fn admit(
     control: &mut Control,
     pre_authed: bool,
     peer: SocketAddr,
+    source: SourceKey,
 ) -> Result<Admitted, Stop> {
-    let hello = match read_first(shared, &mut control.reader, pre_authed, peer).await? {
+    let hello = match read_first(shared, &mut control.reader, pre_authed, source).await? {
         ClientMessage::Greet { protocol, nonce } => {
             check_version(Some(protocol))?;
-            challenge(shared, control, pre_authed, peer, nonce).await?
+            challenge(shared, control, pre_authed, peer, source, nonce).await?
         }
         ClientMessage::Hello(hello) => {
             check_version(hello.protocol)?;
-            authenticate(shared, &hello, pre_authed, peer)?;
+            authenticate(shared, &hello, pre_authed, peer, source)?;
             hello
         }
         _ => {
-            return Err(Refusal::new(
-                ErrorCode::BadRequest,
-                "first message must be greet or hello",
-            )
-            .into());
+            let first = "first message must be greet or hello";
+            return Err(Refusal::new(ErrorCode::BadRequest, first).into());
         }
     };
     check_mode(shared, &hello)?;
@@ -132,6 +142,7 @@ async fn challenge(
     control: &mut Control,
     pre_authed: bool,
     peer: SocketAddr,
+    source: SourceKey,
     page: ProofNonce,
 ) -> Result<Hello, Stop> {
     let relay = crate::challenge::fresh_nonce()
@@ -141,26 +152,26 @@ async fn challenge(
     if control.send.write_all(&line).await.is_err() {
         return Err(Stop::Gone);
     }
-    let hello = match read_first(shared, &mut control.reader, pre_authed, peer).await? {
+    let hello = match read_first(shared, &mut control.reader, pre_authed, source).await? {
         ClientMessage::Hello(hello) => hello,
         _ => {
-            return Err(
-                Refusal::new(ErrorCode::BadRequest, "a challenge is answered by hello").into()
-            );
+            let expected = "a challenge is answered by hello";
+            return Err(Refusal::new(ErrorCode::BadRequest, expected).into());
         }
     };
     check_version(hello.protocol)?;
     if pre_authed {
         return Ok(hello);
     }
-    let right = hello
-        .proof
-        .is_some_and(|p| crate::challenge::page_proof_holds(&shared.token, &page, &relay, &p.0));
-    // The limiter compares tokens; the proof's verdict is handed over as one.
-    let verdict = if right { shared.token.expose() } else { "" };
-    let mut as_token = hello.clone();
-    as_token.token = Some(verdict.to_string());
-    authenticate(shared, &as_token, false, peer)?;
+    let credential = match &hello.proof {
+        None => Credential::Absent,
+        Some(p) if crate::challenge::page_proof_holds(&shared.token, &page, &relay, &p.0) => {
+            Credential::Right
+        }
+        Some(_) => Credential::Wrong,
+    };
+    let outcome = shared.auth.judge(credential, source, std::time::Instant::now());
+    refuse_unless_ok(outcome, peer)?;
     Ok(hello)
 }
 
@@ -181,16 +192,26 @@ async fn read_first(
     shared: &SessionContext,
     reader: &mut LineReader<RecvHalf>,
     pre_authed: bool,
-    peer: SocketAddr,
+    source: SourceKey,
 ) -> Result<ClientMessage, Stop> {
     let wait = shared.settings.handshake_timeout;
+    // Counted as a failed authentication unless the connection proved its credential already:
+    // a client that holds a handshake slot and never says a usable hello must not get unlimited
+    // free attempts.
+    let failed_attempt = || {
+        if !pre_authed {
+            shared.auth.judge(Credential::Wrong, source, std::time::Instant::now());
+        }
+    };
     let line = match tokio::time::timeout(wait, reader.next_line()).await {
         Ok(Ok(line)) => line,
         Ok(Err(e @ ReadError::TooLarge)) => {
+            failed_attempt();
             return Err(Refusal::new(ErrorCode::MessageTooLarge, e.to_string()).into());
         }
         Ok(Err(_)) => return Err(Stop::Gone),
         Err(_) => {
+            failed_attempt();
             let message = format!("no hello within {} s", wait.as_secs());
             return Err(Refusal::new(ErrorCode::HelloTimeout, message).into());
         }
@@ -202,11 +223,7 @@ async fn read_first(
             // A page of another version may send a hello this relay cannot parse (a new
             // field): if it says which version it speaks, the useful answer is "reload".
             check_version(announced_protocol(&line))?;
-            // Counts as a failed authentication when the URL had no token: a client that cannot
-            // produce a well-formed hello must not get unlimited free attempts.
-            if !pre_authed {
-                shared.auth.check(&shared.token, None, peer.ip(), std::time::Instant::now());
-            }
+            failed_attempt();
             Err(Refusal::new(ErrorCode::BadRequest, ReadError::Malformed(e).to_string()).into())
         }
     }
@@ -232,21 +249,27 @@ fn check_version(protocol: Option<u32>) -> Result<(), Refusal> {
     }
 }
 
-/// The hello's token, unless the connect URL's token was checked already.
+/// A native client's hello token, unless the connect URL's token was checked already.
 fn authenticate(
     shared: &SessionContext,
     hello: &Hello,
     pre_authed: bool,
     peer: SocketAddr,
+    source: SourceKey,
 ) -> Result<(), Refusal> {
     if pre_authed {
         return Ok(());
     }
     let now = std::time::Instant::now();
-    match shared.auth.check(&shared.token, hello.token.as_deref(), peer.ip(), now) {
+    refuse_unless_ok(shared.auth.check(&shared.token, hello.token.as_deref(), source, now), peer)
+}
+
+/// The refusal a limiter's verdict calls for.
+fn refuse_unless_ok(outcome: AuthOutcome, peer: SocketAddr) -> Result<(), Refusal> {
+    match outcome {
         AuthOutcome::Ok => Ok(()),
         AuthOutcome::BadToken => {
-            tracing::info!(%peer, "webtransport hello with a missing or wrong token");
+            tracing::info!(%peer, "hello with a missing or wrong credential");
             Err(Refusal::new(ErrorCode::BadToken, "missing or wrong token"))
         }
         AuthOutcome::RateLimited(wait) => Err(Refusal::new(

@@ -16,10 +16,12 @@ mod context;
 mod forward;
 mod handshake;
 mod hold;
+mod slots;
 mod streams;
 mod target;
 
 pub(crate) use context::{SessionContext, SessionSettings};
+pub(crate) use slots::{HandshakeSlot, HandshakeSlots, NoSlot, Pool};
 pub use target::AllowRule;
 pub(crate) use target::TargetSettings;
 
@@ -34,12 +36,12 @@ use wtransport::Endpoint;
 use wtransport::endpoint::IncomingSession;
 use wtransport::endpoint::endpoint_side::Server;
 
-use crate::auth::AuthOutcome;
+use crate::auth::{AuthOutcome, Credential, SourceKey};
 use crate::control::{FRAMING_VERSION, Hello, MAX_SESSION_MESSAGE, Ready, ServerMessage};
 use crate::link::{BrowserLink, SendHalf};
 use crate::registry::Attach;
 use forward::End;
-use handshake::{Admitted, LINGER, Stop};
+use handshake::{Admitted, LINGER, NoControl, Stop};
 use target::Target;
 
 /// An admitted session attached to its mosh-server: what the bridge works with.
@@ -54,10 +56,6 @@ struct Attached {
     _slot: OwnedSemaphorePermit,
 }
 
-/// A `--max-handshakes` slot: held from a connection attempt (or WebSocket upgrade) until its
-/// hello is admitted or refused, so half-open handshakes cannot pile up.
-pub(crate) type HandshakeSlot = OwnedSemaphorePermit;
-
 /// Accepts WebTransport sessions until shutdown, one task each.
 pub(crate) async fn accept_loop(shared: Arc<SessionContext>, endpoint: &Endpoint<Server>) {
     let tracker = tokio_util::task::TaskTracker::new();
@@ -66,18 +64,24 @@ pub(crate) async fn accept_loop(shared: Arc<SessionContext>, endpoint: &Endpoint
             _ = shared.shutdown.cancelled() => break,
             i = endpoint.accept() => i,
         };
-        let ip = incoming.remote_address().ip();
-        if shared.auth.blocked(ip, std::time::Instant::now()).is_some() {
-            // Refused before the TLS handshake: a guessing source costs us almost nothing.
-            incoming.refuse();
-            continue;
-        }
-        // Past the cap, refused at once (QUIC CONNECTION_REFUSED, before any TLS work): the
-        // client hears "no" instead of waiting, and the sessions already open are not touched.
-        let Ok(slot) = Arc::clone(&shared.handshakes).try_acquire_owned() else {
-            tracing::debug!(peer = %incoming.remote_address(), "webtransport connect refused: --max-handshakes reached");
-            incoming.refuse();
-            continue;
+        // A source the limiter blocks is not refused here: what it will present is not known
+        // yet, and it may be the owner sharing an address with a guesser. Its handshakes are
+        // bounded like everyone's, below.
+        let source = SourceKey::of(incoming.remote_address().ip());
+        // Past the cap (in all, or this source's share), refused at once (QUIC
+        // CONNECTION_REFUSED, before any TLS work): the client hears "no" instead of waiting, and
+        // the sessions already open are not touched.
+        let slot = match shared.handshakes.take(Pool::Shared, source) {
+            Ok(slot) => slot,
+            Err(why) => {
+                let cap = match why {
+                    NoSlot::PoolFull => "--max-handshakes",
+                    NoSlot::SourceFull => "--max-handshakes-per-source",
+                };
+                tracing::debug!(peer = %incoming.remote_address(), "webtransport connect refused: {cap} reached");
+                incoming.refuse();
+                continue;
+            }
         };
         let shared = Arc::clone(&shared);
         tracker.spawn(async move {
@@ -132,6 +136,7 @@ async fn handle_incoming(
     // (its slot freed) after the timeout.
     let request = tokio::time::timeout(shared.settings.handshake_timeout, incoming).await??;
     let peer = request.remote_address();
+    let source = SourceKey::of(peer.ip());
     let path = request.path().split('?').next().unwrap_or("");
     if path != WEBTRANSPORT_PATH {
         request.not_found().await;
@@ -159,7 +164,7 @@ async fn handle_incoming(
     let pre_authed = match query_token(request.path()) {
         None => false,
         Some(t) => {
-            match shared.auth.check(&shared.token, Some(&t), peer.ip(), std::time::Instant::now()) {
+            match shared.auth.check(&shared.token, Some(&t), source, std::time::Instant::now()) {
                 AuthOutcome::Ok => true,
                 AuthOutcome::BadToken => {
                     tracing::info!(%peer, "webtransport connect with a wrong token");
@@ -174,22 +179,24 @@ async fn handle_incoming(
         }
     };
     let conn = BrowserLink::WebTransport(request.accept().await?);
-    run_session(shared, conn, pre_authed, peer, slot).await;
+    run_session(shared, conn, pre_authed, peer, source, slot).await;
     Ok(())
 }
 
 /// Serves one upgraded WebSocket (the HTTP side checked its Origin, and its token when a native
 /// client offered one: `pre_authed`) as a browser session. A page offers no token: its control
-/// stream starts with the challenge.
+/// stream starts with the challenge. `source` is who the limiter counts it against (the client
+/// behind a trusted proxy).
 pub(crate) async fn serve_websocket(
     shared: Arc<SessionContext>,
     io: hyper::upgrade::Upgraded,
     pre_authed: bool,
     peer: SocketAddr,
+    source: SourceKey,
     slot: HandshakeSlot,
 ) {
     let link = BrowserLink::WebSocket(crate::link::WsLink::accept(io).await);
-    run_session(shared, link, pre_authed, peer, slot).await;
+    run_session(shared, link, pre_authed, peer, source, slot).await;
 }
 
 /// Serves an accepted browser link until the session or the relay ends. `slot` is released
@@ -199,12 +206,13 @@ async fn run_session(
     conn: BrowserLink,
     pre_authed: bool,
     peer: SocketAddr,
+    source: SourceKey,
     slot: HandshakeSlot,
 ) {
     let shutdown = shared.shutdown.clone();
     tokio::select! {
         _ = shutdown.cancelled() => conn.close(0, "relay shutting down"),
-        _ = serve(shared, &conn, pre_authed, peer, slot) => {}
+        _ = serve(shared, &conn, pre_authed, peer, source, slot) => {}
     }
 }
 
@@ -214,11 +222,22 @@ async fn serve(
     conn: &BrowserLink,
     pre_authed: bool,
     peer: SocketAddr,
+    source: SourceKey,
     slot: HandshakeSlot,
 ) {
     let wait = shared.settings.handshake_timeout;
-    let Some(mut control) = handshake::accept_control(conn, wait).await else { return };
-    let opened = open(&shared, &mut control, pre_authed, peer).await;
+    let mut control = match handshake::accept_control(conn, wait).await {
+        Ok(control) => control,
+        Err(why) => {
+            // A connection that held a slot and never opened its control stream: a failed
+            // attempt, unless it proved its credential already (as in `handshake::read_hello`).
+            if why == NoControl::TimedOut && !pre_authed {
+                shared.auth.judge(Credential::Wrong, source, std::time::Instant::now());
+            }
+            return;
+        }
+    };
+    let opened = open(&shared, &mut control, pre_authed, peer, source).await;
     drop(slot);
     let session = match opened {
         Ok(s) => s,
@@ -261,8 +280,10 @@ async fn open(
     control: &mut handshake::Control,
     pre_authed: bool,
     peer: SocketAddr,
+    source: SourceKey,
 ) -> Result<Attached, Stop> {
-    let Admitted { hello, slot } = handshake::admit(shared, control, pre_authed, peer).await?;
+    let Admitted { hello, slot } =
+        handshake::admit(shared, control, pre_authed, peer, source).await?;
     let target = target::attach(shared, &hello).await?;
     let udp = target::connect_udp(target.addr).await?;
     // Last: from here on this page drives, and the one before it is told it was moved.
