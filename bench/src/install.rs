@@ -121,7 +121,8 @@ fn cold_start(bin: &Path, home: &Path) -> anyhow::Result<f64> {
     std::fs::create_dir_all(home)?;
     let started = Instant::now();
     let mut child = Command::new(bin)
-        .args(["--listen", "127.0.0.1:0"])
+        // --print-url: stdout is a pipe, where the relay would write the URL to a file instead.
+        .args(["--listen", "127.0.0.1:0", "--print-url"])
         .env("HOME", home)
         .env_remove("XDG_STATE_HOME")
         .env_remove("XDG_CACHE_HOME")

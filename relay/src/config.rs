@@ -47,9 +47,11 @@ pub const SESSION_IDLE_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 #[command(name = "tern-relay", version = crate::version::VERSION, about)]
 pub struct Config {
     /// Address for HTTP (TCP) and WebTransport (UDP), both on the same port number.
-    /// Port 0 picks a free port.
+    /// Port 0 picks a free port. `unix:PATH`: HTTP only (the page, the API, the WebSocket
+    /// fallback) on a Unix socket at PATH (0600, in a directory only this user can enter), for
+    /// `ssh -L 7480:PATH host`: no port on the server for another user to take.
     #[arg(long, env = "TERN_RELAY_LISTEN", default_value = DEFAULT_LISTEN)]
-    pub listen: SocketAddr,
+    pub listen: ListenAddr,
 
     /// Access token (random if not given). Prefer the environment variable: argv is visible
     /// to other users in `ps`.
@@ -120,6 +122,12 @@ pub struct Config {
     /// scrollback and search). 0: no recorder and no history beyond what a page saw.
     #[arg(long, env = "TERN_RELAY_HISTORY_LINES", default_value_t = 100_000)]
     pub history_lines: usize,
+
+    /// Bytes per history file: a file rotates at --history-lines lines or at this size,
+    /// whichever comes first, so a session's history takes at most twice this on disk (a line
+    /// is at most 64 KiB and its cut mark).
+    #[arg(long, env = "TERN_RELAY_HISTORY_BYTES", default_value = "32MiB")]
+    pub history_bytes: ByteSize,
 
     /// Largest file `tern send` offers to the browser, in bytes (the page holds a download in
     /// memory until its SHA-256 is checked and it is saved).
@@ -285,6 +293,12 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_MAX_DATAGRAM", default_value_t = CHROMIUM_MAX_DATAGRAM)]
     pub max_datagram_size: usize,
 
+    /// Print the URL (which holds the access token) on stdout even when stdout is not a
+    /// terminal. Without it, a relay whose stdout is a pipe or a journal (a systemd unit) writes
+    /// the URL to `url` in the state directory (mode 0600) and prints only where it is.
+    #[arg(long)]
+    pub print_url: bool,
+
     /// Print the URL as a QR code too (on stdout, after it), for a phone or tablet. On by
     /// itself when the URL names an address beyond this machine's loopback.
     #[arg(long, env = "TERN_RELAY_QR", value_parser = clap::builder::FalseyValueParser::new())]
@@ -309,7 +323,7 @@ impl Config {
     /// A configuration with every default, listening on `listen` (tests, embedding).
     pub fn with_listen(listen: SocketAddr) -> Self {
         let mut c = Config::parse_from(["tern-relay"]);
-        c.listen = listen;
+        c.listen = ListenAddr::Tcp(listen);
         c
     }
 
@@ -408,6 +422,7 @@ impl Config {
                     shell_env: Vec::new(),
                 },
                 history_lines: self.history_lines,
+                history_bytes: self.history_bytes.0,
                 recorder: self.recorder.clone(),
                 state_dir: self.state_dir(),
             },
@@ -481,6 +496,43 @@ impl FromStr for ByteSize {
     }
 }
 
+/// Where the relay listens: a TCP and UDP port, or (`unix:PATH`) a Unix socket for HTTP only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListenAddr {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl From<SocketAddr> for ListenAddr {
+    fn from(addr: SocketAddr) -> Self {
+        ListenAddr::Tcp(addr)
+    }
+}
+
+impl FromStr for ListenAddr {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.strip_prefix("unix:") {
+            Some(path) if path.starts_with('/') => Ok(ListenAddr::Unix(path.into())),
+            Some(_) => Err("unix:PATH wants an absolute path".into()),
+            None => s
+                .parse()
+                .map(ListenAddr::Tcp)
+                .map_err(|e| format!("{e}: want HOST:PORT or unix:PATH")),
+        }
+    }
+}
+
+impl std::fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenAddr::Tcp(a) => write!(f, "{a}"),
+            ListenAddr::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,7 +540,10 @@ mod tests {
     #[test]
     fn defaults_are_safe() {
         let c = Config::parse_from(["tern-relay"]);
-        assert!(c.listen.ip().is_loopback());
+        assert!(matches!(c.listen, ListenAddr::Tcp(a) if a.ip().is_loopback()));
+        let unix = Config::parse_from(["tern-relay", "--listen", "unix:/run/user/1000/tern.sock"]);
+        assert_eq!(unix.listen, ListenAddr::Unix("/run/user/1000/tern.sock".into()));
+        assert!(Config::try_parse_from(["tern-relay", "--listen", "unix:rel.sock"]).is_err());
         assert_eq!(c.mode(), Mode::Spawn);
         assert_eq!(c.mosh_port_range, PortRange { low: 60001, high: 60999 });
         assert_eq!(c.max_datagram_size, 1211);

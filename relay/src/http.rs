@@ -13,7 +13,8 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixListener};
 
 use tern::relay_proto::Message;
 use tern::relay_proto::control::MAX_MESSAGE;
@@ -152,7 +153,19 @@ impl FromStr for BasePath {
 /// `--max-http-connections` at once. At the cap nothing is accepted: new connections wait in the
 /// kernel's queue for a slot, which `--header-timeout` frees within seconds even when every slot
 /// is held by a slowloris client, so a real request is delayed, never starved.
-pub(crate) async fn serve(shared: Arc<HttpContext>, listener: TcpListener) {
+/// Where HTTP connections come from.
+pub(crate) enum Listener {
+    Tcp(TcpListener),
+    /// `--listen unix:PATH` (`crate::unix_listen`).
+    Unix(UnixListener),
+}
+
+/// What a connection over the Unix socket counts as: only this user can connect (0600 in a 0700
+/// directory), through a tunnel (`ssh -L`), so a loopback peer as through `ssh -L` to a port.
+const UNIX_PEER: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
+pub(crate) async fn serve(shared: Arc<HttpContext>, listener: Listener) {
     let tracker = tokio_util::task::TaskTracker::new();
     loop {
         let slot = tokio::select! {
@@ -163,42 +176,62 @@ pub(crate) async fn serve(shared: Arc<HttpContext>, listener: TcpListener) {
         let Ok(slot) = slot else { break };
         let accepted = tokio::select! {
             _ = shared.sessions.shutdown.cancelled() => break,
-            a = listener.accept() => a,
+            a = accept(&listener) => a,
         };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
+        let shared = Arc::clone(&shared);
+        let shutdown = shared.sessions.shutdown.clone();
+        match accepted {
+            Ok((Accepted::Tcp(stream), peer)) => {
+                // A terminal's keystrokes and echoes are small writes that must leave at once:
+                // Nagle's algorithm would hold an echo behind the previous one's ACK (tens of ms
+                // on the WebSocket fallback). Browsers set TCP_NODELAY on their side too.
+                let _ = stream.set_nodelay(true);
+                tracker.spawn(async move {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => {}
+                        _ = serve_connection(shared, stream, peer) => {}
+                    }
+                    // Freed when the connection closes, or once it is upgraded to a WebSocket
+                    // (which --max-sessions and --max-handshakes count from then on).
+                    drop(slot);
+                });
+            }
+            Ok((Accepted::Unix(stream), peer)) => {
+                tracker.spawn(async move {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => {}
+                        _ = serve_connection(shared, stream, peer) => {}
+                    }
+                    drop(slot);
+                });
+            }
             Err(e) => {
                 // EMFILE and friends: back off instead of spinning.
                 tracing::warn!("http accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
             }
-        };
-        // A terminal's keystrokes and echoes are small writes that must leave at once: Nagle's
-        // algorithm would hold an echo behind the previous one's ACK (tens of ms on the
-        // WebSocket fallback). Browsers set TCP_NODELAY on their side too.
-        let _ = stream.set_nodelay(true);
-        let shared = Arc::clone(&shared);
-        tracker.spawn(async move {
-            let shutdown = shared.sessions.shutdown.clone();
-            tokio::select! {
-                _ = shutdown.cancelled() => {}
-                _ = serve_connection(shared, stream, peer) => {}
-            }
-            // Freed when the connection closes, or once it is upgraded to a WebSocket (which
-            // --max-sessions and --max-handshakes count from then on).
-            drop(slot);
-        });
+        }
     }
     tracker.close();
     tracker.wait().await;
 }
 
-async fn serve_connection(
-    shared: Arc<HttpContext>,
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-) {
+enum Accepted {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+async fn accept(listener: &Listener) -> std::io::Result<(Accepted, SocketAddr)> {
+    match listener {
+        Listener::Tcp(l) => l.accept().await.map(|(s, peer)| (Accepted::Tcp(s), peer)),
+        Listener::Unix(l) => l.accept().await.map(|(s, _)| (Accepted::Unix(s), UNIX_PEER)),
+    }
+}
+
+async fn serve_connection<S>(shared: Arc<HttpContext>, stream: S, peer: SocketAddr)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let svc_shared = Arc::clone(&shared);
     let service = hyper::service::service_fn(move |req| {
         let shared = Arc::clone(&svc_shared);
@@ -658,9 +691,11 @@ fn info(shared: &HttpContext) -> RelayInfo {
         commit: crate::version::COMMIT.into(),
         protocol: PROTOCOL_VERSION,
         mode: c.mode,
+        // Port 0, no path and no hashes: no WebTransport (`--listen unix:PATH`); the page opens
+        // the WebSocket fallback.
         port: shared.port,
-        webtransport_path: WEBTRANSPORT_PATH.into(),
-        cert_hashes: shared.certs.hashes(),
+        webtransport_path: if shared.port == 0 { String::new() } else { WEBTRANSPORT_PATH.into() },
+        cert_hashes: if shared.port == 0 { Vec::new() } else { shared.certs.hashes() },
         cert_hash_algorithm: "sha-256".into(),
         cert_self_signed: shared.certs.is_self_signed(),
         framing: FRAMING_VERSION,

@@ -49,10 +49,12 @@ mod session;
 pub mod spawn;
 pub mod state;
 pub mod tls;
+pub mod unix_listen;
+pub mod url_file;
 mod version;
 
 use std::net::{SocketAddr, UdpSocket};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -121,6 +123,8 @@ pub enum RelayError {
     Acme(String),
     #[error("{0}")]
     Ssh(String),
+    #[error(transparent)]
+    UnixListen(#[from] unix_listen::UnixListenError),
 }
 
 /// Spawn mode starts `--mosh-server-command`: a relay that cannot would fail every session, so
@@ -188,9 +192,13 @@ pub struct Relay {
     upkeep: CertUpkeep,
     /// `--tls-self-signed`.
     tls_self_signed: bool,
-    tcp: std::sync::Mutex<Option<TcpListener>>,
-    endpoint: Arc<Endpoint<Server>>,
+    /// Where HTTP connections come from (taken by `run`).
+    listener: std::sync::Mutex<Option<http::Listener>>,
+    /// WebTransport's; none on a Unix socket (`--listen unix:PATH`).
+    endpoint: Option<Arc<Endpoint<Server>>>,
     local_addr: SocketAddr,
+    /// `--listen unix:PATH`: the socket, removed when the relay stops.
+    unix_path: Option<PathBuf>,
     acme: Option<AcmeSettings>,
 }
 
@@ -206,8 +214,18 @@ impl std::fmt::Debug for Relay {
 impl Relay {
     /// Validates the configuration, binds TCP and UDP on the same port, opens the state directory.
     pub async fn new(config: Config) -> Result<Relay, RelayError> {
-        if !config.listen.ip().is_loopback() && !config.https() {
-            return Err(RelayError::InsecureListen(config.listen));
+        match &config.listen {
+            config::ListenAddr::Tcp(addr) if !addr.ip().is_loopback() && !config.https() => {
+                return Err(RelayError::InsecureListen(*addr));
+            }
+            config::ListenAddr::Unix(_) if config.https() => {
+                return Err(RelayError::Tls(
+                    "--listen unix:PATH serves plain HTTP to a tunnel (ssh -L), which carries \
+                     it encrypted: drop --tls-cert, --tls-self-signed and --acme"
+                        .into(),
+                ));
+            }
+            _ => {}
         }
         if config.bridge && config.allow.is_empty() {
             return Err(RelayError::BridgeWithoutAllowlist);
@@ -270,19 +288,28 @@ impl Relay {
             Some(dir) => Some(Arc::new(paste::PasteStore::open(&dir, config.paste_limits())?)),
             None => None,
         };
-        let (tcp, udp) = bind_pair(config.listen)?;
-        let local_addr = tcp.local_addr().map_err(|cause| RelayError::Bind {
-            what: "TCP",
-            addr: config.listen,
-            cause,
-        })?;
-        let server_config =
-            server_config(Some(udp), certs.current().identity(), config.max_handshakes)?;
-        let endpoint = Endpoint::server(server_config).map_err(|cause| RelayError::Bind {
-            what: "UDP (WebTransport)",
-            addr: local_addr,
-            cause,
-        })?;
+        let (listener, endpoint, local_addr, unix_path) = match &config.listen {
+            config::ListenAddr::Tcp(addr) => {
+                let (tcp, udp) = bind_pair(*addr)?;
+                let local_addr = tcp.local_addr().map_err(|cause| RelayError::Bind {
+                    what: "TCP",
+                    addr: *addr,
+                    cause,
+                })?;
+                let server_config =
+                    server_config(Some(udp), certs.current().identity(), config.max_handshakes)?;
+                let endpoint = Endpoint::server(server_config).map_err(|cause| {
+                    RelayError::Bind { what: "UDP (WebTransport)", addr: local_addr, cause }
+                })?;
+                (http::Listener::Tcp(tcp), Some(Arc::new(endpoint)), local_addr, None)
+            }
+            // HTTP only; the URL names the tunnel's usual local end (docs/DEPLOY.md).
+            config::ListenAddr::Unix(path) => {
+                let unix = unix_listen::bind(path)?;
+                let tunnel_end = SocketAddr::from(([127, 0, 0, 1], 7480));
+                (http::Listener::Unix(unix), None, tunnel_end, Some(path.clone()))
+            }
+        };
         let shutdown = CancellationToken::new();
         // `tern send` and `tern open` reach the relay of their shell's session: spawn mode's.
         let commands = match (&state, &state_dir) {
@@ -316,7 +343,8 @@ impl Relay {
             settings: config.http_settings(),
             sessions: Arc::clone(&sessions),
             certs: Arc::clone(&certs),
-            port: local_addr.port(),
+            // 0: no WebTransport (a Unix socket), which /api/info tells the page.
+            port: if endpoint.is_some() { local_addr.port() } else { 0 },
             connections: Arc::new(tokio::sync::Semaphore::new(config.max_http_connections.max(1))),
             https,
             challenges: Default::default(),
@@ -333,9 +361,10 @@ impl Relay {
             commands,
             upkeep,
             tls_self_signed: config.tls_self_signed,
-            tcp: std::sync::Mutex::new(Some(tcp)),
-            endpoint: Arc::new(endpoint),
+            listener: std::sync::Mutex::new(Some(listener)),
+            endpoint,
             local_addr,
+            unix_path,
             acme,
         })
     }
@@ -423,25 +452,45 @@ impl Relay {
 
     /// Serves until [`Relay::shutdown`]. Call once.
     pub async fn run(&self) {
-        let Some(tcp) = self.tcp.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+        let Some(listener) = self.listener.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             tracing::error!("Relay::run called twice");
             return;
         };
-        tracing::info!(addr = %self.local_addr, mode = ?self.mode(), "tern-relay serving");
-        let http = tokio::spawn(http::serve(Arc::clone(&self.http), tcp));
-        let certs = tokio::spawn(maintain_certs(
-            self.upkeep.clone(),
-            Arc::clone(&self.endpoint),
-            self.acme.clone(),
-        ));
+        match &self.unix_path {
+            Some(path) => tracing::info!(
+                socket = %path.display(), mode = ?self.mode(), "tern-relay serving (HTTP and the \
+                 WebSocket on a Unix socket; no WebTransport)"
+            ),
+            None => {
+                tracing::info!(addr = %self.local_addr, mode = ?self.mode(), "tern-relay serving")
+            }
+        }
+        let http = tokio::spawn(http::serve(Arc::clone(&self.http), listener));
+        let certs = self.endpoint.as_ref().map(|endpoint| {
+            tokio::spawn(maintain_certs(
+                self.upkeep.clone(),
+                Arc::clone(endpoint),
+                self.acme.clone(),
+            ))
+        });
         let prune = tokio::spawn(prune_sessions(Arc::clone(&self.sessions)));
         let commands = self.commands.as_ref().map(|socket| {
             tokio::spawn(send::socket::serve(Arc::clone(socket), Arc::clone(&self.sessions.offers)))
         });
-        session::accept_loop(Arc::clone(&self.sessions), &self.endpoint).await;
-        self.endpoint.close(wtransport::VarInt::from_u32(0), b"relay shutting down");
+        match &self.endpoint {
+            Some(endpoint) => {
+                session::accept_loop(Arc::clone(&self.sessions), endpoint).await;
+                endpoint.close(wtransport::VarInt::from_u32(0), b"relay shutting down");
+            }
+            None => self.sessions.shutdown.cancelled().await,
+        }
         let _ = http.await;
-        certs.abort();
+        if let Some(path) = &self.unix_path {
+            let _ = std::fs::remove_file(path);
+        }
+        if let Some(certs) = certs {
+            certs.abort();
+        }
         prune.abort();
         if let Some(commands) = commands {
             let _ = commands.await;
@@ -510,7 +559,10 @@ async fn certificates(
         return Ok(CertManager::load(c, k).await?);
     }
     let certs = CertManager::self_signed(
-        subject_alt_names(config.listen),
+        subject_alt_names(match &config.listen {
+            config::ListenAddr::Tcp(addr) => *addr,
+            config::ListenAddr::Unix(_) => SocketAddr::from(([127, 0, 0, 1], 0)),
+        }),
         Duration::from_secs(config.cert_rotate_secs),
         Duration::from_secs(config.cert_publish_ahead_secs),
     )?;

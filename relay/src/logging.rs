@@ -1,17 +1,30 @@
 //! Log setup that keeps secrets out: the relay's own events never carry tokens, keys or terminal
-//! bytes, and wtransport's debug events (which print request headers, including a `?token=`
-//! query) are cut off whatever `RUST_LOG` says.
+//! bytes, and every dependency is capped at INFO whatever `RUST_LOG` says: below that, libraries
+//! print what passes through them (wtransport request headers, tungstenite every WebSocket frame
+//! in hex: the token in the hello, the mosh key in `ready`, the screen in `seed`), which must
+//! never reach a journal.
 
 use tracing::Level;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::{FilterExt, FilterFn};
 use tracing_subscriber::layer::Filter;
 
-/// Drops events of dependencies that may print request paths or headers below INFO.
+/// The targets that may log below INFO: the relay's own code, whose events are written to carry
+/// no secret.
+const OWN_TARGETS: [&str; 3] = ["tern_relay", "tern_native", "tern"];
+
+/// Whether `target` is one of [`OWN_TARGETS`] or a module of one.
+fn is_own(target: &str) -> bool {
+    OWN_TARGETS.iter().any(|own| {
+        target.strip_prefix(own).is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+    })
+}
+
+/// Drops every event below INFO that is not the relay's own (a dependency's debug and trace
+/// events print request paths, headers and frame payloads).
 pub fn redaction_filter() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool + Clone> {
     FilterFn::new(|meta: &tracing::Metadata<'_>| {
-        let noisy = meta.target().starts_with("wtransport") || meta.target().starts_with("h3");
-        !(noisy && *meta.level() > Level::INFO)
+        *meta.level() <= Level::INFO || is_own(meta.target())
     })
 }
 
@@ -34,4 +47,30 @@ pub fn init() {
         .with_ansi(std::io::stderr().is_terminal())
         .with_filter(filter("info,quinn=warn"));
     let _ = tracing_subscriber::registry().with(layer).try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_own;
+
+    #[test]
+    fn only_the_relays_own_targets_may_log_below_info() {
+        for own in ["tern_relay", "tern_relay::http", "tern", "tern::session", "tern_native"] {
+            assert!(is_own(own), "{own}");
+        }
+        for other in [
+            "tungstenite::protocol",
+            "tokio_tungstenite",
+            "hyper",
+            "h3",
+            "wtransport",
+            "quinn",
+            "rustls",
+            "log",
+            "ternary",
+            "tern_relayx",
+        ] {
+            assert!(!is_own(other), "{other}");
+        }
+    }
 }

@@ -37,12 +37,23 @@ async fn relay_main() -> std::process::ExitCode {
 }
 
 async fn run() -> anyhow::Result<()> {
+    use std::io::IsTerminal;
     let config = Config::parse();
     let qr = config.qr;
+    let print_url = config.print_url || std::io::stdout().is_terminal();
+    let url_dir = match config.mode() {
+        tern_relay::Mode::Spawn => config.state_dir(),
+        tern_relay::Mode::Bridge => config.state_dir.clone(),
+    };
     let relay = Arc::new(Relay::new(config).await.context("starting the relay")?);
-    // The URL carries the token: it goes to stdout for the user, never into the log. The first
+    // The URL carries the token: it goes to a person's terminal (or, asked with --print-url, to
+    // whatever stdout is), never into a log or a journal: there it goes to a 0600 file. The first
     // line stays exactly `Open URL` (scripts and tests read it); what helps a person follows.
     let url = relay.page_url();
+    if !print_url {
+        announce_url_file(&url, url_dir.as_deref())?;
+        return serve(relay).await;
+    }
     println!("Open {url}");
     if let Some(fingerprint) = relay.tls_fingerprint() {
         let lasts = match relay.tls_fingerprint_kept() {
@@ -60,6 +71,31 @@ async fn run() -> anyhow::Result<()> {
             Err(e) => eprintln!("tern-relay: cannot draw the URL as a QR code: {e}"),
         }
     }
+    serve(relay).await
+}
+
+/// Stdout is not a terminal (a journal, a pipe): the URL goes to a file only this user reads,
+/// and stdout says where, without the token.
+fn announce_url_file(url: &str, dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let Some(dir) = dir else {
+        let bare = url.split_once('#').map_or(url, |(u, _)| u);
+        println!(
+            "Open {bare} with the access token (not printed: stdout is not a terminal; pass \
+             --print-url to print it, or --state-dir DIR to have the URL written to DIR/url)"
+        );
+        return Ok(());
+    };
+    let path = tern_relay::url_file::write(dir, url)
+        .with_context(|| format!("writing the URL to {}", dir.display()))?;
+    println!(
+        "Open the URL in {} (it holds the access token, so it is not printed where stdout is \
+         not a terminal; --print-url prints it)",
+        path.display()
+    );
+    Ok(())
+}
+
+async fn serve(relay: Arc<Relay>) -> anyhow::Result<()> {
     let stop = relay.shutdown_handle();
     tokio::spawn(async move {
         wait_for_signal().await;

@@ -30,7 +30,7 @@ async fn ctrl_c_stops_the_relay_but_not_the_shell() {
     let _cleanup = KillRecorded(state.path());
     let token = test_token("binary");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tern-relay"))
-        .args(["--listen", "127.0.0.1:0", "--state-dir"])
+        .args(["--listen", "127.0.0.1:0", "--print-url", "--state-dir"])
         .arg(state.path())
         .args(["--", "/bin/sh"])
         .env("TERN_RELAY_TOKEN", &token)
@@ -167,6 +167,7 @@ async fn the_fingerprint_and_the_qr_code_follow_the_url_on_stdout() {
             "--allow",
             "127.0.0.1:1",
             "--tls-self-signed",
+            "--print-url",
         ])
         .arg("--state-dir")
         .arg(state.path())
@@ -217,7 +218,7 @@ async fn the_fingerprint_and_the_qr_code_follow_the_url_on_stdout() {
 #[test]
 fn no_qr_code_for_a_loopback_url_unless_asked() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tern-relay"))
-        .args(["--listen", "127.0.0.1:0", "--bridge", "--allow", "127.0.0.1:1"])
+        .args(["--listen", "127.0.0.1:0", "--bridge", "--allow", "127.0.0.1:1", "--print-url"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

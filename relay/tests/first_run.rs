@@ -28,7 +28,7 @@ async fn spawn_mode_without_mosh_server_refuses_to_start_and_says_how_to_install
     config.mosh_server_command = "tern-test-no-such-mosh-server".into();
     // The port is taken: the check comes before binding, so that is not what is said.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    config.listen = taken.local_addr().unwrap();
+    config.listen = taken.local_addr().unwrap().into();
     let (e, text) = refusal(config.clone()).await;
     assert!(matches!(e, RelayError::MoshServerMissing { .. }), "{text}");
     assert!(
@@ -67,7 +67,7 @@ async fn a_port_in_use_names_the_likely_cause() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap();
     let mut config = bridge_config(&test_token("inuse"), &["127.0.0.1:1"]);
-    config.listen = addr;
+    config.listen = addr.into();
     let (e, text) = refusal(config.clone()).await;
     assert!(matches!(e, RelayError::Bind { .. }), "{text}");
     assert!(text.contains(&format!("TCP {addr}")), "{text}");
@@ -78,8 +78,8 @@ async fn a_port_in_use_names_the_likely_cause() {
 
     // UDP (WebTransport) taken on that port, TCP free: said the same way, naming UDP.
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    config.listen = udp.local_addr().unwrap();
-    if std::net::TcpListener::bind(config.listen).is_ok() {
+    config.listen = udp.local_addr().unwrap().into();
+    if std::net::TcpListener::bind(udp.local_addr().unwrap()).is_ok() {
         let (_, text) = refusal(config).await;
         assert!(text.contains(&format!("UDP {}", udp.local_addr().unwrap())), "{text}");
         assert!(text.contains("is in use: another tern-relay"), "{text}");

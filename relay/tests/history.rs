@@ -218,3 +218,89 @@ async fn the_history_survives_a_relay_restart_and_goes_with_the_session() {
         .collect();
     assert!(gone(), "history files left after the session ended: {left:?}");
 }
+
+/// The pid of the session's recorder (`tern-relay record --history-dir STATE/sessions ...`; not
+/// mosh-server, whose command line holds the same words after its `--`).
+fn recorder_pid(state: &std::path::Path) -> u32 {
+    let dir = state.join("sessions");
+    let want = format!("record\0--history-dir\0{}\0", dir.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            let Ok(c) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return false };
+            let c = String::from_utf8_lossy(&c);
+            let argv0 = c.split('\0').next().unwrap_or("");
+            argv0.ends_with("tern-relay") && c[argv0.len() + 1..].starts_with(&want)
+        })
+        .expect("the session's recorder runs")
+}
+
+/// A field of /proc/PID/status in kB (`VmRSS`, `VmHWM`).
+fn memory_kb(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in {status}"))
+}
+
+/// Issue 32, finding 6: output with no newline must not grow the recorder without bound (it
+/// would end, with the session, when the OOM killer came). 40 MB of one line: the recorder's
+/// memory stays within a few MB of what it was, the shell still answers, and the history holds
+/// the line's start with a mark saying how much was cut.
+#[tokio::test]
+async fn forty_megabytes_without_a_newline_leave_the_recorder_small_and_the_shell_answering() {
+    let token = test_token("history-flood");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let (mut mosh, ready) = session(&relay, &token).await;
+    run(
+        &mut mosh,
+        "seq -f 'warm-%g' 1 100; echo warm-$((1+1))\n",
+        "warm-2",
+        Duration::from_secs(10),
+    )
+    .await;
+    let pid = recorder_pid(state.path());
+    let (rss_before, hwm_before) = (memory_kb(pid, "VmRSS"), memory_kb(pid, "VmHWM"));
+
+    run(
+        &mut mosh,
+        "head -c 40000000 /dev/zero | tr '\\0' a; echo; seq -f 'push-%g' 1 30; \
+         echo flood-$((40+2))\n",
+        "flood-42",
+        Duration::from_secs(600),
+    )
+    .await;
+    run(&mut mosh, "echo ok-$((6*7))\n", "ok-42", Duration::from_secs(20)).await;
+    let (rss_after, hwm_after) = (memory_kb(pid, "VmRSS"), memory_kb(pid, "VmHWM"));
+    let growth = hwm_after.saturating_sub(rss_before);
+    println!(
+        "recorder {pid}: VmRSS {rss_before} kB -> {rss_after} kB, VmHWM {hwm_before} kB -> \
+         {hwm_after} kB, peak growth {growth} kB"
+    );
+    assert!(growth <= 8 * 1024, "the recorder grew by {growth} kB for one 40 MB line");
+
+    // The line is in the history: its start, and a mark of what was cut.
+    let history = whole_history(&relay, &ready.session).await;
+    let long: Vec<&String> = history.iter().filter(|l| l.starts_with("aaaa")).collect();
+    let summary: Vec<String> = history
+        .iter()
+        .rev()
+        .take(12)
+        .map(|l| format!("{} bytes: {:?}", l.len(), &plain(l).chars().take(50).collect::<String>()))
+        .collect();
+    assert_eq!(long.len(), 1, "one long line; the newest lines: {summary:#?}");
+    let mark = format!("[{} bytes cut]", 40_000_000 - 64 * 1024);
+    assert!(long[0].ends_with(&mark), "{:?}", &long[0][long[0].len().saturating_sub(60)..]);
+    assert!(long[0].len() < 64 * 1024 + 100, "{} bytes kept", long[0].len());
+    let text: Vec<String> = history.iter().map(|l| plain(l)).collect();
+    assert!(text.iter().any(|l| l == "push-1"), "the shell's next line is history");
+    let (status, body) = search(&relay, &ready.session, "bytes cut", false).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"total_hits\":1"), "{body}");
+}

@@ -342,7 +342,7 @@ fn same_from_the_start(steps: &[Step]) -> (Run, Run) {
 
 /// The recorded run's history, oldest line first, as plain text.
 fn history(dir: &Path) -> Vec<String> {
-    let history = tern_relay::history::read(dir, SESSION).unwrap();
+    let history = tern_relay::history::read_page(dir, SESSION, None, usize::MAX).unwrap();
     history.lines.iter().map(|l| tern::terminal::plain(l)).collect()
 }
 

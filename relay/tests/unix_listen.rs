@@ -44,15 +44,22 @@ fn socket_inodes(pid: u32) -> Vec<String> {
         .collect()
 }
 
-/// The rows of /proc/PID/net/{tcp,tcp6,udp,udp6} whose socket the process holds.
-fn inet_sockets_of(pid: u32) -> Vec<String> {
+/// The rows of /proc/PID/net/{tcp,tcp6,udp,udp6} of the sockets the process holds that others
+/// could reach: a listening TCP socket, an unconnected UDP one. (The relay's own UDP socket to a
+/// mosh-server is connected to it: it takes datagrams from that address only.)
+fn listening_sockets_of(pid: u32) -> Vec<String> {
     let mine = socket_inodes(pid);
     let mut found = Vec::new();
     for table in ["tcp", "tcp6", "udp", "udp6"] {
         let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
         for row in text.lines().skip(1) {
-            let inode = row.split_whitespace().nth(9).unwrap_or("");
-            if mine.iter().any(|m| m == inode) {
+            let f: Vec<&str> = row.split_whitespace().collect();
+            let (remote, st, inode) = (f[2], f[3], f[9]);
+            let open = match table {
+                "tcp" | "tcp6" => st == "0A",
+                _ => remote.ends_with(":0000"),
+            };
+            if open && mine.iter().any(|m| m == inode) {
                 found.push(format!("{table}: {row}"));
             }
         }
@@ -139,9 +146,9 @@ async fn the_relay_serves_on_a_private_unix_socket_and_opens_no_port() {
     assert!(matches!(&got[0], ServerMessage::Ready(r) if r.key.is_some()), "{got:?}");
     assert_eq!(got[1], ServerMessage::Pong);
 
-    // No TCP or UDP socket of the relay's own: nothing on the server to squat.
-    let held = inet_sockets_of(child.id());
-    assert!(held.is_empty(), "the relay holds inet sockets: {held:#?}");
+    // No TCP or UDP port of the relay's: nothing on the server to squat.
+    let held = listening_sockets_of(child.id());
+    assert!(held.is_empty(), "the relay listens on inet sockets: {held:#?}");
     assert!(!socket_inodes(child.id()).is_empty(), "it holds its Unix socket");
 
     drop(ws);

@@ -56,7 +56,7 @@ test('the crates package cleanly, and tern-relay built from its package serves t
   t.diagnostic(`built from the package in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   const bin = path.join(buildDir, 'debug/tern-relay');
 
-  const relay = spawn(bin, ['--listen', '127.0.0.1:0', '--bridge', '--allow', '127.0.0.1:60001'], {
+  const relay = spawn(bin, ['--listen', '127.0.0.1:0', '--bridge', '--allow', '127.0.0.1:60001', '--print-url'], {
     env: { ...process.env, TERN_RELAY_TOKEN: 'crate-package-test-token-0123456789' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -154,7 +154,7 @@ test('the .deb on a clean Debian 12: apt pulls in mosh, the relay gives the root
     const port = await freePort();
     const token = `deb-test-${randomBytes(16).toString('hex')}`;
     tc = Date.now();
-    const child = ns.spawn(['/usr/bin/tern-relay', '--listen', `127.0.0.1:${port}`], {
+    const child = ns.spawn(['/usr/bin/tern-relay', '--listen', `127.0.0.1:${port}`, '--print-url'], {
       user: spec,
       env: { HOME: `/home/${USER}`, USER, LOGNAME: USER, PATH: '/usr/local/bin:/usr/bin:/bin', TERN_RELAY_TOKEN: token },
     });

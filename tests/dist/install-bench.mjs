@@ -212,7 +212,7 @@ async function oneRun(i, snapshot, mirror) {
     const extractMs = performance.now() - t;
 
     const base = mirror.url;
-    const script = `curl -fsSL ${base}/install.sh | sh -s -- --from ${base} && ~/.local/bin/tern-relay --listen 127.0.0.1:0`;
+    const script = `curl -fsSL ${base}/install.sh | sh -s -- --from ${base} && ~/.local/bin/tern-relay --listen 127.0.0.1:0 --print-url`;
     const firstRequest = mirror.requests.length;
     const lines = []; // { t (ms since the start), line }
     let out = '';

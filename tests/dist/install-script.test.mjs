@@ -162,7 +162,7 @@ test('a second run changes nothing and says so; a newer binary is renamed over a
   assert.deepEqual(fs.readdirSync(binDir).sort(), ['tern', 'tern-relay'], 'no temporary file left');
 
   // A running relay keeps running its file while a different build replaces it.
-  const relay = spawn(installed, ['--listen', '127.0.0.1:0', '--bridge', '--allow', '127.0.0.1:1'], {
+  const relay = spawn(installed, ['--listen', '127.0.0.1:0', '--bridge', '--allow', '127.0.0.1:1', '--print-url'], {
     env: { ...env, TERN_RELAY_TOKEN: 'install-test-token-0123456789' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

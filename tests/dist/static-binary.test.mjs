@@ -40,7 +40,7 @@ function emptyRootWith(target) {
 
 /// Starts the chrooted relay in bridge mode (no mosh-server in an empty root) and fetches its page.
 async function servesThePage(root, prefix) {
-  const relay = spawn('chroot', [root, ...prefix, '/tern-relay', '--listen', '127.0.0.1:0', '--bridge', '--allow', '127.0.0.1:60001'], {
+  const relay = spawn('chroot', [root, ...prefix, '/tern-relay', '--listen', '127.0.0.1:0', '--bridge', '--allow', '127.0.0.1:60001', '--print-url'], {
     env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', TERN_RELAY_TOKEN: 'static-binary-test-token-0123456789', RUST_LOG: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

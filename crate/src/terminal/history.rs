@@ -12,18 +12,44 @@ use std::sync::Arc;
 use super::cell::Renditions;
 use super::framebuffer::Row;
 
+/// Longest line kept, in bytes (text and escapes): output with no newline (a minified file, a
+/// hostile download, `head -c 4G /dev/zero | tr '\0' a`) must not grow the recorder without
+/// bound. A longer line keeps its start and ends with [`cut_mark`].
+pub const MAX_HISTORY_LINE_BYTES: usize = 64 * 1024;
+
+/// What ends a line that was cut: it says how many bytes were dropped.
+pub fn cut_mark(cut: u64) -> String {
+    format!(" \u{2026} [{cut} bytes cut]")
+}
+
 /// Joins scrolled-off rows into lines (a line soft-wrapped over several rows waits for its last).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct HistoryLines {
     /// The start of a wrapped line whose last row has not scrolled off yet.
     partial: Vec<u8>,
     /// The pen at the end of `partial`.
     pen: Renditions,
+    /// Most bytes `partial` may hold.
+    max_line: usize,
+    /// Bytes of the current line dropped past `max_line`.
+    cut: u64,
+}
+
+impl Default for HistoryLines {
+    fn default() -> Self {
+        HistoryLines::with_max_line(MAX_HISTORY_LINE_BYTES)
+    }
 }
 
 impl HistoryLines {
+    /// Lines of at most [`MAX_HISTORY_LINE_BYTES`].
     pub fn new() -> Self {
         HistoryLines::default()
+    }
+
+    /// Lines of at most `max_line` bytes before their cut mark.
+    pub fn with_max_line(max_line: usize) -> Self {
+        HistoryLines { partial: Vec::new(), pen: Renditions::DEFAULT, max_line, cut: 0 }
     }
 
     /// Takes rows in the order they left the screen; returns the lines they completed.
@@ -50,18 +76,31 @@ impl HistoryLines {
                 .map_or(0, |i| i + 1)
         };
         let mut x = 0;
+        let mut cell_bytes = Vec::new();
         while x < end {
             let cell = &cells[x];
-            if cell.renditions != self.pen {
-                cell.renditions.write_sgr(&mut self.partial);
-                self.pen = cell.renditions;
+            x += cell.width().max(1);
+            if self.cut > 0 {
+                // Past the cap: only counted, until the line ends.
+                self.cut += cell.text().len().max(1) as u64;
+                continue;
+            }
+            cell_bytes.clear();
+            let pen = cell.renditions;
+            if pen != self.pen {
+                pen.write_sgr(&mut cell_bytes);
             }
             if cell.is_empty() {
-                self.partial.push(b' ');
+                cell_bytes.push(b' ');
             } else {
-                self.partial.extend_from_slice(cell.text().as_bytes());
+                cell_bytes.extend_from_slice(cell.text().as_bytes());
             }
-            x += cell.width().max(1);
+            if self.partial.len() + cell_bytes.len() > self.max_line {
+                self.cut += cell.text().len().max(1) as u64;
+                continue;
+            }
+            self.partial.extend_from_slice(&cell_bytes);
+            self.pen = pen;
         }
     }
 
@@ -69,6 +108,10 @@ impl HistoryLines {
         if self.pen != Renditions::DEFAULT {
             self.partial.extend_from_slice(b"\x1b[0m");
             self.pen = Renditions::DEFAULT;
+        }
+        if self.cut > 0 {
+            self.partial.extend_from_slice(cut_mark(self.cut).as_bytes());
+            self.cut = 0;
         }
         // Cells hold whole UTF-8 graphemes and SGR is ASCII: always valid.
         String::from_utf8_lossy(&std::mem::take(&mut self.partial)).into_owned()
@@ -182,6 +225,34 @@ mod tests {
         let mut e = recorder(10, 2);
         e.feed(b"1\r\n2\r\n3\r\n\x1bc4\r\n5\r\n6\r\n");
         assert_eq!(e.take_scrolled_off().len(), 4, "kept across a reset (RIS)");
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_keeps_its_start_and_says_how_much_was_cut() {
+        let mut e = recorder(10, 3);
+        let mut h = HistoryLines::with_max_line(25);
+        // 100 characters with no newline, a colour change after the cap, then a short line.
+        e.feed(&[b'a'; 60]);
+        e.feed(b"\x1b[31m");
+        e.feed(&[b'b'; 40]);
+        e.feed(b"\x1b[0m\r\nnext\r\n\r\n\r\n");
+        let lines = history(&mut e, &mut h);
+        assert_eq!(lines[0], format!("{}{}", "a".repeat(25), cut_mark(75)));
+        assert_eq!(plain(&lines[1]), "next", "the next line is whole again");
+        // The default cap holds a long line in bounded memory whatever its length.
+        let mut e = recorder(80, 3);
+        let mut h = HistoryLines::new();
+        let mut longest = 0;
+        for _ in 0..100 {
+            e.feed(&[b'x'; 8000]);
+            assert!(history(&mut e, &mut h).is_empty(), "the line has not ended");
+            longest = longest.max(h.partial.capacity());
+        }
+        assert!(longest <= 2 * MAX_HISTORY_LINE_BYTES, "{longest}");
+        e.feed(b"\r\n\r\n\r\n\r\n");
+        let lines = history(&mut e, &mut h);
+        assert_eq!(lines[0].len(), MAX_HISTORY_LINE_BYTES + cut_mark(800_000 - 65_536).len());
+        assert!(lines[0].ends_with(&cut_mark(800_000 - MAX_HISTORY_LINE_BYTES as u64)));
     }
 
     #[test]

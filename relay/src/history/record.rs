@@ -14,7 +14,14 @@
 //! pty as its controlling terminal (`setsid --ctty`), so job control works as without it. The
 //! recorder exits with the shell's status.
 //!
-//! Usage: `tern-relay record --history-dir DIR --session ID --history-lines N -- COMMAND...`
+//! Usage: `tern-relay record --history-dir DIR --session ID --history-lines N
+//! [--history-bytes B] -- COMMAND...`
+//!
+//! Its memory is bounded whatever the shell prints: a line longer than
+//! `tern::terminal::MAX_HISTORY_LINE_BYTES` keeps its start and ends with a mark saying how many
+//! bytes were cut (output with no newline, `head -c 4G /dev/zero | tr '\0' a`, would otherwise
+//! grow it until the OOM killer ended it and the session with it), and each history file is
+//! bounded in bytes (`--history-bytes`, default [`DEFAULT_MAX_BYTES`]) as well as in lines.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -31,7 +38,7 @@ use rustix::termios::{
 };
 use tern::terminal::{Emulator, HistoryLines, Size};
 
-use super::HistoryWriter;
+use super::{DEFAULT_MAX_BYTES, HistoryWriter};
 
 /// What `record` was asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +46,8 @@ pub struct RecordArgs {
     pub history_dir: PathBuf,
     pub session: String,
     pub max_lines: usize,
+    /// Bytes per history file.
+    pub max_bytes: u64,
     pub command: Vec<OsString>,
 }
 
@@ -47,6 +56,7 @@ impl RecordArgs {
     pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<RecordArgs, String> {
         let mut args = args.into_iter();
         let (mut dir, mut session, mut max_lines) = (None, None, 100_000usize);
+        let mut max_bytes = DEFAULT_MAX_BYTES;
         let mut login = false;
         while let Some(a) = args.next() {
             match a.to_str() {
@@ -60,6 +70,12 @@ impl RecordArgs {
                         .and_then(|n| n.to_str()?.parse().ok())
                         .ok_or("--history-lines wants a number")?;
                 }
+                Some("--history-bytes") => {
+                    max_bytes = args
+                        .next()
+                        .and_then(|n| n.to_str()?.parse().ok())
+                        .ok_or("--history-bytes wants a number")?;
+                }
                 _ => return Err(format!("unknown argument {a:?}")),
             }
         }
@@ -70,10 +86,10 @@ impl RecordArgs {
         }
         match (dir, session, command.is_empty()) {
             (Some(history_dir), Some(session), false) if crate::ids::valid_id(&session) => {
-                Ok(RecordArgs { history_dir, session, max_lines, command })
+                Ok(RecordArgs { history_dir, session, max_lines, max_bytes, command })
             }
             _ => Err("usage: tern-relay record --history-dir DIR --session HEX-ID \
-                      [--history-lines N] (--login | -- COMMAND...)"
+                      [--history-lines N] [--history-bytes B] (--login | -- COMMAND...)"
                 .into()),
         }
     }
@@ -164,7 +180,8 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     let mut emulator = Emulator::new(size_of(size));
     emulator.keep_scrolled_off(true);
     let emulator = Arc::new(Mutex::new(emulator));
-    let mut writer = HistoryWriter::open(&args.history_dir, &args.session, args.max_lines)?;
+    let mut writer =
+        HistoryWriter::open(&args.history_dir, &args.session, args.max_lines, args.max_bytes)?;
     let mut lines = HistoryLines::new();
 
     // Keys: the outer terminal to the shell's pty, byte for byte.

@@ -29,6 +29,8 @@ pub(crate) struct TargetSettings {
     pub spawn: SpawnSpec,
     /// `--history-lines`: each session's history (0: no recorder).
     pub history_lines: usize,
+    /// `--history-bytes`: bytes per history file.
+    pub history_bytes: u64,
     /// `--recorder`: the tern-relay to run as the recorder (`None`: this executable).
     pub recorder: Option<PathBuf>,
     /// The state directory, where `tern send`'s socket and the `tern` link live.
@@ -260,6 +262,7 @@ async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Re
             history_dir: state.dir().to_path_buf(),
             session: id.clone(),
             max_lines,
+            max_bytes: c.history_bytes,
         }),
         (_, Err(e)) => {
             tracing::warn!("no history for new sessions: cannot find tern-relay itself: {e}");

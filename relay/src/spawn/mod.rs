@@ -79,6 +79,8 @@ pub struct Recorder {
     pub history_dir: std::path::PathBuf,
     pub session: String,
     pub max_lines: usize,
+    /// Bytes per history file.
+    pub max_bytes: u64,
 }
 
 impl Recorder {
@@ -93,6 +95,8 @@ impl Recorder {
             self.session.clone(),
             "--history-lines".into(),
             self.max_lines.to_string(),
+            "--history-bytes".into(),
+            self.max_bytes.to_string(),
         ];
         if command.is_empty() {
             argv.push("--login".into());
@@ -242,15 +246,21 @@ mod tests {
             history_dir: "/state/sessions".into(),
             session: "ab12cd34".into(),
             max_lines: 500,
+            max_bytes: 1 << 20,
         };
         let with_command = SpawnSpec { recorder: Some(recorder.clone()), ..spec("mosh-server") };
         assert_eq!(
             arguments(&with_command).join(" "),
             "new -l LANG=C.UTF-8 -i 127.0.0.1 -p 60001:60999 -- /usr/bin/tern-relay record \
-             --history-dir /state/sessions --session ab12cd34 --history-lines 500 -- /bin/sh"
+             --history-dir /state/sessions --session ab12cd34 --history-lines 500 \
+             --history-bytes 1048576 -- /bin/sh"
         );
         let login = SpawnSpec { command: Vec::new(), ..with_command };
-        assert!(arguments(&login).join(" ").ends_with("--history-lines 500 --login"));
+        assert!(
+            arguments(&login)
+                .join(" ")
+                .ends_with("--history-lines 500 --history-bytes 1048576 --login")
+        );
     }
 
     #[test]

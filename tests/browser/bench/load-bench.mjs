@@ -81,7 +81,7 @@ function chromiumCpu() {
 
 /// tern-relay from `bin` (helpers' startRelay builds and runs this tree's only).
 async function startRelayBin(bin, { port, token, stateDir }) {
-  const child = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--state-dir', stateDir], {
+  const child = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--state-dir', stateDir, '--print-url'], {
     env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

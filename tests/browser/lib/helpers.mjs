@@ -47,7 +47,9 @@ export async function freePort() {
 /// Starts tern-relay; resolves once it printed its URL. `env` is added to its environment.
 export async function startRelay({ port, token, stateDir, args = [], host = '127.0.0.1', env = {} }) {
   const child = spawn(relayBinary(), [
-    '--listen', `${host}:${port}`, '--state-dir', stateDir, ...args,
+    // --print-url: stdout is a pipe here, where the relay otherwise keeps the token-bearing URL
+    // to a 0600 file (docs/RELAY.md); the test reads it from stdout on purpose.
+    '--listen', `${host}:${port}`, '--state-dir', stateDir, '--print-url', ...args,
   ], {
     env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: process.env.RUST_LOG || 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
