@@ -296,8 +296,8 @@ impl RelayLink {
         hello: impl FnOnce(usize) -> Hello,
     ) -> Result<(RelayLink, Ready), ConnectError> {
         let verifier = relay_client::Verifier::new(random_or_retry()?);
-        let has_webtransport =
-            Reflect::has(&js_sys::global(), &"WebTransport".into()).unwrap_or(false);
+        let has_webtransport = info.has_webtransport()
+            && Reflect::has(&js_sys::global(), &"WebTransport".into()).unwrap_or(false);
         let link = match has_webtransport {
             true => match Self::webtransport(info, port, patience).await {
                 Ok(link) => link,

@@ -35,6 +35,13 @@ pub struct RelayInfo {
 }
 
 impl RelayInfo {
+    /// Whether the relay serves WebTransport at all: not when it listens on a Unix socket
+    /// (`--listen unix:PATH`, reached through `ssh -L`, TCP only), which it says with port 0 and
+    /// no path. The page then goes straight to the WebSocket.
+    pub fn has_webtransport(&self) -> bool {
+        self.port != 0 && !self.webtransport_path.is_empty()
+    }
+
     /// Which relay this is, for people (the page's settings panel): `tern-relay 0.1.0
     /// (1a2b3c4d5e6f)`, without the parentheses from a relay that does not say its commit.
     pub fn relay_build(&self) -> String {
@@ -263,6 +270,15 @@ mod tests {
             bridge_allow: Vec::new(),
             history_lines: 0,
         }
+    }
+
+    #[test]
+    fn a_relay_on_a_unix_socket_offers_no_webtransport() {
+        let mut i = info();
+        assert!(i.has_webtransport());
+        i.port = 0;
+        i.webtransport_path.clear();
+        assert!(!i.has_webtransport());
     }
 
     #[test]

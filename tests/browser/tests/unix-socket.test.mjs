@@ -1,0 +1,75 @@
+// The recommended tunnel layout: tern-relay on a Unix socket (`--listen unix:PATH`), reached as
+// `ssh -L 7480:PATH host` reaches it: a local TCP port forwarded to the socket (here by the test,
+// as ssh would). The page goes straight to the WebSocket (the relay says it has no WebTransport),
+// proves the token, and the shell answers; nothing listens on a port of the relay's own.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import {
+  relayBinary, freePort, until, screen, stats, waitForPrompt, typeLine, tempDir, cleanupState,
+  screenshotsOfState,
+} from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
+
+const fx = browserFixture({ relay: false });
+const stateDir = tempDir('tern-unix-state-');
+const socketDir = tempDir('tern-unix-sock-');
+const socketPath = join(socketDir, 'run', 'tern.sock');
+const token = `unix-${randomBytes(12).toString('hex')}`;
+let relay, forwarder, port;
+
+/// What `ssh -L PORT:SOCKET` does: each TCP connection to PORT piped to a new connection to SOCKET.
+function forwardToSocket(listenPort, path) {
+  const sockets = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(path);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => { client.destroy(); upstream.destroy(); });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  return new Promise((res) => server.listen(listenPort, '127.0.0.1', () => res({
+    close: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(r); }),
+  })));
+}
+
+fx.before(async () => {
+  relay = spawn(relayBinary(), ['--listen', `unix:${socketPath}`, '--state-dir', stateDir, '--print-url'], {
+    env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_LOG: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  relay.stderr.on('data', (d) => { log += d; });
+  await new Promise((res, rej) => {
+    let out = '';
+    const timer = setTimeout(() => rej(new Error(`no URL:\n${out}\n${log}`)), 20000);
+    relay.stdout.on('data', (d) => { out += d; if (/Open \S+/.test(out)) { clearTimeout(timer); res(); } });
+    relay.once('exit', (code) => rej(new Error(`tern-relay exited ${code}:\n${log}`)));
+  });
+  port = await freePort();
+  forwarder = await forwardToSocket(port, socketPath);
+});
+
+after(async () => {
+  await forwarder?.close();
+  relay?.kill('SIGTERM');
+  cleanupState(stateDir);
+});
+
+test('through a tunnel to the relay\'s Unix socket the page proves the token and the shell answers over the WebSocket', async () => {
+  const { page } = fx;
+  await page.goto(`http://localhost:${port}/#session=new&token=${token}`);
+  await waitForPrompt(page);
+  const s = await stats(page);
+  assert.equal(s.transport, 'websocket');
+  assert.equal(s.connects, 1, 'one attempt: no WebTransport tried first');
+  await typeLine(page, 'echo unix-$((6*7))');
+  await until(async () => /^unix-42$/m.test(await screen(page)), { what: 'unix-42' });
+  await screenshotsOfState(page, 'unix-socket-session');
+});
