@@ -62,6 +62,11 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_TOKEN_FILE", value_name = "FILE", conflicts_with = "token")]
     pub token_file: Option<PathBuf>,
 
+    /// Start even with a token under 16 characters (`TERN_RELAY_TOKEN`, `--token-file`), which is
+    /// refused otherwise; the relay warns at start. For throwaway tests only.
+    #[arg(long, env = "TERN_RELAY_ALLOW_WEAK_TOKEN", value_parser = clap::builder::FalseyValueParser::new())]
+    pub allow_weak_token: bool,
+
     /// Directory for the records of spawned mosh-servers (created 0700, files 0600).
     /// Default: $XDG_STATE_HOME/tern-relay or ~/.local/state/tern-relay.
     #[arg(long, env = "TERN_RELAY_STATE_DIR")]
@@ -212,6 +217,13 @@ pub struct Config {
     /// own as the browser reached it (repeatable): for a proxy that rewrites `Host`.
     #[arg(long = "allow-origin", env = "TERN_RELAY_ALLOW_ORIGIN", value_delimiter = ',')]
     pub allow_origin: Vec<AllowedOrigin>,
+
+    /// Another host name the page and API may be reached by (repeatable). On loopback the relay
+    /// answers only to IP addresses, `localhost` names and its certificate's names (a defence
+    /// against DNS rebinding): a reverse proxy that passes its own `Host` (`relay.example`)
+    /// needs it. Given anywhere else, it turns the same check on there.
+    #[arg(long = "allow-host", env = "TERN_RELAY_ALLOW_HOST", value_delimiter = ',')]
+    pub allow_host: Vec<String>,
 
     /// Browser sessions at once.
     #[arg(long, env = "TERN_RELAY_MAX_SESSIONS", default_value_t = 16)]
@@ -367,6 +379,12 @@ impl Config {
             handshake_timeout: self.handshake_timeout(),
             max_sessions: self.max_sessions,
             allow_origin: self.allow_origin.clone(),
+            // The certificate's names join at start, once it is loaded (`Relay::new`).
+            host_policy: crate::security::HostPolicy::new(
+                self.listen.ip().is_loopback(),
+                &self.allow_host,
+                &self.acme,
+            ),
             max_datagram_size: self.max_datagram_size,
             datagram_rate: self.datagram_rate,
             datagram_burst: self.datagram_burst,

@@ -119,6 +119,36 @@ pub enum RelayError {
     Acme(String),
     #[error("{0}")]
     Ssh(String),
+    /// A token a person chose that is too short to stand up to guessing.
+    #[error(
+        "the token is {0} characters long; at least {MIN_TOKEN_CHARS} are needed (anyone who can \
+         reach the relay may guess): set a longer TERN_RELAY_TOKEN or --token-file, drop it for a \
+         random one, or pass --allow-weak-token to accept the risk"
+    )]
+    WeakToken(usize),
+}
+
+/// The shortest token the relay starts with unless `--allow-weak-token`: a chosen token is the
+/// only secret between the network and a shell, and the lock-out only slows guessing down.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// Refuses a token under [`MIN_TOKEN_CHARS`] characters, or with `allow_weak` starts anyway and
+/// says so loudly (a warning in the log and a line on stderr, which a person running it sees).
+fn check_token_strength(token: &Token, allow_weak: bool) -> Result<(), RelayError> {
+    let chars = token.expose().chars().count();
+    if chars >= MIN_TOKEN_CHARS {
+        return Ok(());
+    }
+    if !allow_weak {
+        return Err(RelayError::WeakToken(chars));
+    }
+    let warning = format!(
+        "WARNING: the token is only {chars} characters long (--allow-weak-token): anyone who can \
+         reach this relay may guess it and get a shell"
+    );
+    tracing::warn!("{warning}");
+    eprintln!("tern-relay: {warning}");
+    Ok(())
 }
 
 /// Spawn mode starts `--mosh-server-command`: a relay that cannot would fail every session, so
@@ -224,6 +254,7 @@ impl Relay {
             (_, Some(file)) => Token::load_or_create(file)?,
             _ => Token::random().map_err(|e| RelayError::Random(e.to_string()))?,
         };
+        check_token_strength(&token, config.allow_weak_token)?;
         let acme = match config.acme_settings() {
             None => None,
             Some(Ok(s)) => {
@@ -280,8 +311,16 @@ impl Relay {
             })),
             _ => None,
         };
+        let mut settings = config.session_settings();
+        let cert_names: Vec<String> =
+            [certs.current(), certs.page()].iter().flat_map(|c| c.dns_names.clone()).collect();
+        settings.host_policy = crate::security::HostPolicy::new(
+            config.listen.ip().is_loopback(),
+            &config.allow_host,
+            &[config.acme.clone(), cert_names].concat(),
+        );
         let sessions = Arc::new(SessionContext {
-            settings: config.session_settings(),
+            settings,
             token,
             auth: AuthLimiter::new(),
             state,
@@ -430,6 +469,7 @@ impl Relay {
         // Sessions outlive the relay: keep the newest copy of each for the next one.
         if let Some(state) = &self.sessions.state {
             self.sessions.registry.save_all(state);
+            state.release_lock();
         }
         tracing::info!("tern-relay stopped");
     }

@@ -234,3 +234,102 @@ fn no_qr_code_for_a_loopback_url_unless_asked() {
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
     assert!(stdout.starts_with("Open http://127.0.0.1:"), "{stdout}");
 }
+
+/// A chosen token under 16 characters (`TERN_RELAY_TOKEN=secret`, a token file holding `hunter2`)
+/// would fall to guessing: the relay refuses to start and says why, unless told
+/// `--allow-weak-token`, and then it says so on stderr.
+#[test]
+fn a_short_token_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "hunter2\n").unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let relay = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_tern-relay"));
+        c.args(["--listen", "127.0.0.1:0", "--bridge", "--allow", "127.0.0.1:1"])
+            .env_remove("TERN_RELAY_TOKEN")
+            .env_remove("TERN_RELAY_TOKEN_FILE")
+            .env("RUST_BACKTRACE", "0")
+            .stdin(Stdio::null());
+        c
+    };
+    let by_env = relay().env("TERN_RELAY_TOKEN", "secret").output().unwrap();
+    let by_file = relay().arg("--token-file").arg(&file).output().unwrap();
+    for (what, out) in [("TERN_RELAY_TOKEN", by_env), ("--token-file", by_file)] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{what}: a 6-character token must not start a relay");
+        assert!(stderr.contains("characters long; at least 16 are needed"), "{what}: {stderr}");
+        assert!(stderr.contains("--allow-weak-token"), "{what}: names the override: {stderr}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("Open "), "{what}: no URL");
+    }
+
+    // With the override it starts, warning loudly.
+    let mut child = relay()
+        .env("TERN_RELAY_TOKEN", "secret")
+        .arg("--allow-weak-token")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 && !line.contains("tern-relay serving") {
+        seen.push_str(&line);
+        line.clear();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.contains("tern-relay serving"), "it starts with --allow-weak-token: {seen}");
+    assert!(seen.contains("WARNING: the token is only 6 characters long"), "{seen}");
+}
+
+/// Two relays on one state directory would drive the same sessions' counters and records over
+/// each other: the second refuses to start and names the first one's pid; once the first is
+/// gone (killed, so nothing of it let go by itself: the kernel drops its lock) the directory is
+/// free again.
+#[test]
+fn a_second_relay_on_the_same_state_dir_refuses_to_start() {
+    require_mosh_server();
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let token = test_token("statelock");
+    let relay = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_tern-relay"));
+        c.args(["--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(state.path())
+            .env("TERN_RELAY_TOKEN", &token)
+            .env("RUST_BACKTRACE", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let serving = |child: &mut std::process::Child| {
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while stderr.read_line(&mut line).unwrap() > 0 {
+            if line.contains("tern-relay serving") {
+                return true;
+            }
+            line.clear();
+        }
+        false
+    };
+    let mut first = relay().spawn().unwrap();
+    assert!(serving(&mut first), "the first relay starts");
+
+    let second = relay().output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "a second relay on the same state dir: {stderr}");
+    assert!(stderr.contains("is in use by another tern-relay"), "{stderr}");
+    assert!(stderr.contains(&format!("(pid {})", first.id())), "names the first relay: {stderr}");
+
+    let _ = first.kill();
+    let _ = first.wait();
+    let mut third = relay().spawn().unwrap();
+    let started = serving(&mut third);
+    let _ = third.kill();
+    let _ = third.wait();
+    assert!(started, "the state dir is free once the first relay is gone");
+}
