@@ -507,17 +507,43 @@ impl PageHost {
 /// How often records of mosh-servers that ended (their shell exited, or their idle timeout) are
 /// removed, so `/api/sessions` and the state dir do not list them.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(15);
+/// Servers on ssh hosts are asked every this many [`PRUNE_INTERVAL`]s (from the first, at
+/// start): each ask is an ssh login on the host.
+const REMOTE_PRUNE_EVERY: u32 = 4;
 
 async fn prune_sessions(sessions: Arc<SessionContext>) {
     let Some(state) = sessions.state.as_ref() else { return };
     let mut tick = tokio::time::interval(PRUNE_INTERVAL);
+    let mut ticks: u32 = 0;
     loop {
         tick.tick().await;
         // Listing prunes: a record whose pid is gone is removed with its file.
-        let alive = state.alive();
+        let mut alive = state.alive();
+        // Servers on ssh hosts are asked there (one quick ssh each, at once); only a host that
+        // answers "gone" loses its record: one unreachable now may well still run it.
+        let ask_hosts = ticks % REMOTE_PRUNE_EVERY == 0;
+        ticks += 1;
+        if let (Some(hosts), true) = (&sessions.ssh, ask_hosts) {
+            let gone = remote_servers_gone(hosts, &alive).await;
+            for id in &gone {
+                tracing::info!(session = %id, "pruning record of a mosh-server on an ssh host that is gone");
+                state.remove(id);
+            }
+            alive.retain(|r| !gone.contains(&r.id));
+        }
         sessions.registry.retain_spawned(&alive);
         sessions.offers.retain(&alive.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
     }
+}
+
+/// The sessions among `records` whose mosh-server runs on an ssh host that says it is gone.
+async fn remote_servers_gone(hosts: &SshHosts, records: &[state::SessionRecord]) -> Vec<String> {
+    let checks = records.iter().filter_map(|r| {
+        let remote = r.remote.as_ref()?;
+        let (pid, host) = (remote.pid?, remote.host.parse::<spawn::ssh::SshHost>().ok()?);
+        Some(async move { (hosts.is_running(&host, pid).await == Some(false)).then(|| r.id.clone()) })
+    });
+    futures_util::future::join_all(checks).await.into_iter().flatten().collect()
 }
 
 /// The user's certificate (watched for changes), or the relay's own rotating self-signed one;
