@@ -90,6 +90,11 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_PASTE_MAX_AGE_HOURS", default_value_t = 168)]
     pub paste_max_age_hours: u64,
 
+    /// Seconds an upload stream may send nothing before it is cut (what it sent stays to resume
+    /// from) and its share of `--paste-quota`, reserved when it was admitted, is freed.
+    #[arg(long, env = "TERN_RELAY_PASTE_IDLE_TIMEOUT", default_value_t = 30)]
+    pub paste_idle_timeout_secs: u64,
+
     /// Bridge mode: the browser names a mosh-server (host, port, key stays in the browser).
     #[arg(long, env = "TERN_RELAY_BRIDGE")]
     pub bridge: bool,
@@ -353,6 +358,7 @@ impl Config {
             max_size: self.paste_max_size.0,
             quota: self.paste_quota.0,
             max_age: Duration::from_secs(self.paste_max_age_hours.saturating_mul(3600)),
+            idle_timeout: Duration::from_secs(self.paste_idle_timeout_secs.max(1)),
         }
     }
 
