@@ -538,11 +538,14 @@ async fn prune_sessions(sessions: Arc<SessionContext>) {
 
 /// The sessions among `records` whose mosh-server runs on an ssh host that says it is gone.
 async fn remote_servers_gone(hosts: &SshHosts, records: &[state::SessionRecord]) -> Vec<String> {
-    let checks = records.iter().filter_map(|r| {
-        let remote = r.remote.as_ref()?;
-        let (pid, host) = (remote.pid?, remote.host.parse::<spawn::ssh::SshHost>().ok()?);
-        Some(async move { (hosts.is_running(&host, pid).await == Some(false)).then(|| r.id.clone()) })
-    });
+    let checks =
+        records.iter().filter_map(|r| {
+            let remote = r.remote.as_ref()?;
+            let (pid, host) = (remote.pid?, remote.host.parse::<spawn::ssh::SshHost>().ok()?);
+            Some(async move {
+                (hosts.is_running(&host, pid).await == Some(false)).then(|| r.id.clone())
+            })
+        });
     futures_util::future::join_all(checks).await.into_iter().flatten().collect()
 }
 

@@ -303,8 +303,7 @@ mod tests {
     #[test]
     fn rebinding_names_are_refused_on_loopback() {
         let loopback = HostPolicy::new(true, &[], &[]);
-        for host in ["127.0.0.1:7480", "[::1]:7480", "localhost:7480", "LOCALHOST", "a.localhost"]
-        {
+        for host in ["127.0.0.1:7480", "[::1]:7480", "localhost:7480", "LOCALHOST", "a.localhost"] {
             assert!(loopback.allows(Some(host)), "{host}");
         }
         assert!(loopback.allows(Some("10.0.0.5:7480")), "an address involves no DNS");

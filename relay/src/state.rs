@@ -206,15 +206,20 @@ fn lock_state_dir(dir: &Path) -> Result<fs::File, StateError> {
         .mode(0o600)
         .open(&path)
         .map_err(dir_err(DirRole::State, dir, "open its lock file"))?;
-    match file.try_lock() {
+    // rustix's flock: std's File::try_lock is newer than the project's MSRV.
+    use rustix::fs::{FlockOperation, flock};
+    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => {}
-        Err(fs::TryLockError::WouldBlock) => {
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
             let mut held = String::new();
             let _ = file.read_to_string(&mut held);
-            return Err(StateError::InUse { path: dir.to_path_buf(), pid: held.trim().parse().ok() });
+            return Err(StateError::InUse {
+                path: dir.to_path_buf(),
+                pid: held.trim().parse().ok(),
+            });
         }
-        Err(fs::TryLockError::Error(e)) => {
-            return Err(dir_err(DirRole::State, dir, "lock its lock file")(e));
+        Err(e) => {
+            return Err(dir_err(DirRole::State, dir, "lock its lock file")(e.into()));
         }
     }
     let written = file

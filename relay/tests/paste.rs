@@ -226,8 +226,8 @@ async fn concurrent_uploads_share_the_quota_and_an_idle_one_is_cut() {
     let (mut send_b, mut recv_b) = open_upload(&conn, &hex(&b), b.len()).await;
     assert_eq!(lines_until(&mut recv_b, |_| true).await[0], serde_json::json!({"have": 0}));
     send_b.write_all(&b).await.unwrap();
-    let done = lines_until(&mut recv_b, |v| v.get("path").is_some() || v.get("error").is_some())
-        .await;
+    let done =
+        lines_until(&mut recv_b, |v| v.get("path").is_some() || v.get("error").is_some()).await;
     assert!(done.last().unwrap().get("path").is_some(), "{done:?}");
     drop(control);
     relay.stop().await;

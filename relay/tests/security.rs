@@ -256,7 +256,9 @@ async fn a_dns_rebinding_page_is_refused() {
     assert_eq!(refusal(e), 421, "the WebSocket upgrade from a rebinding page");
 
     // Loopback names and addresses, and --allow-host, are answered.
-    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}"), format!("relay.example:{port}")] {
+    for host in
+        [format!("localhost:{port}"), format!("127.0.0.1:{port}"), format!("relay.example:{port}")]
+    {
         let origin = format!("http://{host}");
         let (status, body) = http_get_as(addr, &host, "/api/info", &token, &origin).await;
         assert_eq!(status, 200, "{host}: {body}");

@@ -161,7 +161,11 @@ impl Parser<'_> {
             self.skip_ws();
             let key_at = self.at;
             if fields.len() == MAX_FIELDS {
-                return Err(DecodeError { reason: "too many fields", field: None, column: key_at + 1 });
+                return Err(DecodeError {
+                    reason: "too many fields",
+                    field: None,
+                    column: key_at + 1,
+                });
             }
             let key = self.string()?;
             if fields.len() < LINEAR_DUPLICATE_CHECK && fields.iter().any(|(k, _)| *k == key) {

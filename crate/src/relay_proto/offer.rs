@@ -148,8 +148,10 @@ pub fn openable_url(url: &str) -> Result<(), &'static str> {
 /// name.
 pub fn offered_name(path_name: &str) -> String {
     let base = path_name.rsplit('/').next().unwrap_or("");
-    let mut name: String =
-        base.chars().map(|c| if c.is_control() || is_invisible_format(c) { '_' } else { c }).collect();
+    let mut name: String = base
+        .chars()
+        .map(|c| if c.is_control() || is_invisible_format(c) { '_' } else { c })
+        .collect();
     if name.is_empty() || name == "." || name == ".." {
         name = "download".into();
     }
@@ -380,7 +382,17 @@ mod tests {
         assert_eq!(offered_name("/"), "download");
         // A right-to-left override would show `invoice\u{202E}fdp.exe` as `invoiceexe.pdf`.
         assert_eq!(offered_name("invoice\u{202E}fdp.exe"), "invoice_fdp.exe");
-        for hidden in ['\u{200B}', '\u{200E}', '\u{2066}', '\u{2069}', '\u{061C}', '\u{FEFF}', '\u{2028}', '\u{E0041}', '\u{AD}'] {
+        for hidden in [
+            '\u{200B}',
+            '\u{200E}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{061C}',
+            '\u{FEFF}',
+            '\u{2028}',
+            '\u{E0041}',
+            '\u{AD}',
+        ] {
             assert_eq!(offered_name(&format!("a{hidden}b")), "a_b", "U+{:04X}", hidden as u32);
         }
         assert_eq!(offered_name("résumé 日本.txt"), "résumé 日本.txt", "visible text stays");

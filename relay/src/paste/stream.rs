@@ -330,7 +330,10 @@ impl Receiver {
                     Wake::Stop => return Ok(self.stop().await),
                     Wake::Idle => {
                         let idle = self.store.limits().idle_timeout;
-                        tracing::info!(hash = &self.hash[..12], "paste upload idle for {idle:?}: cut");
+                        tracing::info!(
+                            hash = &self.hash[..12],
+                            "paste upload idle for {idle:?}: cut"
+                        );
                         self.stop().await;
                         return Err(PasteError::new(
                             UploadErrorCode::BadRequest,

@@ -401,8 +401,7 @@ mod tests {
     fn receive_paste_locally(dir: &Path, bytes: &[u8]) -> (bool, String, String) {
         use sha2::Digest;
         use std::io::Write;
-        let hash: String =
-            sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let hash: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
         let name = format!("{hash}.txt");
         let mut child = std::process::Command::new("sh")
             .args(["-c", RECEIVE_PASTE, "tern-paste"])
