@@ -455,6 +455,14 @@ mod tests {
         assert_eq!(mode(&dir), 0o700);
         assert_eq!(mode(&dir.join("sessions")), 0o700);
         assert_eq!(mode(&dir.join("sessions/0123456789abcdef.json")), 0o600);
+        // Another relay on the same directory while this one holds it: refused, naming us.
+        match StateStore::open(&dir) {
+            Err(StateError::InUse { pid, .. }) => assert_eq!(pid, Some(std::process::id())),
+            other => panic!("expected InUse, got {other:?}"),
+        }
+        assert_eq!(mode(&dir.join("relay.lock")), 0o600);
+        // The first relay stops: the next one opens it.
+        s.release_lock();
         let s2 = StateStore::open(&dir).unwrap();
         assert_eq!(s2.get("0123456789abcdef"), Some(record("0123456789abcdef", None)));
     }
@@ -466,6 +474,7 @@ mod tests {
         // Our own pid is alive but is not mosh-server: treated as gone (pid reuse guard).
         s.insert(record("00000000aaaaaaaa", Some(std::process::id()))).unwrap();
         s.insert(record("00000000bbbbbbbb", Some(u32::MAX - 1))).unwrap();
+        s.release_lock();
         let s2 = StateStore::open(tmp.path()).unwrap();
         assert_eq!(s2.get("00000000aaaaaaaa"), None);
         assert_eq!(s2.get("00000000bbbbbbbb"), None);

@@ -486,11 +486,8 @@ async fn tern_send_offers_a_name_without_bidi_controls() {
             mosh.screen_text()
         );
         mosh.run_until(Duration::from_millis(100), |_| false).await;
-        let next = tokio::time::timeout(
-            Duration::from_millis(50),
-            mosh.control.reader.next_line(),
-        )
-        .await;
+        let next =
+            tokio::time::timeout(Duration::from_millis(50), mosh.control.reader.next_line()).await;
         if let Ok(Ok(line)) = next {
             let line = String::from_utf8(line).unwrap();
             if line.contains(r#""type":"offer""#) {
