@@ -340,20 +340,24 @@ fn a_second_relay_on_the_same_state_dir_refuses_to_start() {
         }
         false
     };
-    let mut first = relay().spawn().unwrap();
-    assert!(serving(&mut first), "the first relay starts");
+    /// Kills the relay however the test ends.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut first = Killed(relay().spawn().unwrap());
+    assert!(serving(&mut first.0), "the first relay starts");
 
     let (status, stderr) = exit_of(&mut relay());
     assert!(status.is_some(), "a second relay started on the same state dir: {stderr}");
     assert!(!status.unwrap().success(), "it exits with an error: {stderr}");
     assert!(stderr.contains("is in use by another tern-relay"), "{stderr}");
-    assert!(stderr.contains(&format!("(pid {})", first.id())), "names the first relay: {stderr}");
+    assert!(stderr.contains(&format!("(pid {})", first.0.id())), "names the first relay: {stderr}");
 
-    let _ = first.kill();
-    let _ = first.wait();
-    let mut third = relay().spawn().unwrap();
-    let started = serving(&mut third);
-    let _ = third.kill();
-    let _ = third.wait();
-    assert!(started, "the state dir is free once the first relay is gone");
+    drop(first);
+    let mut third = Killed(relay().spawn().unwrap());
+    assert!(serving(&mut third.0), "the state dir is free once the first relay is gone");
 }
