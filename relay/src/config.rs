@@ -64,6 +64,11 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_TOKEN_FILE", value_name = "FILE", conflicts_with = "token")]
     pub token_file: Option<PathBuf>,
 
+    /// Start even with a token under 16 characters (`TERN_RELAY_TOKEN`, `--token-file`), which is
+    /// refused otherwise; the relay warns at start. For throwaway tests only.
+    #[arg(long, env = "TERN_RELAY_ALLOW_WEAK_TOKEN", value_parser = clap::builder::FalseyValueParser::new())]
+    pub allow_weak_token: bool,
+
     /// Directory for the records of spawned mosh-servers (created 0700, files 0600).
     /// Default: $XDG_STATE_HOME/tern-relay or ~/.local/state/tern-relay.
     #[arg(long, env = "TERN_RELAY_STATE_DIR")]
@@ -86,6 +91,11 @@ pub struct Config {
     /// Pastes older than this many hours are removed (checked at start and before each upload).
     #[arg(long, env = "TERN_RELAY_PASTE_MAX_AGE_HOURS", default_value_t = 168)]
     pub paste_max_age_hours: u64,
+
+    /// Seconds an upload stream may send nothing before it is cut (what it sent stays to resume
+    /// from) and its share of `--paste-quota`, reserved when it was admitted, is freed.
+    #[arg(long, env = "TERN_RELAY_PASTE_IDLE_TIMEOUT", default_value_t = 30)]
+    pub paste_idle_timeout_secs: u64,
 
     /// Bridge mode: the browser names a mosh-server (host, port, key stays in the browser).
     #[arg(long, env = "TERN_RELAY_BRIDGE")]
@@ -220,6 +230,13 @@ pub struct Config {
     /// own as the browser reached it (repeatable): for a proxy that rewrites `Host`.
     #[arg(long = "allow-origin", env = "TERN_RELAY_ALLOW_ORIGIN", value_delimiter = ',')]
     pub allow_origin: Vec<AllowedOrigin>,
+
+    /// Another host name the page and API may be reached by (repeatable). On loopback the relay
+    /// answers only to IP addresses, `localhost` names and its certificate's names (a defence
+    /// against DNS rebinding): a reverse proxy that passes its own `Host` (`relay.example`)
+    /// needs it. Given anywhere else, it turns the same check on there.
+    #[arg(long = "allow-host", env = "TERN_RELAY_ALLOW_HOST", value_delimiter = ',')]
+    pub allow_host: Vec<String>,
 
     /// Browser sessions at once.
     #[arg(long, env = "TERN_RELAY_MAX_SESSIONS", default_value_t = 16)]
@@ -378,6 +395,7 @@ impl Config {
             max_size: self.paste_max_size.0,
             quota: self.paste_quota.0,
             max_age: Duration::from_secs(self.paste_max_age_hours.saturating_mul(3600)),
+            idle_timeout: Duration::from_secs(self.paste_idle_timeout_secs.max(1)),
         }
     }
 
@@ -404,6 +422,12 @@ impl Config {
             handshake_timeout: self.handshake_timeout(),
             max_sessions: self.max_sessions,
             allow_origin: self.allow_origin.clone(),
+            // The certificate's names join at start, once it is loaded (`Relay::new`).
+            host_policy: crate::security::HostPolicy::new(
+                self.listen.is_local(),
+                &self.allow_host,
+                &self.acme,
+            ),
             max_datagram_size: self.max_datagram_size,
             datagram_rate: self.datagram_rate,
             datagram_burst: self.datagram_burst,
@@ -501,6 +525,18 @@ impl FromStr for ByteSize {
 pub enum ListenAddr {
     Tcp(SocketAddr),
     Unix(PathBuf),
+}
+
+impl ListenAddr {
+    /// Whether only this machine reaches the relay directly: a loopback address, or a Unix socket
+    /// (reached through a tunnel, whose browser end is `localhost`). The `Host` allow-list is
+    /// on for these by default.
+    pub fn is_local(&self) -> bool {
+        match self {
+            ListenAddr::Tcp(a) => a.ip().is_loopback(),
+            ListenAddr::Unix(_) => true,
+        }
+    }
 }
 
 impl From<SocketAddr> for ListenAddr {

@@ -243,6 +243,13 @@ where
             // Everything is served under --base-path (`/` unless the relay sits behind a reverse
             // proxy that forwards a sub-path); routes below see the path without it.
             let mut resp = match shared.settings.base_path.locate(req.uri().path()) {
+                // Before anything else, the page included: a name the relay does not answer to
+                // is how a DNS-rebinding page reaches it (crate::security::HostPolicy).
+                _ if !host_allowed(&shared, req.headers(), peer) => error(
+                    StatusCode::MISDIRECTED_REQUEST,
+                    "bad_host",
+                    "this relay does not answer to that host name (--allow-host adds one)",
+                ),
                 UnderBase::Inside(path) => {
                     let path = path.to_string();
                     if path == WEBSOCKET_PATH {
@@ -439,6 +446,26 @@ fn check_origin(
         "{what} from a foreign Origin refused (403): not this relay's page (--allow-origin adds one)"
     );
     Err(error(StatusCode::FORBIDDEN, "bad_origin", "this page's own origin only"))
+}
+
+/// Whether the request's `Host` is a name the relay answers to; a refusal is logged.
+fn host_allowed(shared: &HttpContext, headers: &hyper::HeaderMap, peer: SocketAddr) -> bool {
+    let policy = &shared.sessions.settings.host_policy;
+    let allowed = match headers.get(header::HOST) {
+        None => policy.allows(None),
+        Some(h) => h.to_str().is_ok_and(|h| policy.allows(Some(h))),
+    };
+    if !allowed {
+        // Debug formatting: the header is the sender's text, escaped so it cannot forge log lines.
+        let host =
+            headers.get(header::HOST).map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned());
+        tracing::warn!(
+            %peer,
+            ?host,
+            "request for a host name this relay does not answer to refused (421): DNS rebinding? (--allow-host adds one)"
+        );
+    }
+    allowed
 }
 
 /// `/tern` under `--base-path /tern/`: to `/tern/`, where the page's relative URLs resolve.

@@ -125,6 +125,36 @@ pub enum RelayError {
     Ssh(String),
     #[error(transparent)]
     UnixListen(#[from] unix_listen::UnixListenError),
+    /// A token a person chose that is too short to stand up to guessing.
+    #[error(
+        "the token is {0} characters long; at least {MIN_TOKEN_CHARS} are needed (anyone who can \
+         reach the relay may guess): set a longer TERN_RELAY_TOKEN or --token-file, drop it for a \
+         random one, or pass --allow-weak-token to accept the risk"
+    )]
+    WeakToken(usize),
+}
+
+/// The shortest token the relay starts with unless `--allow-weak-token`: a chosen token is the
+/// only secret between the network and a shell, and the lock-out only slows guessing down.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// Refuses a token under [`MIN_TOKEN_CHARS`] characters, or with `allow_weak` starts anyway and
+/// says so loudly (a warning in the log and a line on stderr, which a person running it sees).
+fn check_token_strength(token: &Token, allow_weak: bool) -> Result<(), RelayError> {
+    let chars = token.expose().chars().count();
+    if chars >= MIN_TOKEN_CHARS {
+        return Ok(());
+    }
+    if !allow_weak {
+        return Err(RelayError::WeakToken(chars));
+    }
+    let warning = format!(
+        "WARNING: the token is only {chars} characters long (--allow-weak-token): anyone who can \
+         reach this relay may guess it and get a shell"
+    );
+    tracing::warn!("{warning}");
+    eprintln!("tern-relay: {warning}");
+    Ok(())
 }
 
 /// Spawn mode starts `--mosh-server-command`: a relay that cannot would fail every session, so
@@ -244,6 +274,7 @@ impl Relay {
             (_, Some(file)) => Token::load_or_create(file)?,
             _ => Token::random().map_err(|e| RelayError::Random(e.to_string()))?,
         };
+        check_token_strength(&token, config.allow_weak_token)?;
         let acme = match config.acme_settings() {
             None => None,
             Some(Ok(s)) => {
@@ -321,8 +352,16 @@ impl Relay {
             })),
             _ => None,
         };
+        let mut settings = config.session_settings();
+        let cert_names: Vec<String> =
+            [certs.current(), certs.page()].iter().flat_map(|c| c.dns_names.clone()).collect();
+        settings.host_policy = crate::security::HostPolicy::new(
+            config.listen.is_local(),
+            &config.allow_host,
+            &[config.acme.clone(), cert_names].concat(),
+        );
         let sessions = Arc::new(SessionContext {
-            settings: config.session_settings(),
+            settings,
             token,
             auth: AuthLimiter::new(),
             state,
@@ -498,6 +537,7 @@ impl Relay {
         // Sessions outlive the relay: keep the newest copy of each for the next one.
         if let Some(state) = &self.sessions.state {
             self.sessions.registry.save_all(state);
+            state.release_lock();
         }
         tracing::info!("tern-relay stopped");
     }
@@ -535,17 +575,46 @@ impl PageHost {
 /// How often records of mosh-servers that ended (their shell exited, or their idle timeout) are
 /// removed, so `/api/sessions` and the state dir do not list them.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(15);
+/// Servers on ssh hosts are asked every this many [`PRUNE_INTERVAL`]s (from the first, at
+/// start): each ask is an ssh login on the host.
+const REMOTE_PRUNE_EVERY: u32 = 4;
 
 async fn prune_sessions(sessions: Arc<SessionContext>) {
     let Some(state) = sessions.state.as_ref() else { return };
     let mut tick = tokio::time::interval(PRUNE_INTERVAL);
+    let mut ticks: u32 = 0;
     loop {
         tick.tick().await;
         // Listing prunes: a record whose pid is gone is removed with its file.
-        let alive = state.alive();
+        let mut alive = state.alive();
+        // Servers on ssh hosts are asked there (one quick ssh each, at once); only a host that
+        // answers "gone" loses its record: one unreachable now may well still run it.
+        let ask_hosts = ticks % REMOTE_PRUNE_EVERY == 0;
+        ticks += 1;
+        if let (Some(hosts), true) = (&sessions.ssh, ask_hosts) {
+            let gone = remote_servers_gone(hosts, &alive).await;
+            for id in &gone {
+                tracing::info!(session = %id, "pruning record of a mosh-server on an ssh host that is gone");
+                state.remove(id);
+            }
+            alive.retain(|r| !gone.contains(&r.id));
+        }
         sessions.registry.retain_spawned(&alive);
         sessions.offers.retain(&alive.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
     }
+}
+
+/// The sessions among `records` whose mosh-server runs on an ssh host that says it is gone.
+async fn remote_servers_gone(hosts: &SshHosts, records: &[state::SessionRecord]) -> Vec<String> {
+    let checks =
+        records.iter().filter_map(|r| {
+            let remote = r.remote.as_ref()?;
+            let (pid, host) = (remote.pid?, remote.host.parse::<spawn::ssh::SshHost>().ok()?);
+            Some(async move {
+                (hosts.is_running(&host, pid).await == Some(false)).then(|| r.id.clone())
+            })
+        });
+    futures_util::future::join_all(checks).await.into_iter().flatten().collect()
 }
 
 /// The user's certificate (watched for changes), or the relay's own rotating self-signed one;

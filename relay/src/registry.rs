@@ -632,6 +632,7 @@ mod tests {
         let reserved = store.get("00000000aaaaaaaa").unwrap().seq_reserved;
         assert!(reserved > 6, "{reserved}");
         let restarted = Registry::new();
+        store.release_lock();
         let store2 = StateStore::open(dir.path()).unwrap();
         let r2 = store2.get("00000000aaaaaaaa").unwrap();
         let third = restarted.attach_spawned(&store2, &r2, true);

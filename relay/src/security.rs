@@ -133,6 +133,54 @@ pub(crate) fn http_origin_ok(
     origin == own
 }
 
+/// Which `Host` names the relay answers to: its defence against DNS rebinding. A page on a
+/// name its author controls (`evil.example`) can have that name re-resolve to 127.0.0.1 and
+/// then read the relay's answers as its own origin: its `Origin` and `Host` then agree, so the
+/// Origin check cannot tell it from the relay's own page. It cannot choose the name, though, and
+/// that is what this checks. An IP literal or a `localhost` name is always accepted (no DNS is
+/// involved); any other name only when listed: `--allow-host`, and the names of the relay's
+/// certificate (`--acme`, `--tls-cert`). The check applies when the relay listens on loopback
+/// (where rebinding is the way in) or when `--allow-host` is given; elsewhere names are not
+/// checked, so a relay on the LAN stays reachable by whatever name the network gives it.
+#[derive(Debug, Clone, Default)]
+pub struct HostPolicy {
+    enforced: bool,
+    /// Lower-case, without a trailing dot.
+    names: Vec<String>,
+}
+
+impl HostPolicy {
+    /// `listen_on_loopback`: `--listen` is a loopback address; `allow_host`: `--allow-host`;
+    /// `cert_names`: the DNS names of the relay's certificate.
+    pub fn new(listen_on_loopback: bool, allow_host: &[String], cert_names: &[String]) -> Self {
+        let names = allow_host
+            .iter()
+            .chain(cert_names)
+            .map(|n| n.trim().trim_end_matches('.').to_ascii_lowercase())
+            .filter(|n| !n.is_empty())
+            .collect();
+        HostPolicy { enforced: listen_on_loopback || !allow_host.is_empty(), names }
+    }
+
+    /// Whether a request that names `host` (a `Host` header or a CONNECT's `:authority`, with or
+    /// without a port) may be answered. No `Host` at all is no browser and passes.
+    pub fn allows(&self, host: Option<&str>) -> bool {
+        if !self.enforced {
+            return true;
+        }
+        let Some(host) = host else { return true };
+        let Some((host, _port)) = split_host_port(host) else { return false };
+        let host = host.strip_suffix('.').unwrap_or(&host);
+        if host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok() {
+            return true;
+        }
+        if host == "localhost" || host.ends_with(".localhost") {
+            return true;
+        }
+        self.names.iter().any(|n| n == host)
+    }
+}
+
 /// Whether the `Origin` of a WebTransport CONNECT may open a session: absent (a native client),
 /// one of `allowed`, or an http(s) origin whose host is the host the CONNECT went to. The page
 /// builds its WebTransport URL from its own `location.hostname`, so its host always matches;
@@ -325,6 +373,27 @@ mod tests {
         let h = headers(&[("host", "10.0.0.5:7480"), ("origin", "https://portal.example:8443")]);
         assert!(!http_origin_ok(&h, "http", &[]));
         assert!(http_origin_ok(&h, "http", &allowed), "--allow-origin");
+    }
+
+    #[test]
+    fn rebinding_names_are_refused_on_loopback() {
+        let loopback = HostPolicy::new(true, &[], &[]);
+        for host in ["127.0.0.1:7480", "[::1]:7480", "localhost:7480", "LOCALHOST", "a.localhost"] {
+            assert!(loopback.allows(Some(host)), "{host}");
+        }
+        assert!(loopback.allows(Some("10.0.0.5:7480")), "an address involves no DNS");
+        assert!(loopback.allows(None), "no Host: not a browser");
+        for host in ["evil.example:7480", "localhost.evil.example", "x y", "evil.example.:1"] {
+            assert!(!loopback.allows(Some(host)), "{host}");
+        }
+        let allowed = HostPolicy::new(true, &["Relay.Example.".into()], &["cert.example".into()]);
+        assert!(allowed.allows(Some("relay.example:443")), "--allow-host");
+        assert!(allowed.allows(Some("cert.example")), "the certificate's name");
+        assert!(!allowed.allows(Some("evil.example")));
+        assert!(HostPolicy::new(false, &[], &[]).allows(Some("any.example")), "not on loopback");
+        let lan = HostPolicy::new(false, &["relay.lan".into()], &[]);
+        assert!(!lan.allows(Some("evil.example")), "--allow-host turns the check on anywhere");
+        assert!(lan.allows(Some("192.168.1.9:7480")));
     }
 
     #[test]

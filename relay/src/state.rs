@@ -91,6 +91,14 @@ pub enum StateError {
         .role.flag()
     )]
     NotPrivate { role: DirRole, path: PathBuf, mode: u32 },
+    /// Another relay holds the state directory: two would drive the same sessions' counters and
+    /// records over each other.
+    #[error(
+        "state directory {path} is in use by another tern-relay{}: stop it (`systemctl --user \
+         stop tern-relay`?) or pass --state-dir DIR to use another directory",
+        .pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    InUse { path: PathBuf, pid: Option<u32> },
 }
 
 /// What a private directory is for: names it in messages, with the flag that moves it.
@@ -176,6 +184,50 @@ pub fn ensure_private_dir(dir: &Path, role: DirRole) -> Result<(), StateError> {
 pub struct StateStore {
     dir: PathBuf,
     records: Mutex<HashMap<String, SessionRecord>>,
+    /// `relay.lock` in the state directory, locked (flock) while this relay runs; `None` once
+    /// released at shutdown.
+    lock: Mutex<Option<fs::File>>,
+}
+
+/// The lock file's name in the state directory; it holds the pid of the relay that locks it.
+const LOCK_FILE: &str = "relay.lock";
+
+/// Takes the state directory for this relay: an exclusive lock on its lock file (the kernel
+/// drops it when the process dies, however it dies), then writes this pid there for the message
+/// another relay shows.
+fn lock_state_dir(dir: &Path) -> Result<fs::File, StateError> {
+    use std::io::{Read, Seek};
+    let path = dir.join(LOCK_FILE);
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(dir_err(DirRole::State, dir, "open its lock file"))?;
+    // rustix's flock: std's File::try_lock is newer than the project's MSRV.
+    use rustix::fs::{FlockOperation, flock};
+    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
+            let mut held = String::new();
+            let _ = file.read_to_string(&mut held);
+            return Err(StateError::InUse {
+                path: dir.to_path_buf(),
+                pid: held.trim().parse().ok(),
+            });
+        }
+        Err(e) => {
+            return Err(dir_err(DirRole::State, dir, "lock its lock file")(e.into()));
+        }
+    }
+    let written = file
+        .set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{}", std::process::id()));
+    written.map_err(dir_err(DirRole::State, dir, "write its lock file"))?;
+    Ok(file)
 }
 
 impl StateStore {
@@ -183,6 +235,8 @@ impl StateStore {
     /// mosh-server is gone.
     pub fn open(dir: &Path) -> Result<StateStore, StateError> {
         ensure_private_dir(dir, DirRole::State)?;
+        // Before reading anything: another relay's records are its own.
+        let lock = lock_state_dir(dir)?;
         let sessions = dir.join("sessions");
         ensure_private_dir(&sessions, DirRole::State)?;
         let mut records = HashMap::new();
@@ -227,7 +281,14 @@ impl StateStore {
                 let _ = fs::remove_file(&path);
             }
         }
-        Ok(StateStore { dir: sessions, records: Mutex::new(records) })
+        Ok(StateStore { dir: sessions, records: Mutex::new(records), lock: Mutex::new(Some(lock)) })
+    }
+
+    /// Lets the next relay take the state directory: called when this one has stopped and saved
+    /// what it keeps (the lock would go with the process anyway, but a relay embedded in a
+    /// longer-lived process, as in the tests, must let go at its end).
+    pub fn release_lock(&self) {
+        self.lock.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 
     /// Where sessions' files live (records, copies, histories).
@@ -394,6 +455,14 @@ mod tests {
         assert_eq!(mode(&dir), 0o700);
         assert_eq!(mode(&dir.join("sessions")), 0o700);
         assert_eq!(mode(&dir.join("sessions/0123456789abcdef.json")), 0o600);
+        // Another relay on the same directory while this one holds it: refused, naming us.
+        match StateStore::open(&dir) {
+            Err(StateError::InUse { pid, .. }) => assert_eq!(pid, Some(std::process::id())),
+            other => panic!("expected InUse, got {other:?}"),
+        }
+        assert_eq!(mode(&dir.join("relay.lock")), 0o600);
+        // The first relay stops: the next one opens it.
+        s.release_lock();
         let s2 = StateStore::open(&dir).unwrap();
         assert_eq!(s2.get("0123456789abcdef"), Some(record("0123456789abcdef", None)));
     }
@@ -405,6 +474,7 @@ mod tests {
         // Our own pid is alive but is not mosh-server: treated as gone (pid reuse guard).
         s.insert(record("00000000aaaaaaaa", Some(std::process::id()))).unwrap();
         s.insert(record("00000000bbbbbbbb", Some(u32::MAX - 1))).unwrap();
+        s.release_lock();
         let s2 = StateStore::open(tmp.path()).unwrap();
         assert_eq!(s2.get("00000000aaaaaaaa"), None);
         assert_eq!(s2.get("00000000bbbbbbbb"), None);

@@ -235,3 +235,130 @@ fn no_qr_code_for_a_loopback_url_unless_asked() {
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
     assert!(stdout.starts_with("Open http://127.0.0.1:"), "{stdout}");
 }
+
+/// Runs `cmd` to its end, or kills it after 10 s (a relay that started instead of refusing): its
+/// exit status (`None` when it had to be killed) and stderr.
+fn exit_of(cmd: &mut Command) -> (Option<std::process::ExitStatus>, String) {
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+        s
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status, reader.join().unwrap())
+}
+
+/// A chosen token under 16 characters (`TERN_RELAY_TOKEN=secret`, a token file holding `hunter2`)
+/// would fall to guessing: the relay refuses to start and says why, unless told
+/// `--allow-weak-token`, and then it says so on stderr.
+#[test]
+fn a_short_token_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "hunter2\n").unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let relay = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_tern-relay"));
+        c.args(["--listen", "127.0.0.1:0", "--bridge", "--allow", "127.0.0.1:1"])
+            .env_remove("TERN_RELAY_TOKEN")
+            .env_remove("TERN_RELAY_TOKEN_FILE")
+            .env("RUST_BACKTRACE", "0")
+            .stdin(Stdio::null());
+        c
+    };
+    let by_env = exit_of(relay().env("TERN_RELAY_TOKEN", "secret"));
+    let by_file = exit_of(relay().arg("--token-file").arg(&file));
+    for (what, (status, stderr)) in [("TERN_RELAY_TOKEN", by_env), ("--token-file", by_file)] {
+        assert!(status.is_some(), "{what}: a short token started a relay: {stderr}");
+        assert!(!status.unwrap().success(), "{what}: exits with an error: {stderr}");
+        assert!(stderr.contains("characters long; at least 16 are needed"), "{what}: {stderr}");
+        assert!(stderr.contains("--allow-weak-token"), "{what}: names the override: {stderr}");
+    }
+
+    // With the override it starts, warning loudly.
+    let mut child = relay()
+        .env("TERN_RELAY_TOKEN", "secret")
+        .arg("--allow-weak-token")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 && !line.contains("tern-relay serving") {
+        seen.push_str(&line);
+        line.clear();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.contains("tern-relay serving"), "it starts with --allow-weak-token: {seen}");
+    assert!(seen.contains("WARNING: the token is only 6 characters long"), "{seen}");
+}
+
+/// Two relays on one state directory would drive the same sessions' counters and records over
+/// each other: the second refuses to start and names the first one's pid; once the first is
+/// gone (killed, so nothing of it let go by itself: the kernel drops its lock) the directory is
+/// free again.
+#[test]
+fn a_second_relay_on_the_same_state_dir_refuses_to_start() {
+    require_mosh_server();
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let token = test_token("statelock");
+    let relay = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_tern-relay"));
+        c.args(["--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(state.path())
+            .env("TERN_RELAY_TOKEN", &token)
+            .env("RUST_BACKTRACE", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let serving = |child: &mut std::process::Child| {
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while stderr.read_line(&mut line).unwrap() > 0 {
+            if line.contains("tern-relay serving") {
+                return true;
+            }
+            line.clear();
+        }
+        false
+    };
+    /// Kills the relay however the test ends.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut first = Killed(relay().spawn().unwrap());
+    assert!(serving(&mut first.0), "the first relay starts");
+
+    let (status, stderr) = exit_of(&mut relay());
+    assert!(status.is_some(), "a second relay started on the same state dir: {stderr}");
+    assert!(!status.unwrap().success(), "it exits with an error: {stderr}");
+    assert!(stderr.contains("is in use by another tern-relay"), "{stderr}");
+    assert!(stderr.contains(&format!("(pid {})", first.0.id())), "names the first relay: {stderr}");
+
+    drop(first);
+    let mut third = Killed(relay().spawn().unwrap());
+    assert!(serving(&mut third.0), "the state dir is free once the first relay is gone");
+}

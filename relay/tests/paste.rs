@@ -187,3 +187,48 @@ async fn the_pages_upload_job_uploads_and_resumes_against_the_real_relay() {
     assert!(job.bytes_sent < content.len() as u64 * 3 / 2, "sent {}", job.bytes_sent);
     relay.stop().await;
 }
+
+/// Two uploads that each fit the quota but not together, started at once (the first has sent
+/// little yet, so the directory does not show its size): admission reserved nothing, so both
+/// were taken and the quota overrun by up to a paste per stream. Now the first one's announced
+/// size is reserved at admission and the second is refused. A stream that then stops sending
+/// is cut after --paste-idle-timeout and its reservation freed: the second goes through.
+#[tokio::test]
+async fn concurrent_uploads_share_the_quota_and_an_idle_one_is_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let token = test_token("paste-quota");
+    let target = sink().await;
+    let mut config = bridge_config(&token, &[&format!("127.0.0.1:{}", target.port())]);
+    config.paste_dir = Some(tmp.path().join("pastes"));
+    config.paste_max_size = ByteSize(4 << 20);
+    config.paste_quota = ByteSize(1 << 20);
+    config.paste_idle_timeout_secs = 2;
+    let relay = TestRelay::start(config).await;
+    let conn = connect(&relay, None).await.expect("connects");
+    let (control, reply) = hello(&conn, bridge_hello(&token, "127.0.0.1", target.port())).await;
+    expect_ready(reply);
+
+    let a: Vec<u8> = (0..700_000u32).map(|i| (i % 251) as u8).collect();
+    let b: Vec<u8> = (0..700_000u32).map(|i| (i % 241) as u8).collect();
+    let (mut send_a, mut recv_a) = open_upload(&conn, &hex(&a), a.len()).await;
+    assert_eq!(lines_until(&mut recv_a, |_| true).await[0], serde_json::json!({"have": 0}));
+    send_a.write_all(&a[..1000]).await.unwrap();
+    lines_until(&mut recv_a, |v| v["acked"].as_u64() == Some(1000)).await;
+
+    let (_send_b, mut recv_b) = open_upload(&conn, &hex(&b), b.len()).await;
+    let refused = lines_until(&mut recv_b, |_| true).await;
+    assert_eq!(refused[0]["error"], "quota_exceeded", "the second upload: {refused:?}");
+
+    // The first stream goes quiet: cut, told why, its share freed.
+    let cut = lines_until(&mut recv_a, |v| v.get("error").is_some()).await;
+    let last = cut.last().unwrap();
+    assert!(last["message"].as_str().unwrap().contains("nothing arrived for 2 s"), "{cut:?}");
+    let (mut send_b, mut recv_b) = open_upload(&conn, &hex(&b), b.len()).await;
+    assert_eq!(lines_until(&mut recv_b, |_| true).await[0], serde_json::json!({"have": 0}));
+    send_b.write_all(&b).await.unwrap();
+    let done =
+        lines_until(&mut recv_b, |v| v.get("path").is_some() || v.get("error").is_some()).await;
+    assert!(done.last().unwrap().get("path").is_some(), "{done:?}");
+    drop(control);
+    relay.stop().await;
+}

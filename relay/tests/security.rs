@@ -168,10 +168,10 @@ async fn handshakes_from_a_foreign_origin_are_refused() {
         let e = ws_upgrade(addr, None, Some(origin), &token).await.unwrap_err();
         assert_eq!(refusal(e), 403, "{origin}");
     }
-    // DNS rebinding sends a matching Host with the attacker's name: only the token stops that
-    // (docs/SECURITY.md); a Host naming another site than the Origin is refused.
+    // A Host naming another site than the Origin is refused (by the Host check first, see
+    // `a_dns_rebinding_page_is_refused`).
     let e = ws_upgrade(addr, Some("relay.example"), Some(&own), &token).await.unwrap_err();
-    assert_eq!(refusal(e), 403);
+    assert_eq!(refusal(e), 421);
 
     // /api/*: a foreign page's fetch is refused even with the token.
     let (status, _) = http_get_origin(addr, "/api/info", &token, "https://evil.example").await;
@@ -205,10 +205,21 @@ async fn handshakes_from_a_foreign_origin_are_refused() {
 
 /// `GET path` with the token and an `Origin`, as a page's fetch sends it.
 async fn http_get_origin(addr: SocketAddr, path: &str, token: &str, origin: &str) -> (u16, String) {
+    http_get_as(addr, &addr.to_string(), path, token, origin).await
+}
+
+/// `GET path` sent to `addr` naming `host` in its `Host`, with the token and an `Origin`.
+async fn http_get_as(
+    addr: SocketAddr,
+    host: &str,
+    path: &str,
+    token: &str,
+    origin: &str,
+) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = TcpStream::connect(addr).await.unwrap();
     let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\nAuthorization: Bearer {token}\r\n\
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nAuthorization: Bearer {token}\r\n\
          Connection: close\r\n\r\n"
     );
     s.write_all(req.as_bytes()).await.unwrap();
@@ -334,5 +345,45 @@ async fn behind_a_trusted_proxy_each_forwarded_client_counts_alone() {
     // The right token passes for everyone.
     let right = format!("X-Forwarded-For: 198.51.100.1\r\nAuthorization: Bearer {token}\r\n");
     assert_eq!(api_info_from(addr, proxy, &right).await, 200);
+    relay.stop().await;
+}
+
+/// DNS rebinding: a page on `evil.example` has its name re-resolve to 127.0.0.1 and talks to the
+/// relay as its own origin, so its `Host` and `Origin` agree (`evil.example:PORT`) and the Origin
+/// check passes. The relay on loopback answers only to loopback names, addresses and
+/// `--allow-host`: the API, the WebSocket upgrade and the page itself get 421. (It has the token
+/// here, as a page that learned it would: the Host check is the layer under test.)
+#[tokio::test]
+async fn a_dns_rebinding_page_is_refused() {
+    capture_logs();
+    let token = test_token("rebinding");
+    let mut config = bridge_config(&token, &["127.0.0.1:60001"]);
+    config.allow_host = vec!["relay.example".into()];
+    let relay = TestRelay::start(config).await;
+    let addr = relay.addr();
+    let port = addr.port();
+    let evil = format!("evil.example:{port}");
+    let evil_origin = format!("http://{evil}");
+
+    let (status, body) = http_get_as(addr, &evil, "/api/info", &token, &evil_origin).await;
+    assert_eq!(status, 421, "/api/info from a rebinding page: {body}");
+    assert!(body.contains("bad_host"), "{body}");
+    let (status, _) = http_get_as(addr, &evil, "/", &token, &evil_origin).await;
+    assert_eq!(status, 421, "the page too");
+    let e = ws_upgrade(addr, Some(&evil), Some(&evil_origin), &token).await.unwrap_err();
+    assert_eq!(refusal(e), 421, "the WebSocket upgrade from a rebinding page");
+
+    // Loopback names and addresses, and --allow-host, are answered.
+    for host in
+        [format!("localhost:{port}"), format!("127.0.0.1:{port}"), format!("relay.example:{port}")]
+    {
+        let origin = format!("http://{host}");
+        let (status, body) = http_get_as(addr, &host, "/api/info", &token, &origin).await;
+        assert_eq!(status, 200, "{host}: {body}");
+        let r = ws_upgrade(addr, Some(&host), Some(&origin), &token).await.unwrap();
+        assert_eq!(r.status().as_u16(), 101, "{host}");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(logs().contains("\"evil.example:"), "the refused host is named in the log");
     relay.stop().await;
 }

@@ -461,3 +461,40 @@ async fn a_page_that_asks_gets_the_servers_datagrams_held_and_together_and_each_
     assert!(logged.await.is_ok(), "the session did not log what it held");
     relay.stop().await;
 }
+
+/// `tern send` offers a file under its name, which the browser saves and shows. A name with a
+/// RIGHT-TO-LEFT OVERRIDE (`invoice\u{202E}fdp.exe` shows as `invoiceexe.pdf`) is offered with
+/// the override replaced: checked on the control line as the relay sends it, before any decoding
+/// on the page's side.
+#[tokio::test]
+async fn tern_send_offers_a_name_without_bidi_controls() {
+    let token = test_token("send-name");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let files = tempfile::tempdir().unwrap();
+    std::fs::write(files.path().join("invoice\u{202E}fdp.exe"), b"MZ, not a pdf").unwrap();
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let (mut mosh, _ready) = spawned_session(&relay, &token).await;
+    assert!(mosh.run_until(Duration::from_secs(10), |s| s.has_heard_server()).await);
+    // A glob, so the shell (not this test's typing) spells the name.
+    mosh.type_bytes(format!("tern send {}/invoice*\n", files.path().display()).as_bytes());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let line = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no offer within 30 s; screen: {:?}",
+            mosh.screen_text()
+        );
+        mosh.run_until(Duration::from_millis(100), |_| false).await;
+        let next =
+            tokio::time::timeout(Duration::from_millis(50), mosh.control.reader.next_line()).await;
+        if let Ok(Ok(line)) = next {
+            let line = String::from_utf8(line).unwrap();
+            if line.contains(r#""type":"offer""#) {
+                break line;
+            }
+        }
+    };
+    assert!(line.contains(r#""name":"invoice_fdp.exe""#), "{line}");
+    assert!(!line.contains('\u{202E}') && !line.to_lowercase().contains("\\u202e"), "{line}");
+}

@@ -232,3 +232,68 @@ fn a_host_name_that_is_an_option_is_refused_at_start() {
     assert!(e.to_string().contains("ssh"), "{e}");
     assert!(Config::try_parse_from(["tern-relay", "--ssh-host", "devbox,me@build"]).is_ok());
 }
+
+/// A session on an ssh host whose mosh-server ended (its shell exited, its idle timeout) while
+/// no page came back: the relay asks the host and drops the record, so `/api/sessions` does not
+/// list it forever and it no longer counts against `--max-spawned`.
+#[tokio::test]
+async fn a_gone_server_on_an_ssh_host_is_pruned_without_a_resume() {
+    let sshd = Sshd::start();
+    let token = test_token("ssh-prune");
+    let state = tempfile::tempdir().unwrap();
+    let relay = TestRelay::start(sshd.relay_config(state.path(), &token)).await;
+    let conn = connect(&relay, None).await.expect("connects");
+    let (_control, reply) = hello(&conn, host_hello(&token, "good")).await;
+    let ready = expect_ready(reply);
+    let pid = remote_pid(state.path(), &ready.session);
+    let _cleanup = KillOnDrop(pid);
+    let (_, body) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+    assert!(body.contains(&ready.session), "{body}");
+    drop(conn);
+
+    kill_pid(pid);
+    // The relay asks the hosts every minute.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut listed = true;
+    while listed && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (_, body) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+        listed = body.contains(&ready.session);
+    }
+    assert!(!listed, "the record of a server gone on the host is still listed");
+    let record = state.path().join("sessions").join(format!("{}.json", ready.session));
+    assert!(!record.exists(), "its record file is removed");
+    assert!(logs().contains("pruning record of a mosh-server on an ssh host that is gone"));
+    relay.stop().await;
+}
+
+/// `--max-spawned 1` and two pages asking for a server on an ssh host at the same moment: the
+/// start over ssh takes a while, and both checked the limit before either was recorded. Starts
+/// take the spawn lock as local ones do: one is admitted, the other refused.
+#[tokio::test]
+async fn ssh_starts_at_once_stay_within_max_spawned() {
+    let sshd = Sshd::start();
+    let token = test_token("ssh-lock");
+    let state = tempfile::tempdir().unwrap();
+    let mut config = sshd.relay_config(state.path(), &token);
+    config.max_spawned = 1;
+    let relay = TestRelay::start(config).await;
+    let (a, b) = tokio::join!(connect(&relay, None), connect(&relay, None));
+    let (a, b) = (a.expect("connects"), b.expect("connects"));
+    let ((_ca, ra), (_cb, rb)) =
+        tokio::join!(hello(&a, host_hello(&token, "good")), hello(&b, host_hello(&token, "good")));
+    let mut admitted = Vec::new();
+    let mut refused = Vec::new();
+    for reply in [ra, rb] {
+        match reply {
+            ServerMessage::Ready(r) => admitted.push(r.session.clone()),
+            other => refused.push(refusal(other)),
+        }
+    }
+    let _cleanup: Vec<KillOnDrop> =
+        admitted.iter().map(|s| KillOnDrop(remote_pid(state.path(), s))).collect();
+    assert_eq!(admitted.len(), 1, "exactly one start within --max-spawned 1: {refused:?}");
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].0, "too_many_sessions", "{refused:?}");
+    relay.stop().await;
+}

@@ -137,7 +137,7 @@ async fn a_pair_that_does_not_match_refuses_to_start() {
     let (_, other_key) = ca.leaf(&["localhost"], "b");
     std::fs::write(dir.path().join("cert.pem"), cert).unwrap();
     std::fs::write(dir.path().join("key.pem"), other_key).unwrap();
-    let mut c = bridge_config("t", &["127.0.0.1:1-2"]);
+    let mut c = bridge_config(&test_token("mismatch"), &["127.0.0.1:1-2"]);
     c.tls_cert = Some(dir.path().join("cert.pem"));
     c.tls_key = Some(dir.path().join("key.pem"));
     let e = tern_relay::Relay::new(c).await.unwrap_err();

@@ -11,6 +11,13 @@ use std::fmt::Write as _;
 
 /// Deepest nesting accepted; the protocol's deepest message has two levels.
 const MAX_DEPTH: usize = 16;
+/// Most fields one object may have; the protocol's largest message has a few dozen. Past it the
+/// line is refused, so a 4 MiB line of distinct keys costs a bounded duplicate-key check.
+pub const MAX_FIELDS: usize = 256;
+/// Up to this many fields, a new key is compared with each earlier one as it comes (cheaper
+/// than sorting for the small objects of every message); past it, keys are sorted once at the
+/// end of the object, so even [`MAX_FIELDS`] keys cost no more than sorting them.
+const LINEAR_DUPLICATE_CHECK: usize = 16;
 
 /// Why bytes are not the message they should be. Never quotes the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +64,25 @@ pub enum Value {
     String(String),
     Array(Vec<Value>),
     Object(Vec<(String, Value)>),
+}
+
+fn duplicate_key(key_at: usize) -> DecodeError {
+    DecodeError { reason: "duplicate key", field: None, column: key_at + 1 }
+}
+
+/// Where the first key that repeats an earlier one starts, for an object too large for the
+/// check as keys come: the keys sorted once (stable, so equal keys keep their order).
+fn first_duplicate(fields: &[(String, Value)], key_starts: &[usize]) -> Option<usize> {
+    if fields.len() <= LINEAR_DUPLICATE_CHECK {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..fields.len()).collect();
+    order.sort_by(|&a, &b| fields[a].0.cmp(&fields[b].0));
+    order
+        .windows(2)
+        .filter(|w| fields[w[0]].0 == fields[w[1]].0)
+        .map(|w| key_starts[w[0]].max(key_starts[w[1]]))
+        .min()
 }
 
 /// Parses one JSON value filling all of `bytes` (whitespace around it allowed).
@@ -129,26 +155,35 @@ impl Parser<'_> {
             self.at += 1;
             return Ok(Value::Object(fields));
         }
+        // Where each key starts, for the column of a duplicate found at the end.
+        let mut key_starts: Vec<usize> = Vec::new();
         loop {
             self.skip_ws();
             let key_at = self.at;
-            let key = self.string()?;
-            if fields.iter().any(|(k, _)| *k == key) {
+            if fields.len() == MAX_FIELDS {
                 return Err(DecodeError {
-                    reason: "duplicate key",
+                    reason: "too many fields",
                     field: None,
                     column: key_at + 1,
                 });
+            }
+            let key = self.string()?;
+            if fields.len() < LINEAR_DUPLICATE_CHECK && fields.iter().any(|(k, _)| *k == key) {
+                return Err(duplicate_key(key_at));
             }
             self.skip_ws();
             self.expect(b':')?;
             let v = self.value(depth + 1)?;
             fields.push((key, v));
+            key_starts.push(key_at);
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.at += 1,
                 Some(b'}') => {
                     self.at += 1;
+                    if let Some(at) = first_duplicate(&fields, &key_starts) {
+                        return Err(duplicate_key(at));
+                    }
                     return Ok(Value::Object(fields));
                 }
                 _ => return Err(DecodeError::syntax(self.at)),
@@ -523,6 +558,55 @@ pub fn write_string(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `{"k0":0,"k1":0,...}` with `n` distinct keys, and `dup` repeated at the end when given.
+    fn object_of(n: usize, dup: Option<&str>) -> String {
+        let mut s = String::from("{");
+        for i in 0..n {
+            let _ = write!(s, "\"k{i}\":0,");
+        }
+        match dup {
+            Some(k) => s.push_str(&format!("\"{k}\":1}}")),
+            None => {
+                s.pop();
+                s.push('}');
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn an_object_with_too_many_fields_is_refused() {
+        // A 4 MiB line of distinct keys: every key compared with every earlier one was quadratic
+        // (200k keys, 2e10 comparisons). Now refused at the field past the bound.
+        let line = object_of(200_000, None);
+        assert!(line.len() > 2 << 20);
+        let e = parse(line.as_bytes()).unwrap_err();
+        assert_eq!(e.reason, "too many fields");
+        assert_eq!(e.to_string(), format!("too many fields error at column {}", e.column));
+        // The bound itself parses, nested ones too.
+        assert!(parse(object_of(MAX_FIELDS, None).as_bytes()).is_ok());
+        let nested = format!("[{}]", vec![object_of(MAX_FIELDS, None); 4].join(","));
+        assert!(parse(nested.as_bytes()).is_ok());
+        assert_eq!(
+            parse(object_of(MAX_FIELDS + 1, None).as_bytes()).unwrap_err().reason,
+            "too many fields"
+        );
+    }
+
+    #[test]
+    fn duplicates_are_found_in_large_objects_too() {
+        for n in [1, 5, LINEAR_DUPLICATE_CHECK - 1, LINEAR_DUPLICATE_CHECK, 100, MAX_FIELDS - 1] {
+            let line = object_of(n, Some("k0"));
+            let e = parse(line.as_bytes()).unwrap_err();
+            assert_eq!(e.reason, "duplicate key", "{n} fields");
+            assert_eq!(e.column, line.rfind("\"k0\"").unwrap() + 1, "{n}: the repeated key");
+        }
+        // The earliest repeat is the one named, whichever key it repeats.
+        let line = r#"{"a":0,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"h":0,"i":0,"j":0,"k":0,"l":0,"m":0,"n":0,"o":0,"p":0,"q":0,"z":0,"q":1,"a":1}"#;
+        let e = parse(line.as_bytes()).unwrap_err();
+        assert_eq!(e.column, line.find(r#""q":1"#).unwrap() + 1);
+    }
 
     #[test]
     fn values_parse() {

@@ -143,11 +143,15 @@ pub fn openable_url(url: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// The name a file is offered under: the last path component, control characters replaced, at
-/// most [`MAX_NAME`] bytes (keeping the extension), never empty or a dot name.
+/// The name a file is offered under: the last path component, control, format and bidi-control
+/// characters replaced, at most [`MAX_NAME`] bytes (keeping the extension), never empty or a dot
+/// name.
 pub fn offered_name(path_name: &str) -> String {
     let base = path_name.rsplit('/').next().unwrap_or("");
-    let mut name: String = base.chars().map(|c| if c.is_control() { '_' } else { c }).collect();
+    let mut name: String = base
+        .chars()
+        .map(|c| if c.is_control() || is_invisible_format(c) { '_' } else { c })
+        .collect();
     if name.is_empty() || name == "." || name == ".." {
         name = "download".into();
     }
@@ -161,6 +165,37 @@ pub fn offered_name(path_name: &str) -> String {
         name = format!("{}{ext}", &name[..cut]);
     }
     name
+}
+
+/// Unicode's format characters (general category Cf) and the line and paragraph separators: they
+/// print nothing themselves but change how the text around them shows. A RIGHT-TO-LEFT OVERRIDE
+/// makes `invoice\u{202E}fdp.exe` read as `invoiceexe.pdf` in a save dialog and a downloads list;
+/// zero-width characters make two names look alike. The list is Unicode 15's Cf, by range.
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
 }
 
 impl Offer {
@@ -345,6 +380,22 @@ mod tests {
         assert_eq!(offered_name("a\nb\u{7}.txt"), "a_b_.txt");
         assert_eq!(offered_name(".."), "download");
         assert_eq!(offered_name("/"), "download");
+        // A right-to-left override would show `invoice\u{202E}fdp.exe` as `invoiceexe.pdf`.
+        assert_eq!(offered_name("invoice\u{202E}fdp.exe"), "invoice_fdp.exe");
+        for hidden in [
+            '\u{200B}',
+            '\u{200E}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{061C}',
+            '\u{FEFF}',
+            '\u{2028}',
+            '\u{E0041}',
+            '\u{AD}',
+        ] {
+            assert_eq!(offered_name(&format!("a{hidden}b")), "a_b", "U+{:04X}", hidden as u32);
+        }
+        assert_eq!(offered_name("résumé 日本.txt"), "résumé 日本.txt", "visible text stays");
         let long = format!("{}.tar.gz", "é".repeat(300));
         let short = offered_name(&long);
         assert!(short.len() <= MAX_NAME && short.ends_with(".gz"), "{short}");

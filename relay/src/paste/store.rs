@@ -28,6 +28,9 @@ pub struct PasteLimits {
     pub quota: u64,
     /// Pastes (and abandoned partial uploads) older than this are removed.
     pub max_age: Duration,
+    /// An upload stream that sends nothing for this long is cut (its part stays to resume
+    /// from) and its share of the quota freed.
+    pub idle_timeout: Duration,
 }
 
 /// Why a paste was refused or failed; `code` and `message` go to the page as they are.
@@ -96,6 +99,24 @@ pub struct PasteStore {
     /// Uploads under way, by hash: a newer upload of the same content (the page reconnected
     /// while the old stream has not noticed yet) cancels the older one and waits for its lock.
     active: Mutex<HashMap<String, Active>>,
+    /// Admitted uploads still under way, by hash: the size each announced, counted against the
+    /// quota from admission on (their part files are not counted besides). Admission takes this
+    /// lock for its whole check, so two uploads that each fit but not together cannot both pass.
+    reserved: Mutex<HashMap<String, u64>>,
+}
+
+/// An admitted upload's share of the quota, given back when it is dropped (finished, failed,
+/// cut, or superseded).
+#[derive(Debug)]
+pub struct Reservation {
+    store: Arc<PasteStore>,
+    hash: String,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.store.reserved.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.hash);
+    }
 }
 
 impl PasteStore {
@@ -104,7 +125,12 @@ impl PasteStore {
         crate::state::ensure_private_dir(dir, crate::state::DirRole::Paste)?;
         // Absolute, so the path typed into the terminal works from any working directory.
         let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let store = PasteStore { dir, limits, active: Mutex::new(HashMap::new()) };
+        let store = PasteStore {
+            dir,
+            limits,
+            active: Mutex::new(HashMap::new()),
+            reserved: Mutex::new(HashMap::new()),
+        };
         store.cleanup(SystemTime::now());
         Ok(store)
     }
@@ -173,8 +199,43 @@ impl PasteStore {
             .collect()
     }
 
+    /// Admits a paste of `hash`, `size` bytes, of which `held` are already here (its part file),
+    /// and reserves its size against the quota until the returned reservation is dropped.
+    pub fn reserve(
+        self: &Arc<Self>,
+        hash: &str,
+        size: u64,
+        held: u64,
+    ) -> Result<Reservation, PasteError> {
+        let mut reserved = self.reserved.lock().unwrap_or_else(|e| e.into_inner());
+        // The part files of uploads under way count through their reservations; this one's own
+        // part is `held`, which the check subtracts.
+        let parts_under_way: u64 = reserved
+            .keys()
+            .filter(|h| h.as_str() != hash)
+            .filter_map(|h| fs::metadata(self.part_path(h)).ok())
+            .map(|m| m.len())
+            .sum();
+        let others: u64 = reserved.iter().filter(|(h, _)| h.as_str() != hash).map(|(_, n)| n).sum();
+        self.admit_with(size, held, others, parts_under_way)?;
+        reserved.insert(hash.to_owned(), size);
+        Ok(Reservation { store: Arc::clone(self), hash: hash.to_owned() })
+    }
+
     /// Whether a paste of `size` bytes, of which `held` are already here, may start.
     pub fn admit(&self, size: u64, held: u64) -> Result<(), PasteError> {
+        self.admit_with(size, held, 0, 0)
+    }
+
+    /// [`PasteStore::admit`] with `reserved` bytes promised to uploads under way, whose part
+    /// files (`parts_under_way` bytes) are therefore not counted again.
+    fn admit_with(
+        &self,
+        size: u64,
+        held: u64,
+        reserved: u64,
+        parts_under_way: u64,
+    ) -> Result<(), PasteError> {
         let l = self.limits;
         if size == 0 {
             return Err(PasteError::new(UploadErrorCode::BadRequest, "an empty paste"));
@@ -185,7 +246,7 @@ impl PasteStore {
                 format!("{} is over this relay's paste limit of {}", mib(size), mib(l.max_size)),
             ));
         }
-        let usage = self.usage();
+        let usage = self.usage().saturating_sub(parts_under_way).saturating_add(reserved);
         let need = usage.saturating_sub(held).saturating_add(size);
         if need > l.quota {
             return Err(PasteError::new(
@@ -345,7 +406,12 @@ mod tests {
     }
 
     fn limits() -> PasteLimits {
-        PasteLimits { max_size: 1000, quota: 2500, max_age: Duration::from_secs(3600) }
+        PasteLimits {
+            max_size: 1000,
+            quota: 2500,
+            max_age: Duration::from_secs(3600),
+            idle_timeout: Duration::from_secs(30),
+        }
     }
 
     fn store(dir: &Path) -> PasteStore {
@@ -442,6 +508,24 @@ mod tests {
         // What is already held of this paste does not count twice.
         s.admit(600, 200).unwrap();
         s.admit(500, 0).unwrap();
+    }
+
+    #[test]
+    fn admitted_uploads_hold_their_share_of_the_quota_until_they_end() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = Arc::new(store(tmp.path()));
+        put(&s, &[1u8; 1000]).unwrap();
+        // 1500 left: two uploads of 800 each fit alone, not together.
+        let first = s.reserve(&sha(b"a"), 800, 0).unwrap();
+        let e = s.reserve(&sha(b"b"), 800, 0).unwrap_err();
+        assert_eq!(e.code, UploadErrorCode::QuotaExceeded, "{}", e.message);
+        // The first one's part file as it grows is not counted on top of its reservation.
+        drop(s.open_part(&sha(b"a"), 0).unwrap());
+        std::fs::write(s.part_path(&sha(b"a")), [0u8; 700]).unwrap();
+        s.reserve(&sha(b"c"), 700, 0).map(drop).unwrap();
+        drop(first);
+        std::fs::remove_file(s.part_path(&sha(b"a"))).unwrap();
+        s.reserve(&sha(b"b"), 800, 0).expect("freed when the first ends");
     }
 
     #[test]

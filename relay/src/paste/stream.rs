@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use crate::link::{RecvHalf as RecvStream, SendHalf as SendStream};
 use crate::spawn::ssh::{SshHost, SshHosts};
 
-use super::store::{Claim, HEAD_LEN, Have, PasteError, PasteStore, take_head};
+use super::store::{Claim, HEAD_LEN, Have, PasteError, PasteStore, Reservation, take_head};
 
 /// How much is read from the stream at once.
 const READ_BUF: usize = 64 * 1024;
@@ -266,6 +266,11 @@ struct Receiver {
     /// The first bytes of the content, for the extension.
     head: Vec<u8>,
     progress: Progress,
+    /// Its share of the quota, from admission to its end.
+    _reservation: Reservation,
+    /// When content last arrived (or the upload started): `--paste-idle-timeout` counts from
+    /// here.
+    last_content: tokio::time::Instant,
 }
 
 /// What woke [`Receiver::run`] while it waited for content.
@@ -274,6 +279,8 @@ enum Wake {
     AckTimer,
     /// The stream ended or failed, or a newer upload took over.
     Stop,
+    /// Nothing arrived for `--paste-idle-timeout`.
+    Idle,
 }
 
 impl Receiver {
@@ -283,7 +290,7 @@ impl Receiver {
             Have::Partial(n) => resume_point(n, size),
             Have::Complete(path) => return Ok(Start::Complete(path)),
         };
-        store.admit(size, held)?;
+        let reservation = store.reserve(&hash, size, held)?;
         let file = store.open_part(&hash, held)?;
         let (hasher, head) = hash_held(store, &hash, held).await?;
         Ok(Start::Receiving(Box::new(Receiver {
@@ -293,6 +300,8 @@ impl Receiver {
             hasher,
             head,
             progress: Progress::new(held, size, relay_now()),
+            _reservation: reservation,
+            last_content: tokio::time::Instant::now(),
         })))
     }
 
@@ -313,9 +322,28 @@ impl Receiver {
                 self.write_chunk(&bytes).await?;
             } else {
                 match self.wait(recv, &mut buf, claim).await {
-                    Wake::Read(n) => self.write_chunk(&buf[..n]).await?,
+                    Wake::Read(n) => {
+                        self.last_content = tokio::time::Instant::now();
+                        self.write_chunk(&buf[..n]).await?;
+                    }
                     Wake::AckTimer => {}
                     Wake::Stop => return Ok(self.stop().await),
+                    Wake::Idle => {
+                        let idle = self.store.limits().idle_timeout;
+                        tracing::info!(
+                            hash = &self.hash[..12],
+                            "paste upload idle for {idle:?}: cut"
+                        );
+                        self.stop().await;
+                        return Err(PasteError::new(
+                            UploadErrorCode::BadRequest,
+                            format!(
+                                "nothing arrived for {} s: the upload was cut (pasting again \
+                                 resumes it)",
+                                idle.as_secs()
+                            ),
+                        ));
+                    }
                 }
             }
             let Some(ack) = self.progress.ack_if_due(relay_now()) else { continue };
@@ -329,8 +357,10 @@ impl Receiver {
     /// Waits for content, the ack timer, the end of the stream or a successor.
     async fn wait(&self, recv: &mut RecvStream, buf: &mut [u8], claim: &Claim) -> Wake {
         let timer = self.progress.ack_deadline();
+        let idle_at = self.last_content + self.store.limits().idle_timeout;
         tokio::select! {
             _ = claim.cancelled() => Wake::Stop,
+            _ = tokio::time::sleep_until(idle_at) => Wake::Idle,
             _ = tokio::time::sleep_until(deadline(timer.unwrap_or(Instant::ZERO))), if timer.is_some() => {
                 Wake::AckTimer
             }

@@ -30,6 +30,9 @@ pub(crate) struct SessionSettings {
     pub max_sessions: usize,
     /// `--allow-origin`: page origins allowed besides the relay's own.
     pub allow_origin: Vec<AllowedOrigin>,
+    /// The `Host` names answered (DNS rebinding): loopback names, `--allow-host`, the
+    /// certificate's names.
+    pub host_policy: crate::security::HostPolicy,
     /// `--max-datagram-size`: the relay's cap on relay→browser datagrams.
     pub max_datagram_size: usize,
     /// `--datagram-rate` and `--datagram-burst`: each session's token bucket for browser→server

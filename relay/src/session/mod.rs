@@ -142,6 +142,16 @@ async fn handle_incoming(
         request.not_found().await;
         return Ok(());
     }
+    // The name the CONNECT went to, as for HTTP: a DNS-rebinding page's name is refused.
+    if !shared.settings.host_policy.allows(Some(request.authority())) {
+        tracing::warn!(
+            %peer,
+            authority = ?request.authority(),
+            "webtransport connect for a host name this relay does not answer to refused (403): DNS rebinding? (--allow-host adds one)"
+        );
+        request.forbidden().await;
+        return Ok(());
+    }
     // A browser names the page that opens the session: only the relay's own page (or an
     // --allow-origin one) may, checked before the token so a foreign page learns nothing.
     let origin = request.origin();

@@ -221,6 +221,9 @@ async fn spawn_over_ssh(
             format!("{name} is not one of this relay's --ssh-host hosts"),
         ));
     };
+    // The same lock as a local start: two starts at once would both pass the limit check and
+    // both start a server.
+    let _guard = shared.spawn_lock.lock().await;
     check_spawn_limit(shared, state)?;
     let started =
         hosts.start(host, &spawn_spec(shared, None, Vec::new())).await.map_err(|message| {

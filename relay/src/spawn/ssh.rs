@@ -307,19 +307,25 @@ impl SshHosts {
 }
 
 /// The host's side of a paste, run by `sh -c` with the paste directory, the file's name and its
-/// SHA-256: keeps a file of that hash that is there already (and reads nothing), else takes
-/// stdin into a private part file, checks its hash and renames it into place. Prints
-/// `have PATH`. POSIX sh and coreutils only (the host has nothing of Tern's).
+/// SHA-256: refuses a directory others may write to (a shared `/tmp`, sticky or not: anyone
+/// there could plant the part file's or the paste's name as a symlink to a file of the person's
+/// and have the paste written through it), keeps a file of that hash that is there already (and
+/// reads nothing), else takes stdin into a part file `mktemp` makes (a new name, created 0600,
+/// never an existing one), checks its hash and renames it into place. Prints `have PATH`.
+/// POSIX sh and coreutils only (the host has nothing of Tern's).
 const RECEIVE_PASTE: &str = r#"set -e
 umask 077
 case $1 in /*) dir=$1 ;; *) dir=$HOME/$1 ;; esac
 mkdir -p "$dir"
+case $(ls -ldL "$dir" | cut -c6,9) in
+  *w*) echo "the paste directory $dir is writable by other users: refused (chmod go-w it, or pick another --ssh-paste-dir)" >&2; exit 4 ;;
+esac
 file=$dir/$2
 sum() { sha256sum < "$1" | cut -c1-64; }
-if [ -f "$file" ] && [ "$(sum "$file")" = "$3" ]; then
+if [ -f "$file" ] && [ ! -L "$file" ] && [ "$(sum "$file")" = "$3" ]; then
   touch "$file"
 else
-  part=$file.part.$$
+  part=$(mktemp "$dir/.tern-paste.XXXXXX")
   trap 'rm -f "$part"' EXIT
   cat > "$part"
   if [ "$(sum "$part")" != "$3" ]; then echo "the paste arrived damaged" >&2; exit 3; fi
@@ -388,6 +394,67 @@ mod tests {
 
     fn host(s: &str) -> SshHost {
         s.parse().unwrap()
+    }
+
+    /// Runs the host's paste script here with `sh`, as ssh would run it on the host: `dir`,
+    /// the paste `bytes` on stdin; its exit success, stdout and stderr.
+    fn receive_paste_locally(dir: &Path, bytes: &[u8]) -> (bool, String, String) {
+        use sha2::Digest;
+        use std::io::Write;
+        let hash: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let name = format!("{hash}.txt");
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", RECEIVE_PASTE, "tern-paste"])
+            .arg(dir)
+            .args([&name, &hash])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The script may refuse without reading.
+        let _ = child.stdin.take().unwrap().write_all(bytes);
+        let out = child.wait_with_output().unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    }
+
+    #[test]
+    fn the_paste_script_writes_through_mktemp_and_refuses_a_shared_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let private = home.path().join("pastes");
+        let (ok, out, err) = receive_paste_locally(&private, b"hello paste");
+        assert!(ok, "{err}");
+        let path = out.trim().strip_prefix("have ").expect("`have PATH`").to_owned();
+        assert_eq!(std::fs::read(&path).unwrap(), b"hello paste");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the paste is private: {mode:o}");
+        let left: Vec<_> = std::fs::read_dir(&private).unwrap().collect();
+        assert_eq!(left.len(), 1, "no part file left behind");
+        assert!(RECEIVE_PASTE.contains("mktemp \"$dir/"), "the part file's name is mktemp's");
+        assert!(!RECEIVE_PASTE.contains(".part.$$"), "no predictable part name");
+
+        // A shared directory, as /tmp is (sticky, world-writable): another user there could have
+        // planted the paste's name as a symlink to ~/.bashrc. Refused before anything is written.
+        for mode in [0o1777, 0o777, 0o770] {
+            let shared = home.path().join(format!("shared-{mode:o}"));
+            std::fs::create_dir(&shared).unwrap();
+            std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(mode)).unwrap();
+            let victim = home.path().join("bashrc");
+            std::fs::write(&victim, "mine\n").unwrap();
+            let hash_name = {
+                use sha2::Digest;
+                let h: String =
+                    sha2::Sha256::digest(b"evil").iter().map(|b| format!("{b:02x}")).collect();
+                format!("{h}.txt")
+            };
+            std::os::unix::fs::symlink(&victim, shared.join(hash_name)).unwrap();
+            let (ok, _, err) = receive_paste_locally(&shared, b"evil");
+            assert!(!ok, "{mode:o}: a directory others can write is refused");
+            assert!(err.contains("writable by other users"), "{mode:o}: {err}");
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "{mode:o}");
+        }
     }
 
     #[test]

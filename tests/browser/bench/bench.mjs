@@ -16,7 +16,7 @@ console.log(`wasm: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).leng
 console.log(`glue (tern.js): ${glue.length} bytes raw, ${gzipSync(glue, { level: 9 }).length} gzip -9`);
 
 const stateDir = tempDir('tern-bench-');
-const relay = await startRelay({ port: await freePort(), token: 'bench', stateDir });
+const relay = await startRelay({ port: await freePort(), token: 'bench-token-0123456789', stateDir });
 const browser = await launchBrowser();
 const page = browser.page;
 try {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { stats, sleep } from '../lib/helpers.mjs';
 import { browserFixture } from '../lib/fixture.mjs';
 
-const fx = browserFixture({ relay: { token: 'right-token' } });
+const fx = browserFixture({ relay: { token: 'right-token-0123456789' } });
 
 test('a wrong token gets a clear message, no retries, and the relay gets nothing but a nonce', async () => {
   const { page, relay } = fx;
