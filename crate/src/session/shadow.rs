@@ -13,6 +13,9 @@
 //! budget ([`INFLATE_RATE`], [`INFLATE_BURST`]): past it, it skips client datagrams (they are
 //! still forwarded; only the copy goes without), counts them in [`Shadow::over_budget`], and
 //! gives no [`ResumePoint`] until a later client instruction has brought its input up to date.
+//! Server instructions are not rationed: mosh-server deflated each one itself (more work than
+//! inflating it), and a screen state the copy skipped could never be rebuilt, as the server's
+//! later diffs build on it.
 //!
 //! It holds the plaintext of the session (the screen, keys typed): the relay keeps it in memory
 //! and in its private state directory only, and `Debug` shows numbers only.
@@ -36,8 +39,8 @@ const FRAGMENT_ID_GAP: u64 = 1 << 16;
 /// [`MAX_UNACKED_INPUT`](super::MAX_UNACKED_INPUT) (64 KiB) of input outstanding and every
 /// instruction carries all of it, sent about every 20 ms at most (mosh's shortest send interval): a
 /// paste costs the copy about 3.2 MiB/s, typing almost nothing. A crafted instruction inflates
-/// to 4 MiB: this lets through two of them a second, a few milliseconds of inflating, where a
-/// thousand datagrams a second of them would keep a relay worker busy all the time.
+/// to 4 MiB from a few KB: this lets through two of them a second, where the thousand datagrams
+/// a second a page may send would have the relay inflate about a gigabyte a second.
 pub const INFLATE_RATE: u64 = 8 << 20;
 /// The most the budget saves up while a session is quiet: four instructions of the largest size,
 /// or five seconds of the largest paste.
