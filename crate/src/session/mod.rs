@@ -13,7 +13,7 @@ pub use draw_pacer::{DrawPacer, FLOOD_RELAY_HOLD, HIDDEN_RELAY_HOLD, Pace, Pacer
 pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
 pub use resume::{RESUME_STATE_GAP, ResumeError, ResumePoint};
-pub use shadow::{ClientDatagram, Shadow, ShadowError, ShadowSummary};
+pub use shadow::{ClientDatagram, INFLATE_BURST, INFLATE_RATE, Shadow, ShadowError, ShadowSummary};
 
 use crate::predict::{PredictConfig, Predictor};
 use crate::terminal::Framebuffer;

@@ -8,6 +8,15 @@
 //! sequence number and fragment id the clients used. It never sends anything and never changes a
 //! datagram; a datagram it cannot read is counted and forwarded all the same.
 //!
+//! Reading a client instruction means inflating it, and whoever holds the key can build one that
+//! inflates to 4 MiB from a few KB, at datagram rate. So the copy inflates client instructions on a
+//! budget ([`INFLATE_RATE`], [`INFLATE_BURST`]): past it, it skips client datagrams (they are
+//! still forwarded; only the copy goes without), counts them in [`Shadow::over_budget`], and
+//! gives no [`ResumePoint`] until a later client instruction has brought its input up to date.
+//! Server instructions are not rationed: mosh-server deflated each one itself (more work than
+//! inflating it), and a screen state the copy skipped could never be rebuilt, as the server's
+//! later diffs build on it.
+//!
 //! It holds the plaintext of the session (the screen, keys typed): the relay keeps it in memory
 //! and in its private state directory only, and `Debug` shows numbers only.
 
@@ -24,6 +33,50 @@ use crate::wire::{
 /// A resumed client's fragment ids start this far above the highest one seen: fragment ids only
 /// need to differ from recent ones, and a shadow restored from disk may have missed a few.
 const FRAGMENT_ID_GAP: u64 = 1 << 16;
+
+/// Bytes of client instructions the copy inflates per second, at most (see the module
+/// documentation). A page's client keeps at most
+/// [`MAX_UNACKED_INPUT`](super::MAX_UNACKED_INPUT) (64 KiB) of input outstanding and every
+/// instruction carries all of it, sent about every 20 ms at most (mosh's shortest send interval): a
+/// paste costs the copy about 3.2 MiB/s, typing almost nothing. A crafted instruction inflates
+/// to 4 MiB from a few KB: this lets through two of them a second, where the thousand datagrams
+/// a second a page may send would have the relay inflate about a gigabyte a second.
+pub const INFLATE_RATE: u64 = 8 << 20;
+/// The most the budget saves up while a session is quiet: four instructions of the largest size,
+/// or five seconds of the largest paste.
+pub const INFLATE_BURST: u64 = 16 << 20;
+
+/// A token bucket of inflated bytes. It may go into debt by one instruction: an instruction is
+/// inflated whenever some budget is left, and paid for afterwards (its size is known only then).
+#[derive(Debug, Clone)]
+struct InflateBudget {
+    /// Bytes left (negative: owed).
+    tokens: i64,
+    /// When `tokens` was last topped up.
+    at: Instant,
+}
+
+impl InflateBudget {
+    fn full(now: Instant) -> Self {
+        InflateBudget { tokens: INFLATE_BURST as i64, at: now }
+    }
+
+    /// Tops up for the time since the last call; says whether anything is left to spend.
+    fn available(&mut self, now: Instant) -> bool {
+        let micros = now.saturating_duration_since(self.at).as_micros();
+        let earned = micros.saturating_mul(u128::from(INFLATE_RATE)) / 1_000_000;
+        let cap = INFLATE_BURST as i64;
+        let room = u128::try_from(cap.saturating_sub(self.tokens)).unwrap_or(0);
+        // Never above the burst; `earned.min(room)` fits, as `room` came from an i64.
+        self.tokens = self.tokens.saturating_add(earned.min(room) as i64);
+        self.at = self.at.max(now);
+        self.tokens > 0
+    }
+
+    fn spend(&mut self, bytes: u64) {
+        self.tokens = self.tokens.saturating_sub(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+}
 
 /// What a relay can show about a session without showing its content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +124,17 @@ pub struct Shadow {
     client_fragment_id: Option<u64>,
     /// Datagrams that did not authenticate or decode (forwarded all the same).
     pub unreadable: u64,
+    /// Client datagrams the copy skipped because its inflation budget was spent (forwarded all
+    /// the same).
+    pub over_budget: u64,
+    /// Bytes of client instructions inflated (failed attempts included).
+    pub inflated: u64,
+    /// What is left of the client direction's inflation budget.
+    client_budget: InflateBudget,
+    /// The newest fragment id of a client datagram skipped over budget, until an instruction
+    /// with a later id is taken in (a client's instructions get increasing ids and carry its
+    /// newest state, so that one brings the input up to date, or shows it cannot).
+    client_missed: Option<u64>,
     /// Set by every change a save would record; cleared by [`Shadow::take_changed`].
     changed: bool,
 }
@@ -83,6 +147,8 @@ impl fmt::Debug for Shadow {
             .field("input_newest", &self.input_newest.0)
             .field("client_seq", &self.client_seq)
             .field("unreadable", &self.unreadable)
+            .field("over_budget", &self.over_budget)
+            .field("inflated", &self.inflated)
             .finish_non_exhaustive()
     }
 }
@@ -129,6 +195,10 @@ impl Shadow {
             client_seq: None,
             client_fragment_id: None,
             unreadable: 0,
+            over_budget: 0,
+            inflated: 0,
+            client_budget: InflateBudget::full(now),
+            client_missed: None,
             changed: false,
         }
     }
@@ -174,6 +244,11 @@ impl Shadow {
         seeded.client_seq = seeded.client_seq.max(self.client_seq);
         seeded.client_fragment_id = seeded.client_fragment_id.max(self.client_fragment_id);
         seeded.unreadable = self.unreadable;
+        seeded.over_budget = self.over_budget;
+        seeded.inflated = self.inflated;
+        // A page's own point is whole (it knows what it sent): a missed datagram no longer
+        // matters, but what was spent stays spent.
+        seeded.client_budget = self.client_budget.clone();
         seeded.changed = true;
         *self = seeded;
         true
@@ -217,12 +292,30 @@ impl Shadow {
 
     fn read_client(&mut self, now: Instant, datagram: ClientDatagram) -> Result<(), WireError> {
         self.client_seq = self.client_seq.max(Some(datagram.seq));
-        let fragment = Fragment::parse(&datagram.payload)?;
-        self.client_fragment_id = self.client_fragment_id.max(Some(fragment.id));
+        let fragment_id = Fragment::parse(&datagram.payload)?.id;
+        self.client_fragment_id = self.client_fragment_id.max(Some(fragment_id));
         self.changed = true;
-        let Some(instruction) = self.client_fragments.add(&datagram.payload)? else {
+        if !self.client_budget.available(now) {
+            // Not even handed to the reassembler: the copy goes without this datagram.
+            self.over_budget += 1;
+            self.client_missed = self.client_missed.max(Some(fragment_id));
             return Ok(());
+        }
+        let before = self.client_fragments.inflated_bytes();
+        let added = self.client_fragments.add(&datagram.payload);
+        let inflated = self.client_fragments.inflated_bytes().saturating_sub(before);
+        self.inflated = self.inflated.saturating_add(inflated);
+        // A duplicate fragment hands out the instruction again without inflating: copying it
+        // costs as much, so it pays by its size.
+        let handed = match &added {
+            Ok(Some(instruction)) => instruction.diff.len() as u64,
+            _ => 0,
         };
+        self.client_budget.spend(inflated.max(handed));
+        let Some(instruction) = added? else { return Ok(()) };
+        if self.client_missed.is_some_and(|missed| fragment_id > missed) {
+            self.client_missed = None;
+        }
         if instruction.new_num != StateNum::SHUTDOWN {
             self.input_newest = self.input_newest.max(instruction.new_num);
         }
@@ -269,6 +362,11 @@ impl Shadow {
         let screen_state = self.screen.newest();
         let size = screen_state.framebuffer().size();
         let screen = screen_state.diff_from(&Complete::new(size.cols, size.rows));
+        if self.client_missed.is_some() {
+            // Skipped over budget: a client state may have reached the server that this copy
+            // never saw, and a point from it would reuse that state's number.
+            return Err(ShadowError::InputOutOfStep);
+        }
         if self.input.newest_num() != self.input_newest {
             // A client state was seen whose base this copy does not hold.
             return Err(ShadowError::InputOutOfStep);
@@ -300,5 +398,152 @@ impl Shadow {
                 .client_fragment_id
                 .map_or(1, |id| id.saturating_add(FRAGMENT_ID_GAP)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::session::{ClientSession, SessionConfig};
+    use crate::transport::{Transport, TransportConfig};
+    use crate::wire::{
+        DEFAULT_MTU, Fragmenter, MAX_INFLATED_LEN, UserEvent, encode_instruction,
+        encode_user_message,
+    };
+
+    fn key() -> Key {
+        "PWSoCIVurTVBGXAj873xNg".parse().expect("key")
+    }
+
+    /// A client instruction's fragment payloads, as mosh-client's fragmenter cuts them.
+    fn fragments(old: u64, new: u64, diff: Vec<u8>) -> Vec<Vec<u8>> {
+        let instruction = Instruction {
+            old_num: StateNum(old),
+            new_num: StateNum(new),
+            ack_num: StateNum(0),
+            throwaway_num: StateNum(old),
+            diff,
+            chaff: vec![],
+        };
+        assert!(encode_instruction(&instruction).len() <= MAX_INFLATED_LEN);
+        Fragmenter::new(DEFAULT_MTU).fragment(&instruction).expect("fits")
+    }
+
+    /// The same fragments under instruction id `id`: what a client retransmitting an instruction
+    /// sends (one deflate of 4 MiB serves every copy, as it would for a mosh client).
+    fn with_id(fragments: &[Vec<u8>], id: u64) -> Vec<Vec<u8>> {
+        fragments
+            .iter()
+            .map(|payload| {
+                Fragment { id, ..Fragment::parse(payload).expect("fragment") }.to_bytes()
+            })
+            .collect()
+    }
+
+    /// Feeds a client's fragment payloads, sealed under the key, to the shadow as the registry
+    /// does (open, then absorb), checking each would be forwarded.
+    fn feed(shadow: &mut Shadow, client: &mut PacketLayer, now: Instant, payloads: &[Vec<u8>]) {
+        for payload in payloads {
+            let datagram = client.seal(now, payload).expect("sequence numbers left");
+            let opened = shadow.open_client(now, &datagram).expect("authentic: forwarded");
+            shadow.absorb_client(now, opened);
+        }
+    }
+
+    /// Issue 32, finding 8: a page holding the key sends instructions that inflate to 4 MiB from
+    /// a few KB each, as fast as it can. The copy inflates a burst of them, then skips the rest
+    /// (each still forwarded) until its budget refills; meanwhile it offers no point.
+    #[test]
+    fn a_compression_bomb_flood_is_rationed() {
+        let start = Instant::from_millis(1_000);
+        let mut shadow = Shadow::new(&key(), start);
+        let mut client = PacketLayer::new(&key(), Direction::ToServer);
+        // One keystroke, four MiB long: the largest instruction a receiver accepts.
+        let diff = encode_user_message(&[UserEvent::Keys(vec![b'a'; MAX_INFLATED_LEN - 64])]);
+        let bomb = fragments(0, 1, diff);
+        let compressed: usize = bomb.iter().map(Vec::len).sum();
+        assert!(compressed < 8 * 1024, "a bomb is {compressed} bytes on the wire");
+        let one = MAX_INFLATED_LEN as u64;
+
+        let mut sent = 0u64;
+        let mut id = 1;
+        for _ in 0..100 {
+            feed(&mut shadow, &mut client, start, &with_id(&bomb, id));
+            id += 1;
+            sent += bomb.len() as u64;
+        }
+        let first = shadow.inflated;
+        assert!(first <= INFLATE_BURST + one, "inflated {first} bytes at one instant");
+        assert!(first >= INFLATE_BURST, "the burst is spent before any is refused ({first})");
+        assert!(shadow.over_budget >= 90 * bomb.len() as u64, "{:?}", shadow);
+        assert_eq!(shadow.unreadable, 0);
+        // Every datagram was authentic and forwarded; the copy still tracks their numbers.
+        assert_eq!(shadow.next_client_seq(), sent);
+        assert_eq!(shadow.resume_point(), Err(ShadowError::InputOutOfStep));
+
+        // A few seconds later the budget is back: it inflates again, a burst's worth at most.
+        let later = start + Duration::from_secs(3);
+        for _ in 0..20 {
+            feed(&mut shadow, &mut client, later, &with_id(&bomb, id));
+            id += 1;
+        }
+        let second = shadow.inflated - first;
+        assert!(second >= 3 * one, "the budget refilled: {second} bytes inflated");
+        assert!(second <= INFLATE_BURST + one, "inflated {second} bytes at one instant");
+
+        // The client's next instruction (typing, after the flood) brings the copy up to date.
+        let typed = fragments(0, 2, encode_user_message(&[UserEvent::Keys(b"ls\r".to_vec())]));
+        feed(&mut shadow, &mut client, later + Duration::from_secs(3), &with_id(&typed, id));
+        let point = shadow.resume_point().expect("whole again");
+        assert_eq!(point.input_next, StateNum(3));
+    }
+
+    /// A session as people use it (typing, a paste as large as a client sends at once, a busy
+    /// screen) never runs out of budget.
+    #[test]
+    fn a_normal_session_stays_within_budget() {
+        let key = key();
+        let (cols, rows) = (80, 24);
+        let mut now = Instant::from_millis(1_000);
+        let mut server = Transport::new(
+            &TransportConfig::server(DEFAULT_MTU, 1),
+            &key,
+            Complete::new(cols, rows),
+            UserStream::default(),
+            now,
+        );
+        let mut client =
+            ClientSession::<Complete>::new(SessionConfig::new(key.clone(), cols, rows), now);
+        let mut shadow = Shadow::new(&key, now);
+        for tick in 0..1_000u64 {
+            now = now + Duration::from_millis(10);
+            if tick % 5 == 0 {
+                client.handle_input(now, &[b'a' + (tick % 26) as u8]);
+            }
+            if tick == 100 || tick == 500 {
+                // A 1 MiB paste, sent 64 KiB outstanding at a time.
+                client.handle_input(now, &vec![b'x'; 1 << 20]);
+            }
+            if tick % 10 == 0 {
+                let line =
+                    format!("\x1b[{};1H\x1b[3{}m{}", tick % 24 + 1, tick % 8, "#".repeat(79));
+                server.update_local(now, |screen| screen.feed_host_bytes(line.as_bytes()));
+            }
+            client.handle_timeout(now);
+            while let Some(d) = client.poll_transmit() {
+                shadow.client_datagram(now, &d);
+                server.handle_datagram(now, &d);
+            }
+            server.handle_timeout(now);
+            while let Some(d) = server.poll_transmit() {
+                shadow.server_datagram(now, &d);
+                client.handle_datagram(now, &d);
+            }
+        }
+        assert!(shadow.inflated > 2 << 20, "the pastes went through the copy ({:?})", shadow);
+        assert_eq!((shadow.over_budget, shadow.unreadable), (0, 0), "{:?}", shadow);
+        shadow.resume_point().expect("the copy is whole");
     }
 }

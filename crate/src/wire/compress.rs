@@ -79,6 +79,13 @@ impl Inflater {
         self.state.reset(true);
         inflate_with(&mut self.state, data, limit)
     }
+
+    /// Bytes the last [`Inflater::inflate`] produced, whether or not it succeeded (a stream that
+    /// runs past its limit, or fails its checksum at the end, cost as much work as one that did
+    /// not).
+    pub(crate) fn last_output_len(&self) -> u64 {
+        self.state.total_out()
+    }
 }
 
 fn inflate_with(

@@ -168,11 +168,20 @@ impl Assembly {
 pub struct Reassembler {
     slot: Option<Assembly>,
     inflater: Inflater,
+    /// Bytes inflated so far, failed attempts included (see [`Reassembler::inflated_bytes`]).
+    inflated: u64,
 }
 
 impl Reassembler {
     pub fn new() -> Self {
         Reassembler::default()
+    }
+
+    /// How many bytes this reassembler has inflated in all, counting attempts that failed (past
+    /// the 4 MiB cap, a bad checksum, an undecodable instruction): the work it did, which a
+    /// caller that rations it reads before and after [`Reassembler::add`].
+    pub fn inflated_bytes(&self) -> u64 {
+        self.inflated
     }
 
     /// Adds one fragment payload (as [`PacketLayer::open`](super::PacketLayer::open) returns it);
@@ -226,11 +235,9 @@ impl Reassembler {
             return Ok(None);
         }
         let compressed: Vec<u8> = assembly.parts.values().flatten().copied().collect();
-        match self
-            .inflater
-            .inflate(&compressed, MAX_INFLATED_LEN)
-            .and_then(|plain| decode_instruction(&plain))
-        {
+        let inflated = self.inflater.inflate(&compressed, MAX_INFLATED_LEN);
+        self.inflated = self.inflated.saturating_add(self.inflater.last_output_len());
+        match inflated.and_then(|plain| decode_instruction(&plain)) {
             Ok(instruction) => {
                 assembly.done = Some(instruction.clone());
                 Ok(Some(instruction))
@@ -317,6 +324,26 @@ mod tests {
             out = reassembler.add(f).unwrap();
         }
         assert_eq!(out, Some(instruction(5000)));
+    }
+
+    #[test]
+    fn inflated_bytes_count_failed_attempts_too() {
+        let mut reassembler = Reassembler::new();
+        let frags = Fragmenter::new(DEFAULT_MTU).fragment(&instruction(5000)).unwrap();
+        let mut out = None;
+        for f in &frags {
+            out = reassembler.add(f).unwrap();
+        }
+        let plain_len = encode_instruction(out.as_ref().unwrap()).len() as u64;
+        assert_eq!(reassembler.inflated_bytes(), plain_len);
+        // A bomb one byte past the cap: refused, but the work was done and is counted.
+        let bomb = super::super::compress::compress(&vec![0u8; MAX_INFLATED_LEN + 1]);
+        let last = Fragment { id: 99, num: 0, is_final: true, contents: &bomb }.to_bytes();
+        assert_eq!(
+            reassembler.add(&last),
+            Err(WireError::InflatedTooLarge { limit: MAX_INFLATED_LEN })
+        );
+        assert!(reassembler.inflated_bytes() >= plain_len + MAX_INFLATED_LEN as u64);
     }
 
     #[test]
