@@ -287,6 +287,25 @@ export function cliArg(name, dflt) {
   return i > 0 ? process.argv[i + 1] : dflt;
 }
 
+/// Forwards each TCP connection to `listenPort` (on 127.0.0.1) to `target`: a port on 127.0.0.1,
+/// or a Unix socket's path (as `ssh -L PORT:PATH` does). Nothing on UDP.
+export function tcpForwarder(listenPort, target) {
+  const sockets = new Set();
+  const server = createServer((client) => {
+    const upstream = typeof target === 'number' ? connect(target, '127.0.0.1') : connect(target);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => { client.destroy(); upstream.destroy(); });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  return new Promise((res) => server.listen(listenPort, '127.0.0.1', () => res({
+    close: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(r); }),
+  })));
+}
+
 /// A TCP proxy that delays every chunk by `delayMs` in each direction (order kept: equal delays).
 export function delayProxy(listenPort, targetPort, delayMs) {
   const sockets = new Set();

@@ -5,32 +5,14 @@
 // own origin and work as over WebTransport.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { join } from 'node:path';
 import { readFileSync, statSync } from 'node:fs';
 import {
   ARTIFACTS, freePort, until, screen, stats, waitForPrompt, typeLine, tempDir, newSession,
+  tcpForwarder,
 } from '../lib/helpers.mjs';
 import { browserFixture } from '../lib/fixture.mjs';
 import { makePng, pasteFile, sha256 } from '../lib/paste.mjs';
-
-/// Forwards TCP connections from `listenPort` to `targetPort`; nothing on UDP.
-function tcpForwarder(listenPort, targetPort) {
-  const sockets = new Set();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(targetPort, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-      s.on('error', () => { client.destroy(); upstream.destroy(); });
-    }
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  return new Promise((res) => server.listen(listenPort, '127.0.0.1', () => res({
-    close: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(r); }),
-  })));
-}
 
 const pasteDir = tempDir('tern-pastes-');
 const fx = browserFixture({ relay: { args: ['--paste-dir', pasteDir] } });

@@ -4,13 +4,12 @@
 // proves the token, and the shell answers; nothing listens on a port of the relay's own.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import {
   relayBinary, freePort, until, screen, stats, waitForPrompt, typeLine, tempDir, cleanupState,
-  screenshotsOfState,
+  screenshotsOfState, tcpForwarder,
 } from '../lib/helpers.mjs';
 import { browserFixture } from '../lib/fixture.mjs';
 
@@ -20,24 +19,6 @@ const socketDir = tempDir('tern-unix-sock-');
 const socketPath = join(socketDir, 'run', 'tern.sock');
 const token = `unix-${randomBytes(12).toString('hex')}`;
 let relay, forwarder, port;
-
-/// What `ssh -L PORT:SOCKET` does: each TCP connection to PORT piped to a new connection to SOCKET.
-function forwardToSocket(listenPort, path) {
-  const sockets = new Set();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(path);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-      s.on('error', () => { client.destroy(); upstream.destroy(); });
-    }
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  return new Promise((res) => server.listen(listenPort, '127.0.0.1', () => res({
-    close: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(r); }),
-  })));
-}
 
 fx.before(async () => {
   relay = spawn(relayBinary(), ['--listen', `unix:${socketPath}`, '--state-dir', stateDir, '--print-url'], {
@@ -53,7 +34,8 @@ fx.before(async () => {
     relay.once('exit', (code) => rej(new Error(`tern-relay exited ${code}:\n${log}`)));
   });
   port = await freePort();
-  forwarder = await forwardToSocket(port, socketPath);
+  // What `ssh -L PORT:SOCKET` does.
+  forwarder = await tcpForwarder(port, socketPath);
 });
 
 after(async () => {
