@@ -404,10 +404,11 @@ async function main() {
     hooks: {
       paste: (progress) => pasteBox(client, progress),
       status: onStatus,
-      // WebTransport, or the WebSocket fallback over TCP (an ssh tunnel, UDP blocked).
-      link: (kind) => {
+      // WebTransport, or the WebSocket over TCP: a fallback (UDP blocked) when the relay offers
+      // WebTransport, the only way when it has none (a Unix socket behind ssh -L).
+      link: (kind, fallback) => {
         document.body.dataset.link = kind;
-        if (kind === 'websocket') pill('TCP fallback', 'quiet');
+        if (kind === 'websocket' && fallback) pill('TCP fallback', 'quiet');
       },
       session: holdSession,
       title: (t) => bell.title(t),

@@ -384,7 +384,8 @@ fn a_new_link_goes_up_in_order() {
     let hold = position(&up, is_hold(1000));
     let session = position(&up, |e| matches!(e, Effect::SessionId(_)));
     let status = position(&up, |e| matches!(e, Effect::Status { status: Status::Resumed, .. }));
-    let kind = position(&up, |e| matches!(e, Effect::LinkKind("webtransport")));
+    let kind =
+        position(&up, |e| matches!(e, Effect::LinkKind { kind: "webtransport", fallback: false }));
     let datagram = position(&up, is_datagram);
     let order = [seed, hold, session, status, kind, datagram];
     assert!(order.iter().all(Option::is_some), "all of them: {up:?}");

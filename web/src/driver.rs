@@ -170,7 +170,7 @@ impl Driver {
             }
             Effect::Status { status, message } => self.hooks.status(status, &message),
             Effect::SessionId(id) => self.hooks.session(&id),
-            Effect::LinkKind(kind) => self.hooks.link(kind),
+            Effect::LinkKind { kind, fallback } => self.hooks.link(kind, fallback),
             Effect::Title(title) => self.hooks.title(&title),
             Effect::Bell => self.hooks.bell(),
             Effect::Clipboard(copy) => self.hooks.clipboard(&copy),

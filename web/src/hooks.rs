@@ -80,16 +80,16 @@ impl Hooks {
         self.call("paste", &[progress.map_or(JsValue::NULL, progress_object)]);
     }
 
-    /// `link(kind)`: how the session reaches the relay now, `webtransport` or `websocket` (the TCP
-    /// fallback).
+    /// `link(kind, fallback)`: how the session reaches the relay now, `webtransport` or
+    /// `websocket`; `fallback`: the WebSocket stands in for WebTransport the relay offers.
     /// This page now drives the relay session `id` (new, or continued after a reload): the page
     /// holds a lock on it for its life, so that a duplicated tab does not take it over too.
     pub fn session(&self, id: &str) {
         self.call("session", &[id.into()]);
     }
 
-    pub fn link(&self, kind: &str) {
-        self.call("link", &[kind.into()]);
+    pub fn link(&self, kind: &str, fallback: bool) {
+        self.call("link", &[kind.into(), fallback.into()]);
     }
 
     pub fn title(&self, title: &str) {

@@ -106,6 +106,7 @@ impl PageClient {
         self.link.counters.connects += 1;
         self.history_lines = if info.mode == Mode::Spawn { info.history_lines } else { 0 };
         self.relay_build = Some(info.relay_build());
+        self.relay_has_webtransport = info.has_webtransport();
         self.paste_unavailable = (!info.paste.available).then(|| {
             let why = info.paste.reason.as_deref().unwrap_or("the relay cannot store files");
             format!("pasting files is off here: {why}")
@@ -248,7 +249,8 @@ impl PageClient {
             self.push(Effect::SessionId(id));
         }
         self.set_status(if ready.resumed { Status::Resumed } else { Status::Connected }, "");
-        self.push(Effect::LinkKind(up.kind));
+        let fallback = up.kind == "websocket" && self.relay_has_webtransport;
+        self.push(Effect::LinkKind { kind: up.kind, fallback });
         // The session sends at once over the new link (mosh-server roams to the relay's new
         // socket; what went out while there was none is sent again).
         if let Some(s) = self.session.as_mut() {

@@ -62,7 +62,13 @@ pub enum Effect {
         message: String,
     },
     SessionId(String),
-    LinkKind(&'static str),
+    /// How the session reaches the relay now: `webtransport` or `websocket`; `fallback`: the
+    /// WebSocket stands in for a WebTransport the relay offers (UDP blocked, say), as opposed to a
+    /// relay that has none (on a Unix socket behind `ssh -L`).
+    LinkKind {
+        kind: &'static str,
+        fallback: bool,
+    },
     Title(String),
     Bell,
     /// A program wrote the clipboard (OSC 52): what the page does about it, decided.

@@ -159,6 +159,8 @@ pub struct PageClient {
     paste_unavailable: Option<String>,
     /// Which relay this is (`tern-relay 0.1.0 (1a2b3c4d5e6f)`), once its `/api/info` came.
     relay_build: Option<String>,
+    /// The relay's `/api/info` offered WebTransport (so a WebSocket link is a fallback).
+    relay_has_webtransport: bool,
     /// Lines of history the relay keeps per session (`/api/info`); 0: none (bridge mode).
     history_lines: u64,
     /// The session's key as text, for the tab's saved session. A secret: never logged.
@@ -212,6 +214,7 @@ impl PageClient {
             ssh_host: None,
             paste_unavailable: None,
             relay_build: None,
+            relay_has_webtransport: true,
             history_lines: 0,
             key_text: None,
             restored: None,

@@ -53,5 +53,7 @@ test('through a tunnel to the relay\'s Unix socket the page proves the token and
   assert.equal(s.connects, 1, 'one attempt: no WebTransport tried first');
   await typeLine(page, 'echo unix-$((6*7))');
   await until(async () => /^unix-42$/m.test(await screen(page)), { what: 'unix-42' });
+  // The WebSocket is this layout's way, not a fallback: nothing says something is missing.
+  assert.notEqual(await page.evaluate(() => document.getElementById('pill').textContent), 'TCP fallback');
   await screenshotsOfState(page, 'unix-socket-session');
 });
