@@ -143,6 +143,11 @@ impl RelayProcess {
         let mut child = Command::new(bin)
             .args(["--listen", "127.0.0.1:0", "--bridge", "--allow", "127.0.0.1:1024-65535"])
             .args(["--max-sessions", &max_sessions.to_string()])
+            // Every session here comes from 127.0.0.1, and they start at once: the per-source cap
+            // on handshakes (a defence against one source holding every slot) would refuse all
+            // but 8 of them. Clients of a real relay come from many addresses.
+            .args(["--max-handshakes-per-source", &max_sessions.to_string()])
+            .arg("--print-url")
             .env("TERN_RELAY_TOKEN", &token)
             .env("RUST_LOG", "warn")
             .env("RUST_BACKTRACE", "0")
