@@ -130,3 +130,36 @@ async fn the_pages_connection_code_works_against_a_real_relay() {
     );
     relay.stop().await;
 }
+
+/// Someone floods `/api/challenge` (it is public) to push the page's outstanding challenge out of
+/// the relay's bounded table between the page's challenge and its request. The relay then refuses
+/// the page's proof; having verified the relay, the page knows that means a lost challenge, not a
+/// wrong token, and asks again (`Verifier::challenge_was_lost`), so the flood cannot make the page
+/// stop with "wrong token".
+#[tokio::test]
+async fn a_challenge_pushed_out_by_a_flood_is_asked_again_not_taken_for_a_wrong_token() {
+    require_mosh_server();
+    let state = tempfile::tempdir().unwrap();
+    let token = test_token("flood");
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let verifier = Verifier::new(random32());
+    let request = tern::relay_proto::encode(&verifier.request());
+    let (status, body) = http_post(relay.addr(), CHALLENGE_PATH, None, &request).await;
+    let authorization = verifier.http_answer(&token, status, body.as_bytes()).expect("verified");
+    // The flood: as many challenges as the relay keeps, each from a fresh nonce, 64 at a time.
+    let addr = relay.addr();
+    for _ in 0..64 {
+        let batch = futures_util::future::join_all((0..64).map(|_| {
+            let request = tern::relay_proto::encode(&Verifier::new(random32()).request());
+            async move { http_post(addr, CHALLENGE_PATH, None, &request).await.0 }
+        }))
+        .await;
+        assert!(batch.iter().all(|s| *s == 200), "{batch:?}");
+    }
+    let (status, _) = http_get_authorized(relay.addr(), INFO_PATH, &authorization).await;
+    assert_eq!(status, 401, "the page's challenge was pushed out");
+    assert!(Verifier::challenge_was_lost(status), "the page asks again");
+    let (status, _, body) = api_get(&relay, &token, INFO_PATH).await.expect("verified again");
+    assert_eq!(status, 200, "{body}");
+    relay.stop().await;
+}

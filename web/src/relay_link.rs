@@ -82,9 +82,19 @@ async fn call_api(
     route: &str,
     body: Option<&[u8]>,
 ) -> Result<(u16, Vec<u8>), ConnectError> {
-    let (nonce, proof) = prove(token).await?;
-    let authorization = tern::relay_proto::proof::authorization(&nonce, &proof);
-    fetch(route, method, Some(&authorization), body).await
+    let mut attempt = 1;
+    loop {
+        let (nonce, proof) = prove(token).await?;
+        let authorization = tern::relay_proto::proof::authorization(&nonce, &proof);
+        let (status, answer) = fetch(route, method, Some(&authorization), body).await?;
+        if attempt < relay_client::API_ATTEMPTS
+            && relay_client::Verifier::challenge_was_lost(status)
+        {
+            attempt += 1;
+            continue;
+        }
+        return Ok((status, answer));
+    }
 }
 
 /// A challenge from the relay (`POST /api/challenge`), its proof checked, and the page's proof

@@ -36,4 +36,4 @@ pub use saved::SavedSession;
 pub use sealed::StorageSeal;
 pub use status::{FailCode, Status};
 pub use takeover::{Takeover, decode_point, describe_takeover, encode_point, takeover};
-pub use verify::{NOT_VERIFIED, Verifier};
+pub use verify::{API_ATTEMPTS, NOT_VERIFIED, Verifier};

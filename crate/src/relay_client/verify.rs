@@ -15,6 +15,10 @@ pub const NOT_VERIFIED: &str = "What answers at the relay's address did not prov
      typing. Either the address is out of date (open the URL tern-relay printed last), or another \
      program took the relay's port while tern-relay was down. Try again once tern-relay runs.";
 
+/// How many challenges one API request may spend before its answer stands (see
+/// [`Verifier::challenge_was_lost`]).
+pub const API_ATTEMPTS: usize = 3;
+
 /// One exchange's page nonce, and what to do with the relay's answer.
 #[derive(Debug)]
 pub struct Verifier {
@@ -63,6 +67,15 @@ impl Verifier {
             }
             _ => Err(not_verified()),
         }
+    }
+
+    /// Whether a request that carried the page's proof over a challenge the relay proved should
+    /// go again with a new challenge. Having proved itself, the relay knows the token, so its
+    /// 401 does not mean a wrong token: the challenge was spent, expired or forgotten meanwhile
+    /// (a restart, or a flood of challenges from others pushing it out of the relay's bounded
+    /// table), and a new one will do.
+    pub fn challenge_was_lost(status: u16) -> bool {
+        status == 401
     }
 
     /// `POST /api/challenge`'s answer: the `Authorization` value for the request it allows.
@@ -164,6 +177,14 @@ mod tests {
         fail(v.http_answer(TOKEN, 200, &encode(&reflected)));
         fail(v.http_answer(TOKEN, 200, b"{\"ok\":true}"));
         fail(v.control_answer(TOKEN, Some(b"{\"type\":\"pong\"}")));
+    }
+
+    #[test]
+    fn only_a_refused_proof_asks_for_a_new_challenge() {
+        assert!(Verifier::challenge_was_lost(401));
+        for status in [200, 403, 404, 429, 500] {
+            assert!(!Verifier::challenge_was_lost(status), "{status}");
+        }
     }
 
     #[test]
