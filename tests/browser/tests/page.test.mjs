@@ -34,7 +34,9 @@ async function rowOf(p, re) {
     rows = await p.evaluate(() => {
       const { term } = window.tern;
       const buf = term.buffer.active;
-      return Array.from({ length: term.rows }, (_, y) => buf.getLine(buf.viewportY + y)?.translateToString(true) ?? '');
+      // translateToString(true) trims only cells never written; a renderer may blank the end of a
+      // row with spaces (what mosh's display diff does for a short run), which look the same.
+      return Array.from({ length: term.rows }, (_, y) => (buf.getLine(buf.viewportY + y)?.translateToString(true) ?? '').trimEnd());
     });
     const i = rows.findIndex((r) => re.test(r));
     return i >= 0 ? i + 1 : 0;
