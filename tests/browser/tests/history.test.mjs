@@ -114,8 +114,12 @@ test('scrolling up past what the page saw opens the history, with colours and wh
   assert.ok(drawn.long, 'the long line drawn as one line');
   assert.match(drawn.info, /History: [\d,]+ lines/);
   await screenshotsOfState(page, 'history-view');
-  // Typing goes to the shell and closes the view.
+  // Typing goes to the shell and closes the view. (Enter waits for the typed text: an Enter
+  // pressed right after the key that closed the view was lost in two CI runs, stop 37's and
+  // stop 39's; left open and named in stop 39's closing note, the wait is only here.)
   await page.keyboard.type('echo typed-in-history');
+  await until(async () => !(await page.evaluate(() => window.tern.history.isOpen()))
+    && (await screen(page)).includes('echo typed-in-history'), { what: 'the typed text in the shell, the view closed' });
   await page.keyboard.press('Enter');
   await until(async () => (await screen(page)).includes('\ntyped-in-history'), { what: 'the typed command ran', detail: pageDetail(page) });
   assert.equal(await page.evaluate(() => window.tern.history.isOpen()), false);
