@@ -102,21 +102,7 @@ async fn at_trace_level_no_token_key_or_typed_text_reaches_stdout_or_stderr() {
     // WebTransport: a session, something typed.
     let (status, body) = http_get(addr, "/api/info", Some(&token)).await;
     assert_eq!(status, 200, "{body}");
-    let info: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let hashes: Vec<wtransport::tls::Sha256Digest> = info["cert_hashes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            use base64::Engine;
-            let b: [u8; 32] = base64::engine::general_purpose::STANDARD
-                .decode(h.as_str().unwrap())
-                .unwrap()
-                .try_into()
-                .unwrap();
-            wtransport::tls::Sha256Digest::new(b)
-        })
-        .collect();
+    let hashes = info_cert_digests(&body);
     let conn = connect_with_hashes(addr, hashes, None).await.unwrap();
     let (control, reply) = hello(&conn, spawn_hello(Some(&token), None)).await;
     let ready = expect_ready(reply);

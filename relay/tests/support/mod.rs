@@ -168,6 +168,25 @@ pub fn cert_digests(relay: &TestRelay) -> Vec<Sha256Digest> {
         .collect()
 }
 
+/// The certificate hashes an `/api/info` body names, as a WebTransport client pins them (a
+/// relay run as a separate process, whose `TestRelay` the test does not hold).
+pub fn info_cert_digests(info_body: &str) -> Vec<Sha256Digest> {
+    let info: serde_json::Value = serde_json::from_str(info_body).expect("/api/info is JSON");
+    info["cert_hashes"]
+        .as_array()
+        .expect("cert_hashes")
+        .iter()
+        .map(|h| {
+            let b: [u8; 32] = base64::engine::general_purpose::STANDARD
+                .decode(h.as_str().unwrap())
+                .unwrap()
+                .try_into()
+                .unwrap();
+            Sha256Digest::new(b)
+        })
+        .collect()
+}
+
 pub async fn connect_with_hashes(
     addr: SocketAddr,
     hashes: Vec<Sha256Digest>,
@@ -477,16 +496,7 @@ pub async fn http_get_with_head(
     path: &str,
     bearer: Option<&str>,
 ) -> (u16, String, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let auth = bearer.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut resp = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut resp)).await.unwrap().unwrap();
-    let text = String::from_utf8_lossy(&resp).into_owned();
-    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (status, head.to_lowercase(), body.to_string())
+    get_with(addr, path, bearer.map(|t| format!("Bearer {t}")).as_deref()).await
 }
 
 /// `GET path` with an `Authorization` value (the page's `Tern R.PROOF`); status and body.
@@ -495,17 +505,26 @@ pub async fn http_get_authorized(
     path: &str,
     authorization: &str,
 ) -> (u16, String) {
+    let (status, _, body) = get_with(addr, path, Some(authorization)).await;
+    (status, body)
+}
+
+/// `GET path` with `authorization` as the header's value, if any; status, head (lowercased), body.
+async fn get_with(
+    addr: SocketAddr,
+    path: &str,
+    authorization: Option<&str>,
+) -> (u16, String, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {authorization}\r\nConnection: close\r\n\r\n"
-    );
+    let auth = authorization.map(|a| format!("Authorization: {a}\r\n")).unwrap_or_default();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
     s.write_all(req.as_bytes()).await.unwrap();
     let mut resp = Vec::new();
     tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut resp)).await.unwrap().unwrap();
     let text = String::from_utf8_lossy(&resp).into_owned();
     let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    (status, body.to_string())
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (status, head.to_lowercase(), body.to_string())
 }
 
 /// `POST path` with a JSON body over plain HTTP/1.1; returns status and body.
