@@ -312,8 +312,9 @@ pub struct Config {
 
     /// Print the URL (which holds the access token) on stdout even when stdout is not a
     /// terminal. Without it, a relay whose stdout is a pipe or a journal (a systemd unit) writes
-    /// the URL to `url` in the state directory (mode 0600) and prints only where it is.
-    #[arg(long)]
+    /// the URL to `url` in the state directory (mode 0600) and prints only where it is. May be
+    /// given twice (`npm start` passes it, and a person may too).
+    #[arg(long, overrides_with = "print_url")]
     pub print_url: bool,
 
     /// Print the URL as a QR code too (on stdout, after it), for a phone or tablet. On by
