@@ -229,7 +229,7 @@ test('the font size from the settings changes the columns the shell sees and sur
   const wanted = await page.evaluate(() => window.tern.term.cols);
   await sleep(500);
   await typeLine(page, 'clear; tput cols');
-  await until(async () => new RegExp(`^${wanted}$`, 'm').test(await screen(page)), { what: `tput cols = ${wanted}` });
+  await until(async () => new RegExp(`^${wanted}$`, 'm').test(await screen(page)), { what: `tput cols = ${wanted}`, detail: pageDetail(page) });
   // The chosen light theme, whatever the system says.
   // Firefox's driver cannot emulate the system's scheme (no CDP): there the chosen theme alone.
   const emulate = (colorScheme) => page.emulateMedia({ colorScheme }).catch((e) => console.log(`# ${e.message}`));
@@ -242,7 +242,7 @@ test('the font size from the settings changes the columns the shell sees and sur
   assert.equal(await page.evaluate(() => window.tern.term.options.fontSize), 22, 'the font size did not survive a reload');
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'light');
   await typeLine(page, 'clear; tput cols');
-  await until(async () => new RegExp(`^${wanted}$`, 'm').test(await screen(page)), { what: `tput cols = ${wanted} after the reload` });
+  await until(async () => new RegExp(`^${wanted}$`, 'm').test(await screen(page)), { what: `tput cols = ${wanted} after the reload`, detail: pageDetail(page) });
   // Ctrl+- changes the terminal's font, not the page's zoom.
   await page.keyboard.press('Control+Minus');
   await until(() => page.evaluate(() => window.tern.term.options.fontSize === 21), { what: 'Ctrl+- to shrink the font' });
