@@ -569,24 +569,21 @@ fn datagram_writer(
 ) -> Result<WritableStreamDefaultWriter, JsValue> {
     let has_create = Reflect::get(datagrams, &"createWritable".into())
         .is_ok_and(|f| f.is_instance_of::<js_sys::Function>());
-    let created = match has_create {
-        true => {
-            let spec: &SpecDatagrams = datagrams.unchecked_ref();
-            spec.create_writable().and_then(|w| w.get_writer())
-        }
-        false => Err(JsValue::UNDEFINED),
-    };
-    created.or_else(|created_err| {
-        let writable: JsValue = datagrams.writable().into();
-        match writable.dyn_into::<web_sys::WritableStream>() {
-            Ok(writable) => writable.get_writer(),
-            // Neither shape: report the createWritable() error when there was one.
-            Err(_) if !created_err.is_undefined() => Err(created_err),
-            Err(_) => Err(JsValue::from_str(
-                "datagrams have neither createWritable() nor a writable stream",
-            )),
-        }
-    })
+    let created = has_create.then(|| {
+        let spec: &SpecDatagrams = datagrams.unchecked_ref();
+        spec.create_writable().and_then(|w| w.get_writer())
+    });
+    if let Some(Ok(writer)) = created {
+        return Ok(writer);
+    }
+    if let Ok(writable) = JsValue::from(datagrams.writable()).dyn_into::<web_sys::WritableStream>()
+    {
+        return writable.get_writer();
+    }
+    match created {
+        Some(Err(e)) => Err(e),
+        _ => Err("datagrams have neither createWritable() nor a writable stream".into()),
+    }
 }
 
 /// Marks a promise's rejection as handled (a write to a link that closed meanwhile, say): nothing

@@ -61,3 +61,26 @@ test("a pasted picture lands with its path typed over Safari's datagram API", as
     { what: 'the path on the command line' });
   assert.equal((await stats(page)).transport, 'webtransport');
 });
+
+test('a createWritable() that throws leaves the page on the writable getter, still WebTransport', async () => {
+  const other = await fx.browser.context.newPage();
+  try {
+    // Both shapes, the new one broken (as a browser whose createWritable() refuses): the page
+    // must not give up WebTransport while the getter still works.
+    await other.addInitScript(() => {
+      window.__throwingCreateWritable = 0;
+      WebTransportDatagramDuplexStream.prototype.createWritable = function () {
+        window.__throwingCreateWritable++;
+        throw new DOMException('refused for the test', 'InvalidStateError');
+      };
+    });
+    await other.goto(newSession(fx.url));
+    await waitForPrompt(other);
+    assert.ok(await other.evaluate(() => window.__throwingCreateWritable) >= 1, 'createWritable() was tried');
+    assert.equal((await stats(other)).transport, 'webtransport');
+    await typeLine(other, 'echo getter-$((6*7))');
+    await until(async () => /^getter-42$/m.test(await screen(other)), { what: 'getter-42' });
+  } finally {
+    await other.close();
+  }
+});
