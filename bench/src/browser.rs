@@ -144,11 +144,32 @@ impl Transport {
     }
 }
 
+/// The shape of the WebTransport datagram API the page meets in `echo-bench.mjs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatagramApi {
+    /// Chromium's own: the `datagrams.writable` getter.
+    Chromium,
+    /// Safari's (WebKit, 26.4+): no getter, only `datagrams.createWritable()`, made in Chromium
+    /// by `tests/browser/lib/safari-shape.mjs` over Chromium's own datagram writable.
+    Safari,
+}
+
+impl DatagramApi {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DatagramApi::Chromium => "chromium",
+            DatagramApi::Safari => "safari",
+        }
+    }
+}
+
 /// Types `keys` letters (after `warmup`) at the prompt of a browser session behind an emulated
 /// link of `rtt_ms` (both the page's TCP and its UDP). With `loss_percent`, the run happens in a
 /// network namespace behind linkemu's TUN link, so TCP's own retransmissions are measured.
+/// `api`: the datagram API's shape (WebTransport only).
 pub fn echo(
     transport: Transport,
+    api: DatagramApi,
     rtt_ms: u64,
     loss_percent: Option<f64>,
     warmup: usize,
@@ -179,6 +200,9 @@ pub fn echo(
     }
     if let Some(loss) = loss_percent {
         args.extend(["--loss".into(), loss.to_string()]);
+    }
+    if api != DatagramApi::Chromium {
+        args.extend(["--datagram-api".into(), api.as_str().into()]);
     }
     node_json("echo-bench.mjs", &args)
 }

@@ -333,7 +333,8 @@ fn browser_echo(
     unseen: &str,
 ) -> Option<browser::EchoRun> {
     let keys = options.echo_keys;
-    match browser::echo(transport, rtt_ms, loss, options.echo_warmup, keys, seed) {
+    let api = browser::DatagramApi::Chromium;
+    match browser::echo(transport, api, rtt_ms, loss, options.echo_warmup, keys, seed) {
         Ok(run) => {
             if run.missing > 0 {
                 report.problems.push(format!(

@@ -6,7 +6,8 @@
 //! ([`paste`]) and `tern send` ([`download`]), predictive local echo on a typing trace
 //! ([`predictive`]), reloads ([`resume`]), scrollback and search ([`history`]), the page's cost
 //! per frame ([`frame_cost`]) and the core's ([`core_frame`]), page load against the page before
-//! the settings panel, clipboard and downloads ([`page_load`]), a thousand sessions
+//! the settings panel, clipboard and downloads ([`page_load`]), Safari's WebTransport datagram API
+//! against Chromium's ([`safari`]), a thousand sessions
 //! ([`sessions`]), installing ([`install`]) and the chaos run ([`chaos`]). Each scenario's module
 //! owns its targets and builds its rows with its `rows` function: target rows
 //! (`bench/results.json`: `{name, value, unit, target, met}`) and details without targets.
@@ -34,6 +35,7 @@ pub mod predictive;
 pub mod relay;
 pub mod report;
 pub mod resume;
+pub mod safari;
 pub mod sessions;
 pub mod stats;
 
@@ -58,10 +60,11 @@ pub enum Part {
     Load,
     Sessions,
     Install,
+    Safari,
 }
 
 impl Part {
-    pub const ALL: [Part; 13] = [
+    pub const ALL: [Part; 14] = [
         Part::Echo,
         Part::Frames,
         Part::Relay,
@@ -75,6 +78,7 @@ impl Part {
         Part::Load,
         Part::Sessions,
         Part::Install,
+        Part::Safari,
     ];
 
     pub fn parse(name: &str) -> Option<Part> {
@@ -92,6 +96,7 @@ impl Part {
             "load" => Some(Part::Load),
             "sessions" => Some(Part::Sessions),
             "install" => Some(Part::Install),
+            "safari" => Some(Part::Safari),
             _ => None,
         }
     }
@@ -119,6 +124,10 @@ pub struct Options {
     /// on a clean link and with this loss (both transports, through linkemu's TUN link).
     pub fallback_rtts_ms: Vec<u64>,
     pub fallback_loss_percent: f64,
+    /// The RTT where the browser's echo is timed with Safari's datagram API beside Chromium's,
+    /// and how many rounds of both (the `safari` part).
+    pub safari_rtt_ms: u64,
+    pub safari_rounds: usize,
     pub paste: browser::PasteSetup,
     /// `tern send FILE` in the shell: the file and the link (the paste's, roles swapped).
     pub download: browser::PasteSetup,
@@ -162,6 +171,8 @@ impl Options {
             echo_browser: true,
             fallback_rtts_ms: vec![50, 200],
             fallback_loss_percent: 1.0,
+            safari_rtt_ms: 50,
+            safari_rounds: 2,
             paste: transfer.clone(),
             download: transfer,
             predict_links: vec![
@@ -208,6 +219,8 @@ impl Options {
             echo_browser: true,
             fallback_rtts_ms: vec![50],
             fallback_loss_percent: 1.0,
+            safari_rtt_ms: 50,
+            safari_rounds: 1,
             paste: transfer.clone(),
             download: transfer,
             predict_links: vec![LinkSetting::rtt(200)],
@@ -247,6 +260,7 @@ pub fn run(options: &Options) -> Report {
             Part::Load => page_load::rows(options, &mut report),
             Part::Sessions => sessions::rows(options, &mut report),
             Part::Install => install::rows(options, &mut report),
+            Part::Safari => safari::rows(options, &mut report),
         }
     }
     report.machine.load_after = machine::load();

@@ -16,7 +16,8 @@ fn quick_run_produces_every_row_with_the_right_schema() {
     // Quick mode: one RTT and one delay. Echo: key-to-wire p95 and the ratio, for tern-probe and
     // the browser; frames: applied on arrival and the ratio; relay: added latency and two rates;
     // paste: the three rows of "Paste a picture"; predictive echo: the short typing trace at RTT
-    // 200 ms, both clients; the WebSocket fallback's two rows at RTT 50; two reloads at RTT 0.
+    // 200 ms, both clients; the WebSocket fallback's two rows at RTT 50; Safari's datagram API
+    // against Chromium's at RTT 50; two reloads at RTT 0.
     let names: Vec<&str> = report.rows.iter().map(|r| r.name.as_str()).collect();
     for expected in [
         "key-to-wire p95, tern-probe, RTT 50 ms",
@@ -36,6 +37,7 @@ fn quick_run_produces_every_row_with_the_right_schema() {
         "key-to-display median, printable keys, tern-probe (adaptive), RTT 200 ms",
         "key-to-echo median, WebSocket fallback / WebTransport, RTT 50 ms",
         "page load to first screen, UDP blocked − UDP open, RTT 50 ms",
+        "key-to-echo median, Safari's datagram API / Chromium's, RTT 50 ms",
         "reload to the old screen drawn, median, RTT 0 ms",
         "reload to the first new server state, median, RTT 0 ms",
         "history complete after seq 1 20000",

@@ -415,7 +415,7 @@ impl RelayLink {
     async fn webtransport_streams(transport: WebTransport) -> Result<RelayLink, ConnectError> {
         let datagrams = transport.datagrams();
         let max_datagram_size = datagrams.max_datagram_size() as usize;
-        let datagrams_out = datagrams.writable().get_writer().map_err(|e| retry("datagrams", e))?;
+        let datagrams_out = datagram_writer(&datagrams).map_err(|e| retry("datagrams", e))?;
         let datagrams_in: ReadableStreamDefaultReader =
             datagrams.readable().get_reader().unchecked_into();
         let (control_out, control_in) = open_bidi(&transport, MAX_SESSION_MESSAGE)
@@ -544,6 +544,46 @@ async fn open_bidi(
     let writer = bidi.writable().get_writer().map_err(|e| describe(&e))?;
     let reader: ReadableStreamDefaultReader = bidi.readable().get_reader().unchecked_into();
     Ok((StreamWriter::WebTransport(writer), StreamLines::new(Source::WebTransport(reader), limit)))
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// A `WebTransportDatagramDuplexStream` seen through the spec's current shape: web-sys
+    /// 0.3.107 binds only its `writable` getter, not `createWritable()`.
+    type SpecDatagrams;
+
+    #[wasm_bindgen(method, catch, js_name = createWritable)]
+    fn create_writable(this: &SpecDatagrams) -> Result<web_sys::WritableStream, JsValue>;
+}
+
+/// The writer of outgoing datagrams, in whichever shape this browser has it. The W3C spec's
+/// current shape is `datagrams.createWritable()` (a `WebTransportDatagramsWritable`, a
+/// `WritableStream`); the `writable` getter is the older one, now removed from the spec. WebKit
+/// (Safari 26.4+) has only `createWritable()` (its `writable` is undefined, and `getWriter()` on
+/// it threw, which sent Safari to the WebSocket fallback); Chromium (156) has only `writable`;
+/// Firefox has `writable` and, from 155, both (MDN browser-compat-data,
+/// `api/WebTransportDatagramDuplexStream.json`). So `createWritable()` where it exists, the
+/// getter otherwise, and the getter too when `createWritable()` throws.
+fn datagram_writer(
+    datagrams: &web_sys::WebTransportDatagramDuplexStream,
+) -> Result<WritableStreamDefaultWriter, JsValue> {
+    let has_create = Reflect::get(datagrams, &"createWritable".into())
+        .is_ok_and(|f| f.is_instance_of::<js_sys::Function>());
+    let created = has_create.then(|| {
+        let spec: &SpecDatagrams = datagrams.unchecked_ref();
+        spec.create_writable().and_then(|w| w.get_writer())
+    });
+    if let Some(Ok(writer)) = created {
+        return Ok(writer);
+    }
+    if let Ok(writable) = JsValue::from(datagrams.writable()).dyn_into::<web_sys::WritableStream>()
+    {
+        return writable.get_writer();
+    }
+    match created {
+        Some(Err(e)) => Err(e),
+        _ => Err("datagrams have neither createWritable() nor a writable stream".into()),
+    }
 }
 
 /// Marks a promise's rejection as handled (a write to a link that closed meanwhile, say): nothing

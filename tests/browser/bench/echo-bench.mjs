@@ -4,7 +4,7 @@
 //
 //   node tests/browser/bench/echo-bench.mjs [--rtt 200] [--warmup 3] [--keys 25] [--seed 1 | --gaps MS,MS,..]
 //                                     [--transport webtransport|websocket] [--hops]
-//                                     [--loss PERCENT] [--json]
+//                                     [--loss PERCENT] [--datagram-api chromium|safari] [--json]
 //
 // Headless Chromium, the real tern-relay in spawn mode (mosh-server, a shell), the page loaded
 // through a TCP proxy that delays each direction by RTT/2, and linkemu between the page's
@@ -36,6 +36,10 @@
 // relay (the server's turn and the relay's UDP); relay sent the echo frame → the page read it
 // (wtransport's send, RTT/2, Chromium's receive and its hand-over to the page); read → frame
 // written to xterm.js (the core and the page's drawing).
+// `--datagram-api safari` (WebTransport only) gives the page Safari's datagram API before its
+// scripts run (lib/safari-shape.mjs: no `datagrams.writable`, only `createWritable()`, handing out
+// Chromium's own writable), for the suite's "Safari's datagram API / Chromium's" row; the run
+// fails unless the page used `createWritable()`.
 // Prints a summary, and with --json one JSON object on the last line with the raw samples (the
 // suite computes medians and p95s itself, as for the other clients).
 import dgram from 'node:dgram';
@@ -43,6 +47,7 @@ import {
   inOwnNetns, startTunLink, freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
   tempDir, sleep, cleanupState, startLinkemu, cliArg, delayProxy,
 } from '../lib/helpers.mjs';
+import { safariDatagramShape } from '../lib/safari-shape.mjs';
 
 const arg = cliArg;
 const RTT = Number(arg('rtt', 200));
@@ -59,6 +64,9 @@ const GAPS = arg('gaps', '') ? arg('gaps', '').split(',').map(Number) : null;
 if (HOPS && TRANSPORT !== 'webtransport') throw new Error('--hops times WebTransport only');
 if (HOPS) process.env.RUST_LOG = 'info,tern_relay::hops=trace';
 if (!['webtransport', 'websocket'].includes(TRANSPORT)) throw new Error(`--transport ${TRANSPORT}?`);
+const DATAGRAM_API = arg('datagram-api', 'chromium');
+if (!['chromium', 'safari'].includes(DATAGRAM_API)) throw new Error(`--datagram-api ${DATAGRAM_API}?`);
+if (DATAGRAM_API === 'safari' && TRANSPORT !== 'webtransport') throw new Error('--datagram-api safari needs WebTransport');
 
 // 52 distinct letters: every key's echo is told apart from its neighbours'.
 const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
@@ -105,6 +113,7 @@ try {
   }
   browser = await launchBrowser(tun ? { args: ['--ignore-certificate-errors'] } : undefined);
   const page = browser.page;
+  if (DATAGRAM_API === 'safari') await page.addInitScript(safariDatagramShape);
   // Before the page's scripts run: note when each datagram is handed to a WebTransport writer.
   // The core writes datagrams synchronously on their own writer (docs/BROWSER.md); chunks of at
   // most 1500 bytes are datagrams (upload stream chunks are larger, and there is no upload here).
@@ -205,6 +214,10 @@ try {
     wallWrites: window.__benchWallWrites, wallReads: window.__benchWallReads,
   }));
   const s = await stats(page);
+  const shape = await page.evaluate(() => window.__safariShape ?? null);
+  if (DATAGRAM_API === 'safari' && !(shape?.installed && shape.createWritableCalls >= 1)) {
+    throw new Error(`Safari's datagram API was not used: ${JSON.stringify(shape)}`);
+  }
 
   const counted = keys.slice(WARMUP);
   // The first datagram written at or after the key (before the next key): the one carrying it.
@@ -224,6 +237,7 @@ try {
     srttMs: s.core.srttMs,
     droppedUnknownBase: s.core.droppedUnknownBase,
     transport: s.transport,
+    datagramApi: DATAGRAM_API,
     firstFrameMs: s.firstFrameMs,
   };
   if (HOPS) result.hops = splitHops(keys.slice(WARMUP), wallWrites, wallReads, relay.log());
@@ -232,7 +246,8 @@ try {
     const v = xs.filter((x) => x != null).sort((a, b) => a - b);
     return v.length ? v[Math.floor((v.length - 1) / 2)].toFixed(1) : '-';
   };
-  console.log(`browser echo over ${s.transport} at RTT ${RTT} ms: ${KEYS} keys (+${WARMUP} warm-up), ${result.missing} without echo`);
+  const api = DATAGRAM_API === 'safari' ? " (Safari's datagram API)" : '';
+  console.log(`browser echo over ${s.transport}${api} at RTT ${RTT} ms: ${KEYS} keys (+${WARMUP} warm-up), ${result.missing} without echo`);
   console.log(`  key → screen median ${med(result.screenMs)} ms; key → datagram written median ${med(sendMs)} ms; core echo median ${med(result.coreEchoMs)} ms; SRTT ${s.core.srttMs.toFixed(1)} ms; first frame ${s.firstFrameMs?.toFixed(0)} ms after navigation`);
   if (HOPS) {
     const h = result.hops;
