@@ -1,0 +1,259 @@
+// Debian's WebKitGTK for the browser tests: MiniBrowser driven by WebKitWebDriver over the W3C
+// WebDriver protocol (plain HTTP + JSON, Node's fetch; no npm driver), on an Xvfb display of its
+// own (MiniBrowser has no headless mode). launchWebKit() returns what helpers.launchBrowser()
+// returns for Chromium, `{ name, page, consoleLog, close() }`, and its page offers the playwright
+// calls the WebKit tests use (goto, reload, evaluate, keyboard.type/press, screenshot,
+// setViewportSize, close), so the shared helpers (screen, stats, waitForPrompt, typeLine, the
+// paste helpers) work on it unchanged. docs/BROWSER.md, "WebKit (WebKitGTK) tests".
+import { spawn } from 'node:child_process';
+import { accessSync, constants, writeFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { freePort, sleep, until } from './helpers.mjs';
+
+/// MiniBrowser: TERN_MINIBROWSER, or where Debian's libwebkit2gtk-4.1-0 / libwebkitgtk-6.0-4 put it.
+const MINIBROWSER_PATHS = [
+  '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser',
+  '/usr/lib/aarch64-linux-gnu/webkit2gtk-4.1/MiniBrowser',
+  '/usr/lib/x86_64-linux-gnu/webkitgtk-6.0/MiniBrowser',
+  '/usr/lib/aarch64-linux-gnu/webkitgtk-6.0/MiniBrowser',
+];
+
+const executable = (p) => { try { accessSync(p, constants.X_OK); return true; } catch { return false; } };
+const onPath = (name) => (process.env.PATH || '').split(delimiter).map((d) => join(d, name)).find(executable) ?? null;
+
+export const minibrowser = () => process.env.TERN_MINIBROWSER || MINIBROWSER_PATHS.find(executable) || null;
+
+let unavailable;
+/// Why the WebKit tests cannot run here (a sentence), or null when they can.
+export function webkitUnavailable() {
+  if (unavailable !== undefined) return unavailable;
+  const missing = [];
+  if (!onPath('WebKitWebDriver')) missing.push('WebKitWebDriver (Debian webkit2gtk-driver)');
+  if (!minibrowser()) missing.push('MiniBrowser (Debian libwebkit2gtk-4.1-0, or TERN_MINIBROWSER)');
+  // xvfb-run is the package's other program; Xvfb itself is what runs.
+  if (!onPath('Xvfb')) missing.push('Xvfb (Debian xvfb)');
+  unavailable = missing.length
+    ? `${missing.join(', ')} not installed (scripts/setup.sh test installs webkit2gtk-driver and xvfb as root)`
+    : null;
+  return unavailable;
+}
+
+// Every process group this module started, killed when node exits however it exits (a failed
+// test, the runner's timeout): no Xvfb or MiniBrowser outlives the test file.
+const groups = new Set();
+const killGroup = (pid, signal = 'SIGKILL') => { try { process.kill(-pid, signal); } catch { /* gone */ } };
+process.once('exit', () => { for (const pid of groups) killGroup(pid); });
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    for (const pid of groups) killGroup(pid);
+    process.kill(process.pid, signal);
+  });
+}
+
+/// Starts `cmd` in a process group of its own (so its children, MiniBrowser and WebKit's web and
+/// network processes, go with it).
+function startGroup(cmd, args, opts) {
+  const child = spawn(cmd, args, { ...opts, detached: true });
+  groups.add(child.pid);
+  child.once('exit', () => groups.delete(child.pid));
+  return child;
+}
+
+async function stopGroup(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) { groups.delete(child?.pid); return; }
+  const exited = new Promise((r) => child.once('exit', r));
+  killGroup(child.pid, 'SIGTERM');
+  await Promise.race([exited, sleep(3000)]);
+  killGroup(child.pid, 'SIGKILL');
+  groups.delete(child.pid);
+}
+
+/// An Xvfb display (the server picks a free number and says which on fd 3).
+async function startXvfb() {
+  const child = startGroup('Xvfb', ['-displayfd', '3', '-screen', '0', '1920x1200x24', '-nolisten', 'tcp'],
+    { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; });
+  const display = await new Promise((res, rej) => {
+    let out = '';
+    const timer = setTimeout(() => rej(new Error(`Xvfb gave no display number:\n${log}`)), 15000);
+    child.stdio[3].on('data', (d) => {
+      out += d;
+      if (out.includes('\n')) { clearTimeout(timer); res(`:${out.trim()}`); }
+    });
+    child.once('exit', (code) => { clearTimeout(timer); rej(new Error(`Xvfb exited ${code}:\n${log}`)); });
+  });
+  return { child, display };
+}
+
+const KEYS = {
+  Enter: '\uE007', Escape: '\uE00C', Backspace: '\uE003', Tab: '\uE004', Delete: '\uE017',
+  ArrowLeft: '\uE012', ArrowUp: '\uE013', ArrowRight: '\uE014', ArrowDown: '\uE015',
+  Home: '\uE011', End: '\uE010', PageUp: '\uE00E', PageDown: '\uE00F',
+  Shift: '\uE008', Control: '\uE009', Alt: '\uE00A', Meta: '\uE03D',
+};
+const key = (name) => KEYS[name] ?? (name.length === 1 ? name : (() => { throw new Error(`unknown key ${name}`); })());
+const stroke = (value) => [{ type: 'keyDown', value }, { type: 'keyUp', value }];
+
+/// A W3C WebDriver session's commands (`cmd(method, path, body)` against /session/ID).
+class Session {
+  constructor(base, id) { Object.assign(this, { base, id }); }
+
+  async cmd(method, path, body) {
+    const res = await fetch(`${this.base}/session/${this.id}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = await res.json().catch(() => ({}));
+    if (!res.ok) {
+      const v = json.value ?? {};
+      throw new Error(`WebDriver ${method} ${path}: ${v.error ?? res.status}: ${v.message ?? ''}`);
+    }
+    return json.value;
+  }
+}
+
+/// The page of a WebKit session, with the playwright calls the tests use.
+class WebKitPage {
+  constructor(session) {
+    this.session = session;
+    const actions = (list) => this.session.cmd('POST', '/actions', { actions: [{ type: 'key', id: 'keyboard', actions: list }] });
+    this.keyboard = {
+      /// Keys to the focused element (xterm.js's textarea) as W3C key actions: real key events
+      /// in WebKit. `\n` is Enter. All in one action sequence: WebKit dispatches them in order.
+      type: async (text) => {
+        await actions([...text].flatMap((c) => stroke(c === '\n' ? KEYS.Enter : c)));
+      },
+      /// `Enter`, `Control+U`, `Shift+Tab`: modifiers held around the last key (a letter in lower
+      /// case: with Control held, the key, not the shifted character).
+      press: async (combo) => {
+        const parts = combo.length > 1 ? combo.split('+') : [combo];
+        const last = parts.pop();
+        const mods = parts.map((m) => key(m === 'ControlOrMeta' ? 'Control' : m));
+        const k = mods.length && /^[A-Z]$/.test(last) ? last.toLowerCase() : key(last);
+        await actions([
+          ...mods.map((value) => ({ type: 'keyDown', value })),
+          ...stroke(k),
+          ...mods.reverse().map((value) => ({ type: 'keyUp', value })),
+        ]);
+      },
+    };
+  }
+
+  /// Loads `url` and returns when its load event fired (the page's scripts go on after).
+  async goto(url) { await this.session.cmd('POST', '/url', { url }); }
+
+  async reload() { await this.session.cmd('POST', '/refresh', {}); }
+
+  async url() { return this.session.cmd('GET', '/url'); }
+
+  /// `fn` (a function, or a script's source) run in the page with `arg`; a returned promise is
+  /// awaited (WebKitWebDriver's synchronous execute waits for it, as the W3C spec says).
+  async evaluate(fn, arg) {
+    const script = typeof fn === 'function' ? `return (${fn}).apply(null, arguments);` : `return (${fn});`;
+    return this.session.cmd('POST', '/execute/sync', { script, args: arg === undefined ? [] : [arg] });
+  }
+
+  /// WebDriver's asynchronous execute: `script` is a function body whose last argument is the
+  /// callback that ends it.
+  async executeAsync(script, ...args) {
+    return this.session.cmd('POST', '/execute/async', { script, args });
+  }
+
+  /// The viewport as a PNG (WebDriver's screenshot is of the document's viewport, without the
+  /// browser's own bar), written to `path` when given.
+  async screenshot({ path } = {}) {
+    const png = Buffer.from(await this.session.cmd('GET', '/screenshot'), 'base64');
+    if (path) writeFileSync(path, png);
+    return png;
+  }
+
+  async viewportSize() {
+    return this.evaluate(() => ({ width: window.innerWidth, height: window.innerHeight }));
+  }
+
+  /// Sizes the window so that the page's viewport is `width` x `height` (WebDriver sizes the
+  /// outer window; MiniBrowser's bar takes some of it). MiniBrowser's window has a minimum width
+  /// (447 px with its toolbar): a narrower request gets that; returns the viewport obtained.
+  async setViewportSize({ width, height }) {
+    const outer = await this.session.cmd('POST', '/window/rect', { width, height });
+    const inner = await this.viewportSize();
+    const dw = outer.width - inner.width;
+    const dh = outer.height - inner.height;
+    if (dw || dh) await this.session.cmd('POST', '/window/rect', { width: width + dw, height: height + dh });
+    // The page's resize handling (xterm.js refits) runs on the next frames.
+    await sleep(200);
+    return this.viewportSize();
+  }
+
+  /// Ends the session: MiniBrowser closes.
+  async close() { await this.session.cmd('DELETE', ''); }
+}
+
+/// MiniBrowser under WebKitWebDriver on an Xvfb display of its own, with a fresh ephemeral
+/// profile (automation mode), its viewport `viewport` (a phone's width is bounded by MiniBrowser,
+/// see setViewportSize). Throws with the reason when WebKit cannot run here (tests check
+/// webkitUnavailable() first and skip). `consoleLog` holds what the page wrote to its console
+/// (MiniBrowser prints it on stdout) and the driver's messages.
+export async function launchWebKit(viewport = { width: 1280, height: 720 }) {
+  const why = webkitUnavailable();
+  if (why) throw new Error(`WebKit tests cannot run: ${why}`);
+  const xvfb = await startXvfb();
+  const consoleLog = [];
+  let driver;
+  let page;
+  let version;
+  try {
+    const port = await freePort();
+    driver = startGroup('WebKitWebDriver', [`--port=${port}`], {
+      env: { ...process.env, DISPLAY: xvfb.display },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    for (const s of [driver.stdout, driver.stderr]) {
+      s.setEncoding('utf8');
+      s.on('data', (d) => consoleLog.push(...d.split('\n').filter(Boolean)));
+    }
+    const base = `http://127.0.0.1:${port}`;
+    await until(async () => {
+      if (driver.exitCode !== null) throw new Error(`WebKitWebDriver exited ${driver.exitCode}:\n${consoleLog.join('\n')}`);
+      const r = await fetch(`${base}/status`).then((x) => x.json()).catch(() => null);
+      return r?.value?.ready;
+    }, { timeout: 15000, what: 'WebKitWebDriver to listen' });
+    const res = await fetch(`${base}/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        capabilities: {
+          alwaysMatch: {
+            'webkitgtk:browserOptions': {
+              binary: minibrowser(),
+              // The page's console on MiniBrowser's stdout (the driver's, here): consoleLog.
+              args: ['--automation', '--enable-write-console-messages-to-stdout=true'],
+            },
+            // The page's beforeunload guard (a live session asks before a reload) must not stop
+            // the tests' reloads: accepted as "leave".
+            unhandledPromptBehavior: 'accept',
+          },
+        },
+      }),
+    });
+    const json = await res.json();
+    if (!res.ok) throw new Error(`WebKitWebDriver refused a session: ${JSON.stringify(json.value)}`);
+    page = new WebKitPage(new Session(base, json.value.sessionId));
+    version = json.value.capabilities?.browserVersion;
+    if (viewport) await page.setViewportSize(viewport);
+  } catch (e) {
+    await stopGroup(driver);
+    await stopGroup(xvfb.child);
+    throw e;
+  }
+  return {
+    name: 'webkit', page, consoleLog, version: `WebKitGTK ${version}`,
+    async close() {
+      await Promise.race([page.close().catch(() => {}), sleep(5000)]);
+      await stopGroup(driver);
+      await stopGroup(xvfb.child);
+    },
+  };
+}
