@@ -21,7 +21,11 @@ const MINIBROWSER_PATHS = [
 const executable = (p) => { try { accessSync(p, constants.X_OK); return true; } catch { return false; } };
 const onPath = (name) => (process.env.PATH || '').split(delimiter).map((d) => join(d, name)).find(executable) ?? null;
 
-export const minibrowser = () => process.env.TERN_MINIBROWSER || MINIBROWSER_PATHS.find(executable) || null;
+export function minibrowser() {
+  const named = process.env.TERN_MINIBROWSER;
+  if (named) return executable(named) ? named : null;
+  return MINIBROWSER_PATHS.find(executable) ?? null;
+}
 
 let unavailable;
 /// Why the WebKit tests cannot run here (a sentence), or null when they can.
