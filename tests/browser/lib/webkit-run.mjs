@@ -27,9 +27,8 @@ export function webkitFixture(file, opts = {}) {
 /// WebDriver cannot switch WebKitGTK's prefers-color-scheme in a running browser (MiniBrowser's
 /// --dark-mode is a start-up flag), so Tern's own theme setting picks dark and light; the setting
 /// goes back to what it was, and the window to the desktop size. The cursor's blinking is off
-/// meanwhile, so that each shot shows the cursor (a blink's off phase would hide it). MiniBrowser's
-/// window is at least 447 px wide (its toolbar), so the phone shots are that wide, 844 high;
-/// returns the sizes got.
+/// meanwhile, so that each shot shows the cursor (a blink's off phase would hide it). Returns the
+/// viewport sizes got.
 export async function webkitScreenshots(page, name) {
   const was = await page.evaluate(() => window.tern.settings.get());
   const sizes = {};

@@ -6,9 +6,9 @@
 // setViewportSize, close), so the shared helpers (screen, stats, waitForPrompt, typeLine, the
 // paste helpers) work on it unchanged. docs/BROWSER.md, "WebKit (WebKitGTK) tests".
 import { spawn } from 'node:child_process';
-import { accessSync, constants, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { freePort, sleep, until } from './helpers.mjs';
+import { freePort, sleep, until, tempDir } from './helpers.mjs';
 
 /// MiniBrowser: TERN_MINIBROWSER, or where Debian's libwebkit2gtk-4.1-0 / libwebkitgtk-6.0-4 put it.
 const MINIBROWSER_PATHS = [
@@ -72,9 +72,14 @@ async function stopGroup(child) {
   groups.delete(child.pid);
 }
 
+/// The Xvfb screen. Without a window manager X gives the keyboard focus to the window under the
+/// pointer, which stays at the screen's centre: windows are placed over the centre (see
+/// setViewportSize), or the page would lose focus (document.hasFocus(), xterm.js's hollow cursor).
+const SCREEN = { width: 1920, height: 1200 };
+
 /// An Xvfb display (the server picks a free number and says which on fd 3).
 async function startXvfb() {
-  const child = startGroup('Xvfb', ['-displayfd', '3', '-screen', '0', '1920x1200x24', '-nolisten', 'tcp'],
+  const child = startGroup('Xvfb', ['-displayfd', '3', '-screen', '0', `${SCREEN.width}x${SCREEN.height}x24`, '-nolisten', 'tcp'],
     { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
   let log = '';
   child.stderr.on('data', (d) => { log += d; });
@@ -88,6 +93,19 @@ async function startXvfb() {
     child.once('exit', (code) => { clearTimeout(timer); rej(new Error(`Xvfb exited ${code}:\n${log}`)); });
   });
   return { child, display };
+}
+
+/// A GTK configuration of the run's own (XDG_CONFIG_HOME for MiniBrowser): its toolbar's buttons
+/// without padding, so that the window can be as narrow as a phone (390 px; with GTK's default
+/// theme MiniBrowser's toolbar keeps it at least 447 px wide). Only the browser's own bar changes:
+/// WebKitGTK draws the page's form controls itself, not with GTK's theme.
+function gtkConfig() {
+  const dir = tempDir('tern-webkit-gtk-');
+  for (const gtk of ['gtk-3.0', 'gtk-4.0']) {
+    mkdirSync(join(dir, gtk));
+    writeFileSync(join(dir, gtk, 'gtk.css'), 'button { padding: 0; min-width: 0; }\n');
+  }
+  return dir;
 }
 
 const KEYS = {
@@ -178,17 +196,41 @@ class WebKitPage {
   }
 
   /// Sizes the window so that the page's viewport is `width` x `height` (WebDriver sizes the
-  /// outer window; MiniBrowser's bar takes some of it). MiniBrowser's window has a minimum width
-  /// (447 px with its toolbar): a narrower request gets that; returns the viewport obtained.
+  /// outer window; MiniBrowser's bar takes some of it). Returns the viewport obtained: MiniBrowser's
+  /// toolbar bounds the window's width from below (under 390 px with gtkConfig()'s buttons).
   async setViewportSize({ width, height }) {
-    const outer = await this.session.cmd('POST', '/window/rect', { width, height });
-    const inner = await this.viewportSize();
-    const dw = outer.width - inner.width;
-    const dh = outer.height - inner.height;
-    if (dw || dh) await this.session.cmd('POST', '/window/rect', { width: width + dw, height: height + dh });
+    // What MiniBrowser's bar takes, learnt from the last resize (the window's size is applied
+    // asynchronously: the viewport is read once it stopped changing, and a second round corrects
+    // a stale reading).
+    this.chrome ??= { width: 0, height: 0 };
+    let got;
+    for (let round = 0; round < 3; round++) {
+      const w = Math.max(1, width + this.chrome.width);
+      const h = Math.max(1, height + this.chrome.height);
+      // Over the screen's centre, where the pointer is: the window keeps the focus (SCREEN).
+      const outer = await this.session.cmd('POST', '/window/rect', {
+        x: Math.max(0, Math.round((SCREEN.width - w) / 2)), y: Math.max(0, Math.round((SCREEN.height - h) / 2)),
+        width: w, height: h,
+      });
+      got = await this.settledViewport();
+      this.chrome = { width: Math.max(0, outer.width - got.width), height: Math.max(0, outer.height - got.height) };
+      if (got.width === width && got.height === height) break;
+    }
     // The page's resize handling (xterm.js refits) runs on the next frames.
     await sleep(200);
-    return this.viewportSize();
+    return got;
+  }
+
+  /// The viewport once two readings 100 ms apart agree.
+  async settledViewport() {
+    let last = await this.viewportSize();
+    for (let i = 0; i < 30; i++) {
+      await sleep(100);
+      const now = await this.viewportSize();
+      if (now.width === last.width && now.height === last.height) return now;
+      last = now;
+    }
+    return last;
   }
 
   /// Ends the session: MiniBrowser closes.
@@ -196,14 +238,14 @@ class WebKitPage {
 }
 
 /// MiniBrowser under WebKitWebDriver on an Xvfb display of its own, with a fresh ephemeral
-/// profile (automation mode), its viewport `viewport` (a phone's width is bounded by MiniBrowser,
-/// see setViewportSize). Throws with the reason when WebKit cannot run here (tests check
+/// profile (automation mode), its viewport `viewport`. Throws with the reason when WebKit cannot run here (tests check
 /// webkitUnavailable() first and skip). `consoleLog` holds what the page wrote to its console
 /// (MiniBrowser prints it on stdout) and the driver's messages.
 export async function launchWebKit(viewport = { width: 1280, height: 720 }) {
   const why = webkitUnavailable();
   if (why) throw new Error(`WebKit tests cannot run: ${why}`);
   const xvfb = await startXvfb();
+  const config = gtkConfig();
   const consoleLog = [];
   let driver;
   let page;
@@ -211,7 +253,7 @@ export async function launchWebKit(viewport = { width: 1280, height: 720 }) {
   try {
     const port = await freePort();
     driver = startGroup('WebKitWebDriver', [`--port=${port}`], {
-      env: { ...process.env, DISPLAY: xvfb.display },
+      env: { ...process.env, DISPLAY: xvfb.display, XDG_CONFIG_HOME: config },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     for (const s of [driver.stdout, driver.stderr]) {
@@ -250,14 +292,16 @@ export async function launchWebKit(viewport = { width: 1280, height: 720 }) {
   } catch (e) {
     await stopGroup(driver);
     await stopGroup(xvfb.child);
+    rmSync(config, { recursive: true, force: true });
     throw e;
   }
   return {
-    name: 'webkit', page, consoleLog, version: `WebKitGTK ${version}`,
+    name: 'webkit', page, consoleLog, version: `WebKitGTK ${version}`, display: xvfb.display,
     async close() {
       await Promise.race([page.close().catch(() => {}), sleep(5000)]);
       await stopGroup(driver);
       await stopGroup(xvfb.child);
+      rmSync(config, { recursive: true, force: true });
     },
   };
 }

@@ -25,6 +25,7 @@ test('WebKit: a prompt shows and a command runs', { skip }, async () => {
   const sizes = await webkitScreenshots(page, 'session');
   console.log(`# viewports: desktop ${JSON.stringify(sizes.desktop)}, phone ${JSON.stringify(sizes.phone)}`);
   assert.deepEqual(sizes.desktop, { width: 1280, height: 720 });
+  assert.deepEqual(sizes.phone, { width: 390, height: 844 });
   // The shell still answers at the desktop size again.
   await typeLine(page, 'clear; stty size');
   await until(async () => /^\d+ \d+$/m.test(await screen(page)), { what: 'stty size', detail: detail() });
