@@ -55,19 +55,22 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 /// Starts `cmd` in a process group of its own (so its children, MiniBrowser and WebKit's web and
-/// network processes, go with it).
+/// network processes, go with it). The group stays listed until stopGroup() (its leader may exit
+/// before its children).
 function startGroup(cmd, args, opts) {
   const child = spawn(cmd, args, { ...opts, detached: true });
   groups.add(child.pid);
-  child.once('exit', () => groups.delete(child.pid));
   return child;
 }
 
+/// SIGTERM to the group, up to 3 s for its leader to exit, then SIGKILL to whatever is left in it.
 async function stopGroup(child) {
-  if (!child || child.exitCode !== null || child.signalCode !== null) { groups.delete(child?.pid); return; }
-  const exited = new Promise((r) => child.once('exit', r));
-  killGroup(child.pid, 'SIGTERM');
-  await Promise.race([exited, sleep(3000)]);
+  if (!child) return;
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((r) => child.once('exit', r));
+    killGroup(child.pid, 'SIGTERM');
+    await Promise.race([exited, sleep(3000)]);
+  }
   killGroup(child.pid, 'SIGKILL');
   groups.delete(child.pid);
 }
@@ -126,6 +129,8 @@ class Session {
       method,
       headers: { 'content-type': 'application/json; charset=utf-8' },
       body: body === undefined ? undefined : JSON.stringify(body),
+      // A browser that stopped answering fails the command rather than hanging the test file.
+      signal: AbortSignal.timeout(90000),
     });
     const json = await res.json().catch(() => ({}));
     if (!res.ok) {
