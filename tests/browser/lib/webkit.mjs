@@ -141,10 +141,26 @@ class Session {
   }
 }
 
+// The page's console in `consoleLog`: WebDriver classic has no log command, and MiniBrowser's
+// --enable-write-console-messages-to-stdout does not apply to the web views automation opens. So
+// after each load the page's console and its uncaught errors are copied into an array, which is
+// read before the next navigation and at close; what the page logs before its load event is lost.
+const CONSOLE_HOOK = `(() => {
+  if (window.__ternConsole) return;
+  const log = (window.__ternConsole = []);
+  for (const k of ['log', 'info', 'warn', 'error', 'debug']) {
+    const orig = console[k];
+    console[k] = function (...args) { log.push(k + ': ' + args.map(String).join(' ')); return orig.apply(this, args); };
+  }
+  addEventListener('error', (e) => log.push('pageerror: ' + e.message));
+  addEventListener('unhandledrejection', (e) => log.push('pageerror: ' + e.reason));
+})()`;
+
 /// The page of a WebKit session, with the playwright calls the tests use.
 class WebKitPage {
-  constructor(session) {
+  constructor(session, consoleLog) {
     this.session = session;
+    this.consoleLog = consoleLog;
     const actions = (list) => this.session.cmd('POST', '/actions', { actions: [{ type: 'key', id: 'keyboard', actions: list }] });
     this.keyboard = {
       /// Keys to the focused element (xterm.js's textarea) as W3C key actions: real key events
@@ -169,9 +185,23 @@ class WebKitPage {
   }
 
   /// Loads `url` and returns when its load event fired (the page's scripts go on after).
-  async goto(url) { await this.session.cmd('POST', '/url', { url }); }
+  async goto(url) {
+    await this.readConsole();
+    await this.session.cmd('POST', '/url', { url });
+    await this.evaluate(CONSOLE_HOOK).catch(() => {});
+  }
 
-  async reload() { await this.session.cmd('POST', '/refresh', {}); }
+  async reload() {
+    await this.readConsole();
+    await this.session.cmd('POST', '/refresh', {});
+    await this.evaluate(CONSOLE_HOOK).catch(() => {});
+  }
+
+  /// Moves what the page logged since the last reading into consoleLog.
+  async readConsole() {
+    const lines = await this.evaluate(() => window.__ternConsole?.splice(0) ?? []).catch(() => []);
+    this.consoleLog.push(...lines);
+  }
 
   async url() { return this.session.cmd('GET', '/url'); }
 
@@ -239,13 +269,16 @@ class WebKitPage {
   }
 
   /// Ends the session: MiniBrowser closes.
-  async close() { await this.session.cmd('DELETE', ''); }
+  async close() {
+    await this.readConsole();
+    await this.session.cmd('DELETE', '');
+  }
 }
 
 /// MiniBrowser under WebKitWebDriver on an Xvfb display of its own, with a fresh ephemeral
 /// profile (automation mode), its viewport `viewport`. Throws with the reason when WebKit cannot run here (tests check
-/// webkitUnavailable() first and skip). `consoleLog` holds what the page wrote to its console
-/// (MiniBrowser prints it on stdout) and the driver's messages.
+/// webkitUnavailable() first and skip). `consoleLog` holds the driver's messages and what the
+/// page wrote to its console after its load event (CONSOLE_HOOK).
 export async function launchWebKit(viewport = { width: 1280, height: 720 }) {
   const why = webkitUnavailable();
   if (why) throw new Error(`WebKit tests cannot run: ${why}`);
@@ -279,8 +312,7 @@ export async function launchWebKit(viewport = { width: 1280, height: 720 }) {
           alwaysMatch: {
             'webkitgtk:browserOptions': {
               binary: minibrowser(),
-              // The page's console on MiniBrowser's stdout (the driver's, here): consoleLog.
-              args: ['--automation', '--enable-write-console-messages-to-stdout=true'],
+              args: ['--automation'],
             },
             // The page's beforeunload guard (a live session asks before a reload) must not stop
             // the tests' reloads: accepted as "leave".
@@ -291,7 +323,7 @@ export async function launchWebKit(viewport = { width: 1280, height: 720 }) {
     });
     const json = await res.json();
     if (!res.ok) throw new Error(`WebKitWebDriver refused a session: ${JSON.stringify(json.value)}`);
-    page = new WebKitPage(new Session(base, json.value.sessionId));
+    page = new WebKitPage(new Session(base, json.value.sessionId), consoleLog);
     version = json.value.capabilities?.browserVersion;
     if (viewport) await page.setViewportSize(viewport);
   } catch (e) {
