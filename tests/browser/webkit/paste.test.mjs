@@ -5,14 +5,17 @@
 // the shell. Skipped, with the reason printed, when WebKitGTK is missing (../lib/webkit-run.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { ARTIFACTS, until, screen, stats, typeLine, tempDir, pageDetail } from '../lib/helpers.mjs';
 import { makePng, sha256, pasteFile } from '../lib/paste.mjs';
 import { webkitFixture, webkitScreenshots } from '../lib/webkit-run.mjs';
+import { webkitUnavailable } from '../lib/webkit.mjs';
 
-const pasteDir = join(tempDir('tern-pastes-'), 'pastes');
+// The relay makes the paste dir itself (0700); its parent is removed with everything in it.
+const pasteDir = webkitUnavailable() ? null : join(tempDir('tern-pastes-'), 'pastes');
 const { fx, skip } = webkitFixture('paste.test.mjs', { relay: { args: ['--paste-dir', pasteDir] }, open: true, relayLog: true });
+fx?.defer(() => rmSync(dirname(pasteDir), { recursive: true, force: true }));
 // Rows come trimmed of trailing blanks, so a long path's soft wrap loses a space: compare without
 // white space.
 const squash = (text) => text.replace(/\s+/g, '');
