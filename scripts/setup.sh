@@ -44,6 +44,9 @@ APT_TEST=(tmux chromium chromium-driver pebble nginx libnss3-tools openssl iprou
 # Installed with them, but a failure only warns: the Firefox browser tests (tests/browser/firefox/)
 # skip with a printed reason when /usr/bin/firefox-esr is missing.
 APT_TEST_OPTIONAL=(firefox-esr)
+# The same for WebKit: WebKitGTK's WebKitWebDriver (and MiniBrowser with it) and Xvfb, its display;
+# the WebKit browser tests (tests/browser/webkit/) skip with a printed reason without them.
+APT_TEST_WEBKIT=(webkit2gtk-driver xvfb)
 # Building a release: the venv for Zig and cargo-zigbuild, `file` to check the binaries are static.
 APT_DIST=(python3-venv file)
 # npm: package.json's "dependencies" build the page (xterm.js and its addons, binaryen's wasm-opt);
@@ -230,6 +233,9 @@ case $purpose in
     apt_install --optional "Firefox runs the browser tests a second time (skipped, saying so, without it)" \
       "${APT_TEST_OPTIONAL[@]}" ||
       log "WARNING: could not install ${APT_TEST_OPTIONAL[*]}: the Firefox browser tests will be skipped"
+    apt_install --optional "WebKitGTK (MiniBrowser under WebKitWebDriver, on Xvfb) runs the WebKit browser tests (skipped, saying so, without it)" \
+      "${APT_TEST_WEBKIT[@]}" ||
+      log "WARNING: could not install ${APT_TEST_WEBKIT[*]}: the WebKit browser tests will be skipped"
     page_build all
     for t in "${MUSL_TARGETS[@]}"; do rust_target "$t" "the static release binary for $t (the dist stage)"; done
     dist_tools

@@ -47,6 +47,11 @@ stage_tools() {
   else
     echo "WARNING: $FIREFOX or node_modules/puppeteer-core missing: the Firefox browser tests will be SKIPPED" >&2
   fi
+  if command -v WebKitWebDriver >/dev/null && command -v Xvfb >/dev/null; then
+    echo "found: WebKitWebDriver Xvfb"
+  else
+    echo "WARNING: WebKitWebDriver (webkit2gtk-driver) or Xvfb (xvfb) missing: the WebKit browser tests will be SKIPPED" >&2
+  fi
 }
 
 stage_fmt() {
@@ -85,12 +90,15 @@ stage_wasm() { bash scripts/build-wasm.sh; }
 
 # End-to-end tests with node's test runner (docs/BROWSER.md, "Tests"): headless Chromium runs
 # tests/browser/tests/, then tests/browser/firefox/ runs the same test bodies in headless Firefox
-# (they skip, saying why, when Firefox is missing).
+# (they skip, saying why, when Firefox is missing), then tests/browser/webkit/ runs WebKitGTK's
+# MiniBrowser under WebKitWebDriver on Xvfb (the WebSocket fallback: no WebTransport there; they
+# skip, saying why, without webkit2gtk-driver or xvfb).
 stage_browser() {
   shopt -s nullglob
-  local chromium=(tests/browser/tests/*.test.mjs) firefox=(tests/browser/firefox/*.test.mjs) t
-  if ((${#chromium[@]} + ${#firefox[@]} == 0)); then
-    echo "skipped: no tests/browser/{tests,firefox}/*.test.mjs yet"
+  local chromium=(tests/browser/tests/*.test.mjs) firefox=(tests/browser/firefox/*.test.mjs)
+  local webkit=(tests/browser/webkit/*.test.mjs) t
+  if ((${#chromium[@]} + ${#firefox[@]} + ${#webkit[@]} == 0)); then
+    echo "skipped: no tests/browser/{tests,firefox,webkit}/*.test.mjs yet"
     return 0
   fi
   if ((${#chromium[@]})); then
@@ -102,6 +110,11 @@ stage_browser() {
     t=$SECONDS
     node --test "${firefox[@]}"
     echo "[test] browser: Firefox tests passed ($((SECONDS - t))s)"
+  fi
+  if ((${#webkit[@]})); then
+    t=$SECONDS
+    node --test "${webkit[@]}"
+    echo "[test] browser: WebKit tests passed ($((SECONDS - t))s)"
   fi
 }
 

@@ -23,7 +23,7 @@ function plan(purpose) {
 const words = (steps) => steps.flatMap((s) => s.name.split(/\s+/));
 
 // What only the tests use. None of it may be installed by `npm start`.
-const TEST_ONLY = ['chromium', 'chromium-driver', 'firefox-esr', 'nginx', 'pebble', 'openssh-server',
+const TEST_ONLY = ['chromium', 'chromium-driver', 'firefox-esr', 'webkit2gtk-driver', 'xvfb', 'nginx', 'pebble', 'openssh-server',
   'openssh-client', 'tmux', 'libnss3-tools', 'debootstrap', 'qemu-user-static', 'nightly', 'cargo-fuzz',
   'playwright-core', 'puppeteer-core', 'ziglang', 'cargo-zigbuild'];
 

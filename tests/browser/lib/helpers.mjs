@@ -89,7 +89,7 @@ export function browserName() {
 }
 
 /// Headless browser with a fresh profile: `launchBrowser(viewport?)` or
-/// `launchBrowser({ browser: 'chromium' | 'firefox', viewport, mobile, args, env })`; the browser
+/// `launchBrowser({ browser: 'chromium' | 'firefox' | 'webkit', viewport, mobile, args, env })`; the browser
 /// defaults to browserName(); Chromium only: `mobile` (a phone), `args` (more flags), `env` (added
 /// to its environment, e.g. another HOME). Returns `{ name, context, page, consoleLog, close() }`;
 /// `context.newPage()` and `page` offer the playwright calls the tests use in both browsers
@@ -103,6 +103,11 @@ export async function launchBrowser(opts = {}) {
   if (name === 'firefox') {
     const { launchFirefox } = await import('./firefox.mjs');
     return launchFirefox(viewport);
+  }
+  if (name === 'webkit') {
+    // Only asked for by name (tests/browser/webkit/): WebKitGTK's MiniBrowser, ./webkit.mjs.
+    const { launchWebKit } = await import('./webkit.mjs');
+    return launchWebKit(viewport);
   }
   if (name !== 'chromium') throw new Error(`unknown browser ${name}`);
   return launchChromium(viewport, (isOptions && opts.args) || [], isOptions && opts.mobile, isOptions && opts.env);
