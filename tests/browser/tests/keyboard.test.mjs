@@ -156,6 +156,16 @@ test('Ctrl+[ as an iPad sends it (keyCode 0) is ESC; a desktop\'s Ctrl+[ and Ctr
   assert.equal(bytes, '1b 78 1b 79 03 0a', 'the bytes of Ctrl+[ (iPad), x, Ctrl+[ (desktop), y, Ctrl+V Ctrl+C, Enter');
 });
 
+test('PageUp and PageDown as an iPad sends them (UIKeyInput names), and Escape by name with keyCode 0', async () => {
+  const { page } = fx;
+  const bytes = await odOf(page, async () => {
+    await ipadKey(page, { key: 'UIKeyInputPageUp', keyCode: 0 });
+    await ipadKey(page, { key: 'UIKeyInputPageDown', keyCode: 0 });
+    await ipadKey(page, { key: 'Escape', code: 'Escape', keyCode: 0 });
+  });
+  assert.equal(bytes, '1b 5b 35 7e 1b 5b 36 7e 1b 0a', 'the bytes of PageUp, PageDown, Escape, Enter');
+});
+
 test('arrows, Home and End as an iPad sends them (UIKeyInput names, keyCode 0) move the cursor', async () => {
   const { page } = fx;
   // xterm.js keeps the cursor keys in application mode (DECCKM) here, as mosh-client does.
