@@ -10,9 +10,10 @@
 //   and are then lost or become CR (paseo #4289: Esc, arrows and Ctrl+[ do nothing in a TUI).
 // - Esc, the arrows and PageUp/PageDown arrive with keyCode 0 and UIKit's names in `key`:
 //   'UIKeyInputEscape', 'UIKeyInputUpArrow' (Down, Left, Right), 'UIKeyInputPageUp' (Down), and
-//   since iOS 13.4 'UIKeyInputHome' and 'UIKeyInputEnd' (xtermjs/xterm.js#1064, a table of them in
-//   robertabcd/PttChrome#34). xterm.js 6.0.0 knows the four arrow names only; Esc and the rest
-//   are dropped. A standard name ('Escape', 'ArrowUp') with keyCode 0 is as lost.
+//   since iOS 13.4 'UIKeyInputHome' and 'UIKeyInputEnd': UIKit's UIKeyInput* constants
+//   (xtermjs/xterm.js#1064 reported the arrows so). xterm.js 6.0.0 knows the four arrow names
+//   only; Esc and the rest are dropped. A standard name ('Escape', 'ArrowUp') with keyCode 0 is as
+//   lost.
 // So: a keydown whose `key` says what it is while its keyCode says something else is turned into
 // the bytes xterm.js would have sent for that key here; everything else is left to xterm.js.
 // Keys under an IME composition (keyCode 229, `isComposing`) are the IME's, never taken here.
