@@ -20,7 +20,7 @@ const fail = (why) => { console.error(`[bundle-page] ERROR: ${why}`); process.ex
 
 const appPath = join(dist, 'app.js');
 let app = readFileSync(appPath, 'utf8');
-const importLine = /^import \{([^}]*)\} from '\.\/([a-z-]+\.js)';\n/gm;
+const importLine = /^import \{([^}]*)\} from '\.\/([a-z_-]+\.js)';\n/gm;
 const folded = [];
 app = app.replace(importLine, (_, names, file) => {
   const source = readFileSync(join(dist, file), 'utf8');

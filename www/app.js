@@ -9,6 +9,7 @@ import { wireHistory } from './history.js';
 import { FONTS, loadSettings, wireSettings } from './settings.js';
 import { wireClipboard } from './clipboard.js';
 import { ctrlByte, wireFullscreen, wireKeys } from './keys.js';
+import { wireHardwareKeys } from './hardware_keys.js';
 import { wireBell } from './bell.js';
 import { wireOffers } from './offers.js';
 
@@ -472,6 +473,8 @@ async function main() {
   window.addEventListener('resize', refit);
   new ResizeObserver(refit).observe($('terminal'));
   addKeyHandler(wireKeys({ term, $, touch: matchMedia('(pointer: coarse)').matches, onLayout: refit }));
+  // iPad and iPhone keyboards: Ctrl+C, Esc, arrows as WebKit hands them over (hardware_keys.js).
+  addKeyHandler(wireHardwareKeys({ term, ctrlByte }));
   wireFullscreen({ $, term });
   // Ctrl+W closes the tab in a browser (outside full screen, where the keyboard is not locked): while
   // a session is live the browser asks first. The shell would survive (a reload or another tab
