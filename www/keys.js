@@ -73,7 +73,7 @@ export function parseBarLayout(input) {
       const name = word.length > 1 ? word.toLowerCase() : word;
       const ok = name.length === 1 ? /^[\x21-\x7e]$/.test(name) : BAR_KEYS.includes(name);
       if (!ok) {
-        return { error: `“${word}” is not a key: use ${BAR_KEYS.join(' ')}, or one character.` };
+        return { error: `“${word}” is not a key: a name (${BAR_KEYS.join(' ')}) or one character.` };
       }
       row.push(name);
     }

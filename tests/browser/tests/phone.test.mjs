@@ -60,6 +60,7 @@ const geometry = (page) => page.evaluate(() => {
 /// A finger on `page` through Chromium's input pipeline (touch events, the pointer events and
 /// click they make): down at the middle of `selector`, held `hold` ms, lifted.
 async function press(page, selector, hold = 0) {
+  await page.locator(selector).scrollIntoViewIfNeeded();
   const box = await page.locator(selector).boundingBox();
   assert.ok(box, `no ${selector}`);
   const point = [{ x: Math.round(box.x + box.width / 2), y: Math.round(box.y + box.height / 2), id: 1 }];
@@ -125,7 +126,6 @@ test('the keyboard opening refits the terminal once, to the visible part, with t
   assert.ok(open.barBottom <= open.visibleBottom + 0.5, `the bar (bottom ${open.barBottom}) is below the visible part (${open.visibleBottom})`);
   assert.ok(open.termBottom <= open.barTop + 0.5, `the terminal (bottom ${open.termBottom}) runs under the bar (top ${open.barTop})`);
   assert.equal(open.scrollY, 0, 'the page scrolled');
-  await phoneShots(page, 'keyboard-open');
 
   await slideKeyboard(page, PHONE.height);
   await until(() => changes().length >= 2, { what: 'the shell to see the size back' });
@@ -151,6 +151,17 @@ test('the keyboard opening refits the terminal once, to the visible part, with t
 
   await page.keyboard.press('Control+C');
   await until(async () => /[$#] ?$/.test((await screen(page)).trimEnd()), { what: 'the prompt back' });
+
+  // As a person sees it: the keyboard open at a shell's prompt. (mosh-server keeps the top rows
+  // of a screen it shrinks, so the newest rows of a full screen go; the shell redraws its prompt
+  // on the cursor's row.)
+  await slideKeyboard(page, KEYBOARD_OPEN);
+  await until(async () => (await geometry(page)).rows < before.rows, { what: 'the terminal to refit' });
+  await typeLine(page, 'clear; ls -d /usr/*');
+  await until(async () => /\/usr\/share/.test(await screen(page)), { what: 'ls' });
+  await phoneShots(page, 'keyboard-open');
+  await slideKeyboard(page, PHONE.height);
+  await until(async () => (await geometry(page)).rows === before.rows, { what: 'the rows back' });
 });
 
 test('the bar: two rows of keys at least 44 px tall; sticky Ctrl then a soft keyboard\'s c interrupts sleep', chromiumOnly, async () => {
