@@ -292,7 +292,7 @@ test('an installable app: the manifest and its icons are served and valid, iOS\'
   assert.deepEqual(meta, {
     'mobile-web-app-capable': 'yes',
     'apple-mobile-web-app-capable': 'yes',
-    'apple-mobile-web-app-status-bar-style': 'black-translucent',
+    'apple-mobile-web-app-status-bar-style': 'black',
     'apple-mobile-web-app-title': 'Tern',
   });
   const touchIcon = await page.evaluate(() => document.querySelector('link[rel=apple-touch-icon]')?.getAttribute('href'));
