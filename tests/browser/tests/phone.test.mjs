@@ -193,22 +193,25 @@ test('the bar: two rows of keys at least 44 px tall; sticky Ctrl then a soft key
   // A long press holds Ctrl down until it is tapped again.
   await press(page, '#extra-keys [data-key=ctrl]', LONG);
   assert.equal(await page.evaluate(() => document.querySelector('#extra-keys [data-key=ctrl]').classList.contains('locked')), true, 'Ctrl not held');
+  await phoneShots(page, 'bar-ctrl-held');
   await press(page, '#extra-keys [data-key=ctrl]');
   assert.equal(await page.getAttribute('#extra-keys [data-key=ctrl]', 'aria-pressed'), 'false', 'Ctrl not let go');
 });
 
-test('a long press on a key sends its variant; a tap the key', chromiumOnly, async () => {
+test('a long press on a key sends its variant; a tap the key; Ctrl on the bar\'s arrow as xterm sends it', chromiumOnly, async () => {
   const { page } = fx;
-  await typeLine(page, 'clear; head -c 8 | od -c');
+  await typeLine(page, 'clear; head -c 14 | od -c');
   await sleep(500);
   await press(page, '#extra-keys [data-key="-"]');
   await press(page, '#extra-keys [data-key="-"]', LONG);
   await press(page, '#extra-keys [data-key="/"]', LONG);
   await press(page, '#extra-keys [data-key=up]', LONG);
+  await press(page, '#extra-keys [data-key=ctrl]');
+  await press(page, '#extra-keys [data-key=left]');
   await page.keyboard.press('Enter');
-  // od -c: - _ \ and PgUp (ESC [ 5 ~), then the newline.
-  await until(async () => /-\s+_\s+\\\s+033\s+\[\s+5\s+~\s+\\n/.test(await screen(page)),
-    { what: 'od to show - _ \\ ESC [ 5 ~', detail: pageDetail(page) });
+  // od -c: - _ \ PgUp (ESC [ 5 ~) Ctrl+Left (ESC [ 1 ; 5 D), then the newline.
+  await until(async () => /-\s+_\s+\\\s+033\s+\[\s+5\s+~\s+033\s+\[\s+1\s+;\s+5\s+D\s+\\n/.test(await screen(page)),
+    { what: 'od to show - _ \\ ESC [ 5 ~ ESC [ 1 ; 5 D', detail: pageDetail(page) });
 });
 
 test('the bar\'s keys are chosen in the settings, checked, applied at once and kept over a reload', chromiumOnly, async () => {
