@@ -59,6 +59,9 @@ const VARIANT_LABEL = { backtab: '⇤', pgup: 'PgUp', pgdn: 'PgDn', home: 'Home'
 
 const MAX_ROWS = 2;
 const MAX_PER_ROW = 10;
+// A key's smallest width when the rows go side by side, and the bar's gap (style.css).
+const KEY_MIN_PX = 44;
+const KEY_GAP_PX = 3;
 
 /// The settings' text for the bar (one line per row, names and single characters between spaces)
 /// checked: `{ text, rows }` with the text tidied (lower case, single spaces), or `{ error }`.
@@ -132,16 +135,27 @@ export function wireKeys({ term, $, touch }) {
     bar.replaceChildren(...parsed.rows.map((names) => {
       const row = document.createElement('div');
       row.className = 'row';
+      row.style.setProperty('--keys', String(names.length));
       row.append(...names.map(keyButton));
       return row;
     }));
-    document.documentElement.style.setProperty('--bar-rows', String(parsed.rows.length));
+    arrange();
+  };
+  // The rows side by side, in one line, where the bar is wide enough for every key at
+  // KEY_MIN_PX (a phone on its side, a tablet): the terminal keeps 47 px more of a short screen.
+  const arrange = () => {
+    const rows = bar.children.length;
+    const keys = bar.querySelectorAll('button').length;
+    const oneLine = rows > 1 && bar.clientWidth >= keys * KEY_MIN_PX + (keys + 1) * KEY_GAP_PX;
+    bar.classList.toggle('one-line', oneLine);
+    document.documentElement.style.setProperty('--bar-rows', String(oneLine ? 1 : rows));
   };
 
   if (touch) {
     bar.hidden = false;
     document.body.classList.add('touch');
     wireBar({ bar, term, sticky, sync, press });
+    new ResizeObserver(arrange).observe(bar);
     // Soft keyboards that type through the input event, with no keydown for the key (Android's
     // keyboards send keyCode 229): the sticky modifiers apply there too. Capture on xterm.js's
     // element, before its textarea's own listener turns the text into input.

@@ -30,11 +30,11 @@ const chromiumOnly = onlyChromium('phone emulation (touch, device metrics) is CD
 /// The phone's visible height, moved to `height` in `steps` frames about 30 ms apart (a keyboard's
 /// slide): the page sees a visualViewport `resize` at each.
 async function slideKeyboard(page, height, steps = 5) {
-  const from = await page.evaluate(() => window.visualViewport.height);
+  const [from, width] = await page.evaluate(() => [window.visualViewport.height, window.innerWidth]);
   for (let i = 1; i <= steps; i++) {
     // playwright's setViewportSize is setDeviceMetricsOverride in its own CDP session, phone
     // emulation kept (a second session's override would be undone when it detaches).
-    await page.setViewportSize({ width: PHONE.width, height: Math.round(from + ((height - from) * i) / steps) });
+    await page.setViewportSize({ width, height: Math.round(from + ((height - from) * i) / steps) });
     await sleep(16);
   }
 }
@@ -198,6 +198,29 @@ test('the bar: two rows of keys at least 44 px tall; sticky Ctrl then a soft key
   assert.equal(await page.getAttribute('#extra-keys [data-key=ctrl]', 'aria-pressed'), 'false', 'Ctrl not let go');
 });
 
+test('a phone on its side puts the two rows side by side in one line of 44 px keys', chromiumOnly, async () => {
+  const { page } = fx;
+  const keys = () => page.evaluate(() => [...document.querySelectorAll('#extra-keys button')]
+    .map((b) => { const r = b.getBoundingClientRect(); return { key: b.dataset.key, top: Math.round(r.top), width: r.width, height: r.height }; }));
+  try {
+    await page.setViewportSize({ width: PHONE.height, height: PHONE.width });
+    await until(() => page.evaluate(() => document.getElementById('extra-keys').classList.contains('one-line')), { what: 'one line' });
+    const wide = await keys();
+    assert.equal(new Set(wide.map((k) => k.top)).size, 1, `not one line: ${JSON.stringify(wide)}`);
+    for (const k of wide) assert.ok(k.width >= 44 && k.height >= 44, `${k.key} is ${k.width}x${k.height}`);
+    // The keyboard open on its side: about 200 px left.
+    await slideKeyboard(page, 200, 3);
+    await until(async () => { const g = await geometry(page); return g.termBottom <= g.barTop + 0.5 && g.barBottom <= g.visibleBottom + 0.5 && g.rows >= 6; },
+      { what: 'the terminal above the one-line bar', detail: async () => JSON.stringify(await geometry(page)) });
+    await typeLine(page, 'clear; echo on its side');
+    await until(async () => /^on its side$/m.test(await screen(page)), { what: 'echo' });
+    await phoneShots(page, 'landscape-keyboard-open');
+  } finally {
+    await page.setViewportSize(PHONE);
+  }
+  await until(async () => new Set((await keys()).map((k) => k.top)).size === 2, { what: 'two rows again in portrait' });
+});
+
 test('a long press on a key sends its variant; a tap the key; Ctrl on the bar\'s arrow as xterm sends it', chromiumOnly, async () => {
   const { page } = fx;
   await typeLine(page, 'clear; head -c 14 | od -c');
@@ -223,18 +246,18 @@ test('the bar\'s keys are chosen in the settings, checked, applied at once and k
   await field.scrollIntoViewIfNeeded();
   await phoneShots(page, 'settings-keys');
 
-  await field.fill('ESC ctrl : ;\nleft right enter');
-  await until(async () => JSON.stringify(await barKeys(page)) === JSON.stringify([['esc', 'ctrl', ':', ';'], ['left', 'right', 'enter']]),
+  await field.fill('ESC ctrl : ; ( ) [ ]\nleft right enter');
+  await until(async () => JSON.stringify(await barKeys(page)) === JSON.stringify([['esc', 'ctrl', ':', ';', '(', ')', '[', ']'], ['left', 'right', 'enter']]),
     { what: 'the bar rebuilt', detail: async () => JSON.stringify(await barKeys(page)) });
   // What is wrong is said, and the bar keeps its keys.
   await field.fill('esc foo');
   assert.match(await page.textContent('#settings-extra-keys-error'), /“foo” is not a key/);
   assert.equal(await field.getAttribute('aria-invalid'), 'true');
-  assert.deepEqual(await barKeys(page), [['esc', 'ctrl', ':', ';'], ['left', 'right', 'enter']]);
+  assert.deepEqual(await barKeys(page), [['esc', 'ctrl', ':', ';', '(', ')', '[', ']'], ['left', 'right', 'enter']]);
   await phoneShots(page, 'settings-keys-error');
   await field.fill('a b c d e f g h i j k');
   assert.match(await page.textContent('#settings-extra-keys-error'), /At most 10 keys in a row/);
-  await field.fill('esc ctrl : ;\nleft right enter');
+  await field.fill('esc ctrl : ; ( ) [ ]\nleft right enter');
   assert.equal(await page.textContent('#settings-extra-keys-error'), '');
   await press(page, '#settings-close');
 
@@ -242,7 +265,7 @@ test('the bar\'s keys are chosen in the settings, checked, applied at once and k
   const twoRows = await page.evaluate(() => document.getElementById('extra-keys').getBoundingClientRect().height);
   await page.reload();
   await until(() => page.evaluate(() => document.body.classList.contains('live')), { what: 'the session back after the reload' });
-  assert.deepEqual(await barKeys(page), [['esc', 'ctrl', ':', ';'], ['left', 'right', 'enter']], 'the keys after a reload');
+  assert.deepEqual(await barKeys(page), [['esc', 'ctrl', ':', ';', '(', ')', '[', ']'], ['left', 'right', 'enter']], 'the keys after a reload');
   await press(page, '#extra-keys [data-key=":"]');
   await press(page, '#extra-keys [data-key=";"]', LONG);
   await until(async () => /[$#] :: ?$/m.test(await screen(page)), { what: 'the new keys to type', detail: pageDetail(page) });
