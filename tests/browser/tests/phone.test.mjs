@@ -160,6 +160,16 @@ test('the keyboard opening refits the terminal once, to the visible part, with t
   await typeLine(page, 'clear; ls -d /usr/*');
   await until(async () => /\/usr\/share/.test(await screen(page)), { what: 'ls' });
   await phoneShots(page, 'keyboard-open');
+  // The session's history view, over the terminal, ends above the bar as well.
+  await page.evaluate(() => window.tern.history.open());
+  await until(() => page.evaluate(() => window.tern.history.isOpen() && document.querySelector('#history .hl') !== null), { what: 'the history view' });
+  const [historyBottom, barTop] = await page.evaluate(() => [
+    document.getElementById('history').getBoundingClientRect().bottom,
+    document.getElementById('extra-keys').getBoundingClientRect().top,
+  ]);
+  assert.ok(historyBottom <= barTop + 0.5, `the history view (bottom ${historyBottom}) runs under the bar (top ${barTop})`);
+  await phoneShots(page, 'history-keyboard-open');
+  await page.evaluate(() => window.tern.history.close());
   await slideKeyboard(page, PHONE.height);
   await until(async () => (await geometry(page)).rows === before.rows, { what: 'the rows back' });
 });
