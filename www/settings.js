@@ -1,6 +1,7 @@
 // The settings panel (the gear, top right; Ctrl+, or the gear's keyboard focus and Enter): font
 // size and family, theme, cursor, copy on select, programs setting the clipboard, prediction, scrollback, Option as Meta, bell
-// notifications, the extra-keys bar of touch devices. Saved in localStorage (every tab of this origin), applied at once and at load.
+// notifications, the extra-keys bar of touch devices. Saved in localStorage (every tab of this
+// origin), applied at once and at load.
 // Ctrl+= / Ctrl+- / Ctrl+0 change the terminal's font size (not the page zoom).
 
 const KEY = 'tern.settings';
@@ -157,6 +158,7 @@ export function wireSettings({ $, apply, initial, relay = () => undefined, check
   });
   $('settings-reset').addEventListener('click', () => {
     barError.textContent = '';
+    field('extraKeys').setAttribute('aria-invalid', 'false');
     set({ ...DEFAULTS });
   });
 
