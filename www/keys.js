@@ -211,15 +211,16 @@ function keyButton(name) {
 /// The bar's taps and long presses. A tap (a click: also what a screen reader's activation is)
 /// sends the key; a press held LONG_PRESS_MS sends the variant at that moment (the finger learns
 /// it worked without lifting), or holds Ctrl/Alt down. The click that may follow a long press is
-/// not a tap. Pressing never takes the focus from xterm.js's textarea: the keyboard stays open.
+/// not a tap. Pressing never moves the focus: an open on-screen keyboard stays open, and a closed
+/// one stays closed (PgUp through a pager with the whole screen in view).
 function wireBar({ bar, term, sticky, sync, press }) {
-  let down = null; // { button, timer, long }
+  let down = null; // { button, timer, long, typing }
   bar.addEventListener('pointerdown', (e) => {
     e.preventDefault();
     clearTimeout(down?.timer);
     const b = e.target.closest('button');
     if (!b) return;
-    const mine = { button: b, long: false };
+    const mine = { button: b, long: false, typing: document.activeElement === term.textarea };
     down = mine;
     mine.timer = setTimeout(() => {
       mine.long = true;
@@ -257,7 +258,9 @@ function wireBar({ bar, term, sticky, sync, press }) {
         press(b.dataset.key);
       }
     }
-    term.focus();
+    // A click with no finger or mouse before it (a screen reader, the keyboard) focused the
+    // button: the terminal takes the focus back.
+    if (!was || was.typing) term.focus();
   });
 }
 

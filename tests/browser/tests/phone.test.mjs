@@ -206,6 +206,22 @@ test('the bar: two rows of keys at least 44 px tall; sticky Ctrl then a soft key
   await phoneShots(page, 'bar-ctrl-held');
   await press(page, '#extra-keys [data-key=ctrl]');
   assert.equal(await page.getAttribute('#extra-keys [data-key=ctrl]', 'aria-pressed'), 'false', 'Ctrl not let go');
+
+  // A key never moves the focus: with the on-screen keyboard closed (the terminal not focused) a
+  // tap sends its key and leaves it closed; with it open, it stays open.
+  const typing = () => page.evaluate(() => document.activeElement === window.tern.term.textarea);
+  await page.evaluate(() => {
+    window.__sent = [];
+    window.tern.term.onData((d) => window.__sent.push(d));
+    document.activeElement.blur();
+  });
+  await press(page, '#extra-keys [data-key=pgdn]');
+  assert.deepEqual(await page.evaluate(() => window.__sent), ['\x1b[6~']);
+  assert.equal(await typing(), false, 'a tap focused the terminal (it would open the keyboard)');
+  await page.evaluate(() => window.tern.term.focus());
+  await press(page, '#extra-keys [data-key=tab]');
+  assert.equal(await typing(), true, 'a tap took the focus from the terminal (it would close the keyboard)');
+  await page.keyboard.press('Control+C');
 });
 
 test('a phone on its side puts the two rows side by side in one line of 44 px keys', chromiumOnly, async () => {
