@@ -47,7 +47,7 @@ const NAMED = {
   pgdn: { label: 'PgDn', aria: 'Page Down', tilde: 6 },
 };
 /// Names the bar's settings may use (besides any single character, which types itself).
-export const BAR_KEYS = Object.keys(NAMED).filter((n) => n !== 'backtab');
+const BAR_KEYS = Object.keys(NAMED).filter((n) => n !== 'backtab');
 
 /// A long press on a character key types its partner: the shifted or paired character a soft
 /// keyboard hides on another page.
