@@ -168,6 +168,17 @@ export function wireKeys({ term, $, touch }) {
       press(first);
       if (rest.length) send(rest.join(''));
     }, true);
+    // Keyboards that compose (Gboard: the letter underlined until committed): xterm.js reads the
+    // committed text from its textarea a moment after `compositionend`. Emptied here, it sends
+    // nothing (its own composition state still ends as usual), and the text goes out with the
+    // modifier.
+    term.element.addEventListener('compositionend', (e) => {
+      if (!anySticky() || !e.data) return;
+      if (term.textarea) term.textarea.value = '';
+      const [first, ...rest] = [...e.data];
+      press(first);
+      if (rest.length) send(rest.join(''));
+    }, true);
   }
 
   // xterm.js's custom key handler: `true` when the key was taken here.

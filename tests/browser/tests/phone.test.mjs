@@ -87,6 +87,19 @@ async function softType(page, text) {
   }
 }
 
+/// Text as a composing keyboard types it: shown as composition, then committed (CDP
+/// Input.imeSetComposition, then Input.insertText).
+async function compose(page, text) {
+  const cdp = await page.context().newCDPSession(page);
+  try {
+    await cdp.send('Input.imeSetComposition', { text, selectionStart: text.length, selectionEnd: text.length });
+    await sleep(30);
+    await cdp.send('Input.insertText', { text });
+  } finally {
+    await cdp.detach();
+  }
+}
+
 /// Dark and light screenshots of the phone as it is now: test-artifacts/phone-NAME-{dark,light}.png.
 async function phoneShots(page, name) {
   for (const scheme of ['dark', 'light']) {
@@ -199,6 +212,19 @@ test('the bar: two rows of keys at least 44 px tall; sticky Ctrl then a soft key
   await softType(page, 'echo status-$?');
   await page.keyboard.press('Enter');
   await until(async () => /^status-130$/m.test(await screen(page)), { what: 'Ctrl+C from the bar', detail: pageDetail(page) });
+
+  // A keyboard that composes (Gboard underlines a letter until it is committed): the committed
+  // text gets the modifier too. CDP Input.imeSetComposition then insertText: compositionstart,
+  // compositionupdate, insertCompositionText, compositionend, and no keydown.
+  await typeLine(page, 'clear; sleep 100');
+  await sleep(500);
+  await press(page, '#extra-keys [data-key=ctrl]');
+  await compose(page, 'c');
+  await until(async () => /\^C\n[^\n]*[$#] ?$/.test((await screen(page)).trimEnd()), { what: 'the prompt after a composed ^C', detail: pageDetail(page) });
+  assert.equal(await page.getAttribute('#extra-keys [data-key=ctrl]', 'aria-pressed'), 'false', 'Ctrl stayed down after a composed key');
+  await compose(page, 'echo composed-$?');
+  await page.keyboard.press('Enter');
+  await until(async () => /^composed-130$/m.test(await screen(page)), { what: 'Ctrl+C composed', detail: pageDetail(page) });
 
   // A long press holds Ctrl down until it is tapped again.
   await press(page, '#extra-keys [data-key=ctrl]', LONG);
