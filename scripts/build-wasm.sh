@@ -65,7 +65,7 @@ x=node_modules/@xterm
 cp $x/xterm/lib/xterm.mjs $x/xterm/css/xterm.css $x/addon-fit/lib/addon-fit.mjs \
   $x/addon-web-links/lib/addon-web-links.mjs "$dist.tmp/xterm/"
 [[ -f $x/addon-webgl/lib/addon-webgl.mjs ]] && cp $x/addon-webgl/lib/addon-webgl.mjs "$dist.tmp/xterm/"
-cp www/index.html www/*.js www/style.css www/manifest.webmanifest www/icon.svg www/icon-*.png "$dist.tmp/"
+cp www/index.html www/*.js www/style.css www/manifest.webmanifest www/icon.svg www/icon-*.png www/apple-touch-icon.png "$dist.tmp/"
 # The page's own modules folded into app.js: one script of ours to fetch, not nine.
 node scripts/bundle-page.mjs "$dist.tmp"
 

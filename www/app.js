@@ -8,8 +8,9 @@ import init, { Client } from './pkg/tern.js';
 import { wireHistory } from './history.js';
 import { FONTS, loadSettings, wireSettings } from './settings.js';
 import { wireClipboard } from './clipboard.js';
-import { ctrlByte, wireFullscreen, wireKeys } from './keys.js';
+import { ctrlByte, parseBarLayout, wireFullscreen, wireKeys } from './keys.js';
 import { wireHardwareKeys } from './hardware_keys.js';
+import { wireVisualViewport } from './viewport.js';
 import { wireBell } from './bell.js';
 import { wireOffers } from './offers.js';
 
@@ -361,7 +362,7 @@ async function main() {
   }
   pill('Connecting…', 'info');
 
-  const initial = loadSettings();
+  const initial = loadSettings({ extraKeys: parseBarLayout });
   const term = new Terminal({
     fontFamily: FONTS[initial.fontFamily],
     fontSize: initial.fontSize,
@@ -472,7 +473,11 @@ async function main() {
   };
   window.addEventListener('resize', refit);
   new ResizeObserver(refit).observe($('terminal'));
-  addKeyHandler(wireKeys({ term, $, touch: matchMedia('(pointer: coarse)').matches, onLayout: refit }));
+  // A touch device: the extra-keys bar, and the terminal fit to what the on-screen keyboard leaves.
+  const touch = matchMedia('(pointer: coarse)').matches;
+  const keys = wireKeys({ term, $, touch });
+  addKeyHandler(keys.key);
+  if (touch) wireVisualViewport({ onLayout: refit });
   // iPad and iPhone keyboards: Ctrl+C, Esc, arrows as WebKit hands them over (hardware_keys.js).
   addKeyHandler(wireHardwareKeys({ term, ctrlByte }));
   wireFullscreen({ $, term });
@@ -492,6 +497,7 @@ async function main() {
     $,
     initial,
     relay: () => client.relayBuild(),
+    checks: { extraKeys: parseBarLayout },
     apply(next, changed) {
       settings = next;
       const has = (k) => changed.includes(k);
@@ -502,6 +508,7 @@ async function main() {
       if (has('scrollback')) term.options.scrollback = next.scrollback;
       if (has('macOptionIsMeta')) term.options.macOptionIsMeta = next.macOptionIsMeta;
       if (has('theme')) applyTheme(term, next.theme);
+      if (has('extraKeys')) keys.setLayout(next.extraKeys);
       if (has('remoteCopy')) client.setRemoteCopy(next.remoteCopy);
       if (has('predict') || has('predictOverwrite')) {
         setPrediction(prediction ?? { mode: next.predict, overwrite: next.predictOverwrite });

@@ -3,17 +3,18 @@
 // - Shift+Enter sends ESC CR: what Claude Code, Codex and Gemini CLI read as "a new line in the
 //   prompt" (xterm.js would send a plain CR). Alt+key sends ESC key (xterm.js does that itself;
 //   on macOS only when "Option as Meta" is set, since Option types characters there).
-// - On a touch device a bar above the on-screen keyboard: Esc, Tab, sticky Ctrl and Alt, the
-//   arrows and the characters soft keyboards hide (| ~ / -). A sticky modifier applies to the next
-//   key, from the bar or the keyboard, then lets go. The terminal fits the visual viewport, so the
-//   on-screen keyboard never covers the prompt.
+// - On a touch device a bar above the on-screen keyboard (wireBar): two rows of keys soft
+//   keyboards lack, chosen in the settings (BAR_KEYS names them). Ctrl and Alt are sticky: they
+//   apply to the next key, from the bar or the keyboard, then let go; a long press holds one down
+//   until it is tapped again. A long press on another key sends its variant (VARIANTS). The
+//   terminal fits the visual viewport (viewport.js), so the on-screen keyboard never covers the
+//   prompt.
 // - A finger on the terminal (wireTouch): dragged up or down it scrolls the scrollback, or, while
 //   the program asked for mouse wheel reports, scrolls the program as the wheel would; held still
 //   for half a second it offers "Paste" at that point. A tap stays a tap (focus, keyboard).
 
 const ESC = '\x1b';
-const ARROWS = { up: 'A', down: 'B', right: 'C', left: 'D' };
-const NAMED = { esc: ESC, tab: '\t' };
+const CSI = `${ESC}[`;
 
 /// The byte a Ctrl+key makes (Ctrl+C → 0x03, Ctrl+[ → ESC, Ctrl+Space → NUL); null for other keys.
 export function ctrlByte(key) {
@@ -25,74 +26,253 @@ export function ctrlByte(key) {
   return null;
 }
 
-export function wireKeys({ term, $, touch, onLayout }) {
+// The bar's keys by name. `cursor`: a cursor-pad key, ESC O x unmodified (the page keeps xterm.js
+// in DECCKM, as mosh-client does) and CSI 1;m x with modifiers, as xterm sends them; `tilde`: CSI
+// n ~ (CSI n;m ~ modified). `variant`: the key a long press sends instead.
+const NAMED = {
+  esc: { label: 'Esc', text: ESC },
+  tab: { label: 'Tab', text: '\t', variant: 'backtab' },
+  backtab: { label: '⇤', aria: 'Shift+Tab', seq: `${CSI}Z` },
+  enter: { label: '⏎', aria: 'Enter', text: '\r' },
+  space: { label: '␣', aria: 'Space', text: ' ' },
+  ctrl: { label: 'Ctrl', sticky: 'ctrl' },
+  alt: { label: 'Alt', sticky: 'alt' },
+  up: { label: '↑', aria: 'Up', cursor: 'A', variant: 'pgup' },
+  down: { label: '↓', aria: 'Down', cursor: 'B', variant: 'pgdn' },
+  right: { label: '→', aria: 'Right', cursor: 'C', variant: 'end' },
+  left: { label: '←', aria: 'Left', cursor: 'D', variant: 'home' },
+  home: { label: 'Home', cursor: 'H' },
+  end: { label: 'End', cursor: 'F' },
+  pgup: { label: 'PgUp', aria: 'Page Up', tilde: 5 },
+  pgdn: { label: 'PgDn', aria: 'Page Down', tilde: 6 },
+};
+/// Names the bar's settings may use (besides any single character, which types itself).
+const BAR_KEYS = Object.keys(NAMED).filter((n) => n !== 'backtab');
+
+/// A long press on a character key types its partner: the shifted or paired character a soft
+/// keyboard hides on another page.
+const VARIANTS = {
+  '-': '_', '/': '\\', '|': '&', '~': '`', '.': ',', ';': ':', "'": '"', '<': '>', '(': ')',
+  '[': ']', '{': '}', '=': '+', '*': '^', '!': '?', '$': '#', '@': '%',
+};
+const VARIANT_LABEL = { backtab: '⇤', pgup: 'PgUp', pgdn: 'PgDn', home: 'Home', end: 'End' };
+
+const MAX_ROWS = 2;
+const MAX_PER_ROW = 10;
+// A key's smallest width when the rows go side by side, and the bar's gap (style.css).
+const KEY_MIN_PX = 44;
+const KEY_GAP_PX = 3;
+
+/// The settings' text for the bar (one line per row, names and single characters between spaces)
+/// checked: `{ text, rows }` with the text tidied (lower case, single spaces), or `{ error }`.
+export function parseBarLayout(input) {
+  const lines = String(input ?? '').split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  if (!lines.length) return { error: 'The bar needs at least one key.' };
+  if (lines.length > MAX_ROWS) return { error: `At most ${MAX_ROWS} rows (lines).` };
+  const rows = [];
+  for (const line of lines) {
+    const row = [];
+    for (const word of line.split(/\s+/)) {
+      const name = word.length > 1 ? word.toLowerCase() : word;
+      const ok = name.length === 1 ? /^[\x21-\x7e]$/.test(name) : BAR_KEYS.includes(name);
+      if (!ok) {
+        return { error: `“${word}” is not a key: a name (${BAR_KEYS.join(' ')}) or one character.` };
+      }
+      row.push(name);
+    }
+    if (row.length > MAX_PER_ROW) return { error: `At most ${MAX_PER_ROW} keys in a row (a row has ${row.length}).` };
+    rows.push(row);
+  }
+  return { text: rows.map((r) => r.join(' ')).join('\n'), rows };
+}
+
+/// The modifier parameter of xterm's CSI sequences: 1 + Shift 1 + Alt 2 + Ctrl 4.
+const modParam = ({ ctrl, alt }) => 1 + (alt ? 2 : 0) + (ctrl ? 4 : 0);
+
+/// What the key called `name` sends with the modifiers `mods` ({ ctrl, alt }).
+function bytesOf(name, mods) {
+  const k = NAMED[name];
+  const m = modParam(mods);
+  if (k?.cursor) return m > 1 ? `${CSI}1;${m}${k.cursor}` : `${ESC}O${k.cursor}`;
+  if (k?.tilde) return m > 1 ? `${CSI}${k.tilde};${m}~` : `${CSI}${k.tilde}~`;
+  if (k?.seq) return (mods.alt ? ESC : '') + k.seq;
+  const text = k ? k.text : name;
+  return (mods.alt ? ESC : '') + ((mods.ctrl && ctrlByte(text)) || text);
+}
+
+export function wireKeys({ term, $, touch }) {
+  // Each modifier: false, 'once' (the next key) or 'locked' (until tapped again).
   const sticky = { ctrl: false, alt: false };
   const bar = $('extra-keys');
-  const release = () => {
-    sticky.ctrl = false;
-    sticky.alt = false;
-    for (const b of bar.querySelectorAll('[data-sticky]')) b.setAttribute('aria-pressed', 'false');
+  const sync = () => {
+    for (const b of bar.querySelectorAll('[data-sticky]')) {
+      const state = sticky[b.dataset.sticky];
+      b.setAttribute('aria-pressed', String(Boolean(state)));
+      b.classList.toggle('locked', state === 'locked');
+    }
   };
+  const release = () => {
+    for (const mod of ['ctrl', 'alt']) if (sticky[mod] === 'once') sticky[mod] = false;
+    sync();
+  };
+  const held = () => ({ ctrl: Boolean(sticky.ctrl), alt: Boolean(sticky.alt) });
   /// Input as if typed (xterm.js hands it to the client's onData).
   const send = (text) => term.input(text, true);
-  const withModifiers = (text) => {
-    let out = text;
-    if (sticky.ctrl) out = ctrlByte(text) ?? text;
-    if (sticky.alt) out = ESC + out;
+  /// A key's bytes under the sticky modifiers, which then let go (unless locked).
+  const press = (name) => {
+    send(bytesOf(name, held()));
     release();
-    return out;
   };
+  const anySticky = () => Boolean(sticky.ctrl || sticky.alt);
 
   wireTouch(term);
+
+  const setLayout = (text) => {
+    const parsed = parseBarLayout(text);
+    if (parsed.error) return;
+    sticky.ctrl = false;
+    sticky.alt = false;
+    bar.replaceChildren(...parsed.rows.map((names) => {
+      const row = document.createElement('div');
+      row.className = 'row';
+      row.style.setProperty('--keys', String(names.length));
+      row.append(...names.map(keyButton));
+      return row;
+    }));
+    arrange();
+  };
+  // The rows side by side, in one line, where the bar is wide enough for every key at
+  // KEY_MIN_PX (a phone on its side, a tablet): the terminal keeps 47 px more of a short screen.
+  const arrange = () => {
+    const rows = bar.children.length;
+    const keys = bar.querySelectorAll('button').length;
+    const oneLine = rows > 1 && bar.clientWidth >= keys * KEY_MIN_PX + (keys + 1) * KEY_GAP_PX;
+    bar.classList.toggle('one-line', oneLine);
+    document.documentElement.style.setProperty('--bar-rows', String(oneLine ? 1 : rows));
+  };
 
   if (touch) {
     bar.hidden = false;
     document.body.classList.add('touch');
-    bar.addEventListener('pointerdown', (e) => e.preventDefault()); // keep the keyboard open
-    bar.addEventListener('click', (e) => {
-      const b = e.target.closest('button');
-      if (!b) return;
-      const mod = b.dataset.sticky;
-      if (mod) {
-        sticky[mod] = !sticky[mod];
-        b.setAttribute('aria-pressed', String(sticky[mod]));
-      } else if (b.dataset.arrow) {
-        // Cursor keys as ESC O x (the page keeps xterm.js in DECCKM, as mosh-client does).
-        const seq = `${ESC}O${ARROWS[b.dataset.arrow]}`;
-        send(sticky.alt ? ESC + seq : seq);
-        release();
-      } else {
-        send(withModifiers(b.dataset.send ?? NAMED[b.dataset.key]));
-      }
-      term.focus();
-    });
-    // The on-screen keyboard shrinks the visual viewport, not the layout one.
-    const vv = window.visualViewport;
-    if (vv) {
-      const fitView = () => {
-        document.documentElement.style.setProperty('--view-height', `${vv.height}px`);
-        onLayout();
-      };
-      vv.addEventListener('resize', fitView);
-      fitView();
-    }
+    wireBar({ bar, term, sticky, sync, press });
+    new ResizeObserver(arrange).observe(bar);
+    // Soft keyboards that type through the input event, with no keydown for the key (Android's
+    // keyboards send keyCode 229): the sticky modifiers apply there too. Capture on xterm.js's
+    // element, before its textarea's own listener turns the text into input.
+    term.element.addEventListener('input', (e) => {
+      if (!anySticky() || e.inputType !== 'insertText' || !e.data || e.isComposing) return;
+      e.stopPropagation();
+      e.preventDefault();
+      if (term.textarea) term.textarea.value = '';
+      const [first, ...rest] = [...e.data];
+      press(first);
+      if (rest.length) send(rest.join(''));
+    }, true);
+    // Keyboards that compose (Gboard: the letter underlined until committed): xterm.js reads the
+    // committed text from its textarea a moment after `compositionend`. Emptied here, it sends
+    // nothing (its own composition state still ends as usual), and the text goes out with the
+    // modifier.
+    term.element.addEventListener('compositionend', (e) => {
+      if (!anySticky() || !e.data) return;
+      if (term.textarea) term.textarea.value = '';
+      const [first, ...rest] = [...e.data];
+      press(first);
+      if (rest.length) send(rest.join(''));
+    }, true);
   }
 
   // xterm.js's custom key handler: `true` when the key was taken here.
-  return (e) => {
+  const key = (e) => {
     if (e.type !== 'keydown') return false;
     if (e.key === 'Enter' && e.shiftKey && !e.ctrlKey && !e.altKey && !e.metaKey) {
       send(`${ESC}\r`);
       e.preventDefault();
       return true;
     }
-    if ((sticky.ctrl || sticky.alt) && e.key.length === 1 && !e.ctrlKey && !e.metaKey) {
-      send(withModifiers(e.key));
+    if (anySticky() && e.key.length === 1 && !e.ctrlKey && !e.metaKey) {
+      press(e.key);
       e.preventDefault();
       return true;
     }
     return false;
   };
+  return { key, setLayout };
+}
+
+/// One key of the bar: its label, and its long-press variant in the corner.
+function keyButton(name) {
+  const k = NAMED[name];
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.dataset.key = name;
+  b.textContent = k ? k.label : name;
+  if (k?.aria) b.setAttribute('aria-label', k.aria);
+  if (k?.sticky) {
+    b.dataset.sticky = k.sticky;
+    b.setAttribute('aria-pressed', 'false');
+  }
+  const variant = k ? k.variant : VARIANTS[name];
+  if (variant) {
+    b.dataset.variant = variant;
+    b.dataset.hint = VARIANT_LABEL[variant] ?? variant;
+  }
+  return b;
+}
+
+/// The bar's taps and long presses. A tap (a click: also what a screen reader's activation is)
+/// sends the key; a press held LONG_PRESS_MS sends the variant at that moment (the finger learns
+/// it worked without lifting), or holds Ctrl/Alt down. The click that may follow a long press is
+/// not a tap. Pressing never moves the focus: an open on-screen keyboard stays open, and a closed
+/// one stays closed (PgUp through a pager with the whole screen in view).
+function wireBar({ bar, term, sticky, sync, press }) {
+  let down = null; // { button, timer, long, typing }
+  bar.addEventListener('pointerdown', (e) => {
+    e.preventDefault();
+    clearTimeout(down?.timer);
+    const b = e.target.closest('button');
+    if (!b) return;
+    const mine = { button: b, long: false, typing: document.activeElement === term.textarea };
+    down = mine;
+    mine.timer = setTimeout(() => {
+      mine.long = true;
+      const mod = b.dataset.sticky;
+      if (mod) {
+        sticky[mod] = 'locked';
+        sync();
+      } else if (b.dataset.variant) {
+        press(b.dataset.variant);
+      } else {
+        press(b.dataset.key);
+      }
+      navigator.vibrate?.(12);
+      b.classList.add('fired');
+      setTimeout(() => b.classList.remove('fired'), 200);
+    }, LONG_PRESS_MS);
+  });
+  const lift = () => clearTimeout(down?.timer);
+  bar.addEventListener('pointerup', lift);
+  bar.addEventListener('pointercancel', lift);
+  // The browser's long-press menu (and iOS's callout) on a key.
+  bar.addEventListener('contextmenu', (e) => e.preventDefault());
+  bar.addEventListener('click', (e) => {
+    const b = e.target.closest('button');
+    if (!b) return;
+    const was = down;
+    down = null;
+    clearTimeout(was?.timer);
+    if (!(was?.long && was.button === b)) {
+      const mod = b.dataset.sticky;
+      if (mod) {
+        sticky[mod] = sticky[mod] ? false : 'once';
+        sync();
+      } else {
+        press(b.dataset.key);
+      }
+    }
+    // A click with no finger or mouse before it (a screen reader, the keyboard) focused the
+    // button: the terminal takes the focus back.
+    if (!was || was.typing) term.focus();
+  });
 }
 
 /// The full-screen button: full screen with the keyboard locked (the Keyboard Lock API, Chromium),
@@ -103,6 +283,12 @@ export function wireFullscreen({ $, term }) {
   if (!document.documentElement.requestFullscreen) {
     button.hidden = true;
     return;
+  }
+  // An installed app's own window (Chromium's "Install as app", display-mode standalone) keeps no
+  // keys for itself: Ctrl+W, Ctrl+T and Ctrl+N reach the page, and xterm.js sends them to the
+  // shell, with no full screen (docs/BROWSER.md, "Phones").
+  if (matchMedia('(display-mode: standalone)').matches) {
+    button.title = 'Full screen (in this app window Ctrl+W, Ctrl+T and Ctrl+N reach the shell already)';
   }
   const sync = () => button.setAttribute('aria-pressed', String(document.fullscreenElement !== null));
   document.addEventListener('fullscreenchange', sync);

@@ -1,6 +1,7 @@
 // The settings panel (the gear, top right; Ctrl+, or the gear's keyboard focus and Enter): font
 // size and family, theme, cursor, copy on select, programs setting the clipboard, prediction, scrollback, Option as Meta, bell
-// notifications. Saved in localStorage (every tab of this origin), applied at once and at load.
+// notifications, the extra-keys bar of touch devices. Saved in localStorage (every tab of this
+// origin), applied at once and at load.
 // Ctrl+= / Ctrl+- / Ctrl+0 change the terminal's font size (not the page zoom).
 
 const KEY = 'tern.settings';
@@ -27,6 +28,9 @@ export const DEFAULTS = Object.freeze({
   macOptionIsMeta: false,
   notifications: false,
   confirmClose: true,
+  // The extra-keys bar (touch devices): one line per row, key names or single characters
+  // (keys.js, parseBarLayout).
+  extraKeys: 'esc / - | home up end pgup\ntab ctrl alt ~ left down right pgdn',
 });
 
 const FONT_SIZE = { min: 8, max: 32 };
@@ -36,7 +40,9 @@ const clamp = (v, { min, max }, dflt) => (Number.isFinite(v) ? Math.min(max, Mat
 const oneOf = (v, options, dflt) => (options.includes(v) ? v : dflt);
 
 /// What was saved, each value checked (a hand-edited or older entry never breaks the page).
-export function loadSettings() {
+/// `checks.extraKeys(text)` answers `{ text }` (tidied) or `{ error }` (keys.js's parseBarLayout:
+/// this module imports nothing).
+export function loadSettings(checks = {}) {
   let saved = {};
   try {
     saved = JSON.parse(localStorage.getItem(KEY) ?? '{}') ?? {};
@@ -57,6 +63,7 @@ export function loadSettings() {
     macOptionIsMeta: saved.macOptionIsMeta === true,
     notifications: saved.notifications === true,
     confirmClose: typeof saved.confirmClose === 'boolean' ? saved.confirmClose : DEFAULTS.confirmClose,
+    extraKeys: (typeof saved.extraKeys === 'string' && checks.extraKeys?.(saved.extraKeys).text) || DEFAULTS.extraKeys,
   };
 }
 
@@ -72,7 +79,7 @@ function save(settings) {
 /// terminal, the client and the fit); it runs once at start with every key. `relay()` names the
 /// relay serving the page (`tern-relay 0.1.0 (1a2b3c4d5e6f)`) once it is known, shown at the
 /// bottom of the panel.
-export function wireSettings({ $, apply, initial, relay = () => undefined }) {
+export function wireSettings({ $, apply, initial, relay = () => undefined, checks = {} }) {
   const settings = { ...initial };
   const panel = $('settings');
   const gear = $('gear');
@@ -83,6 +90,8 @@ export function wireSettings({ $, apply, initial, relay = () => undefined }) {
     for (const [name, value] of Object.entries(settings)) {
       const el = field(name);
       if (!el) continue;
+      // Not the bar's text while it is typed in (the tidied text would move the caret, eat spaces).
+      if (el.tagName === 'TEXTAREA' && el === document.activeElement) continue;
       if (el.type === 'checkbox') el.checked = value;
       else el.value = String(value);
     }
@@ -96,6 +105,7 @@ export function wireSettings({ $, apply, initial, relay = () => undefined }) {
     show();
   };
   const open = () => {
+    $('settings-extra-keys-error').textContent = '';
     show();
     panel.hidden = false;
     gear.setAttribute('aria-expanded', 'true');
@@ -116,9 +126,26 @@ export function wireSettings({ $, apply, initial, relay = () => undefined }) {
     }
   });
   form.addEventListener('submit', (e) => e.preventDefault());
+  // The bar's keys: the bar follows the text as it is typed, as long as the text is valid; what
+  // is wrong is said under it.
+  const barError = $('settings-extra-keys-error');
+  form.addEventListener('input', (e) => {
+    if (e.target.name !== 'extraKeys') return;
+    const { text, error } = checks.extraKeys?.(e.target.value) ?? { text: e.target.value };
+    barError.textContent = error ?? '';
+    e.target.setAttribute('aria-invalid', String(Boolean(error)));
+    if (!error && text !== settings.extraKeys) set({ extraKeys: text });
+  });
+  $('settings-extra-keys-reset').addEventListener('click', () => {
+    barError.textContent = '';
+    field('extraKeys').setAttribute('aria-invalid', 'false');
+    set({ extraKeys: DEFAULTS.extraKeys });
+  });
   form.addEventListener('change', (e) => {
     const el = e.target;
-    if (!el.name || !(el.name in settings)) return;
+    // The bar's text, left: shown tidied once valid (the input handler saved it).
+    if (el.name === 'extraKeys' && !barError.textContent) el.value = settings.extraKeys;
+    if (!el.name || !(el.name in settings) || el.name === 'extraKeys') return;
     let value = el.type === 'checkbox' ? el.checked : el.value;
     if (el.name === 'fontSize') value = clamp(Number(value), FONT_SIZE, settings.fontSize);
     if (el.name === 'scrollback') value = clamp(Number(value), SCROLLBACK, settings.scrollback);
@@ -129,7 +156,11 @@ export function wireSettings({ $, apply, initial, relay = () => undefined }) {
     }
     set({ [el.name]: value });
   });
-  $('settings-reset').addEventListener('click', () => set({ ...DEFAULTS }));
+  $('settings-reset').addEventListener('click', () => {
+    barError.textContent = '';
+    field('extraKeys').setAttribute('aria-invalid', 'false');
+    set({ ...DEFAULTS });
+  });
 
   // The terminal's font size, not the page zoom: capture phase, before the browser and xterm.js.
   document.addEventListener('keydown', (e) => {
