@@ -9,9 +9,11 @@
 // hashed after the files it names, so its hash covers its references: a new wasm gives tern.js,
 // app.js and index.html new contents. The relay serves a hashed name as immutable (a year,
 // `immutable`, relay/src/assets.rs), so a repeat visit never asks for it again.
-// Stable names: index.html (the document: its URL is the page's), sw.js (a service worker's URL is
-// its identity), manifest.webmanifest and the icons (an installed app keeps their URLs); they
-// revalidate with an ETag.
+// Stable names: index.html (the document: its URL is the page's) and sw.js (a service worker's URL
+// is its identity); they revalidate with an ETag. The manifest and the icons are hashed too (the
+// page links the manifest, which names the icons; an installed app is known by its start_url):
+// the browser fetches its favicon and the manifest itself, not through the service worker, and an
+// immutable file it does not ask for again.
 //
 // Variants: each compressible file gets `FILE.br` (brotli, quality 11) and `FILE.gz` (gzip -9)
 // beside it when smaller; the relay picks one by Accept-Encoding. PNGs are compressed already.
@@ -25,7 +27,7 @@ const dist = process.argv[2];
 if (!dist) throw new Error('usage: node scripts/hash-page.mjs DIST');
 const fail = (why) => { console.error(`[hash-page] ERROR: ${why}`); process.exit(1); };
 
-const STABLE = new Set(['index.html', 'sw.js', 'manifest.webmanifest', 'icon.svg', 'icon-192.png', 'icon-512.png']);
+const STABLE = new Set(['index.html', 'sw.js']);
 const COMPRESSIBLE = /\.(html|js|mjs|css|wasm|svg|webmanifest|json)$/;
 // What may name another file: text. A wasm module names nothing.
 const TEXT = /\.(html|js|mjs|css|webmanifest|json)$/;
@@ -78,8 +80,9 @@ for (const f of files) {
 }
 
 // The service worker's list: what a repeat visit needs, written into sw.js (so a new page is a new
-// worker too). The WebGL addon is in it: the page loads it after the first draw.
-const precache = hashed.map((f) => newName.get(f)).sort();
+// worker too). The WebGL addon is in it: the page loads it after the first draw. The PNGs are not:
+// only an installing browser asks for them, itself.
+const precache = hashed.map((f) => newName.get(f)).filter((f) => !f.endsWith('.png')).sort();
 const swPath = join(dist, 'sw.js');
 const sw = readFileSync(swPath, 'utf8');
 if (!sw.includes('const PRECACHE = [];')) fail('sw.js has no `const PRECACHE = [];` line to fill');
@@ -88,7 +91,7 @@ writeFileSync(swPath, sw.replace('const PRECACHE = [];', `const PRECACHE = ${JSO
 // The document names only files that exist.
 const index = readFileSync(join(dist, 'index.html'), 'utf8');
 for (const [, ref] of index.matchAll(/(?:href|src)="([^"#:]+)"/g)) {
-  if (!contents.has(ref) && !precache.includes(ref)) fail(`index.html names ${ref}, which is not in ${dist}`);
+  if (!contents.has(ref) && ![...newName.values()].includes(ref)) fail(`index.html names ${ref}, which is not in ${dist}`);
   if (hashed.includes(ref)) fail(`index.html still names ${ref} by its unhashed name`);
 }
 

@@ -5,17 +5,16 @@
 // - Content-hashed files (`app.3f9a1c2b.js`): from the cache, else the network. A name is its
 //   content, so a cached one is never stale. The build writes their list below (PRECACHE), so a
 //   new page is also a new worker, which fetches its files and drops the old ones.
-// - The document (`./`, `./index.html`) and the stable files (manifest, icons): from the cache at
-//   once, revalidated behind it (If-None-Match: a 304 of a few hundred bytes). When the document
-//   changed (a new relay), the new one is cached and the page is told ('tern-page-updated'): a
-//   page that has not started its session yet reloads into the new one; a page that has goes on
-//   with the old one until the next visit. So a new relay's page is used at the latest on the
+// - The document (`./`, `./index.html`): from the cache at once, revalidated behind it
+//   (If-None-Match: a 304 of a few hundred bytes). When the document changed (a new relay), the
+//   new one is cached and the page is told ('tern-page-updated'): a page that has not started its
+//   session yet reloads into the new one; a page that has goes on with the old one until the
+//   next visit. So a new relay's page is used at the latest on the
 //   second visit, and usually on the first (the answer comes back before the session starts).
 // - Everything else (/api/*, the WebSocket, POSTs, other origins) never comes here or is passed
 //   through untouched; WebTransport is no fetch at all.
 const PRECACHE = [];
 const CACHE = 'tern-page';
-const STABLE = ['./', 'manifest.webmanifest', 'icon.svg', 'icon-192.png', 'icon-512.png'];
 const HASHED = /\.[0-9a-f]{8}\.[a-z]+$/;
 
 const scope = () => new URL(self.registration.scope);
@@ -33,7 +32,7 @@ self.addEventListener('install', (event) => {
 self.addEventListener('activate', (event) => {
   // Keep only this page's files: an old page's hashed files would never be asked for again.
   event.waitUntil((async () => {
-    const keep = new Set([...PRECACHE, ...STABLE].map(here));
+    const keep = new Set([...PRECACHE, './'].map(here));
     const cache = await caches.open(CACHE);
     for (const req of await cache.keys()) {
       if (!keep.has(req.url)) await cache.delete(req);
@@ -52,11 +51,9 @@ self.addEventListener('fetch', (event) => {
   if (rest === 'api' || rest.startsWith('api/') || rest === 'ws' || rest === 'sw.js') return;
   if (rest === '' || rest === 'index.html') {
     if (req.mode !== 'navigate') return;
-    event.respondWith(revalidated(here('./'), event, true));
+    event.respondWith(revalidated(here('./'), event));
   } else if (HASHED.test(rest)) {
     event.respondWith(cached(req));
-  } else if (STABLE.includes(rest)) {
-    event.respondWith(revalidated(req.url, event, false));
   }
 });
 
@@ -69,9 +66,9 @@ async function cached(req) {
   return resp;
 }
 
-// The cached copy at once (the network's when there is none), and a conditional request behind it
-// that replaces the copy when it changed. `document`: tell the page that opens from it.
-async function revalidated(key, event, document) {
+// The cached document at once (the network's when there is none), and a conditional request
+// behind it that replaces the copy when it changed, and tells the page that opens from it.
+async function revalidated(key, event) {
   const cache = await caches.open(CACHE);
   const hit = await cache.match(key);
   if (!hit) {
@@ -84,7 +81,6 @@ async function revalidated(key, event, document) {
     const fresh = await fetch(key, { cache: 'no-store', headers: etag ? { 'if-none-match': etag } : {} }).catch(() => null);
     if (!fresh || fresh.status !== 200) return;
     await cache.put(key, fresh);
-    if (!document) return;
     const client = event.resultingClientId && await self.clients.get(event.resultingClientId);
     const targets = client ? [client] : await self.clients.matchAll({ type: 'window' });
     for (const c of targets) c.postMessage({ type: 'tern-page-updated' });

@@ -185,8 +185,8 @@ pub fn mime(path: &str) -> &'static str {
 /// Cache policy: HTML is never stored (it carries the Content-Security-Policy and names the
 /// current files: a stale one would run an old page against a new relay); a file whose name
 /// carries its content's hash (`app.3f9a1c2b.js`, scripts/hash-page.mjs) never changes, so it is
-/// kept a year without asking; the stable names (sw.js, the manifest, the icons) revalidate with
-/// their ETag.
+/// kept a year without asking; the other names (sw.js: a service worker's URL is its identity)
+/// revalidate with their ETag.
 pub fn cache_control(path: &str) -> &'static str {
     if path.ends_with(".html") || path.ends_with(".htm") {
         "no-store"

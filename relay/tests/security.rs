@@ -69,7 +69,7 @@ async fn every_answer_carries_the_boundary_headers_and_its_cache_rule() {
     assert_boundary_headers(&head, addr, "/");
     assert_eq!(header(&head, "cache-control"), Some("no-store"), "the page is never stored");
 
-    // Content-hashed names (scripts/hash-page.mjs) are kept a year; the stable ones revalidate.
+    // Content-hashed names (scripts/hash-page.mjs) are kept a year; sw.js revalidates.
     let hashed = |prefix: &str| {
         let file = tern_relay::assets::ASSETS.iter().find(|e| e.path.starts_with(prefix));
         format!("/{}", file.unwrap_or_else(|| panic!("no {prefix}* in the page")).path)
@@ -80,7 +80,7 @@ async fn every_answer_carries_the_boundary_headers_and_its_cache_rule() {
         (hashed("pkg/tern_bg."), immutable),
         (hashed("xterm/xterm."), immutable),
         ("/sw.js".into(), "no-cache"),
-        ("/manifest.webmanifest".into(), "no-cache"),
+        (hashed("manifest."), immutable),
     ] {
         let (status, head, _) = http_get_with_head(addr, &asset, None).await;
         assert_eq!(status, 200, "{asset}");
