@@ -156,3 +156,23 @@ test('a relay with a new page: the next visit runs the new page', chromiumOnly, 
     await new Promise((r) => proxy.server.close(r));
   }
 });
+
+test('under --base-path the worker is scoped to the base and a reload fetches no page file', chromiumOnly, async () => {
+  const relay = await fx.addRelay({ args: ['--base-path', '/tern/'], env: { RUST_LOG: 'info,tern_relay::http=debug' } });
+  const tab = await fx.browser.context.newPage();
+  try {
+    await tab.goto(newSession(relay.url));
+    await waitForPrompt(tab);
+    await workerReady(tab);
+    const scope = await tab.evaluate(async () => (await navigator.serviceWorker.getRegistration()).scope);
+    assert.equal(new URL(scope).pathname, '/tern/', 'the worker covers the base only');
+    const mark = relay.log().length;
+    await tab.reload();
+    await waitForPrompt(tab);
+    await works(tab, 'based');
+    const fetched = relay.log().slice(mark).split('\n').filter((l) => l.includes('page file served') && l.includes('status=200'));
+    assert.deepEqual(fetched, [], 'page files the reload fetched');
+  } finally {
+    await tab.close();
+  }
+});
