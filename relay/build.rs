@@ -42,14 +42,42 @@ fn embed_page(manifest: &Path) {
         collect(&page, &page, &mut files);
     }
     files.sort();
-    let mut code = String::from("pub static ASSETS: &[(&str, &[u8])] = &[\n");
+    // `FILE.br` and `FILE.gz` beside a FILE are its compressed variants (scripts/hash-page.mjs),
+    // not files of their own.
+    let names: std::collections::HashSet<&str> = files.iter().map(|(r, _)| r.as_str()).collect();
+    let variant =
+        |rel: &str, ext: &str| rel.strip_suffix(ext).is_some_and(|base| names.contains(base));
+    let find = |rel: String| files.iter().find(|(r, _)| *r == rel).map(|(_, abs)| abs);
+    let include = |abs: Option<&PathBuf>| match abs {
+        Some(abs) => format!("Some(include_bytes!({:?}))", abs.display().to_string()),
+        None => "None".into(),
+    };
+    let mut code = String::from("pub static ASSETS: &[Embedded] = &[\n");
     for (rel, abs) in &files {
-        writeln!(code, "    ({rel:?}, include_bytes!({:?})),", abs.display().to_string())
-            .expect("writing to a String");
+        if variant(rel, ".br") || variant(rel, ".gz") {
+            continue;
+        }
+        let bytes = std::fs::read(abs).expect("a page file is readable");
+        writeln!(
+            code,
+            "    Embedded {{ path: {rel:?}, bytes: include_bytes!({:?}), br: {}, gzip: {}, tag: \"{:016x}\" }},",
+            abs.display().to_string(),
+            include(find(format!("{rel}.br"))),
+            include(find(format!("{rel}.gz"))),
+            fnv1a(&bytes),
+        )
+        .expect("writing to a String");
     }
     code.push_str("];\n");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo")).join("assets.rs");
     std::fs::write(out, code).expect("OUT_DIR is writable");
+}
+
+/// A file's ETag: FNV-1a, 64 bits (only tells versions of one file apart).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// The short commit hash, from the first source that knows it.

@@ -24,13 +24,13 @@ flock 9
 # Skip everything when no input changed since the last build (cheap: hashes of file listings).
 inputs_hash() {
   {
-    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www scripts/bundle-page.mjs -path relay/page -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
+    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www scripts/bundle-page.mjs scripts/hash-page.mjs -path relay/page -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
     cat package-lock.json 2>/dev/null
     echo "opt=${TERN_WASM_OPT:-1}"
   } | sort | sha256sum | cut -d' ' -f1
 }
 hash=$(inputs_hash)
-if [[ -f $stamp && $(cat "$stamp") == "$hash" && -f $dist/pkg/tern_bg.wasm ]]; then
+if [[ -f $stamp && $(cat "$stamp") == "$hash" && -f $dist/index.html ]]; then
   log "inputs unchanged, $dist is up to date"
   exit 0
 fi
@@ -68,9 +68,10 @@ cp $x/xterm/lib/xterm.mjs $x/xterm/css/xterm.css $x/addon-fit/lib/addon-fit.mjs 
 cp www/index.html www/*.js www/style.css www/manifest.webmanifest www/icon.svg www/icon-*.png www/apple-touch-icon.png "$dist.tmp/"
 # The page's own modules folded into app.js: one script of ours to fetch, not nine.
 node scripts/bundle-page.mjs "$dist.tmp"
+# Content-hashed names (immutable in the browser's cache) and brotli/gzip variants beside them.
+node scripts/hash-page.mjs "$dist.tmp"
 
 rm -rf "$dist" && mv "$dist.tmp" "$dist"
 echo "$hash" >"$stamp"
-raw=$(stat -c %s "$dist/pkg/tern_bg.wasm")
-gz=$(gzip -9 -c "$dist/pkg/tern_bg.wasm" | wc -c)
-log "done: $dist (tern_bg.wasm $raw bytes, $gz gzipped)"
+wasm=$(ls "$dist"/pkg/tern_bg.*.wasm)
+log "done: $dist ($(basename "$wasm") $(stat -c %s "$wasm") bytes, $(stat -c %s "$wasm.br") brotli, $(stat -c %s "$wasm.gz") gzip)"

@@ -13,6 +13,7 @@ import { wireHardwareKeys } from './hardware_keys.js';
 import { wireVisualViewport } from './viewport.js';
 import { wireBell } from './bell.js';
 import { wireOffers } from './offers.js';
+import { wireServiceWorker } from './service_worker.js';
 
 // When the page's script started (its modules loaded): the resume benchmark times the restored
 // screen from here.
@@ -348,6 +349,9 @@ function wireEndButton() {
     { label: 'Cancel', run: hideNotice });
 }
 
+// Before anything else: the service worker may say at once that this page is an old one.
+const worker = wireServiceWorker();
+
 async function main() {
   await init();
   const { token, bridge, wtPort, prediction, session, renderer } = takeParams();
@@ -556,6 +560,7 @@ async function main() {
   }
   wireConnectForm();
   wireEndButton();
+  worker.sessionStarted();
   client.start();
   // What the page needs only once it works waits until the session is live and the browser idle:
   // probing WebGL starts the GPU process (with software WebGL, a few hundred ms of CPU on a small
@@ -565,6 +570,7 @@ async function main() {
     window.tern.rendererChosen = choice;
     if (choice === 'webgl') loadWebgl(term);
     linkManifest();
+    worker.registerWorker();
   });
 }
 

@@ -29,6 +29,7 @@ pub mod history;
 pub mod install;
 pub mod link;
 pub mod machine;
+pub mod page_bytes;
 pub mod page_load;
 pub mod paste;
 pub mod predictive;
@@ -58,13 +59,14 @@ pub enum Part {
     Cost,
     Core,
     Load,
+    Bytes,
     Sessions,
     Install,
     Safari,
 }
 
 impl Part {
-    pub const ALL: [Part; 14] = [
+    pub const ALL: [Part; 15] = [
         Part::Echo,
         Part::Frames,
         Part::Relay,
@@ -76,6 +78,7 @@ impl Part {
         Part::Cost,
         Part::Core,
         Part::Load,
+        Part::Bytes,
         Part::Sessions,
         Part::Install,
         Part::Safari,
@@ -94,6 +97,7 @@ impl Part {
             "core" => Some(Part::Core),
             "cost" => Some(Part::Cost),
             "load" => Some(Part::Load),
+            "bytes" => Some(Part::Bytes),
             "sessions" => Some(Part::Sessions),
             "install" => Some(Part::Install),
             "safari" => Some(Part::Safari),
@@ -258,6 +262,7 @@ pub fn run(options: &Options) -> Report {
             Part::Core => core_frame::rows(options, &mut report),
             Part::Cost => frame_cost::rows(options, &mut report),
             Part::Load => page_load::rows(options, &mut report),
+            Part::Bytes => page_bytes::rows(options, &mut report),
             Part::Sessions => sessions::rows(options, &mut report),
             Part::Install => install::rows(options, &mut report),
             Part::Safari => safari::rows(options, &mut report),

@@ -1,6 +1,17 @@
 //! The page's static files, embedded at build time from `relay/page/` (see build.rs), and what a
 //! relay built without them serves instead.
 
+/// A file as build.rs embeds it: its bytes, its compressed variants (scripts/hash-page.mjs wrote
+/// them beside it) and a tag of its contents for the ETag.
+#[derive(Debug)]
+pub struct Embedded {
+    pub path: &'static str,
+    pub bytes: &'static [u8],
+    pub br: Option<&'static [u8]>,
+    pub gzip: Option<&'static [u8]>,
+    pub tag: &'static str,
+}
+
 include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 
 /// A file of the page.
@@ -8,13 +19,108 @@ include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 pub struct Asset {
     pub path: &'static str,
     pub bytes: &'static [u8],
+    pub br: Option<&'static [u8]>,
+    pub gzip: Option<&'static [u8]>,
+    tag: &'static str,
+}
+
+/// A `Content-Encoding` the relay can send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Identity,
+    Brotli,
+    Gzip,
+}
+
+impl Encoding {
+    /// The header's value; `None` for identity.
+    pub fn header(self) -> Option<&'static str> {
+        match self {
+            Encoding::Identity => None,
+            Encoding::Brotli => Some("br"),
+            Encoding::Gzip => Some("gzip"),
+        }
+    }
+}
+
+impl Asset {
+    /// The representation to send for `accept` (the request's `Accept-Encoding`): its encoding
+    /// and bytes.
+    pub fn representation(&self, accept: Option<&str>) -> (Encoding, &'static [u8]) {
+        match choose_encoding(accept, self.br.is_some(), self.gzip.is_some()) {
+            Encoding::Brotli => (Encoding::Brotli, self.br.unwrap_or(self.bytes)),
+            Encoding::Gzip => (Encoding::Gzip, self.gzip.unwrap_or(self.bytes)),
+            Encoding::Identity => (Encoding::Identity, self.bytes),
+        }
+    }
+
+    /// Whether the file has compressed variants (its answers then vary by `Accept-Encoding`).
+    pub fn has_variants(&self) -> bool {
+        self.br.is_some() || self.gzip.is_some()
+    }
+
+    /// The strong ETag of one representation: the contents' tag, and the encoding (each
+    /// representation is its own bytes).
+    pub fn etag(&self, encoding: Encoding) -> String {
+        match encoding.header() {
+            Some(e) => format!("\"{}-{e}\"", self.tag),
+            None => format!("\"{}\"", self.tag),
+        }
+    }
 }
 
 /// Looks up a request path (`/` means `index.html`).
 pub fn find(request_path: &str) -> Option<Asset> {
     let path = request_path.trim_start_matches('/');
     let path = if path.is_empty() { "index.html" } else { path };
-    ASSETS.iter().find(|(p, _)| *p == path).map(|&(path, bytes)| Asset { path, bytes })
+    ASSETS.iter().find(|e| e.path == path).map(|e| Asset {
+        path: e.path,
+        bytes: e.bytes,
+        br: e.br,
+        gzip: e.gzip,
+        tag: e.tag,
+    })
+}
+
+/// Picks the encoding for an `Accept-Encoding` header: brotli over gzip over identity, among
+/// those the client accepts (`q=0` refuses one; `*` stands for those it does not name) and the
+/// file has. No header: identity (RFC 9110 allows anything, but a client that sends none may not
+/// decode).
+pub fn choose_encoding(accept: Option<&str>, has_br: bool, has_gzip: bool) -> Encoding {
+    let Some(accept) = accept else { return Encoding::Identity };
+    // The q-value the header gives a coding: Some(q) named (or by `*`), None not accepted at all.
+    let q = |name: &str| -> Option<f32> {
+        let mut star = None;
+        for item in accept.split(',') {
+            let mut parts = item.split(';');
+            let coding = parts.next().unwrap_or("").trim();
+            let weight = parts
+                .filter_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")))
+                .find_map(|v| v.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            if coding.eq_ignore_ascii_case(name) {
+                return Some(weight);
+            }
+            if coding == "*" {
+                star = Some(weight);
+            }
+        }
+        star
+    };
+    let accepted = |name| q(name).is_some_and(|w| w > 0.0);
+    if has_br && accepted("br") {
+        Encoding::Brotli
+    } else if has_gzip && (accepted("gzip") || accepted("x-gzip")) {
+        Encoding::Gzip
+    } else {
+        Encoding::Identity
+    }
+}
+
+/// Whether an `If-None-Match` header names `etag` (weak comparison, as for GET; `*` names any).
+pub fn none_match(if_none_match: &str, etag: &str) -> bool {
+    let bare = |t: &str| t.trim().trim_start_matches("W/").to_string();
+    if_none_match.split(',').any(|t| t.trim() == "*" || bare(t) == bare(etag))
 }
 
 /// Whether the page was built into this binary at all.
@@ -76,27 +182,30 @@ pub fn mime(path: &str) -> &'static str {
     }
 }
 
-/// Cache policy: HTML is never stored (it is the document the token's tab runs in, and it names
-/// the current files); other files revalidate, except that a file whose name carries a content
-/// hash (`name-0123abcd.js`, `name.0123abcd.wasm`) never changes.
+/// Cache policy: HTML is never stored (it carries the Content-Security-Policy and names the
+/// current files: a stale one would run an old page against a new relay); a file whose name
+/// carries its content's hash (`app.3f9a1c2b.js`, scripts/hash-page.mjs) never changes, so it is
+/// kept a year without asking; the other names (sw.js: a service worker's URL is its identity)
+/// revalidate with their ETag.
 pub fn cache_control(path: &str) -> &'static str {
     if path.ends_with(".html") || path.ends_with(".htm") {
         "no-store"
-    } else if !is_hashed(path) {
-        "no-cache"
-    } else {
+    } else if is_hashed(path) {
         "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
     }
 }
 
+/// `name.<8 lower-case hex digits>.ext`, as scripts/hash-page.mjs names a file.
 fn is_hashed(path: &str) -> bool {
     let file = path.rsplit('/').next().unwrap_or(path);
-    let stem = file.rsplit_once('.').map(|(s, _)| s).unwrap_or(file);
-    stem.rsplit(['-', '.', '_']).next().is_some_and(|h| {
-        h.len() >= 8
-            && h.bytes().all(|b| b.is_ascii_alphanumeric())
-            && h.bytes().any(|b| b.is_ascii_digit())
-    }) && stem.contains(['-', '.', '_'])
+    let mut parts = file.rsplit('.');
+    let (_ext, hash, name) = (parts.next(), parts.next(), parts.next());
+    name.is_some_and(|n| !n.is_empty())
+        && hash.is_some_and(|h| {
+            h.len() == 8 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
 }
 
 #[cfg(test)]
@@ -116,8 +225,43 @@ mod tests {
     fn cache_policy() {
         assert_eq!(cache_control("index.html"), "no-store");
         assert_eq!(cache_control("app.js"), "no-cache");
-        assert_eq!(cache_control("assets/app-3f9a1c2d.js"), "public, max-age=31536000, immutable");
-        assert_eq!(cache_control("tern_bg.1a2b3c4d5e.wasm"), "public, max-age=31536000, immutable");
+        assert_eq!(cache_control("app.3f9a1c2d.js"), "public, max-age=31536000, immutable");
+        assert_eq!(
+            cache_control("pkg/tern_bg.abcdefab.wasm"),
+            "public, max-age=31536000, immutable"
+        );
         assert_eq!(cache_control("tern_bg.wasm"), "no-cache");
+        assert_eq!(cache_control("sw.js"), "no-cache");
+        assert_eq!(cache_control("manifest.webmanifest"), "no-cache");
+        // Not the build's form: an upper-case hash, a longer one, no name before it.
+        for name in ["app.3F9A1C2D.js", "app.3f9a1c2d0.js", ".3f9a1c2d.js", "addon-web-links.mjs"] {
+            assert_eq!(cache_control(name), "no-cache", "{name}");
+        }
+    }
+
+    #[test]
+    fn encoding_by_accept_encoding() {
+        use Encoding::*;
+        let pick = |h: Option<&str>| choose_encoding(h, true, true);
+        assert_eq!(pick(Some("gzip, deflate, br, zstd")), Brotli);
+        assert_eq!(pick(Some("gzip, deflate")), Gzip);
+        assert_eq!(pick(Some("br;q=0, gzip")), Gzip);
+        assert_eq!(pick(Some("br;q=0,gzip;q=0")), Identity);
+        assert_eq!(pick(Some("identity")), Identity);
+        assert_eq!(pick(Some("")), Identity);
+        assert_eq!(pick(None), Identity);
+        assert_eq!(pick(Some("*")), Brotli);
+        assert_eq!(pick(Some("gzip, *;q=0")), Gzip);
+        assert_eq!(pick(Some("BR;Q=0.5")), Brotli);
+        assert_eq!(choose_encoding(Some("br, gzip"), false, true), Gzip);
+        assert_eq!(choose_encoding(Some("br, gzip"), false, false), Identity);
+    }
+
+    #[test]
+    fn if_none_match() {
+        assert!(none_match("\"ab-br\"", "\"ab-br\""));
+        assert!(none_match("\"x\", W/\"ab\"", "\"ab\""));
+        assert!(none_match("*", "\"ab\""));
+        assert!(!none_match("\"ab-gzip\"", "\"ab-br\""));
     }
 }

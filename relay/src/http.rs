@@ -496,16 +496,7 @@ fn handle(
         return text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
     }
     let mut resp = match assets::find(path) {
-        Some(asset) => {
-            let mut r = Response::new(Body::new(Bytes::from_static(asset.bytes)));
-            let h = r.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(assets::mime(asset.path)));
-            h.insert(
-                header::CACHE_CONTROL,
-                HeaderValue::from_static(assets::cache_control(asset.path)),
-            );
-            r
-        }
+        Some(asset) => serve_asset(&req, asset),
         // A relay built from a checkout whose page was never built: the document itself says how
         // to get the real page, so the person who opened the URL is not left with an error code.
         None if !assets::page_present() && assets::is_document(path) => {
@@ -522,6 +513,45 @@ fn handle(
         *resp.body_mut() = Body::new(Bytes::new());
     }
     resp
+}
+
+/// A file of the page: the representation the client accepts (brotli, gzip, or the file), its
+/// cache rule and ETag, or `304 Not Modified` when the client has it (`If-None-Match`).
+fn serve_asset(req: &Request<Incoming>, asset: assets::Asset) -> Response<Body> {
+    let header_str = |name| req.headers().get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let (encoding, bytes) = asset.representation(header_str(header::ACCEPT_ENCODING));
+    let etag = asset.etag(encoding);
+    let unchanged = header_str(header::IF_NONE_MATCH).is_some_and(|h| assets::none_match(h, &etag));
+    tracing::debug!(
+        path = asset.path,
+        encoding = encoding.header().unwrap_or("identity"),
+        status = if unchanged { 304 } else { 200 },
+        "page file served"
+    );
+    let mut r = if unchanged {
+        let mut r = Response::new(Body::new(Bytes::new()));
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        let mut r = Response::new(Body::new(Bytes::from_static(bytes)));
+        // What is sent (HEAD keeps it while its body is dropped).
+        r.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+        if let Some(e) = encoding.header() {
+            r.headers_mut().insert(header::CONTENT_ENCODING, HeaderValue::from_static(e));
+        }
+        r
+    };
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(assets::mime(asset.path)));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(assets::cache_control(asset.path)));
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    // A cache between (a proxy, the browser's) must key the answer by the client's encodings.
+    if asset.has_variants() {
+        h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
+    r
 }
 
 /// The API: every route needs the page's Origin (checked first: a foreign page's request never

@@ -280,7 +280,8 @@ fn parse_forwarded_node(s: &str) -> Option<IpAddr> {
 /// line positions and 24-bit colours), so `'unsafe-inline'` stays for styles only (docs/SECURITY.md
 /// has the measurement). Connections: the page's own origin (fetch, ws/wss) and WebTransport to
 /// any port of the host it was loaded from (`host`: the request's `Host` without its port; the
-/// relay's UDP port differs from the page's behind a proxy). Nothing may frame the page.
+/// relay's UDP port differs from the page's behind a proxy). Workers: the page's own service worker
+/// (`sw.js`, which caches the page's files). Nothing may frame the page.
 pub(crate) fn content_security_policy(host: Option<&str>) -> String {
     let connect = match host.and_then(split_host_port) {
         Some((host, _)) => format!("'self' https://{host}:*"),
@@ -291,7 +292,7 @@ pub(crate) fn content_security_policy(host: Option<&str>) -> String {
          style-src 'self' 'unsafe-inline'; img-src 'self'; font-src 'self'; \
          manifest-src 'self'; connect-src {connect}; \
          base-uri 'none'; form-action 'none'; object-src 'none'; frame-src 'none'; \
-         worker-src 'none'; frame-ancestors 'none'"
+         worker-src 'self'; frame-ancestors 'none'"
     )
 }
 

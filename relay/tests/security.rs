@@ -64,17 +64,28 @@ async fn every_answer_carries_the_boundary_headers_and_its_cache_rule() {
 
     let (status, head, body) = http_get_with_head(addr, "/", None).await;
     assert_eq!(status, 200);
-    assert!(body.contains("<script type=\"module\" src=\"app.js\">"), "the page itself");
+    assert!(body.contains("<script type=\"module\" src=\"app."), "the page itself");
     assert!(!body.contains("<script>") && !body.contains(" onclick="), "no inline script");
     assert_boundary_headers(&head, addr, "/");
     assert_eq!(header(&head, "cache-control"), Some("no-store"), "the page is never stored");
 
-    for asset in ["/app.js", "/pkg/tern_bg.wasm", "/xterm/xterm.css"] {
-        let (status, head, _) = http_get_with_head(addr, asset, None).await;
+    // Content-hashed names (scripts/hash-page.mjs) are kept a year; sw.js revalidates.
+    let hashed = |prefix: &str| {
+        let file = tern_relay::assets::ASSETS.iter().find(|e| e.path.starts_with(prefix));
+        format!("/{}", file.unwrap_or_else(|| panic!("no {prefix}* in the page")).path)
+    };
+    let immutable = "public, max-age=31536000, immutable";
+    for (asset, rule) in [
+        (hashed("app."), immutable),
+        (hashed("pkg/tern_bg."), immutable),
+        (hashed("xterm/xterm."), immutable),
+        ("/sw.js".into(), "no-cache"),
+        (hashed("manifest."), immutable),
+    ] {
+        let (status, head, _) = http_get_with_head(addr, &asset, None).await;
         assert_eq!(status, 200, "{asset}");
-        assert_boundary_headers(&head, addr, asset);
-        // Unhashed names revalidate; a hashed name would be immutable (assets.rs' unit test).
-        assert_eq!(header(&head, "cache-control"), Some("no-cache"), "{asset}");
+        assert_boundary_headers(&head, addr, &asset);
+        assert_eq!(header(&head, "cache-control"), Some(rule), "{asset}");
     }
 
     let (status, head, body) = http_get_with_head(addr, "/api/info", Some(&token)).await;

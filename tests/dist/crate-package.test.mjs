@@ -74,9 +74,12 @@ test('the crates package cleanly, and tern-relay built from its package serves t
       relay.once('exit', (code) => { clearTimeout(timer); reject(new Error(`relay exited (${code}):\n${err}`)); });
     });
     const html = await (await fetch(`${base}/`)).text();
-    assert.match(html, /<script[^>]*src="[^"]*app\.js"/);
+    assert.match(html, /<script[^>]*src="[^"]*app\.[0-9a-f]{8}\.js"/);
     assert.doesNotMatch(html, /built without its page/);
-    const wasm = await fetch(`${base}/pkg/tern_bg.wasm`);
+    // The wasm under its content-hashed name, as the document preloads it (scripts/hash-page.mjs).
+    const wasmName = html.match(/href="(pkg\/tern_bg\.[0-9a-f]{8}\.wasm)"/)?.[1];
+    assert.ok(wasmName, 'the document names the wasm');
+    const wasm = await fetch(`${base}/${wasmName}`);
     assert.equal(wasm.status, 200);
     assert.equal(wasm.headers.get('content-type'), 'application/wasm');
   } finally {

@@ -277,7 +277,7 @@ async function oneRun(i, snapshot, mirror) {
     } catch (e) {
       throw new Error(`run ${i}: fetching ${pageUrl} from the host failed: ${e.message}\n${out}${err}`);
     }
-    if (!body.includes('app.js')) {
+    if (!/app\.[0-9a-f]{8}\.js/.test(body)) {
       throw new Error(`run ${i}: ${pageUrl} is not Tern's page (no app.js in it): ${body.slice(0, 300)}`);
     }
 

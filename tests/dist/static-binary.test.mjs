@@ -61,9 +61,12 @@ async function servesThePage(root, prefix) {
     assert.equal(page.status, 200);
     const html = await page.text();
     // The real page (not the "built without its page" document): the terminal's scripts.
-    assert.match(html, /<script[^>]*src="[^"]*app\.js"/, html.slice(0, 500));
+    assert.match(html, /<script[^>]*src="[^"]*app\.[0-9a-f]{8}\.js"/, html.slice(0, 500));
     assert.doesNotMatch(html, /built without its page/);
-    const wasm = await fetch(`${base}/pkg/tern_bg.wasm`);
+    // The wasm under its content-hashed name, as the document preloads it (scripts/hash-page.mjs).
+    const wasmName = html.match(/href="(pkg\/tern_bg\.[0-9a-f]{8}\.wasm)"/)?.[1];
+    assert.ok(wasmName, 'the document names the wasm');
+    const wasm = await fetch(`${base}/${wasmName}`);
     assert.equal(wasm.status, 200);
     assert.equal(wasm.headers.get('content-type'), 'application/wasm');
     const bytes = Buffer.from(await wasm.arrayBuffer());

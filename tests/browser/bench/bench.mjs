@@ -3,7 +3,7 @@
 // The page load is measured in headless Chromium (WebTransport) and, beside it in the same run,
 // in WebKitGTK's MiniBrowser (the WebSocket fallback: no WebTransport there; ../lib/webkit.mjs),
 // which is reported only and skipped, saying why, where WebKitGTK is not installed.
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import {
@@ -14,8 +14,10 @@ import {
 import { webkitUnavailable } from '../lib/webkit.mjs';
 
 const keystrokes = Number(process.argv[2] || 200);
-const wasm = readFileSync(join(ROOT, 'relay/page/pkg/tern_bg.wasm'));
-const glue = readFileSync(join(ROOT, 'relay/page/pkg/tern.js'));
+// Under their content-hashed names (scripts/hash-page.mjs): pkg/tern_bg.<hash>.wasm, pkg/tern.<hash>.js.
+const pkgFile = (re) => join(ROOT, 'relay/page/pkg', readdirSync(join(ROOT, 'relay/page/pkg')).find((f) => re.test(f)));
+const wasm = readFileSync(pkgFile(/^tern_bg\.[0-9a-f]{8}\.wasm$/));
+const glue = readFileSync(pkgFile(/^tern\.[0-9a-f]{8}\.js$/));
 console.log(`wasm: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} gzip -9`);
 console.log(`glue (tern.js): ${glue.length} bytes raw, ${gzipSync(glue, { level: 9 }).length} gzip -9`);
 

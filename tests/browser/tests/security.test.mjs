@@ -157,6 +157,11 @@ test('styles need \'unsafe-inline\': without it xterm.js\'s style elements are r
   if (browser.name !== 'chromium') return t.skip('needs playwright\'s request routing');
   const p = await browser.context.newPage();
   await p.addInitScript(watchViolations);
+  // The page's service worker (registered by the first test's page) would answer the navigation
+  // from its cache, where the route below does not reach: this page goes to the network.
+  await fx.page.evaluate(async () => {
+    for (const r of await navigator.serviceWorker?.getRegistrations() ?? []) await r.unregister();
+  });
   // The relay's own policy with styles from files only.
   await p.route(`http://127.0.0.1:${port}/`, async (route) => {
     const r = await route.fetch();
