@@ -1,0 +1,318 @@
+//! The warm spare (spawn mode): a mosh-server started ahead that a new session takes. It must be
+//! indistinguishable from a fresh spawn (environment, size, working directory, a shell that ran
+//! nothing before the page came), never listed or recorded as a session, replaced after use,
+//! ended when the relay stops, and off with `--no-spare`. Real relay, real mosh-server, real
+//! bash; the spare is found the way a person would find it, in /proc.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use support::*;
+
+/// The shell: bash, interactive, no rc files and no history file, so that `HISTCMD` counts the
+/// commands this session ran.
+fn spare_config(state: &Path, token: &str) -> tern_relay::config::Config {
+    let mut c = spawn_config(state, token);
+    c.mosh_command = ["/usr/bin/env", "HISTFILE=/dev/null", "bash", "--norc", "--noprofile", "-i"]
+        .map(String::from)
+        .to_vec();
+    c
+}
+
+fn require_bash() {
+    assert!(Path::new("/usr/bin/env").exists(), "/usr/bin/env is missing: this test needs it");
+    let bash = std::process::Command::new("bash").arg("-c").arg("true").status();
+    assert!(bash.is_ok_and(|s| s.success()), "bash is not installed: this test needs it");
+}
+
+/// Clock ticks since boot, now (the unit of /proc/PID/stat's start time).
+fn ticks_now() -> u64 {
+    let uptime = std::fs::read_to_string("/proc/uptime").expect("Linux /proc");
+    let secs: f64 = uptime.split_whitespace().next().unwrap().parse().unwrap();
+    (secs * ticks_per_second() as f64) as u64
+}
+
+fn ticks_per_second() -> u64 {
+    let out = std::process::Command::new("getconf").arg("CLK_TCK").output().expect("getconf");
+    String::from_utf8_lossy(&out.stdout).trim().parse().expect("CLK_TCK")
+}
+
+/// A process's start time in clock ticks since boot.
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    // Fields after the command: state is field 3, starttime field 22.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_owned()))
+        .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'))
+}
+
+/// The detached mosh-servers (not their forked children) serving this state directory.
+fn mosh_servers_of(state: &Path) -> Vec<u32> {
+    let needle = state.join("sessions").to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let args: Vec<String> =
+            cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        let is_server = args.first().is_some_and(|a| a.ends_with("mosh-server"));
+        if is_server && args.iter().any(|a| a == &needle) && alive(pid) {
+            found.push(pid);
+        }
+    }
+    // mosh-server's child waits for the first client with the same command line: keep parents.
+    let ppid = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    };
+    found.iter().copied().filter(|p| ppid(*p).is_none_or(|pp| !found.contains(&pp))).collect()
+}
+
+/// The spare: a mosh-server of this state directory that no session record names. Waits for it.
+async fn wait_for_spare(state: &Path, wait: Duration) -> Option<u32> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let recorded = recorded_pids(state);
+        let spare: Vec<u32> =
+            mosh_servers_of(state).into_iter().filter(|p| !recorded.contains(p)).collect();
+        assert!(spare.len() <= 1, "more than one spare: {spare:?}");
+        if let Some(pid) = spare.first() {
+            return Some(*pid);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// What a new session reports about itself: its mosh-server pid and the files its shell wrote.
+struct Report {
+    session: String,
+    server_pid: u32,
+    env: Vec<String>,
+    size: String,
+    pwd: String,
+    histcmd: String,
+    shell_start: u64,
+    hello_at: u64,
+}
+
+/// Opens a new session at `cols`×`rows`, has its shell write what it is into `out`, returns it.
+async fn new_session(
+    relay: &TestRelay,
+    state: &Path,
+    token: &str,
+    out: &Path,
+    cols: u16,
+    rows: u16,
+) -> (MoshOverRelay, Report) {
+    let conn = connect(relay, None).await.expect("connects");
+    let hello_at = ticks_now();
+    let (control, reply) = hello(&conn, spawn_hello(Some(token), None)).await;
+    let ready = expect_ready(reply);
+    let key = ready.key.clone().expect("spawn mode hands out the key");
+    let mut mosh = MoshOverRelay::sized(conn, control, &key, cols, rows);
+    let dir = out.join(&ready.session);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.display();
+    // One line: the first (and only) command this shell runs.
+    let line = format!(
+        "echo $HISTCMD >{d}/histcmd; env | sort >{d}/env; stty size >{d}/size; pwd >{d}/pwd; \
+         cut -d' ' -f22 /proc/$$/stat >{d}/start; echo report-$((40+2))-done\n"
+    );
+    assert!(mosh.run_until(Duration::from_secs(10), |s| s.has_heard_server()).await);
+    mosh.type_bytes(line.as_bytes());
+    assert!(
+        mosh.run_until(Duration::from_secs(15), |s| s.server_state().contains(b"report-42-done"))
+            .await,
+        "the shell never ran the report; screen: {:?}",
+        mosh.screen_text()
+    );
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap().trim().to_owned();
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(state.join("sessions").join(format!("{}.json", ready.session))).unwrap(),
+    )
+    .unwrap();
+    let report = Report {
+        session: ready.session.clone(),
+        server_pid: record["pid"].as_u64().expect("a local pid") as u32,
+        env: read("env").lines().map(String::from).collect(),
+        size: read("size"),
+        pwd: read("pwd"),
+        histcmd: read("histcmd"),
+        shell_start: read("start").parse().unwrap(),
+        hello_at,
+    };
+    (mosh, report)
+}
+
+/// The environment without the one variable that names the session.
+fn env_but_session(r: &Report) -> Vec<String> {
+    let own = format!("TERN_SESSION={}", r.session);
+    assert!(r.env.contains(&own), "TERN_SESSION names the session it became: {:?}", r.env);
+    r.env.iter().filter(|l| !l.starts_with("TERN_SESSION=")).cloned().collect()
+}
+
+#[tokio::test]
+async fn a_spare_is_indistinguishable_from_a_fresh_spawn_and_is_no_session() {
+    require_bash();
+    let token = test_token("spare");
+    let state = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let relay = TestRelay::start(spare_config(state.path(), &token)).await;
+    assert_eq!(wait_for_spare(state.path(), Duration::from_millis(300)).await, None, "no demand");
+
+    // The first session: nobody asked before, so it is a fresh spawn; it asks for a spare.
+    let (_a, fresh) = new_session(&relay, state.path(), &token, out.path(), 80, 24).await;
+    let spare = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("a spare");
+    assert_ne!(spare, fresh.server_pid);
+    let spare_start = start_ticks(spare).unwrap();
+
+    // Not a session: not listed, not recorded (the registry and the limits count records).
+    let (status, body) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+    assert_eq!(status, 200);
+    let list: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let ids: Vec<&str> =
+        list["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [fresh.session.as_str()], "only the session, not the spare");
+    assert_eq!(recorded_pids(state.path()), [fresh.server_pid]);
+
+    // The second session takes the spare, at another size.
+    let (_b, warm) = new_session(&relay, state.path(), &token, out.path(), 101, 37).await;
+    assert_eq!(warm.server_pid, spare, "the new session is the spare's mosh-server");
+    assert!(spare_start <= warm.hello_at, "the spare was started before the page asked");
+    // ...but its shell started after the page asked, and ran nothing before it.
+    assert!(warm.shell_start >= warm.hello_at, "{} < {}", warm.shell_start, warm.hello_at);
+    assert!(fresh.shell_start >= fresh.hello_at);
+    assert_eq!((fresh.histcmd.as_str(), warm.histcmd.as_str()), ("1", "1"), "one command each");
+    assert_eq!(fresh.size, "24 80");
+    assert_eq!(warm.size, "37 101", "the page's size, from the first datagram");
+    assert_eq!(warm.pwd, fresh.pwd);
+    assert_eq!(env_but_session(&warm), env_but_session(&fresh), "same environment");
+    for name in ["PATH=", "TERN_SOCKET=", "TERM=", "LANG="] {
+        assert!(fresh.env.iter().any(|l| l.starts_with(name)), "{name} in {:?}", fresh.env);
+    }
+    assert_ne!(warm.session, fresh.session);
+    // Listed now that it is a session.
+    let (_, body) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+    assert!(body.contains(&warm.session));
+
+    // Replaced after use: the third new session takes the next spare.
+    let next = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("next spare");
+    assert_ne!(next, spare);
+    assert_eq!(mosh_servers_of(state.path()).len(), 3, "two sessions and the next spare");
+    let (_c, third) = new_session(&relay, state.path(), &token, out.path(), 90, 30).await;
+    assert_eq!(third.server_pid, next);
+    assert_eq!(third.size, "30 90");
+    assert_eq!(third.histcmd, "1");
+
+    // Ended when the relay stops; the sessions are not.
+    let last = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("a spare");
+    relay.stop().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while alive(last) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(last), "the spare's mosh-server {last} outlived the relay");
+    for pid in [fresh.server_pid, warm.server_pid, third.server_pid] {
+        assert!(alive(pid), "a session's mosh-server {pid} outlives the relay");
+    }
+    assert_eq!(mosh_servers_of(state.path()).len(), 3, "no spare left, not even its child");
+    assert_not_logged(&token, "token");
+}
+
+#[tokio::test]
+async fn no_spare_keeps_none() {
+    require_bash();
+    let token = test_token("nospare");
+    let state = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let mut config = spare_config(state.path(), &token);
+    config.no_spare = true;
+    let relay = TestRelay::start(config).await;
+    // Demand as a page makes it: the info request, then a session.
+    let (status, _) = http_get(relay.addr(), "/api/info", Some(&token)).await;
+    assert_eq!(status, 200);
+    let (_a, fresh) = new_session(&relay, state.path(), &token, out.path(), 80, 24).await;
+    assert_eq!(wait_for_spare(state.path(), Duration::from_secs(2)).await, None);
+    assert_eq!(mosh_servers_of(state.path()), [fresh.server_pid]);
+    relay.stop().await;
+}
+
+#[test]
+fn the_flag_is_documented() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_tern-relay"))
+        .arg("--help")
+        .output()
+        .expect("tern-relay --help runs");
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--no-spare"));
+}
+
+/// Benchmark (prints, asserts nothing about speed): the first `ready` after a page's info
+/// request, with the spare and without, relays side by side in one run. Run with
+/// `cargo test -p tern-relay --test spare -- --ignored --nocapture bench`.
+#[tokio::test]
+#[ignore]
+async fn bench_ready_with_and_without_the_spare() {
+    let rounds: usize =
+        std::env::var("TERN_SPARE_BENCH_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(10);
+    let token = test_token("sparebench");
+    let (with_state, without_state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let _c1 = KillRecorded(with_state.path());
+    let _c2 = KillRecorded(without_state.path());
+    let with = TestRelay::start(spawn_config(with_state.path(), &token)).await;
+    let mut off = spawn_config(without_state.path(), &token);
+    off.no_spare = true;
+    let without = TestRelay::start(off).await;
+    let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        for (i, relay) in [&with, &without].into_iter().enumerate() {
+            let (status, _) = http_get(relay.addr(), "/api/info", Some(&token)).await;
+            assert_eq!(status, 200);
+            // The page's time between its info request and its hello (scripts, the handshake).
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            let conn = connect(relay, None).await.expect("connects");
+            let asked = std::time::Instant::now();
+            let (_control, reply) = hello(&conn, spawn_hello(Some(&token), None)).await;
+            let ms = asked.elapsed().as_secs_f64() * 1000.0;
+            let ready = expect_ready(reply);
+            if round > 0 {
+                times[i].push(ms);
+            }
+            drop(conn);
+            let state = if i == 0 { with_state.path() } else { without_state.path() };
+            let record: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(state.join("sessions").join(format!("{}.json", ready.session)))
+                    .unwrap(),
+            )
+            .unwrap();
+            kill_pid(record["pid"].as_u64().unwrap() as u32);
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (w, wo) = (median(&mut times[0]), median(&mut times[1]));
+    println!(
+        "hello -> ready, median of {}: with spare {w:.1} ms, --no-spare {wo:.1} ms, ratio {:.2}",
+        times[0].len(),
+        w / wo
+    );
+    println!("with spare: {:?}", times[0]);
+    println!("--no-spare: {:?}", times[1]);
+    with.stop().await;
+    without.stop().await;
+}
