@@ -76,6 +76,15 @@ fn mosh_servers_of(state: &Path) -> Vec<u32> {
     found.iter().copied().filter(|p| ppid(*p).is_none_or(|pp| !found.contains(&pp))).collect()
 }
 
+/// The session id a mosh-server's recorder was given (`--session ID` on its command line).
+fn session_of(pid: u32) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let args: Vec<String> =
+        cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    let at = args.iter().position(|a| a == "--session").expect("run under the recorder");
+    args[at + 1].clone()
+}
+
 /// The spare: a mosh-server of this state directory that no session record names. Waits for it.
 async fn wait_for_spare(state: &Path, wait: Duration) -> Option<u32> {
     let deadline = tokio::time::Instant::now() + wait;
@@ -186,10 +195,15 @@ async fn a_spare_is_indistinguishable_from_a_fresh_spawn_and_is_no_session() {
         list["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(ids, [fresh.session.as_str()], "only the session, not the spare");
     assert_eq!(recorded_pids(state.path()), [fresh.server_pid]);
+    // Its id is chosen (the recorder and TERN_SESSION carry it) but shown nowhere yet.
+    let spare_id = session_of(spare);
+    assert!(!body.contains(&spare_id));
+    assert_not_logged(&spare_id, "unused spare's session id");
 
     // The second session takes the spare, at another size.
     let (_b, warm) = new_session(&relay, state.path(), &token, out.path(), 101, 37).await;
     assert_eq!(warm.server_pid, spare, "the new session is the spare's mosh-server");
+    assert_eq!(warm.session, spare_id, "with the id it was started with");
     assert!(spare_start <= warm.hello_at, "the spare was started before the page asked");
     // ...but its shell started after the page asked, and ran nothing before it.
     assert!(warm.shell_start >= warm.hello_at, "{} < {}", warm.shell_start, warm.hello_at);
@@ -218,7 +232,9 @@ async fn a_spare_is_indistinguishable_from_a_fresh_spawn_and_is_no_session() {
 
     // Ended when the relay stops; the sessions are not.
     let last = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("a spare");
+    let last_id = session_of(last);
     relay.stop().await;
+    assert_not_logged(&last_id, "unused spare's session id");
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while alive(last) && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
@@ -259,12 +275,24 @@ fn the_flag_is_documented() {
     assert!(String::from_utf8_lossy(&help.stdout).contains("--no-spare"));
 }
 
-/// Benchmark (prints, asserts nothing about speed): the first `ready` after a page's info
-/// request, with the spare and without, relays side by side in one run. Run with
-/// `cargo test -p tern-relay --test spare -- --ignored --nocapture bench`.
+fn random32() -> [u8; 32] {
+    let mut b = [0u8; 32];
+    getrandom::fill(&mut b).unwrap();
+    b
+}
+
+/// Benchmark (prints, asserts nothing about speed): the page's way to its first `ready`, stage by
+/// stage (the page's own connection code, `tern::relay_client`: a challenge, `/api/info`, the
+/// WebTransport connect, greet and challenge on the control stream, the hello with its proof),
+/// against a relay with the spare and one with `--no-spare`, side by side in one run, plus the
+/// relay's own stages from its debug log. Run with
+/// `cargo test -p tern-relay --test spare -- --ignored --nocapture bench`
+/// (`TERN_SPARE_BENCH_ROUNDS`, default 10).
 #[tokio::test]
 #[ignore]
 async fn bench_ready_with_and_without_the_spare() {
+    use tern::relay_client::{Target, Verifier};
+    use tern::relay_proto::{CHALLENGE_PATH, ClientMessage, INFO_PATH, Mode};
     let rounds: usize =
         std::env::var("TERN_SPARE_BENCH_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(10);
     let token = test_token("sparebench");
@@ -275,22 +303,68 @@ async fn bench_ready_with_and_without_the_spare() {
     let mut off = spawn_config(without_state.path(), &token);
     off.no_spare = true;
     let without = TestRelay::start(off).await;
-    let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    for round in 0..rounds {
-        for (i, relay) in [&with, &without].into_iter().enumerate() {
-            let (status, _) = http_get(relay.addr(), "/api/info", Some(&token)).await;
+    let target = Target { token: token.clone(), bridge: None };
+    const STAGES: usize = 10;
+    let mut rows: [Vec<[f64; STAGES]>; 2] = [Vec::new(), Vec::new()];
+    let field = |log: &str, name: &str| -> f64 {
+        log.rsplit(&format!("{name}="))
+            .next()
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse().ok()))
+            .unwrap_or(0.0)
+    };
+    let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1000.0;
+    // Round 0 warms both relays up (and is not counted).
+    for round in 0..=rounds {
+        // Who goes first alternates, so neither relay always runs on a machine the other loaded.
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let relay = if i == 0 { &with } else { &without };
+            let mut row = [0.0; STAGES];
+            let start = std::time::Instant::now();
+            // The page: a challenge, then /api/info with its proof.
+            let verifier = Verifier::new(random32());
+            let request = tern::relay_proto::encode(&verifier.request());
+            let t = std::time::Instant::now();
+            let (status, body) = http_post(relay.addr(), CHALLENGE_PATH, None, &request).await;
+            row[0] = ms(t);
+            let authorization = verifier.http_answer(&token, status, body.as_bytes()).unwrap();
+            let t = std::time::Instant::now();
+            let (status, _) = http_get_authorized(relay.addr(), INFO_PATH, &authorization).await;
             assert_eq!(status, 200);
-            // The page's time between its info request and its hello (scripts, the handshake).
-            tokio::time::sleep(Duration::from_millis(150)).await;
+            row[1] = ms(t);
+            let t = std::time::Instant::now();
             let conn = connect(relay, None).await.expect("connects");
-            let asked = std::time::Instant::now();
-            let (_control, reply) = hello(&conn, spawn_hello(Some(&token), None)).await;
-            let ms = asked.elapsed().as_secs_f64() * 1000.0;
-            let ready = expect_ready(reply);
+            row[2] = ms(t);
+            let t = std::time::Instant::now();
+            let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
+            let verifier = Verifier::new(random32());
+            send.write_all(&verifier.greet().to_line()).await.unwrap();
+            let mut reader = tern_relay::control::LineReader::new(recv);
+            let challenge = reader.next_line().await.ok();
+            row[3] = ms(t);
+            let proof = verifier.control_answer(&target.token, challenge.as_deref()).unwrap();
+            let mut hello = target.hello(Mode::Spawn, None, None, 1211);
+            hello.proof = Some(proof);
+            let logged = logs().len();
+            let t = std::time::Instant::now();
+            send.write_all(&ClientMessage::Hello(hello).to_line()).await.unwrap();
+            let line = reader.next_line().await.ok();
+            row[4] = ms(t);
+            row[5] = ms(start);
+            let ready = tern::relay_client::answer(line.as_deref()).expect("ready");
+            let log = logs()[logged..].to_owned();
+            let opened = log.lines().find(|l| l.contains("session opened")).unwrap_or_default();
+            let started =
+                log.lines().find(|l| l.contains("mosh-server started")).unwrap_or_default();
+            let recorded = log.lines().find(|l| l.contains("session recorded")).unwrap_or_default();
+            row[6] = field(opened, "admit_us") / 1000.0;
+            row[7] = field(opened, "attach_us") / 1000.0;
+            row[8] = field(started, "took_ms");
+            row[9] = field(recorded, "record_us") / 1000.0;
             if round > 0 {
-                times[i].push(ms);
+                rows[i].push(row);
             }
-            drop(conn);
+            drop((send, reader, conn));
             let state = if i == 0 { with_state.path() } else { without_state.path() };
             let record: serde_json::Value = serde_json::from_slice(
                 &std::fs::read(state.join("sessions").join(format!("{}.json", ready.session)))
@@ -299,20 +373,34 @@ async fn bench_ready_with_and_without_the_spare() {
             .unwrap();
             kill_pid(record["pid"].as_u64().unwrap() as u32);
         }
+        // A person does not open a new session every instant: the spare is back by then.
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let median = |v: &mut Vec<f64>| {
+    let median = |rows: &[[f64; STAGES]], k: usize| {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[k]).collect();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let (w, wo) = (median(&mut times[0]), median(&mut times[1]));
-    println!(
-        "hello -> ready, median of {}: with spare {w:.1} ms, --no-spare {wo:.1} ms, ratio {:.2}",
-        times[0].len(),
-        w / wo
-    );
-    println!("with spare: {:?}", times[0]);
-    println!("--no-spare: {:?}", times[1]);
+    let names = [
+        "POST /api/challenge",
+        "GET /api/info",
+        "WebTransport connect (QUIC, CONNECT)",
+        "control stream: greet -> challenge",
+        "hello -> ready",
+        "first request -> ready (sum)",
+        "  relay: admit (hello read, proof checked)",
+        "  relay: attach (spawn or spare, record)",
+        "  relay:   mosh-server start (fresh only)",
+        "  relay:   session record written (fsync)",
+    ];
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average: {}", load.trim());
+    println!("median of {rounds} rounds, ms             | with spare | --no-spare | ratio");
+    for (k, name) in names.iter().enumerate() {
+        let (w, wo) = (median(&rows[0], k), median(&rows[1], k));
+        let ratio = if wo > 0.0 { format!("{:.2}", w / wo) } else { "-".into() };
+        println!("{name:42} | {w:10.2} | {wo:10.2} | {ratio}");
+    }
     with.stop().await;
     without.stop().await;
 }

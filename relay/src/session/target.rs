@@ -202,10 +202,12 @@ fn record_spawned(
         remote,
     };
     tracing::info!(session = %record.id, port = record.port, pid = ?spawned.pid, host = ?record.remote.as_ref().map(|r| &r.host), "spawned mosh-server");
+    let started = std::time::Instant::now();
     if let Err(e) = state.insert(record.clone()) {
         // The session still works; only a relay restart would lose track of it.
         tracing::error!("cannot record session: {e:#}");
     }
+    tracing::debug!(record_us = started.elapsed().as_micros() as u64, "session recorded");
     Target::spawned(record, false)
 }
 
