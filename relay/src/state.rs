@@ -305,8 +305,12 @@ impl StateStore {
     }
 
     /// Writes `bytes` to `path` (0600, atomically: a temporary file renamed over it); `durable`
-    /// waits for the disk too (records: a machine crash must not lose a reservation; a session
-    /// copy is useless after one anyway, its mosh-server is gone too).
+    /// waits for the disk too (records of servers on ssh hosts: a crash of this machine must not
+    /// lose a reservation a datagram went out under, since that mosh-server and its key live on).
+    /// A record of a server on this machine and a session copy are not: a relay that dies leaves
+    /// them in the page cache, and a machine that dies takes the mosh-server and its key along,
+    /// so nothing is left for them to protect (and a new session's `ready` and its first datagram
+    /// do not wait for the disk: tens of milliseconds on a busy one).
     fn write_private(
         &self,
         path: &Path,
@@ -335,12 +339,14 @@ impl StateStore {
     pub fn insert(&self, record: SessionRecord) -> Result<(), StateError> {
         let path = self.path_of(&record.id);
         let bytes = serde_json::to_vec_pretty(&record).expect("a record always serializes");
-        self.write_private(&path, &format!("{}.tmp", record.id), &bytes, true)?;
+        let durable = record.remote.is_some();
+        self.write_private(&path, &format!("{}.tmp", record.id), &bytes, durable)?;
         self.lock().insert(record.id.clone(), record);
         Ok(())
     }
 
-    /// Raises a record's `seq_reserved` (on disk before it returns).
+    /// Raises a record's `seq_reserved` (written before it returns; see [`Self::write_private`]
+    /// for when it waits for the disk).
     pub fn reserve_seq(&self, id: &str, bound: u64) -> Result<(), StateError> {
         let Some(mut record) = self.get(id) else { return Ok(()) };
         record.seq_reserved = record.seq_reserved.max(bound);

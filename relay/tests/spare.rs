@@ -309,7 +309,9 @@ async fn bench_ready_with_and_without_the_spare() {
     let field = |log: &str, name: &str| -> f64 {
         log.rsplit(&format!("{name}="))
             .next()
-            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse().ok()))
+            .and_then(|r| {
+                r.split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse().ok())
+            })
             .unwrap_or(0.0)
     };
     let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1000.0;
@@ -391,7 +393,7 @@ async fn bench_ready_with_and_without_the_spare() {
         "  relay: admit (hello read, proof checked)",
         "  relay: attach (spawn or spare, record)",
         "  relay:   mosh-server start (fresh only)",
-        "  relay:   session record written (fsync)",
+        "  relay:   session record written",
     ];
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average: {}", load.trim());

@@ -110,7 +110,7 @@ try {
     ['toGreet', 'page + link: -> WebTransport connected, greet read by the relay'],
     ['greetToHello', 'greet -> challenge -> hello admitted (a round trip, proofs)'],
     ['attachMs', 'relay: attach (spawn or spare, record)'],
-    ['recordMs', '  relay: of which the record (fsync)'],
+    ['recordMs', '  relay: of which the session record written'],
     ['spareTaken', '  relay: took the spare (median of 0/1)'],
     ['toReadySent', 'relay: -> `ready` written'],
     ['toReadyRead', 'page: `ready` read'],
