@@ -339,8 +339,7 @@ impl StateStore {
     pub fn insert(&self, record: SessionRecord) -> Result<(), StateError> {
         let path = self.path_of(&record.id);
         let bytes = serde_json::to_vec_pretty(&record).expect("a record always serializes");
-        let durable = record.remote.is_some();
-        self.write_private(&path, &format!("{}.tmp", record.id), &bytes, durable)?;
+        self.write_private(&path, &format!("{}.tmp", record.id), &bytes, durable(&record))?;
         self.lock().insert(record.id.clone(), record);
         Ok(())
     }
@@ -414,6 +413,12 @@ impl StateStore {
     }
 }
 
+/// Whether a record's writes wait for the disk: only a server on an ssh host outlives a crash of
+/// this machine (see [`StateStore::write_private`]).
+fn durable(record: &SessionRecord) -> bool {
+    record.remote.is_some()
+}
+
 /// Is `pid` a running mosh-server? Checks /proc (Linux): the process exists, is not a zombie,
 /// and its command line names mosh-server, so a recycled pid is not mistaken for it.
 pub fn pid_alive(pid: u32) -> bool {
@@ -449,6 +454,16 @@ mod tests {
             seq_reserved: 0,
             remote: None,
         }
+    }
+
+    #[test]
+    fn only_records_of_servers_on_other_hosts_wait_for_the_disk() {
+        assert!(!durable(&record("0123456789abcdef", Some(7))));
+        let remote = RemoteServer { host: "h".into(), ip: [10, 0, 0, 2].into(), pid: Some(7) };
+        assert!(durable(&SessionRecord {
+            remote: Some(remote),
+            ..record("0123456789abcdef", None)
+        }));
     }
 
     #[test]

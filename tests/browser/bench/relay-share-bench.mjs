@@ -70,6 +70,7 @@ async function loadOnce(relay) {
       spareTaken: took ? 1 : 0,
       toReadySent: readySent - (attachStart + attach),
       toReadyRead: s.firstReadyMs - readySent,
+      relayWork: p.challengeWait + p.infoWait + attach + (readySent - (attachStart + attach)),
       total: s.firstReadyMs - s.firstConnectMs,
       frame: s.firstFrameMs - s.firstReadyMs,
     };
@@ -114,6 +115,7 @@ try {
     ['spareTaken', '  relay: took the spare (median of 0/1)'],
     ['toReadySent', 'relay: -> `ready` written'],
     ['toReadyRead', 'page: `ready` read'],
+    ['relayWork', "relay's own work (its two waits, attach, -> `ready`)"],
     ['total', "total: page's first request -> `ready` read"],
     ['frame', 'page: `ready` -> first frame'],
   ];
@@ -123,6 +125,8 @@ try {
     console.log(`| ${name} | ${relays.map((r) => median(r.rows.map((x) => x[k])).toFixed(1)).join(' | ')} |`);
   }
   const total = (r) => median(r.rows.map((x) => x.total));
+  const work = (r) => median(r.rows.map((x) => x.relayWork));
+  console.log(`relay's own work: spare ${work(relays[0]).toFixed(1)} ms, --no-spare ${work(relays[1]).toFixed(1)} ms, ratio ${(work(relays[0]) / work(relays[1])).toFixed(2)}`);
   console.log(`first request -> ready: spare ${total(relays[0]).toFixed(1)} ms, --no-spare ${total(relays[1]).toFixed(1)} ms, ratio ${(total(relays[0]) / total(relays[1])).toFixed(2)}`);
 } finally {
   for (const r of relays) {
