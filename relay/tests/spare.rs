@@ -266,6 +266,32 @@ async fn no_spare_keeps_none() {
     relay.stop().await;
 }
 
+/// A spare whose mosh-server died (killed, or its own timeout) is not handed out: that session is
+/// a fresh spawn, and a new spare follows.
+#[tokio::test]
+async fn a_dead_spare_is_not_handed_out() {
+    require_bash();
+    let token = test_token("deadspare");
+    let state = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let relay = TestRelay::start(spare_config(state.path(), &token)).await;
+    let (status, _) = http_get(relay.addr(), "/api/info", Some(&token)).await;
+    assert_eq!(status, 200);
+    let spare = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("a spare");
+    kill_pid(spare);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while alive(spare) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (_a, session) = new_session(&relay, state.path(), &token, out.path(), 80, 24).await;
+    assert_ne!(session.server_pid, spare);
+    assert_eq!(session.histcmd, "1");
+    let next = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("a new spare");
+    assert_ne!(next, spare);
+    relay.stop().await;
+}
+
 #[test]
 fn the_flag_is_documented() {
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_tern-relay"))

@@ -14,7 +14,9 @@
 //!   [`WARM_FOR`] after the last demand a spare is kept; after that none is (no process left
 //!   running for a relay nobody uses), and the next demand starts one again.
 //! - mosh-server ends itself 60 s after its start when no client came, so a spare older than
-//!   [`ROTATE_AFTER`] is ended and replaced while the relay is warm.
+//!   [`ROTATE_AFTER`] (or 3/4 of a shorter `--session-idle-timeout`) is ended and replaced while
+//!   the relay is warm. One that died anyway is not handed out (its pid is checked): that
+//!   session is spawned fresh.
 //! - Taken: replaced at once, in the background.
 //! - Not a session: no record (the session list, `--max-spawned` and the registry never see it)
 //!   until taken; none is made while `--max-spawned` mosh-servers run.
@@ -34,6 +36,15 @@ use crate::spawn::{Spawned, spawn_mosh_server};
 pub(crate) const WARM_FOR: Duration = Duration::from_secs(10 * 60);
 /// A spare's age at which it is replaced (mosh-server gives up on its first client at 60 s).
 pub(crate) const ROTATE_AFTER: Duration = Duration::from_secs(45);
+
+/// When a spare is replaced: at [`ROTATE_AFTER`], or earlier when `--session-idle-timeout`
+/// (mosh-server's network timeout, which also counts from its start) would end it first.
+fn rotate_after(idle_timeout: Option<Duration>) -> Duration {
+    match idle_timeout {
+        Some(t) => ROTATE_AFTER.min(t.saturating_sub(t / 4)).max(Duration::from_secs(1)),
+        None => ROTATE_AFTER,
+    }
+}
 /// After a failed start, the wait before the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(10);
 
@@ -111,6 +122,7 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
     let spare = &shared.spare;
     let Some(state) = shared.state.as_ref().filter(|_| spare.enabled) else { return };
     let shutdown = shared.shutdown.clone();
+    let rotate = rotate_after(shared.settings.targets.spawn.idle_timeout);
     loop {
         if shutdown.is_cancelled() {
             break;
@@ -158,7 +170,7 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
             }
             continue;
         }
-        let rotate_at = born.map_or(now, |b| b + ROTATE_AFTER);
+        let rotate_at = born.map_or(now, |b| b + rotate);
         let until = warm_until.map_or(rotate_at, |w| w.min(rotate_at));
         tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -166,7 +178,7 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
             _ = spare.wake.notified() => {}
             _ = tokio::time::sleep_until(until) => {
                 let mut inner = spare.lock();
-                if inner.warm.as_ref().is_some_and(|w| w.born + ROTATE_AFTER <= Instant::now()) {
+                if inner.warm.as_ref().is_some_and(|w| w.born + rotate <= Instant::now()) {
                     let old = inner.warm.take();
                     drop(inner);
                     tracing::debug!("warm spare replaced (mosh-server waits 60 s for a client)");
@@ -188,5 +200,18 @@ fn end(warm: Option<Warm>) {
     match rustix::process::kill_process(pid, rustix::process::Signal::TERM) {
         Ok(()) => tracing::debug!(pid = pid.as_raw_nonzero().get(), "warm spare ended"),
         Err(e) => tracing::debug!("ending the warm spare: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spare_is_replaced_before_mosh_server_would_end_it() {
+        assert_eq!(rotate_after(None), ROTATE_AFTER);
+        assert_eq!(rotate_after(Some(Duration::from_secs(7 * 86400))), ROTATE_AFTER);
+        assert_eq!(rotate_after(Some(Duration::from_secs(20))), Duration::from_secs(15));
+        assert_eq!(rotate_after(Some(Duration::from_secs(1))), Duration::from_secs(1));
     }
 }
