@@ -401,8 +401,9 @@ async fn bench_ready_with_and_without_the_spare() {
             .unwrap();
             kill_pid(record["pid"].as_u64().unwrap() as u32);
         }
-        // A person does not open a new session every instant: the spare is back by then.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // A person does not open a new session every instant: the spare is back by then (it is
+        // started a second after the last was taken).
+        tokio::time::sleep(Duration::from_millis(1500)).await;
     }
     let median = |rows: &[[f64; STAGES]], k: usize| {
         let mut v: Vec<f64> = rows.iter().map(|r| r[k]).collect();

@@ -17,7 +17,8 @@
 //!   [`ROTATE_AFTER`] (or 3/4 of a shorter `--session-idle-timeout`) is ended and replaced while
 //!   the relay is warm. One that died anyway is not handed out (its pid is checked): that
 //!   session is spawned fresh.
-//! - Taken: replaced at once, in the background.
+//! - Taken: replaced in the background, [`REPLACE_AFTER`] later (not beside the new session's
+//!   first moments).
 //! - Not a session: no record (the session list, `--max-spawned` and the registry never see it)
 //!   until taken; none is made while `--max-spawned` mosh-servers run.
 //! - Ended when the relay stops; a relay that dies leaves it to mosh-server's own 60 s.
@@ -45,6 +46,10 @@ fn rotate_after(idle_timeout: Option<Duration>) -> Duration {
         None => ROTATE_AFTER,
     }
 }
+/// After a spare is taken, the wait before the next is started: the new session's shell starts
+/// and draws its first frame in these first moments, and a spawn beside it would compete for the
+/// CPU.
+const REPLACE_AFTER: Duration = Duration::from_secs(1);
 /// After a failed start, the wait before the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(10);
 
@@ -67,6 +72,8 @@ pub(crate) struct Spare {
 struct Inner {
     warm: Option<Warm>,
     last_demand: Option<Instant>,
+    /// When a page last took the spare.
+    taken: Option<Instant>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -106,7 +113,11 @@ impl Spare {
         let warm = {
             let mut inner = self.lock();
             inner.last_demand = Some(Instant::now());
-            inner.warm.take()
+            let warm = inner.warm.take();
+            if warm.is_some() {
+                inner.taken = Some(Instant::now());
+            }
+            warm
         };
         self.wake.notify_one();
         let warm = warm?;
@@ -127,9 +138,10 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
         if shutdown.is_cancelled() {
             break;
         }
-        let (has_warm, born, last_demand) = {
+        let (has_warm, born, last_demand, taken) = {
             let inner = spare.lock();
-            (inner.warm.is_some(), inner.warm.as_ref().map(|w| w.born), inner.last_demand)
+            let born = inner.warm.as_ref().map(|w| w.born);
+            (inner.warm.is_some(), born, inner.last_demand, inner.taken)
         };
         let warm_until = last_demand.map(|t| t + WARM_FOR);
         let now = Instant::now();
@@ -142,6 +154,12 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
             }
         }
         if !has_warm {
+            if let Some(not_before) = taken.map(|t| t + REPLACE_AFTER).filter(|t| *t > now) {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep_until(not_before) => continue,
+                }
+            }
             if state.alive().len() >= shared.settings.targets.max_spawned {
                 // At the limit: a spare could not be used; look again when a session asks.
                 tokio::select! {
