@@ -4,7 +4,8 @@
 //! ```text
 //!  accept_loop ─▶ handle_incoming (path, ?token=) ─▶ run_session ◀─ serve_websocket (from http)
 //!    serve: handshake::admit (control stream, hello, version, token, mode, limits)
-//!           ─▶ target::attach (spawn, resume or bridge) ─▶ ready
+//!           ─▶ target::attach (spawn: the warm spare (spare.rs) or a new mosh-server;
+//!              resume or bridge) ─▶ ready
 //!           ─▶ forward::run (datagrams both ways, held as the page asks; pings) ─▶ ended
 //!                └─ every further stream ─▶ streams::serve (a paste upload or a download)
 //! ```
