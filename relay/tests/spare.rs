@@ -69,11 +69,30 @@ fn mosh_servers_of(state: &Path) -> Vec<u32> {
         }
     }
     // mosh-server's child waits for the first client with the same command line: keep parents.
+    // And not the undetached `mosh-server new` the relay (this process) is running: it forks the
+    // daemon and exits.
     let ppid = |pid: u32| -> Option<u32> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
     };
-    found.iter().copied().filter(|p| ppid(*p).is_none_or(|pp| !found.contains(&pp))).collect()
+    let me = std::process::id();
+    found
+        .iter()
+        .copied()
+        .filter(|p| ppid(*p).is_none_or(|pp| !found.contains(&pp) && pp != me))
+        .collect()
+}
+
+/// Waits until `state`'s mosh-servers are `n` (a killed one takes a moment to go).
+async fn wait_for_count(state: &Path, n: usize) -> Vec<u32> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let servers = mosh_servers_of(state);
+        if servers.len() == n || tokio::time::Instant::now() >= deadline {
+            return servers;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The session id a mosh-server's recorder was given (`--session ID` on its command line).
@@ -224,7 +243,7 @@ async fn a_spare_is_indistinguishable_from_a_fresh_spawn_and_is_no_session() {
     // Replaced after use: the third new session takes the next spare.
     let next = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("next spare");
     assert_ne!(next, spare);
-    assert_eq!(mosh_servers_of(state.path()).len(), 3, "two sessions and the next spare");
+    assert_eq!(wait_for_count(state.path(), 3).await.len(), 3, "two sessions and the next spare");
     let (_c, third) = new_session(&relay, state.path(), &token, out.path(), 90, 30).await;
     assert_eq!(third.server_pid, next);
     assert_eq!(third.size, "30 90");
@@ -243,7 +262,7 @@ async fn a_spare_is_indistinguishable_from_a_fresh_spawn_and_is_no_session() {
     for pid in [fresh.server_pid, warm.server_pid, third.server_pid] {
         assert!(alive(pid), "a session's mosh-server {pid} outlives the relay");
     }
-    assert_eq!(mosh_servers_of(state.path()).len(), 3, "no spare left, not even its child");
+    assert_eq!(wait_for_count(state.path(), 3).await.len(), 3, "no spare left, not even its child");
     assert_not_logged(&token, "token");
 }
 
@@ -262,7 +281,7 @@ async fn no_spare_keeps_none() {
     assert_eq!(status, 200);
     let (_a, fresh) = new_session(&relay, state.path(), &token, out.path(), 80, 24).await;
     assert_eq!(wait_for_spare(state.path(), Duration::from_secs(2)).await, None);
-    assert_eq!(mosh_servers_of(state.path()), [fresh.server_pid]);
+    assert_eq!(wait_for_count(state.path(), 1).await, [fresh.server_pid]);
     relay.stop().await;
 }
 
