@@ -293,6 +293,12 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_MAX_SPAWNED", default_value_t = 32)]
     pub max_spawned: usize,
 
+    /// Spawn mode: keep no warm spare. By default, while pages use the relay (10 minutes after
+    /// the last), one mosh-server is started ahead so that a new session need not wait for it;
+    /// it is no session (never listed or counted) until a page takes it.
+    #[arg(long, env = "TERN_RELAY_NO_SPARE")]
+    pub no_spare: bool,
+
     /// Browser→server datagrams per second per session (token bucket rate); excess is dropped.
     #[arg(long, env = "TERN_RELAY_DATAGRAM_RATE", default_value_t = 1000)]
     pub datagram_rate: u32,
@@ -402,6 +408,11 @@ impl Config {
 
     pub fn mode(&self) -> Mode {
         if self.bridge { Mode::Bridge } else { Mode::Spawn }
+    }
+
+    /// Whether a warm spare mosh-server is kept (spawn mode without `--no-spare`).
+    pub fn spare_enabled(&self) -> bool {
+        self.mode() == Mode::Spawn && !self.no_spare
     }
 
     /// The state directory: the flag, else the XDG state home.

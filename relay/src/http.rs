@@ -572,7 +572,11 @@ fn api(
         return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only GET");
     }
     match path {
-        "/api/info" => json(StatusCode::OK, &info(shared)),
+        "/api/info" => {
+            // A page asks this right before it opens a session: have a spare mosh-server ready.
+            shared.sessions.spare.want();
+            json(StatusCode::OK, &info(shared))
+        }
         tern::relay_proto::SESSIONS_PATH => json(StatusCode::OK, &sessions(shared)),
         _ => error(StatusCode::NOT_FOUND, "not_found", "no such API route"),
     }

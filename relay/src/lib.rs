@@ -375,6 +375,7 @@ impl Relay {
                 config.max_authenticated_handshakes,
                 config.max_handshakes_per_source,
             ),
+            spare: session::Spare::new(config.spare_enabled()),
             spawn_lock: tokio::sync::Mutex::new(()),
             shutdown: shutdown.clone(),
         });
@@ -513,6 +514,7 @@ impl Relay {
             ))
         });
         let prune = tokio::spawn(prune_sessions(Arc::clone(&self.sessions)));
+        let spare = tokio::spawn(session::keep_spare(Arc::clone(&self.sessions)));
         let commands = self.commands.as_ref().map(|socket| {
             tokio::spawn(send::socket::serve(Arc::clone(socket), Arc::clone(&self.sessions.offers)))
         });
@@ -531,6 +533,8 @@ impl Relay {
             certs.abort();
         }
         prune.abort();
+        // The spare is no session: it does not outlive the relay.
+        let _ = spare.await;
         if let Some(commands) = commands {
             let _ = commands.await;
         }

@@ -305,8 +305,12 @@ impl StateStore {
     }
 
     /// Writes `bytes` to `path` (0600, atomically: a temporary file renamed over it); `durable`
-    /// waits for the disk too (records: a machine crash must not lose a reservation; a session
-    /// copy is useless after one anyway, its mosh-server is gone too).
+    /// waits for the disk too (records of servers on ssh hosts: a crash of this machine must not
+    /// lose a reservation a datagram went out under, since that mosh-server and its key live on).
+    /// A record of a server on this machine and a session copy are not: a relay that dies leaves
+    /// them in the page cache, and a machine that dies takes the mosh-server and its key along,
+    /// so nothing is left for them to protect (and a new session's `ready` and its first datagram
+    /// do not wait for the disk: tens of milliseconds on a busy one).
     fn write_private(
         &self,
         path: &Path,
@@ -335,12 +339,13 @@ impl StateStore {
     pub fn insert(&self, record: SessionRecord) -> Result<(), StateError> {
         let path = self.path_of(&record.id);
         let bytes = serde_json::to_vec_pretty(&record).expect("a record always serializes");
-        self.write_private(&path, &format!("{}.tmp", record.id), &bytes, true)?;
+        self.write_private(&path, &format!("{}.tmp", record.id), &bytes, durable(&record))?;
         self.lock().insert(record.id.clone(), record);
         Ok(())
     }
 
-    /// Raises a record's `seq_reserved` (on disk before it returns).
+    /// Raises a record's `seq_reserved` (written before it returns; see [`Self::write_private`]
+    /// for when it waits for the disk).
     pub fn reserve_seq(&self, id: &str, bound: u64) -> Result<(), StateError> {
         let Some(mut record) = self.get(id) else { return Ok(()) };
         record.seq_reserved = record.seq_reserved.max(bound);
@@ -408,6 +413,12 @@ impl StateStore {
     }
 }
 
+/// Whether a record's writes wait for the disk: only a server on an ssh host outlives a crash of
+/// this machine (see [`StateStore::write_private`]).
+fn durable(record: &SessionRecord) -> bool {
+    record.remote.is_some()
+}
+
 /// Is `pid` a running mosh-server? Checks /proc (Linux): the process exists, is not a zombie,
 /// and its command line names mosh-server, so a recycled pid is not mistaken for it.
 pub fn pid_alive(pid: u32) -> bool {
@@ -443,6 +454,16 @@ mod tests {
             seq_reserved: 0,
             remote: None,
         }
+    }
+
+    #[test]
+    fn only_records_of_servers_on_other_hosts_wait_for_the_disk() {
+        assert!(!durable(&record("0123456789abcdef", Some(7))));
+        let remote = RemoteServer { host: "h".into(), ip: [10, 0, 0, 2].into(), pid: Some(7) };
+        assert!(durable(&SessionRecord {
+            remote: Some(remote),
+            ..record("0123456789abcdef", None)
+        }));
     }
 
     #[test]

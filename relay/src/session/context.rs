@@ -67,6 +67,8 @@ pub(crate) struct SessionContext {
     /// held from a QUIC connection attempt or a WebSocket upgrade until its hello is admitted or
     /// refused.
     pub handshakes: Arc<HandshakeSlots>,
+    /// The warm spare mosh-server (spawn mode, unless `--no-spare`).
+    pub spare: super::Spare,
     /// Serializes spawns so `--max-spawned` holds.
     pub spawn_lock: Mutex<()>,
     pub shutdown: CancellationToken,

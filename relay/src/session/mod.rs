@@ -4,7 +4,8 @@
 //! ```text
 //!  accept_loop ─▶ handle_incoming (path, ?token=) ─▶ run_session ◀─ serve_websocket (from http)
 //!    serve: handshake::admit (control stream, hello, version, token, mode, limits)
-//!           ─▶ target::attach (spawn, resume or bridge) ─▶ ready
+//!           ─▶ target::attach (spawn: the warm spare (spare.rs) or a new mosh-server;
+//!              resume or bridge) ─▶ ready
 //!           ─▶ forward::run (datagrams both ways, held as the page asks; pings) ─▶ ended
 //!                └─ every further stream ─▶ streams::serve (a paste upload or a download)
 //! ```
@@ -17,11 +18,13 @@ mod forward;
 mod handshake;
 mod hold;
 mod slots;
+mod spare;
 mod streams;
 mod target;
 
 pub(crate) use context::{SessionContext, SessionSettings};
 pub(crate) use slots::{HandshakeSlot, HandshakeSlots, NoSlot, Pool};
+pub(crate) use spare::{Spare, keep as keep_spare};
 pub use target::AllowRule;
 pub(crate) use target::TargetSettings;
 
@@ -292,9 +295,12 @@ async fn open(
     peer: SocketAddr,
     source: SourceKey,
 ) -> Result<Attached, Stop> {
+    let t0 = std::time::Instant::now();
     let Admitted { hello, slot } =
         handshake::admit(shared, control, pre_authed, peer, source).await?;
+    let t1 = std::time::Instant::now();
     let target = target::attach(shared, &hello).await?;
+    let t2 = std::time::Instant::now();
     let udp = target::connect_udp(target.addr).await?;
     // Last: from here on this page drives, and the one before it is told it was moved.
     let attach = match (&target.record, &shared.state) {
@@ -307,6 +313,15 @@ async fn open(
             shared.registry.attach_bridge(target.addr, key_id)
         }
     };
+    // Where the time to `ready` goes (docs/BENCHMARKS.md, "Page load"), in microseconds.
+    let us = |a: std::time::Instant, b: std::time::Instant| (b - a).as_micros() as u64;
+    let t3 = std::time::Instant::now();
+    tracing::debug!(
+        admit_us = us(t0, t1),
+        attach_us = us(t1, t2),
+        rest_us = us(t2, t3),
+        "session opened"
+    );
     Ok(Attached { hello, target, udp, attach, _slot: slot })
 }
 

@@ -202,10 +202,12 @@ fn record_spawned(
         remote,
     };
     tracing::info!(session = %record.id, port = record.port, pid = ?spawned.pid, host = ?record.remote.as_ref().map(|r| &r.host), "spawned mosh-server");
+    let started = std::time::Instant::now();
     if let Err(e) = state.insert(record.clone()) {
         // The session still works; only a relay restart would lose track of it.
         tracing::error!("cannot record session: {e:#}");
     }
+    tracing::debug!(record_us = started.elapsed().as_micros() as u64, "session recorded");
     Target::spawned(record, false)
 }
 
@@ -234,12 +236,31 @@ async fn spawn_over_ssh(
     Ok(record_spawned(state, new_session_id(), started.spawned, Some(remote)))
 }
 
-/// Starts a mosh-server (within `--max-spawned`) and records it for a restarted relay.
+/// Starts a mosh-server (within `--max-spawned`), or takes the warm spare, and records it for a
+/// restarted relay.
 async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Refusal> {
     let _guard = shared.spawn_lock.lock().await;
     check_spawn_limit(shared, state)?;
-    let c = &shared.settings.targets;
+    // The spare was started as this very spawn would start it, with its id chosen then.
+    if let Some(warm) = shared.spare.take() {
+        tracing::debug!(pid = ?warm.spawned.pid, "took the warm spare");
+        return Ok(record_spawned(state, warm.id, warm.spawned, None));
+    }
     let id = new_session_id();
+    let started = std::time::Instant::now();
+    let spawned = spawn_mosh_server(&local_spec(shared, state, &id)).await.map_err(|e| {
+        tracing::warn!("spawning mosh-server failed: {e:#}");
+        Refusal::new(ErrorCode::SpawnFailed, format!("{e:#}"))
+    })?;
+    tracing::debug!(took_ms = started.elapsed().as_millis() as u64, "mosh-server started");
+    Ok(record_spawned(state, id, spawned, None))
+}
+
+/// What a new session `id` on this machine is started with: the relay's spec, the recorder and
+/// the shell's environment for `tern` (both name the session: see `spare` for why the id is
+/// chosen before the spawn).
+pub(super) fn local_spec(shared: &SessionContext, state: &StateStore, id: &str) -> SpawnSpec {
+    let c = &shared.settings.targets;
     // The recorder is this very executable (`tern-relay record`); without it (not found, or
     // `--history-lines 0`) the session still works, with only the scrollback a page saw.
     let program = c.recorder.clone().map_or_else(std::env::current_exe, Ok).and_then(|p| {
@@ -254,7 +275,7 @@ async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Re
     let shell_env = match &c.state_dir {
         Some(dir) => {
             let bin = program.as_ref().ok().and_then(|relay| crate::send::install(dir, relay));
-            crate::send::shell_env(dir, &id, bin.as_deref())
+            crate::send::shell_env(dir, id, bin.as_deref())
         }
         None => Vec::new(),
     };
@@ -263,7 +284,7 @@ async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Re
         (max_lines, Ok(program)) => Some(Recorder {
             program,
             history_dir: state.dir().to_path_buf(),
-            session: id.clone(),
+            session: id.to_owned(),
             max_lines,
             max_bytes: c.history_bytes,
         }),
@@ -272,12 +293,7 @@ async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Re
             None
         }
     };
-    let spawned =
-        spawn_mosh_server(&spawn_spec(shared, recorder, shell_env)).await.map_err(|e| {
-            tracing::warn!("spawning mosh-server failed: {e:#}");
-            Refusal::new(ErrorCode::SpawnFailed, format!("{e:#}"))
-        })?;
-    Ok(record_spawned(state, id, spawned, None))
+    spawn_spec(shared, recorder, shell_env)
 }
 
 /// The browser's host and port, if the allowlist has them.

@@ -307,6 +307,14 @@ impl MoshOverRelay<HostLog> {
         MoshOverRelay::with_session(conn, control, ClientSession::new(config, CoreInstant::ZERO))
     }
 
+    /// A new client whose terminal is `cols`×`rows` from its first datagram on (a page's size).
+    pub fn sized(conn: Connection, control: Control, key: &str, cols: u16, rows: u16) -> Self {
+        let key = key.parse().expect("relay hands out a valid key");
+        let mut config = SessionConfig::new(key, cols, rows);
+        config.mtu = 1200;
+        MoshOverRelay::with_session(conn, control, ClientSession::new(config, CoreInstant::ZERO))
+    }
+
     pub fn screen_contains(&self, s: &str) -> bool {
         self.session.server_state().contains(s.as_bytes())
     }
