@@ -344,7 +344,11 @@ test('an installable app: the manifest and its icons are served and valid, iOS\'
   const index = await get('/');
   assert.match(index.csp, /manifest-src 'self'/);
   assert.match(index.csp, /img-src 'self'/);
-  const manifest = await get('/manifest.webmanifest');
+  // The page links the manifest once its session has started, under its content-hashed name.
+  await until(() => page.evaluate(() => document.querySelector('link[rel=manifest]') !== null), { what: 'the manifest linked' });
+  const manifestHref = await page.evaluate(() => document.querySelector('link[rel=manifest]').getAttribute('href'));
+  assert.match(manifestHref, /^manifest\.[0-9a-f]{8}\.webmanifest$/);
+  const manifest = await get(`/${manifestHref}`);
   assert.equal(manifest.status, 200);
   assert.equal(manifest.type, 'application/manifest+json');
   const m = JSON.parse(manifest.body.toString('utf8'));
@@ -378,8 +382,7 @@ test('an installable app: the manifest and its icons are served and valid, iOS\'
   assert.equal(icon.status, 200);
   assert.equal(icon.type, 'image/png');
   assert.deepEqual([icon.body.readUInt32BE(16), icon.body.readUInt32BE(20)], [180, 180], 'the apple-touch-icon is not 180x180');
-  // The page links the manifest once its session has started; the browser fetched it under the CSP.
-  await until(() => page.evaluate(() => document.querySelector('link[rel=manifest]') !== null), { what: 'the manifest linked' });
+  // The browser fetched the manifest under the CSP.
   if (fx.browser.name === 'chromium') {
     const cdp = await page.context().newCDPSession(page);
     try {
