@@ -9,7 +9,9 @@
 //! * **Reference.** The trace once more with Tern at RTT 0, prediction off, letting the screen
 //!   settle after every key: `S_k` is the screen after key `k`. A key's *target* is what changed
 //!   from `S_(k-1)` to `S_k`: for a printable key whose cell changed, the glyph in that cell
-//!   ("the glyph in the expected cell"); otherwise every changed cell and the cursor; if only the
+//!   ("the glyph in the expected cell"); for a printable key that leaves its cell blank (a space
+//!   at the end of a line), the cursor one cell on and its row, whatever other rows do (vim's
+//!   ruler: a letter's target leaves it out too); otherwise every changed cell and the cursor; if only the
 //!   cursor moved, the cursor and its row; if nothing changed (a password character), none.
 //! * **Runs.** Each client on a fresh server behind the link emulator. Tern is `tern-probe`'s
 //!   engine ([`run_probe`] with a timeline): key time = just before the bytes are handed to the
@@ -502,10 +504,17 @@ impl Target {
             }
         }
         let (row, col) = before.cursor;
-        if KeyClass::of(bytes) == KeyClass::Printable
-            && cells.iter().any(|&(r, c, _)| (r, c) == (row, col))
-        {
+        let printable = KeyClass::of(bytes) == KeyClass::Printable;
+        if printable && cells.iter().any(|&(r, c, _)| (r, c) == (row, col)) {
             return Target::Glyph { row, col, glyph: after.cell(row, col) };
+        }
+        // A printable key that leaves its cell as it was (a space over a blank): its effect is
+        // the cursor moving past it on its row, as a letter's is its glyph. Other rows (vim's
+        // ruler counting columns) are left out for both.
+        let blank = |s: &Screen| s.cell(row, col) == ' ';
+        if printable && blank(before) && blank(after) && after.cursor == (row, col + 1) {
+            let row = after.rows.get(row).cloned().unwrap_or_default();
+            return Target::Cursor { cursor: after.cursor, row };
         }
         if !cells.is_empty() {
             return Target::Cells { cells, cursor: after.cursor };
@@ -1054,6 +1063,11 @@ mod tests {
         assert!(matches!(Target::of(&a, &c, b"\x1b[D"), Target::Cursor { cursor: (0, 3), .. }));
         assert!(matches!(Target::of(&b, &a, b"\x7f"), Target::Cells { .. }));
         assert_eq!(Target::of(&a, &a, b"x"), Target::Nothing);
+        // A space at the end of a line in vim: its cell stays blank, the ruler changes; the key
+        // is shown when the cursor moves past it.
+        let v0 = screen(&["the", "", "1,4"], (0, 3));
+        let v1 = screen(&["the", "", "1,5"], (0, 4));
+        assert!(matches!(Target::of(&v0, &v1, b" "), Target::Cursor { cursor: (0, 4), .. }));
     }
 
     #[test]
