@@ -2,12 +2,13 @@
 //! wrong, grouped by what came just before the key (issue 36's classification).
 //!
 //! ```text
-//! cargo run -p tern-bench --example predict_keys -- [RTT_MS ...] [--dump DIR]
+//! cargo run -p tern-bench --example predict_keys -- [RTT_MS ...] [--before] [--dump DIR]
 //! ```
 //!
 //! Runs the suite's trace (`tern_bench::predictive::trace`) once at RTT 0 for the reference
-//! screens, then `tern-probe`'s engine at each RTT (adaptive), and prints each key not shown
-//! within 5 ms, each wrong display, and a table of keys by class: shown within 5 ms / all.
+//! screens, then `tern-probe`'s engine at each RTT (adaptive; with `--before` also with the
+//! predictor's rules before issue 36, right after), and prints each key not shown within 5 ms,
+//! each wrong display, and a table of keys by class: shown within 5 ms / all.
 
 use std::collections::BTreeMap;
 
@@ -35,10 +36,13 @@ fn context(keys: &[Vec<u8>], k: usize, part: &str) -> String {
 fn main() -> anyhow::Result<()> {
     let mut rtts = Vec::new();
     let mut dump_dir = None;
+    let mut before = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--dump" {
             dump_dir = args.next();
+        } else if a == "--before" {
+            before = true;
         } else {
             rtts.push(a.parse::<u64>()?);
         }
@@ -55,19 +59,31 @@ fn main() -> anyhow::Result<()> {
     let part_of = |k: usize| parts.iter().find(|(_, r)| r.contains(&k)).map_or("?", |(n, _)| n);
     eprintln!("reference run ({} keys)", keys.len());
     let reference = reference(&actions)?;
-    for (i, rtt) in rtts.iter().enumerate() {
+    let runs = rtts.iter().enumerate().flat_map(|(i, rtt)| {
+        let rules: &[bool] = if before { &[false, true] } else { &[false] };
+        rules.iter().map(move |&b| (i, *rtt, b))
+    });
+    for (i, rtt, before_36) in runs {
         // The suite's link seeds: 60 ms is its first link, 200 its second, 500 its third.
-        let link_seed = seed + [60, 200, 500].iter().position(|r| r == rtt).unwrap_or(i) as u64;
-        let setting = LinkSetting::rtt(*rtt);
-        eprintln!("tern-probe at RTT {rtt} ms");
-        let rec = run_tern(&setting, &actions, PredictConfig::default(), link_seed)?;
+        let link_seed = seed + [60, 200, 500].iter().position(|r| *r == rtt).unwrap_or(i) as u64;
+        let setting = LinkSetting::rtt(rtt);
+        let rules = if before_36 { "rules before issue 36" } else { "rules now" };
+        eprintln!("tern-probe at RTT {rtt} ms, {rules}");
+        let rec = run_tern(&setting, &actions, PredictConfig::default(), before_36, link_seed)?;
         let m = analyze(&rec, &reference)?;
         if let Some(dir) = &dump_dir {
             std::fs::create_dir_all(dir)?;
-            std::fs::write(format!("{dir}/tern-{rtt}.log"), dump(&rec, &m))?;
+            let name = if before_36 { "before36" } else { "now" };
+            std::fs::write(format!("{dir}/tern-{rtt}-{name}.log"), dump(&rec, &m))?;
         }
-        println!("\n== RTT {rtt} ms: {:.2} % within 5 ms, {} keys causing a wrong display ({:.2} %)",
-            m.immediate_fraction() * 100.0, m.wrong_keys, m.wrong_per_key() * 100.0);
+        println!(
+            "\n== RTT {rtt} ms, {rules}: {:.2} % within 5 ms, {} keys causing a wrong display \
+             ({:.2} %), {} display states with a password character",
+            m.immediate_fraction() * 100.0,
+            m.wrong_keys,
+            m.wrong_per_key() * 100.0,
+            m.secret_displayed
+        );
         let mut table: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         for (k, latency) in m.latency.iter().enumerate() {
             let ctx = context(&keys, k, part_of(k));

@@ -163,6 +163,9 @@ pub enum Client {
     Tern,
     /// `tern-probe --predict adaptive --predict-overwrite`.
     TernOverwrite,
+    /// `tern-probe --predict adaptive` with the predictor's rules before issue 36 (no prompt
+    /// that echoed before confirms a new line; shifted cells not rebuilt): the change side by side.
+    TernBefore36,
     /// mosh-client, `MOSH_PREDICTION_DISPLAY=adaptive`.
     MoshClient,
 }
@@ -172,6 +175,7 @@ impl Client {
         match self {
             Client::Tern => "tern-probe",
             Client::TernOverwrite => "tern-probe --predict-overwrite",
+            Client::TernBefore36 => "tern-probe (rules before issue 36)",
             Client::MoshClient => "mosh-client",
         }
     }
@@ -301,11 +305,13 @@ fn settle(client: &mut NativeClient<Complete>) -> anyhow::Result<Screen> {
     }
 }
 
-/// Tern: `tern-probe`'s engine with a timeline, through `setting`.
+/// Tern: `tern-probe`'s engine with a timeline, through `setting` (`before_36`: the predictor's
+/// rules before issue 36).
 pub fn run_tern(
     setting: &LinkSetting,
     actions: &[Action],
     predict: PredictConfig,
+    before_36: bool,
     seed: u64,
 ) -> anyhow::Result<Recording> {
     let link = Link::start_with(setting.each_way(), seed, &typing_env())?;
@@ -315,6 +321,7 @@ pub fn run_tern(
         seed,
         predict,
         timeline: true,
+        predict_before_36: before_36,
         ..ProbeOptions::new(link.addr(), link.server.key.clone())
     };
     let result = run_probe(&options, actions).map_err(anyhow::Error::msg)?;
@@ -880,12 +887,17 @@ pub fn rows(options: &Options, report: &mut Report) {
         if plain && setting.rtt_ms == 200 && !options.predict_quick_trace {
             clients.push(Client::TernOverwrite);
         }
+        // The predictor before issue 36's rules, where they matter (details only).
+        if plain && setting.rtt_ms >= 200 && !options.predict_quick_trace {
+            clients.push(Client::TernBefore36);
+        }
         for client in clients {
             progress(&format!("predict: {} at {label}", client.label()));
             let link_seed = seed + i as u64;
             let recording = match client {
-                Client::Tern => run_tern(setting, &actions, adaptive, link_seed),
-                Client::TernOverwrite => run_tern(setting, &actions, overwrite, link_seed),
+                Client::Tern => run_tern(setting, &actions, adaptive, false, link_seed),
+                Client::TernOverwrite => run_tern(setting, &actions, overwrite, false, link_seed),
+                Client::TernBefore36 => run_tern(setting, &actions, adaptive, true, link_seed),
                 Client::MoshClient => run_mosh(setting, &actions, adaptive.mode, link_seed),
             };
             let metrics = recording.and_then(|rec| analyze(&rec, &reference).map(|m| (rec, m)));
@@ -1035,6 +1047,7 @@ fn details(
             ("predictor: wrong drawn", c.wrong_drawn),
             ("predictor: epochs killed", c.epochs_killed),
             ("predictor: resets", c.resets),
+            ("predictor: epochs confirmed at a known prompt", c.prompt_confirmed),
         ] {
             report.detail(GROUP, name(what), v as f64, "");
         }

@@ -118,6 +118,8 @@ pub struct Predictor {
     candidate: Option<(u64, String)>,
     /// Insert-mode keys whose shifted cells are rebuilt from every new server frame.
     ops: Vec<RowOp>,
+    /// The rules before issue 36: no known prompts, shifted cells kept as first predicted.
+    before_36: bool,
 }
 
 /// One insert-mode key on a row, kept until the echo ack covers it: the shifted cells of the
@@ -153,7 +155,15 @@ impl Predictor {
             prompts: Vec::new(),
             candidate: None,
             ops: Vec::new(),
+            before_36: false,
         }
+    }
+
+    /// The rules before issue 36 (no prompt that echoed before confirms a new line, shifted
+    /// cells are not rebuilt and may confirm an epoch): for the benchmark's rows side by side.
+    pub fn set_rules_before_36(&mut self, on: bool) {
+        self.before_36 = on;
+        self.reset();
     }
 
     pub fn config(&self) -> PredictConfig {
@@ -391,7 +401,10 @@ impl Predictor {
             self.new_epoch();
             return;
         }
-        if self.epoch > self.confirmed && self.config.mode != PredictMode::Experimental {
+        if self.epoch > self.confirmed
+            && self.config.mode != PredictMode::Experimental
+            && !self.before_36
+        {
             self.at_known_prompt(row, col, server);
         }
         let last_column = col + 1 >= width;
@@ -594,7 +607,7 @@ impl Predictor {
             // everything else predicted for this key and the ones before it matches the frame too
             // (an application that overwrote instead of inserting must not confirm a shifted
             // line before it is judged).
-            if p.typed
+            if (p.typed || self.before_36)
                 && p.content.as_ref().is_some_and(evidence)
                 && self.frame_agrees(p.carrier, server)
                 && self.cursor_agrees(p.carrier, server)
@@ -613,7 +626,11 @@ impl Predictor {
             None => Verdict::Retire,
             Some(c) if c.is_blank() => Verdict::Retire,
             // Only a typed key's own cell is evidence: shifted cells are rebuilt from the frame.
-            Some(c) if p.typed && evidence(c) && self.cursor_agrees(p.carrier, server) => {
+            Some(c)
+                if (p.typed || self.before_36)
+                    && evidence(c)
+                    && self.cursor_agrees(p.carrier, server) =>
+            {
                 Verdict::Correct
             }
             // The right text without the cursor to match (a prompt drawn over keys typed ahead
@@ -697,7 +714,7 @@ impl Predictor {
     /// the new line replaces, was pushed right along everything typed on it (wrong for a round
     /// trip at 500 ms).
     fn rebuild_shifts(&mut self, server: &Framebuffer, late_ack: StateNum) {
-        if self.ops.is_empty() {
+        if self.ops.is_empty() || self.before_36 {
             return;
         }
         let shown = self.echoed_through(server).map_or(late_ack, |c| c.max(late_ack));

@@ -113,6 +113,7 @@ mod probe {
             seed: u64::from(std::process::id()),
             predict: options.predict,
             timeline: options.timeline,
+            predict_before_36: false,
         };
         let result = run_probe(&probe, &actions)?;
         print_result(&result, options.json);
