@@ -47,8 +47,8 @@ pub struct PredictCounters {
     pub prompt_confirmed: u64,
 }
 
-/// Prompts remembered (the newest few): a shell's, a REPL's.
-const KNOWN_PROMPTS: usize = 4;
+/// Prompts remembered (the most recently used few): a shell's, a REPL's.
+const KNOWN_PROMPTS: usize = 8;
 /// A prompt has at least this many non-blank characters (a bare `$` or `>` proves little).
 const MIN_PROMPT: usize = 2;
 
@@ -757,9 +757,13 @@ impl Predictor {
             return;
         }
         let Some(prompt) = prompt_text(server, row, col) else { return };
-        if self.prompts.contains(&prompt) {
+        if let Some(at) = self.prompts.iter().position(|known| *known == prompt) {
             self.confirmed = self.epoch;
             self.counters.prompt_confirmed += 1;
+            // The newest used stays longest (a shell's prompt, over the text a killed epoch
+            // restarted at in the middle of a line, which is learned the same way).
+            let known = self.prompts.remove(at);
+            self.prompts.push(known);
         } else {
             self.candidate = Some((self.epoch, prompt));
         }
