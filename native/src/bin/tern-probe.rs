@@ -153,7 +153,7 @@ mod probe {
     fn predict_json(result: &ProbeResult) -> String {
         let c = &result.predict_counters;
         format!(
-            "{{\"mode\":{},\"overwrite\":{},\"made\":{},\"drawn\":{},\"confirmed\":{},\"wrong_drawn\":{},\"epochs_killed\":{},\"resets\":{}}}",
+            "{{\"mode\":{},\"overwrite\":{},\"made\":{},\"drawn\":{},\"confirmed\":{},\"wrong_drawn\":{},\"epochs_killed\":{},\"resets\":{},\"prompt_confirmed\":{}}}",
             json_string(result.predict.mode.as_str()),
             result.predict.overwrite,
             c.made,
@@ -162,6 +162,7 @@ mod probe {
             c.wrong_drawn,
             c.epochs_killed,
             c.resets,
+            c.prompt_confirmed,
         )
     }
 
