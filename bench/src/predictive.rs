@@ -11,8 +11,9 @@
 //!   from `S_(k-1)` to `S_k`: for a printable key whose cell changed, the glyph in that cell
 //!   ("the glyph in the expected cell"); for a printable key that leaves its cell blank (a space
 //!   at the end of a line), the cursor one cell on and its row, whatever other rows do (vim's
-//!   ruler: a letter's target leaves it out too); otherwise every changed cell and the cursor; if only the
-//!   cursor moved, the cursor and its row; if nothing changed (a password character), none.
+//!   ruler: a letter's target leaves it out too); otherwise every changed cell and the cursor;
+//!   if only the cursor moved, the cursor and its row; if nothing changed (a password
+//!   character), none.
 //! * **Runs.** Each client on a fresh server behind the link emulator. Tern is `tern-probe`'s
 //!   engine ([`run_probe`] with a timeline): key time = just before the bytes are handed to the
 //!   session, display = the display frame after every event, server = its newest server screen,
