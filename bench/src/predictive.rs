@@ -9,8 +9,11 @@
 //! * **Reference.** The trace once more with Tern at RTT 0, prediction off, letting the screen
 //!   settle after every key: `S_k` is the screen after key `k`. A key's *target* is what changed
 //!   from `S_(k-1)` to `S_k`: for a printable key whose cell changed, the glyph in that cell
-//!   ("the glyph in the expected cell"); otherwise every changed cell and the cursor; if only the
-//!   cursor moved, the cursor and its row; if nothing changed (a password character), none.
+//!   ("the glyph in the expected cell"); for a printable key that leaves its cell blank (a space
+//!   at the end of a line), the cursor one cell on and its row, whatever other rows do (vim's
+//!   ruler: a letter's target leaves it out too); otherwise every changed cell and the cursor;
+//!   if only the cursor moved, the cursor and its row; if nothing changed (a password
+//!   character), none.
 //! * **Runs.** Each client on a fresh server behind the link emulator. Tern is `tern-probe`'s
 //!   engine ([`run_probe`] with a timeline): key time = just before the bytes are handed to the
 //!   session, display = the display frame after every event, server = its newest server screen,
@@ -161,6 +164,9 @@ pub enum Client {
     Tern,
     /// `tern-probe --predict adaptive --predict-overwrite`.
     TernOverwrite,
+    /// `tern-probe --predict adaptive` with the predictor's rules before issue 36 (no prompt
+    /// that echoed before confirms a new line; shifted cells not rebuilt): the change side by side.
+    TernBefore36,
     /// mosh-client, `MOSH_PREDICTION_DISPLAY=adaptive`.
     MoshClient,
 }
@@ -170,6 +176,7 @@ impl Client {
         match self {
             Client::Tern => "tern-probe",
             Client::TernOverwrite => "tern-probe --predict-overwrite",
+            Client::TernBefore36 => "tern-probe (rules before issue 36)",
             Client::MoshClient => "mosh-client",
         }
     }
@@ -299,11 +306,13 @@ fn settle(client: &mut NativeClient<Complete>) -> anyhow::Result<Screen> {
     }
 }
 
-/// Tern: `tern-probe`'s engine with a timeline, through `setting`.
+/// Tern: `tern-probe`'s engine with a timeline, through `setting` (`before_36`: the predictor's
+/// rules before issue 36).
 pub fn run_tern(
     setting: &LinkSetting,
     actions: &[Action],
     predict: PredictConfig,
+    before_36: bool,
     seed: u64,
 ) -> anyhow::Result<Recording> {
     let link = Link::start_with(setting.each_way(), seed, &typing_env())?;
@@ -313,6 +322,7 @@ pub fn run_tern(
         seed,
         predict,
         timeline: true,
+        predict_before_36: before_36,
         ..ProbeOptions::new(link.addr(), link.server.key.clone())
     };
     let result = run_probe(&options, actions).map_err(anyhow::Error::msg)?;
@@ -502,10 +512,17 @@ impl Target {
             }
         }
         let (row, col) = before.cursor;
-        if KeyClass::of(bytes) == KeyClass::Printable
-            && cells.iter().any(|&(r, c, _)| (r, c) == (row, col))
-        {
+        let printable = KeyClass::of(bytes) == KeyClass::Printable;
+        if printable && cells.iter().any(|&(r, c, _)| (r, c) == (row, col)) {
             return Target::Glyph { row, col, glyph: after.cell(row, col) };
+        }
+        // A printable key that leaves its cell as it was (a space over a blank): its effect is
+        // the cursor moving past it on its row, as a letter's is its glyph. Other rows (vim's
+        // ruler counting columns) are left out for both.
+        let blank = |s: &Screen| s.cell(row, col) == ' ';
+        if printable && blank(before) && blank(after) && after.cursor == (row, col + 1) {
+            let row = after.rows.get(row).cloned().unwrap_or_default();
+            return Target::Cursor { cursor: after.cursor, row };
         }
         if !cells.is_empty() {
             return Target::Cells { cells, cursor: after.cursor };
@@ -871,12 +888,17 @@ pub fn rows(options: &Options, report: &mut Report) {
         if plain && setting.rtt_ms == 200 && !options.predict_quick_trace {
             clients.push(Client::TernOverwrite);
         }
+        // The predictor before issue 36's rules, where they matter (details only).
+        if plain && setting.rtt_ms >= 200 && !options.predict_quick_trace {
+            clients.push(Client::TernBefore36);
+        }
         for client in clients {
             progress(&format!("predict: {} at {label}", client.label()));
             let link_seed = seed + i as u64;
             let recording = match client {
-                Client::Tern => run_tern(setting, &actions, adaptive, link_seed),
-                Client::TernOverwrite => run_tern(setting, &actions, overwrite, link_seed),
+                Client::Tern => run_tern(setting, &actions, adaptive, false, link_seed),
+                Client::TernOverwrite => run_tern(setting, &actions, overwrite, false, link_seed),
+                Client::TernBefore36 => run_tern(setting, &actions, adaptive, true, link_seed),
                 Client::MoshClient => run_mosh(setting, &actions, adaptive.mode, link_seed),
             };
             let metrics = recording.and_then(|rec| analyze(&rec, &reference).map(|m| (rec, m)));
@@ -1026,6 +1048,7 @@ fn details(
             ("predictor: wrong drawn", c.wrong_drawn),
             ("predictor: epochs killed", c.epochs_killed),
             ("predictor: resets", c.resets),
+            ("predictor: epochs confirmed at a known prompt", c.prompt_confirmed),
         ] {
             report.detail(GROUP, name(what), v as f64, "");
         }
@@ -1054,6 +1077,11 @@ mod tests {
         assert!(matches!(Target::of(&a, &c, b"\x1b[D"), Target::Cursor { cursor: (0, 3), .. }));
         assert!(matches!(Target::of(&b, &a, b"\x7f"), Target::Cells { .. }));
         assert_eq!(Target::of(&a, &a, b"x"), Target::Nothing);
+        // A space at the end of a line in vim: its cell stays blank, the ruler changes; the key
+        // is shown when the cursor moves past it.
+        let v0 = screen(&["the", "", "1,4"], (0, 3));
+        let v1 = screen(&["the", "", "1,5"], (0, 4));
+        assert!(matches!(Target::of(&v0, &v1, b" "), Target::Cursor { cursor: (0, 4), .. }));
     }
 
     #[test]

@@ -89,6 +89,10 @@ impl<S: ServerState> NativeClient<S> {
         &self.session
     }
 
+    pub fn session_mut(&mut self) -> &mut ClientSession<S> {
+        &mut self.session
+    }
+
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.socket.local_addr()
     }

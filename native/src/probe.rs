@@ -41,6 +41,8 @@ pub struct ProbeOptions {
     pub predict: PredictConfig,
     /// Record the [`Timeline`] (keys, display and server screens over time).
     pub timeline: bool,
+    /// The predictor's rules before issue 36 (the benchmark's side-by-side rows).
+    pub predict_before_36: bool,
 }
 
 impl ProbeOptions {
@@ -55,6 +57,7 @@ impl ProbeOptions {
             seed: 0,
             predict: PredictConfig::default(),
             timeline: false,
+            predict_before_36: false,
         }
     }
 }
@@ -108,6 +111,9 @@ pub fn run_probe(options: &ProbeOptions, actions: &[Action]) -> Result<ProbeResu
     config.predict = options.predict;
     let mut client: NativeClient<Complete> =
         NativeClient::connect(options.server, config).map_err(|e| format!("udp: {e}"))?;
+    if options.predict_before_36 {
+        client.session_mut().predictor_mut().set_rules_before_36(true);
+    }
     let mut observer = Observer::new(options.timeline);
     let io = |e: std::io::Error| format!("udp: {e}");
     observer.look(&mut client).map_err(io)?;

@@ -172,6 +172,7 @@ pub fn predict(config: PredictConfig, predictor: Option<&Predictor>) -> JsValue 
         ("wrongDrawn", big(c.wrong_drawn)),
         ("epochsKilled", big(c.epochs_killed)),
         ("resets", big(c.resets)),
+        ("promptConfirmed", big(c.prompt_confirmed)),
     ])
 }
 

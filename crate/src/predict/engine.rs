@@ -42,7 +42,15 @@ pub struct PredictCounters {
     pub epochs_killed: u64,
     /// Everything dropped (resize, paste, a wrong shown prediction, a wrong cursor).
     pub resets: u64,
+    /// Epochs confirmed at once because their first key was typed at a prompt that echoed
+    /// before (see `Predictor::at_known_prompt`).
+    pub prompt_confirmed: u64,
 }
+
+/// Prompts remembered (the most recently used few): a shell's, a REPL's.
+const KNOWN_PROMPTS: usize = 8;
+/// A prompt has at least this many non-blank characters (a bare `$` or `>` proves little).
+const MIN_PROMPT: usize = 2;
 
 /// One predicted cell.
 #[derive(Clone, Debug)]
@@ -56,8 +64,11 @@ struct CellPrediction {
     /// Texts the cell held or was predicted to hold while predictions touched it: a server cell
     /// equal to one of these proves nothing.
     original: Vec<String>,
-    /// The typed key's own cell (not one shifted along by it): what the cursor check compares.
+    /// The typed key's own cell (not one shifted along by it): what the cursor check compares,
+    /// and the only kind of prediction whose match confirms an epoch.
     typed: bool,
+    /// Moved along by an insert or a Backspace: rebuilt from each new server frame.
+    shifted: bool,
     drawn: bool,
 }
 
@@ -100,6 +111,29 @@ pub struct Predictor {
     /// The server frame's size at the last look: a change resets.
     size: Option<Size>,
     counters: PredictCounters,
+    /// Prompts at which typing was echoed (positive evidence), digits masked: an epoch whose first
+    /// key is typed at one of them again is confirmed at once.
+    prompts: Vec<String>,
+    /// The prompt the tentative epoch's first key was typed at, learned if the epoch is confirmed.
+    candidate: Option<(u64, String)>,
+    /// Insert-mode keys whose shifted cells are rebuilt from every new server frame.
+    ops: Vec<RowOp>,
+    /// The rules before issue 36: no known prompts, shifted cells kept as first predicted.
+    before_36: bool,
+}
+
+/// One insert-mode key on a row, kept until the echo ack covers it: the shifted cells of the
+/// row are rebuilt from each new server frame by replaying the keys it does not show yet (a `~`
+/// that vim's new line replaced must not be pushed along by what is typed on it).
+#[derive(Clone, Debug)]
+struct RowOp {
+    row: usize,
+    /// The typed key's column (the cell Backspace empties: one left of the cursor).
+    col: usize,
+    carrier: StateNum,
+    epoch: u64,
+    /// The typed character, or `None` for Backspace.
+    insert: Option<Cell>,
 }
 
 impl Predictor {
@@ -118,7 +152,18 @@ impl Predictor {
             last_judge: None,
             size: None,
             counters: PredictCounters::default(),
+            prompts: Vec::new(),
+            candidate: None,
+            ops: Vec::new(),
+            before_36: false,
         }
+    }
+
+    /// The rules before issue 36 (no prompt that echoed before confirms a new line, shifted
+    /// cells are not rebuilt and may confirm an epoch): for the benchmark's rows side by side.
+    pub fn set_rules_before_36(&mut self, on: bool) {
+        self.before_36 = on;
+        self.reset();
     }
 
     pub fn config(&self) -> PredictConfig {
@@ -161,6 +206,7 @@ impl Predictor {
         }
         self.rows.clear();
         self.cursors.clear();
+        self.ops.clear();
         self.new_epoch();
     }
 
@@ -211,6 +257,7 @@ impl Predictor {
         self.last_judge = Some(now);
         self.check_size(server);
         self.update_triggers(send_interval);
+        self.rebuild_shifts(server, late_ack);
         let positions: Vec<(usize, usize)> = self
             .rows
             .iter()
@@ -244,6 +291,8 @@ impl Predictor {
         }
         self.judge_cursor(server, late_ack);
         self.rows.retain(|(_, slots)| slots.iter().any(Option::is_some));
+        // Keys that had their time to be echoed are in the frame: no longer replayed.
+        self.ops.retain(|o| o.carrier > late_ack);
     }
 
     /// When the judge should run again on its own (a stalled echo must become visible).
@@ -352,6 +401,12 @@ impl Predictor {
             self.new_epoch();
             return;
         }
+        if self.epoch > self.confirmed
+            && self.config.mode != PredictMode::Experimental
+            && !self.before_36
+        {
+            self.at_known_prompt(row, col, server);
+        }
         let last_column = col + 1 >= width;
         if last_column {
             // Applications differ at the margin: it re-earns confidence (§4).
@@ -364,6 +419,7 @@ impl Predictor {
             for i in (col + 1..=end).rev() {
                 let content = if i + 1 == width { None } else { self.value(row, i - 1, server) };
                 self.place(now, row, i, content, carrier, server);
+                self.mark_shifted(row, i);
             }
         }
         // The server's pen, overridden by the renditions of the cell to the left.
@@ -373,6 +429,10 @@ impl Predictor {
         };
         let mut text = [0u8; 4];
         let cell = Cell::new(ch.encode_utf8(&mut text), renditions, false);
+        if !self.config.overwrite {
+            let epoch = self.epoch;
+            self.ops.push(RowOp { row, col, carrier, epoch, insert: Some(cell) });
+        }
         self.place(now, row, col, Some(cell), carrier, server);
         self.mark_typed(row, col);
         self.counters.made += 1;
@@ -402,7 +462,10 @@ impl Predictor {
             for i in at..end.max(col) {
                 let content = if i + 2 >= width { None } else { self.value(row, i + 1, server) };
                 self.place(now, row, i, content, carrier, server);
+                self.mark_shifted(row, i);
             }
+            let epoch = self.epoch;
+            self.ops.push(RowOp { row, col: at, carrier, epoch, insert: None });
         }
         self.move_cursor(row, at, carrier);
     }
@@ -481,6 +544,7 @@ impl Predictor {
             content,
             original,
             typed: false,
+            shifted: false,
             drawn: false,
         });
     }
@@ -504,6 +568,12 @@ impl Predictor {
     fn mark_typed(&mut self, row: usize, col: usize) {
         if let Some(p) = self.row_slots_mut(row).and_then(|s| s.get_mut(col)?.as_mut()) {
             p.typed = true;
+        }
+    }
+
+    fn mark_shifted(&mut self, row: usize, col: usize) {
+        if let Some(p) = self.row_slots_mut(row).and_then(|s| s.get_mut(col)?.as_mut()) {
+            p.shifted = true;
         }
     }
 
@@ -537,7 +607,8 @@ impl Predictor {
             // everything else predicted for this key and the ones before it matches the frame too
             // (an application that overwrote instead of inserting must not confirm a shifted
             // line before it is judged).
-            if p.content.as_ref().is_some_and(evidence)
+            if (p.typed || self.before_36)
+                && p.content.as_ref().is_some_and(evidence)
                 && self.frame_agrees(p.carrier, server)
                 && self.cursor_agrees(p.carrier, server)
             {
@@ -554,7 +625,14 @@ impl Predictor {
         match &p.content {
             None => Verdict::Retire,
             Some(c) if c.is_blank() => Verdict::Retire,
-            Some(c) if evidence(c) && self.cursor_agrees(p.carrier, server) => Verdict::Correct,
+            // Only a typed key's own cell is evidence: shifted cells are rebuilt from the frame.
+            Some(c)
+                if (p.typed || self.before_36)
+                    && evidence(c)
+                    && self.cursor_agrees(p.carrier, server) =>
+            {
+                Verdict::Correct
+            }
             // The right text without the cursor to match (a prompt drawn over keys typed ahead
             // of it, whose own letter this may be): proves nothing.
             Some(c) if real.text() == c.text() => Verdict::Retire,
@@ -599,25 +677,96 @@ impl Predictor {
     /// `Password: ` prompt drawn over a `P` typed ahead of it leaves the cursor after the prompt,
     /// where no key put it). A cell that matches without this retires unconfirmed.
     fn cursor_agrees(&self, carrier: StateNum, server: &Framebuffer) -> bool {
+        self.echoed_through(server).is_some_and(|through| through >= carrier)
+    }
+
+    /// The newest carrier whose keys `server` shows echoed: the server's cursor stands where
+    /// the keys up to it put it, and every typed cell up to it shows what was typed.
+    fn echoed_through(&self, server: &Framebuffer) -> Option<StateNum> {
         let at = (server.cursor_row, server.cursor_col);
         self.cursors
             .iter()
-            .filter(|q| q.from_keys && q.carrier >= carrier && (q.row, q.col) == at)
-            .any(|q| {
-                self.rows.iter().all(|&(row, ref slots)| {
-                    slots.iter().enumerate().all(|(col, slot)| {
-                        let Some(t) = slot.as_ref().filter(|t| t.typed && t.carrier <= q.carrier)
-                        else {
-                            return true;
-                        };
-                        match (&t.content, server.cell(pos(row, col))) {
-                            (Some(c), Some(real)) if c.is_blank() => real.is_blank(),
-                            (Some(c), Some(real)) => real.text() == c.text(),
-                            _ => true,
-                        }
-                    })
-                })
+            .filter(|q| q.from_keys && (q.row, q.col) == at && self.typed_agree(q.carrier, server))
+            .map(|q| q.carrier)
+            .max()
+    }
+
+    /// Whether every typed cell carried by `carrier` or earlier shows what was typed.
+    fn typed_agree(&self, carrier: StateNum, server: &Framebuffer) -> bool {
+        self.rows.iter().all(|&(row, ref slots)| {
+            slots.iter().enumerate().all(|(col, slot)| {
+                let Some(t) = slot.as_ref().filter(|t| t.typed && t.carrier <= carrier) else {
+                    return true;
+                };
+                match (&t.content, server.cell(pos(row, col))) {
+                    (Some(c), Some(real)) if c.is_blank() => real.is_blank(),
+                    (Some(c), Some(real)) => real.text() == c.text(),
+                    _ => true,
+                }
             })
+        })
+    }
+
+    /// Beyond mosh: the rest of a row moved along by inserts and Backspaces is what the newest
+    /// server frame holds there, moved by the keys it does not show yet (those after the ones
+    /// it shows echoed, or all not yet covered by the echo ack). Built once from the frame a key
+    /// was typed over, a shifted cell kept what that frame had: vim's `~` on an empty line, which
+    /// the new line replaces, was pushed right along everything typed on it (wrong for a round
+    /// trip at 500 ms).
+    fn rebuild_shifts(&mut self, server: &Framebuffer, late_ack: StateNum) {
+        if self.ops.is_empty() || self.before_36 {
+            return;
+        }
+        let shown = self.echoed_through(server).map_or(late_ack, |c| c.max(late_ack));
+        let width = server.width;
+        let mut rows: Vec<usize> = self.ops.iter().map(|o| o.row).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        for row in rows {
+            let Some(slots) = self.row_slots(row) else { continue };
+            // What the row holds before the keys: the server's cells, except predictions that
+            // are not keys' (a bottom row predicted blank by Enter).
+            let mut line: Vec<Option<Cell>> = (0..width)
+                .map(|col| match slots.get(col).and_then(Option::as_ref) {
+                    Some(p) if !p.typed && !p.shifted => p.content,
+                    _ => server.cell(pos(row, col)).cloned(),
+                })
+                .collect();
+            for op in self.ops.iter().filter(|o| o.row == row && o.carrier > shown) {
+                replay(&mut line, op);
+            }
+            let Some(slots) = self.row_slots_mut(row) else { continue };
+            for (col, slot) in slots.iter_mut().enumerate() {
+                if let Some(p) = slot.as_mut().filter(|p| p.shifted) {
+                    p.content = line.get(col).copied().flatten();
+                }
+            }
+        }
+    }
+
+    /// Beyond mosh: the first key of a tentative epoch typed at a prompt where typing was echoed
+    /// before (the shell's prompt, back after a command) confirms the epoch at once, so a new
+    /// command line shows from its first key instead of one round trip later. Only with nothing
+    /// predicted in flight and the server's cursor where the key goes: the prompt is on the
+    /// server's screen now, not still to come. A password prompt (`Password: `, `[sudo] password
+    /// for …`) is not a prompt that echoed, so it stays dark; a key typed ahead of any prompt
+    /// finds the cursor elsewhere. Digits are masked (a prompt's command number or clock).
+    fn at_known_prompt(&mut self, row: usize, col: usize, server: &Framebuffer) {
+        let in_flight = self.rows.iter().any(|(_, s)| s.iter().any(Option::is_some));
+        if in_flight || (row, col) != (server.cursor_row, server.cursor_col) {
+            return;
+        }
+        let Some(prompt) = prompt_text(server, row, col) else { return };
+        if let Some(at) = self.prompts.iter().position(|known| *known == prompt) {
+            self.confirmed = self.epoch;
+            self.counters.prompt_confirmed += 1;
+            // The newest used stays longest (a shell's prompt, over the text a killed epoch
+            // restarted at in the middle of a line, which is learned the same way).
+            let known = self.prompts.remove(at);
+            self.prompts.push(known);
+        } else {
+            self.candidate = Some((self.epoch, prompt));
+        }
     }
 
     fn correct(
@@ -630,6 +779,13 @@ impl Predictor {
     ) {
         self.confirmed = self.confirmed.max(p.epoch);
         self.counters.confirmed += 1;
+        if let Some((_, prompt)) = self.candidate.take_if(|(epoch, _)| *epoch == p.epoch) {
+            self.prompts.retain(|known| *known != prompt);
+            self.prompts.push(prompt);
+            if self.prompts.len() > KNOWN_PROMPTS {
+                self.prompts.remove(0);
+            }
+        }
         // Colours from syntax highlighting carry over to what is typed after (§5).
         if let (Some(real), Some(slots)) = (server.cell(pos(row, col)), self.row_slots_mut(row)) {
             for slot in slots.iter_mut().skip(col).flatten() {
@@ -666,6 +822,7 @@ impl Predictor {
             }
         }
         self.cursors.retain(|c| c.epoch < epoch);
+        self.ops.retain(|o| o.epoch < epoch);
         // With keys still in flight the server's cursor has yet to move for them: judge this
         // restart once they are acknowledged (a wrong guess resets, and the next keys predict
         // from where the server really is), not only after the next key's echo, which left a
@@ -718,6 +875,57 @@ impl Predictor {
             self.reset();
         }
         self.size = Some(size);
+    }
+}
+
+/// The text left of `col` on `row`, digit runs as `#`; `None` when too short to be a prompt.
+fn prompt_text(server: &Framebuffer, row: usize, col: usize) -> Option<String> {
+    let mut text = String::new();
+    let mut shown = 0;
+    for c in 0..col {
+        let cell = server.cell(pos(row, c))?;
+        let t = cell.text();
+        if t.chars().all(|ch| ch.is_ascii_digit()) && !t.is_empty() {
+            if !text.ends_with('#') {
+                text.push('#');
+            }
+        } else {
+            text.push_str(if t.is_empty() { " " } else { t });
+        }
+        shown += usize::from(!cell.is_blank());
+    }
+    (shown >= MIN_PROMPT).then_some(text)
+}
+
+/// One key replayed on a row (`None`: content unknown), as `print` and `delete` predict it.
+fn replay(line: &mut [Option<Cell>], op: &RowOp) {
+    let width = line.len();
+    let blank = |line: &[Option<Cell>], i: usize| {
+        line.get(i).is_some_and(|c| c.is_some_and(|c| c.is_blank()))
+    };
+    let run_end = |line: &[Option<Cell>], from: usize| {
+        (from..width)
+            .find(|&i| blank(line, i) && (i + 1 >= width || blank(line, i + 1)))
+            .unwrap_or(width - 1)
+    };
+    if op.col >= width {
+        return;
+    }
+    match op.insert {
+        Some(cell) => {
+            let end = run_end(line, op.col);
+            for i in (op.col + 1..=end).rev() {
+                line[i] = if i + 1 == width { None } else { line[i - 1] };
+            }
+            line[op.col] = Some(cell);
+        }
+        None => {
+            let cursor = op.col + 1;
+            let end = run_end(line, cursor);
+            for i in op.col..end.max(cursor).min(width) {
+                line[i] = if i + 2 >= width { None } else { line.get(i + 1).copied().flatten() };
+            }
+        }
     }
 }
 

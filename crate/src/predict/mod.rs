@@ -23,7 +23,9 @@
 //! shows it, not only after the echo ack 50 ms later (the first characters of a line turn
 //! visible a frame sooner); judging and building happen against the server frame only, never the
 //! displayed one; only parameterless arrow keys are predicted, and `ESC O C` counts as an arrow
-//! only within one input event.
+//! only within one input event. Issue 36: a line typed at a prompt where typing was echoed before
+//! (the shell's, back after a command) is shown from its first key; the cells an insert moves
+//! along are rebuilt from each new server frame (vim's `~` is not pushed along a new line).
 
 mod engine;
 mod input;

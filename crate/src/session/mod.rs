@@ -303,6 +303,11 @@ impl<S: ServerState> ClientSession<S> {
         &self.predictor
     }
 
+    /// The predictor, to change its rules (the benchmark's side-by-side rows).
+    pub fn predictor_mut(&mut self) -> &mut Predictor {
+        &mut self.predictor
+    }
+
     /// Another prediction mode (from the page's settings); what was predicted is dropped.
     pub fn set_predict_config(&mut self, config: PredictConfig) {
         self.predictor.set_config(config);

@@ -113,6 +113,7 @@ mod probe {
             seed: u64::from(std::process::id()),
             predict: options.predict,
             timeline: options.timeline,
+            predict_before_36: false,
         };
         let result = run_probe(&probe, &actions)?;
         print_result(&result, options.json);
@@ -152,7 +153,7 @@ mod probe {
     fn predict_json(result: &ProbeResult) -> String {
         let c = &result.predict_counters;
         format!(
-            "{{\"mode\":{},\"overwrite\":{},\"made\":{},\"drawn\":{},\"confirmed\":{},\"wrong_drawn\":{},\"epochs_killed\":{},\"resets\":{}}}",
+            "{{\"mode\":{},\"overwrite\":{},\"made\":{},\"drawn\":{},\"confirmed\":{},\"wrong_drawn\":{},\"epochs_killed\":{},\"resets\":{},\"prompt_confirmed\":{}}}",
             json_string(result.predict.mode.as_str()),
             result.predict.overwrite,
             c.made,
@@ -161,6 +162,7 @@ mod probe {
             c.wrong_drawn,
             c.epochs_killed,
             c.resets,
+            c.prompt_confirmed,
         )
     }
 
