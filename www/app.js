@@ -349,6 +349,7 @@ function wireEndButton() {
 
 async function main() {
   await init();
+  performance.mark('tern:wasm');
   const { token, bridge, wtPort, prediction, session, renderer } = takeParams();
   if (!token) {
     notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
@@ -385,6 +386,7 @@ async function main() {
   term.open($('terminal'));
   fit.fit();
   term.focus();
+  performance.mark('tern:term');
   // One custom key handler for xterm.js (it takes one): each of these may take a key.
   const keyHandlers = [];
   const addKeyHandler = (h) => keyHandlers.push(h);
@@ -549,6 +551,7 @@ async function main() {
   }
   wireConnectForm();
   wireEndButton();
+  performance.mark('tern:start');
   client.start();
   // What the page needs only once it works waits until the session is live and the browser idle:
   // probing WebGL starts the GPU process (with software WebGL, a few hundred ms of CPU on a small

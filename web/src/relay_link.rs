@@ -328,10 +328,12 @@ impl RelayLink {
         };
         // The challenge and the answer must come within the open timeout whichever way the link
         // came.
+        crate::clock::mark_once("tern:link");
         let closer = link.closer();
         let _deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, closer);
         link.control_out.write(&verifier.greet().to_line());
         let challenge = link.control_in.next_line().await;
+        crate::clock::mark_once("tern:challenge");
         let proof = match verifier.control_answer(token, challenge.as_deref()) {
             Ok(proof) => proof,
             Err(e) => {
@@ -343,6 +345,7 @@ impl RelayLink {
         hello.proof = Some(proof);
         link.control_out.write(&ClientMessage::Hello(hello).to_line());
         let answer = link.control_in.next_line().await;
+        crate::clock::mark_once("tern:ready");
         match relay_client::answer(answer.as_deref()) {
             Ok(ready) => Ok((link, ready)),
             Err(e) => {

@@ -33,6 +33,14 @@
 // One untimed load of each page first lists what the browser fetched (the network log, until the
 // page is quiet 2 s after the prompt: the WebGL addon loads after the first draw) with each body's
 // size raw and `gzip -9`, and whether it arrived before the prompt.
+// `--floor` (issue 36): the new relay also serves the floor (`/floor.html`, TERN_BENCH_FLOOR=1,
+// relay/src/floor.rs: the same xterm.js and stylesheet drawing a fixed prompt, no wasm, no
+// session), loaded in the same turns as a third side; `--old-relay` may then be left out. With
+// `--repeat`, every load is followed by a repeat visit: a new tab of the same browser (its HTTP,
+// code and wasm caches warm) opening the same URL. `--throughput MBIT` limits HTTP to that many
+// Mbit/s each way beside `--latency` (Chromium's emulation: WebTransport is neither delayed nor
+// limited). The first prompt's time budget, stage by stage (page marks `tern:*`, Resource Timing
+// of /api/challenge and /api/info, the core's milestones), is printed as a table per side.
 // Prints a summary, and with --json one JSON object on the last line.
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -47,7 +55,13 @@ const FROMS = cliArg('from', 'blank').split(',');
 for (const f of FROMS) if (f !== 'blank' && f !== 'site') throw new Error(`--from ${f}: blank or site`);
 const JSON_OUT = process.argv.includes('--json');
 const BINS = { old: cliArg('old-relay', ''), new: cliArg('new-relay', '') };
-if (!BINS.old || !BINS.new) throw new Error('--old-relay BIN and --new-relay BIN are both needed');
+const FLOOR = process.argv.includes('--floor');
+const REPEAT = process.argv.includes('--repeat');
+const THROUGHPUT_MBIT = Number(cliArg('throughput', 0));
+if (!BINS.new || (!BINS.old && !FLOOR)) throw new Error('--new-relay BIN and --old-relay BIN (or --floor) are needed');
+// The relays' sides, then the floor's (served by the new relay).
+const RELAY_SIDES = BINS.old ? ['old', 'new'] : ['new'];
+const SIDES = FLOOR ? [...RELAY_SIDES, 'floor'] : RELAY_SIDES;
 const TIMEOUT_MS = 30000;
 
 /// CPU seconds (utime + stime) of the Chromium processes this script started, by kind: the
@@ -80,9 +94,12 @@ function chromiumCpu() {
 }
 
 /// tern-relay from `bin` (helpers' startRelay builds and runs this tree's only).
-async function startRelayBin(bin, { port, token, stateDir }) {
+async function startRelayBin(bin, { port, token, stateDir, floor = false }) {
   const child = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--state-dir', stateDir, '--print-url'], {
-    env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: 'warn' },
+    env: {
+      ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: 'warn',
+      ...(floor ? { TERN_BENCH_FLOOR: '1' } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
@@ -151,20 +168,44 @@ async function startOtherSite() {
   return { server, url: `http://localhost:${server.address().port}/` };
 }
 
-/// One first visit of `relay`'s page; `inventory`: also the bodies the browser fetched. `from`:
-/// the URL the tab shows first, or null for a new tab's about:blank.
+/// One first visit of `relay`'s page (and with --repeat a repeat visit after it, as `repeat`);
+/// `inventory`: also the bodies the browser fetched. `from`: the URL the tab shows first, or null
+/// for a new tab's about:blank.
 async function load(relay, latencyMs, inventory = false, from = null) {
   const browser = await launchBrowser({ viewport: { width: 1000, height: 640 } });
   try {
-    const page = browser.page;
+    const first = await visit(browser, browser.page, relay, latencyMs, inventory, from);
+    if (!REPEAT || inventory) return first;
+    // A new tab of the same browser: what it fetched, compiled and kept is warm.
+    await browser.page.close();
+    const page = await browser.context.newPage();
+    return { ...first, repeat: await visit(browser, page, relay, latencyMs, false, from) };
+  } finally {
+    await browser.close();
+  }
+}
+
+/// The stages of the first prompt on the page's clock (ms from navigation start; null: not
+/// reached, or not on this page): the page's marks, Resource Timing's entries of its API
+/// requests, the core's milestones.
+const stageNames = [
+  'htmlMs', 'scriptMs', 'wasmMs', 'termMs', 'startMs', 'challengeMs', 'infoMs', 'linkMs',
+  'controlChallengeMs', 'readyMs', 'datagramMs', 'frameMs', 'promptMs',
+];
+
+async function visit(browser, page, relay, latencyMs, inventory, from) {
+  {
     await page.addInitScript(probe);
     const cdp = await browser.context.newCDPSession(page);
     // The renderer's main-thread time by kind (cumulative since the page's process started).
     await cdp.send('Performance.enable', { timeDomain: 'threadTicks' });
-    if (latencyMs > 0) {
+    if (latencyMs > 0 || THROUGHPUT_MBIT > 0) {
       await cdp.send('Network.enable');
       await cdp.send('Network.emulateNetworkConditions', {
-        offline: false, latency: latencyMs, downloadThroughput: -1, uploadThroughput: -1,
+        offline: false, latency: latencyMs,
+        // Bytes per second; -1: unlimited.
+        downloadThroughput: THROUGHPUT_MBIT > 0 ? THROUGHPUT_MBIT * 125000 : -1,
+        uploadThroughput: THROUGHPUT_MBIT > 0 ? THROUGHPUT_MBIT * 125000 : -1,
       });
     }
     if (from) await page.goto(from);
@@ -198,15 +239,22 @@ async function load(relay, latencyMs, inventory = false, from = null) {
     const cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [`${k}Ms`, (cpu1[k] - cpu0[k]) * 1000]));
     const r = await page.evaluate(() => {
       const s = window.tern.stats();
+      const mark = (name) => performance.getEntriesByName(name)[0]?.startTime ?? null;
       const files = {};
       for (const e of performance.getEntriesByType('resource')) files[new URL(e.name).pathname] = e.responseEnd;
       const nav = performance.getEntriesByType('navigation')[0];
       return {
         ...window.__load,
-        scriptMs: performance.getEntriesByName('tern:script')[0]?.startTime ?? null,
+        scriptMs: mark('tern:script'),
         connectMs: s.firstConnectMs ?? null,
         readyMs: s.firstReadyMs ?? null,
         frameMs: s.firstFrameMs ?? null,
+        ...Object.fromEntries([['termMs', 'tern:term'], ['startMs', 'tern:start'], ['infoMs', 'tern:info'],
+          ['linkMs', 'tern:link'], ['controlChallengeMs', 'tern:challenge'], ['datagramMs', 'tern:datagram']]
+          .map(([k, name]) => [k, mark(name)])),
+        // The API requests' answers (Resource Timing): the first of each.
+        ...Object.fromEntries(['challenge', 'info'].map((r) => [`${r}Ms`,
+          performance.getEntriesByType('resource').find((e) => new URL(e.name).pathname.endsWith(`/api/${r}`))?.responseEnd ?? null])),
         domContentLoadedMs: nav?.domContentLoadedEventEnd ?? null,
         htmlMs: nav?.responseEnd ?? null,
         renderer: window.tern.renderer,
@@ -242,28 +290,32 @@ async function load(relay, latencyMs, inventory = false, from = null) {
     await page.keyboard.type('exit\n');
     await sleep(300);
     return { ...r, main, cpu, fetched };
-  } finally {
-    await browser.close();
   }
 }
 
 const token = 'load-bench-' + Math.random().toString(36).slice(2);
-const state = { old: tempDir('tern-load-bench-old-'), new: tempDir('tern-load-bench-new-') };
+const state = Object.fromEntries(RELAY_SIDES.map((side) => [side, tempDir(`tern-load-bench-${side}-`)]));
 const relays = {};
 let other = null;
-const out = { runs: RUNS, settings: [], files: {} };
+const out = { runs: RUNS, throughputMbit: THROUGHPUT_MBIT || null, settings: [], files: {} };
 try {
-  for (const side of ['old', 'new']) {
-    relays[side] = await startRelayBin(BINS[side], { port: await freePort(), token, stateDir: state[side] });
+  for (const side of RELAY_SIDES) {
+    relays[side] = await startRelayBin(BINS[side], {
+      port: await freePort(), token, stateDir: state[side], floor: FLOOR && side === 'new',
+    });
   }
+  // The floor: the new relay's /floor.html (newSession's `#session=new` means nothing to it).
+  if (FLOOR) relays.floor = { url: `${new URL(relays.new.url).origin}/floor.html#floor` };
   // The inventory loads also warm the relays, mosh-server's and the shell's files, and Chromium's.
-  for (const side of ['old', 'new']) out.files[side] = (await load(relays[side], 0, true)).fetched;
+  for (const side of SIDES) out.files[side] = (await load(relays[side], 0, true)).fetched;
   if (FROMS.includes('site')) other = await startOtherSite();
   for (const latencyMs of LATENCIES) {
     for (const from of FROMS) {
-      const setting = { latencyMs, from, old: [], new: [] };
+      const setting = { latencyMs, from, ...Object.fromEntries(SIDES.map((side) => [side, []])) };
       for (let i = 0; i < RUNS; i++) {
-        for (const side of i % 2 ? ['new', 'old'] : ['old', 'new']) {
+        // The order turns every round, so machine noise falls on every side.
+        const order = SIDES.map((_, k) => SIDES[(k + i) % SIDES.length]);
+        for (const side of i % 2 ? order.reverse() : order) {
           setting[side].push(await load(relays[side], latencyMs, false, from === 'site' ? other.url : null));
         }
         process.stderr.write(`[load] latency ${latencyMs} ms, from ${from}: round ${i + 1}/${RUNS}\n`);
@@ -273,7 +325,7 @@ try {
   }
 } finally {
   other?.server.close();
-  for (const side of ['old', 'new']) {
+  for (const side of RELAY_SIDES) {
     await stopRelay(relays[side]);
     cleanupState(state[side]);
   }
@@ -285,13 +337,68 @@ const median = (v) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const fmt = (v) => (v == null ? '-' : v.toFixed(0));
-for (const { latencyMs, from, old, new: now } of out.settings) {
-  const m = (runs, k) => median(runs.map((r) => r[k]));
-  console.log(`HTTP latency ${latencyMs} ms, from ${from}, ${RUNS} loads each, medians (ms): ` +
+const m = (runs, k) => median(runs.map((r) => r[k]));
+for (const setting of out.settings) {
+  const { latencyMs, from } = setting;
+  console.log(`HTTP latency ${latencyMs} ms${THROUGHPUT_MBIT ? `, ${THROUGHPUT_MBIT} Mbit/s` : ''}, from ${from}, ` +
+    `${RUNS} loads each, medians (ms): ` +
     ['scriptMs', 'wasmMs', 'connectMs', 'readyMs', 'frameMs', 'promptMs']
-      .map((k) => `${k} old ${fmt(m(old, k))} new ${fmt(m(now, k))}`).join('; '));
+      .map((k) => `${k} ${SIDES.map((side) => `${side} ${fmt(m(setting[side], k))}`).join(' ')}`).join('; '));
+  // The time budget: each stage's median moment and its median share since the stage before
+  // (medians of per-load differences, so they need not add up exactly).
+  for (const visitKind of REPEAT ? ['first', 'repeat'] : ['first']) {
+    const pick = (runs) => runs.map((r) => (visitKind === 'first' ? r : r.repeat)).filter(Boolean);
+    console.log(`\nfirst-prompt budget, ${visitKind} visit, HTTP latency ${latencyMs} ms, from ${from} ` +
+      '(ms since navigation, median; +: since the stage before)');
+    console.log(`| stage | ${SIDES.map((side) => `${side} at | ${side} +`).join(' | ')} |`);
+    console.log(`| --- | ${SIDES.map(() => '---: | ---:').join(' | ')} |`);
+    for (const [n, k] of stageNames.entries()) {
+      const cells = SIDES.map((side) => {
+        const runs = pick(setting[side]);
+        const at = m(runs, k);
+        // The nearest earlier stage this load reached.
+        const delta = median(runs.map((r) => {
+          if (r[k] == null) return null;
+          for (let j = n - 1; j >= 0; j--) if (r[stageNames[j]] != null) return r[k] - r[stageNames[j]];
+          return r[k];
+        }));
+        return `${fmt(at)} | ${at == null ? '-' : fmt(delta)}`;
+      });
+      console.log(`| ${k.replace(/Ms$/, '')} | ${cells.join(' | ')} |`);
+    }
+  }
 }
-for (const side of ['old', 'new']) {
+// The issue-36 rows, each with its target, when the floor ran beside.
+if (FLOOR) {
+  const rows = [];
+  const row = (name, value, target, ok) => rows.push({ name, value, target, ok });
+  for (const setting of out.settings) {
+    if (setting.from !== 'blank') continue;
+    const tern = m(setting.new, 'promptMs');
+    const floor = m(setting.floor, 'promptMs');
+    const again = REPEAT ? median(setting.new.map((r) => r.repeat?.promptMs)) : null;
+    const floorAgain = REPEAT ? median(setting.floor.map((r) => r.repeat?.promptMs)) : null;
+    const rtt = setting.latencyMs;
+    if (rtt === 0 && !THROUGHPUT_MBIT) {
+      row(`first usable prompt, median of ${RUNS}, new tab, loopback: Tern / floor`,
+        `${(tern / floor).toFixed(2)} (${fmt(tern)} / ${fmt(floor)} ms)`, '≤ 1.3', tern / floor <= 1.3);
+      row(`first usable prompt, median of ${RUNS}, new tab, loopback: absolute`, `${fmt(tern)} ms`, '≤ 450 ms', tern <= 450);
+      if (REPEAT) row(`repeat visit, loopback (floor ${fmt(floorAgain)} ms)`, `${fmt(again)} ms`, '≤ 300 ms', again <= 300);
+    } else if (rtt > 0) {
+      const link = `${rtt} ms${THROUGHPUT_MBIT ? ` and ${THROUGHPUT_MBIT} Mbit/s` : ''}`;
+      row(`first visit at ${link}: Tern − floor`, `${fmt(tern - floor)} ms (${fmt(tern)} − ${fmt(floor)}) = ${(
+        (tern - floor) / rtt).toFixed(1)} round trips`, '≤ 3 round trips', tern - floor <= 3 * rtt);
+      if (REPEAT) {
+        row(`repeat visit at ${link}: Tern − floor`, `${fmt(again - floorAgain)} ms (${fmt(again)} − ${fmt(floorAgain)}) = ${(
+          (again - floorAgain) / rtt).toFixed(1)} round trips`, '≤ 2 round trips', again - floorAgain <= 2 * rtt);
+      }
+    }
+  }
+  console.log('\n| row | value | target | met |\n| --- | --- | --- | --- |');
+  for (const r of rows) console.log(`| ${r.name} | ${r.value} | ${r.target} | ${r.ok ? 'yes' : 'no'} |`);
+  out.rows = rows;
+}
+for (const side of SIDES) {
   const f = out.files[side];
   const sum = (k, pred = () => true) => f.filter(pred).reduce((a, x) => a + x[k], 0);
   console.log(`${side}: ${f.length} files, ${sum('bytes')} B raw, ${sum('gzip')} B gzip -9 ` +

@@ -20,6 +20,7 @@ impl Driver {
             Ok(info) => info,
             Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
         };
+        crate::clock::mark_once("tern:info");
         let patience = match self.call(|c, now| c.info(now, asked, &info)) {
             Ok(patience) => patience,
             Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
@@ -59,7 +60,11 @@ impl Driver {
             id,
             Rc::clone(&link),
         ));
+        let mut first = true;
         while let Some(d) = link.next_datagram().await {
+            if std::mem::take(&mut first) {
+                crate::clock::mark_once("tern:datagram");
+            }
             self.call(|c, now| c.datagram(now, &d));
         }
         link.close();
