@@ -25,7 +25,7 @@ function takeParams() {
   // Not URLSearchParams: it turns the `+` of a mosh key into a space (the core keeps it).
   const frag = new Map(Client.fragmentParams(location.hash.slice(1)));
   // wt_port: test-only, WebTransport through a link emulator in front of the relay (docs/BROWSER.md).
-  for (const name of ['token', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite', 'renderer']) {
+  for (const name of ['token', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite', 'renderer', 'early_info']) {
     const v = frag.get(name);
     if (v) sessionStorage.setItem(`tern.${name}`, v);
   }
@@ -359,6 +359,14 @@ async function main() {
     notice('error', 'This page needs a secure address',
       'Open http://127.0.0.1:… or http://localhost:… (as printed), or https: the browser keeps its cryptography from other pages.');
     return;
+  }
+  // The relay's /api/info (and its challenge) travel while the terminal is built, not after:
+  // the first connect takes the answer. #early_info=0 (the load bench's "before") asks it later.
+  if (sessionStorage.getItem('tern.early_info') !== '0') {
+    Client.prefetchInfo(token);
+    // The wasm's futures run as microtasks: let the request leave before the terminal is built
+    // (synchronous work that would otherwise hold it back).
+    await null;
   }
   pill('Connecting…', 'info');
 

@@ -13,5 +13,6 @@ term.open(document.getElementById('terminal'));
 fit.fit();
 term.focus();
 term.write('floor@tern:~$ ');
+addEventListener('resize', () => fit.fit());
 // What the bench's probe reads on Tern's page too.
 window.tern = { term, renderer: 'dom', stats: () => ({}) };

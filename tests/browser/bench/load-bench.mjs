@@ -35,7 +35,8 @@
 // size raw and `gzip -9`, and whether it arrived before the prompt.
 // `--floor` (issue 36): the new relay also serves the floor (`/floor.html`, TERN_BENCH_FLOOR=1,
 // relay/src/floor.rs: the same xterm.js and stylesheet drawing a fixed prompt, no wasm, no
-// session), loaded in the same turns as a third side; `--old-relay` may then be left out. With
+// session), loaded in the same turns as a third side; `--old-relay` may then be left out.
+// `--variant NAME=PARAM=VALUE`: a side that is the new page with that address parameter. With
 // `--repeat`, every load is followed by a repeat visit: a new tab of the same browser (its HTTP,
 // code and wasm caches warm) opening the same URL. `--throughput MBIT` limits HTTP to that many
 // Mbit/s each way beside `--latency` (Chromium's emulation: WebTransport is neither delayed nor
@@ -61,7 +62,15 @@ const THROUGHPUT_MBIT = Number(cliArg('throughput', 0));
 if (!BINS.new || (!BINS.old && !FLOOR)) throw new Error('--new-relay BIN and --old-relay BIN (or --floor) are needed');
 // The relays' sides, then the floor's (served by the new relay).
 const RELAY_SIDES = BINS.old ? ['old', 'new'] : ['new'];
-const SIDES = FLOOR ? [...RELAY_SIDES, 'floor'] : RELAY_SIDES;
+// `--variant NAME=PARAM=VALUE` (repeatable as a comma list): one more side, the new relay's page
+// with `#PARAM=VALUE` in its address, e.g. `late=early_info=0` (the page's lever off): before
+// and after in the same run.
+const VARIANTS = cliArg('variant', '').split(',').filter(Boolean).map((v) => {
+  const [name, ...param] = v.split('=');
+  if (!name || param.length !== 2) throw new Error(`--variant ${v}: NAME=PARAM=VALUE`);
+  return { name, fragment: param.join('=') };
+});
+const SIDES = [...RELAY_SIDES, ...VARIANTS.map((v) => v.name), ...(FLOOR ? ['floor'] : [])];
 const TIMEOUT_MS = 30000;
 
 /// CPU seconds (utime + stime) of the Chromium processes this script started, by kind: the
@@ -306,6 +315,7 @@ try {
   }
   // The floor: the new relay's /floor.html (newSession's `#session=new` means nothing to it).
   if (FLOOR) relays.floor = { url: `${new URL(relays.new.url).origin}/floor.html#floor` };
+  for (const { name, fragment } of VARIANTS) relays[name] = { url: relays.new.url.replace('#', `#${fragment}&`) };
   // The inventory loads also warm the relays, mosh-server's and the shell's files, and Chromium's.
   for (const side of SIDES) out.files[side] = (await load(relays[side], 0, true)).fetched;
   if (FROMS.includes('site')) other = await startOtherSite();

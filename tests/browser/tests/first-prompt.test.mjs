@@ -10,20 +10,53 @@ import { screenshotsOfState, until } from '../lib/helpers.mjs';
 // This file's relay serves the floor; a second one (started in its test) does not.
 const fx = browserFixture({ relay: { env: { TERN_BENCH_FLOOR: '1' } } });
 
-test('the page marks every stage of its first prompt once, in order', async () => {
+/// The `tern:*` marks of `page` (each name's moments), and when its first /api/challenge left.
+async function marks(page) {
+  return page.evaluate(() => {
+    const at = {};
+    for (const e of performance.getEntriesByType('mark')) if (e.name.startsWith('tern:')) (at[e.name] ??= []).push(e.startTime);
+    const challenge = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/api/challenge'));
+    return { at, challengeSent: challenge?.startTime ?? null };
+  });
+}
+
+test('the page marks every stage of its first prompt once, in order; /api/info travels while the terminal is built', async () => {
   const { page } = fx;
   await fx.openSession(page);
-  const stages = ['tern:script', 'tern:wasm', 'tern:term', 'tern:start', 'tern:info', 'tern:link',
-    'tern:challenge', 'tern:ready', 'tern:datagram'];
   await until(() => page.evaluate(() => performance.getEntriesByName('tern:datagram').length === 1), { what: 'the first datagram mark' });
-  const marks = await page.evaluate((names) => names.map((n) => performance.getEntriesByName(n).map((e) => e.startTime)), stages);
-  for (const [i, name] of stages.entries()) {
-    assert.equal(marks[i].length, 1, `${name} marked once: ${JSON.stringify(marks)}`);
-    if (i) assert.ok(marks[i][0] >= marks[i - 1][0], `${name} after ${stages[i - 1]}: ${JSON.stringify(marks)}`);
+  const { at, challengeSent } = await marks(page);
+  const seen = JSON.stringify(at);
+  const names = ['tern:script', 'tern:wasm', 'tern:term', 'tern:start', 'tern:info', 'tern:link',
+    'tern:challenge', 'tern:ready', 'tern:datagram'];
+  for (const name of names) assert.equal(at[name]?.length, 1, `${name} marked once: ${seen}`);
+  const t = Object.fromEntries(names.map((n) => [n, at[n][0]]));
+  // Two chains that meet at the link: the terminal, and the relay's info asked beside it.
+  for (const [a, b] of [['tern:script', 'tern:wasm'], ['tern:wasm', 'tern:term'], ['tern:term', 'tern:start'],
+    ['tern:wasm', 'tern:info'], ['tern:start', 'tern:link'], ['tern:info', 'tern:link'], ['tern:link', 'tern:challenge'],
+    ['tern:challenge', 'tern:ready'], ['tern:ready', 'tern:datagram']]) {
+    assert.ok(t[a] <= t[b], `${a} before ${b}: ${seen}`);
   }
+  // The challenge of /api/info left before xterm.js was built, and only one info was asked.
+  assert.ok(challengeSent !== null && challengeSent < t['tern:term'], `challenge sent at ${challengeSent}: ${seen}`);
+  const stats = await page.evaluate(() => window.tern.stats());
+  assert.equal(stats.infoRequests, 1);
   // The relay's answer (the core's milestone) is the mark's moment, not before.
-  const ready = await page.evaluate(() => window.tern.stats().firstReadyMs);
-  assert.ok(ready >= marks[stages.indexOf('tern:ready')][0], `firstReadyMs ${ready}`);
+  assert.ok(stats.firstReadyMs >= t['tern:ready'], `firstReadyMs ${stats.firstReadyMs}`);
+  await page.keyboard.type('exit\n');
+});
+
+test('#early_info=0 (the bench\'s "before"): /api/info is asked once the client starts', async () => {
+  const page = await fx.browser.context.newPage();
+  try {
+    await fx.openSession(page, fx.url.replace('#', '#session=new&early_info=0&'));
+    const { at, challengeSent } = await marks(page);
+    assert.ok(challengeSent >= at['tern:start'][0], `challenge at ${challengeSent}, start at ${at['tern:start'][0]}`);
+    assert.ok(at['tern:info'][0] >= at['tern:start'][0]);
+    assert.equal((await page.evaluate(() => window.tern.stats())).infoRequests, 1);
+    await page.keyboard.type('exit\n');
+  } finally {
+    await page.close();
+  }
 });
 
 test('the floor: the same xterm.js draws a fixed prompt, no wasm, no session; only with TERN_BENCH_FLOOR=1', async () => {

@@ -14,9 +14,13 @@ impl Driver {
     /// `/api/info`, the link (WebTransport or the WebSocket fallback), `hello` and `ready`;
     /// then the link is served until it ends.
     pub(super) async fn connect(self: Rc<Self>) {
-        let asked = now();
         let token = self.client.borrow().target().token.clone();
-        let info = match relay_link::fetch_info(&token).await {
+        // The page may have asked already, while it built the terminal.
+        let (asked, info) = match relay_link::take_early_info(&token).await {
+            Some(early) => early,
+            None => (now(), relay_link::fetch_info(&token).await),
+        };
+        let info = match info {
             Ok(info) => info,
             Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
         };
