@@ -15,11 +15,11 @@ use js_sys::{Reflect, Uint8Array};
 use tern::relay_client::{self, ConnectError};
 use tern::relay_proto::control::{MAX_SESSION_MESSAGE, Ready};
 use tern::relay_proto::upload::MAX_REPLY;
-use tern::time::Instant;
 use tern::relay_proto::{
     CHALLENGE_PATH, ClientMessage, Hello, INFO_PATH, LineBuffer, Message, Proof, ProofNonce,
     RelayInfo, SESSIONS_PATH, SessionList,
 };
+use tern::time::Instant;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -51,13 +51,16 @@ pub async fn fetch_info(token: &str) -> Result<RelayInfo, ConnectError> {
     relay_client::info_response(status, &body)
 }
 
+/// `/api/info`'s answer and when it came.
+type InfoAnswer = (Instant, Result<RelayInfo, ConnectError>);
+
 /// `/api/info` asked before the client starts ([`prefetch_info`]): the first connect takes it.
 struct EarlyInfo {
     token: String,
     asked: Instant,
     /// Settles once `answer` is in.
     done: js_sys::Promise,
-    answer: Rc<RefCell<Option<(Instant, Result<RelayInfo, ConnectError>)>>>,
+    answer: Rc<RefCell<Option<InfoAnswer>>>,
 }
 
 thread_local! {
