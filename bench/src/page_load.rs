@@ -416,7 +416,8 @@ struct FloorRun {
 /// The suite's first-prompt rows (issue 36, docs/BENCHMARKS.md "First prompt and the floor"):
 /// this page's first usable prompt next to the floor (`/floor.html`: the same xterm.js drawing a
 /// fixed prompt, no session), served by the same relay in the same run, on loopback and at 50 ms
-/// HTTP latency and 10 Mbit/s, each a first visit and a repeat visit. load-bench.mjs computes
+/// RTT and 10 Mbit/s (HTTP by Chromium's emulation, WebTransport through linkemu), each a first
+/// visit and a repeat visit. load-bench.mjs computes
 /// the rows and their targets; they are copied here.
 pub fn floor_rows(options: &Options, report: &mut Report) {
     let runs = if options.quick { 2 } else { 10 };
@@ -443,7 +444,8 @@ pub fn floor_rows(options: &Options, report: &mut Report) {
             latency,
         ]);
         if let Some(mbit) = throughput {
-            cmd.args(["--throughput", mbit]);
+            // WebTransport through linkemu too: the rows count round trips.
+            cmd.args(["--throughput", mbit, "--emulate-wt"]);
         }
         let run =
             cmd.arg("--json")

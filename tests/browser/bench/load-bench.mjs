@@ -40,14 +40,14 @@
 // `--repeat`, every load is followed by a repeat visit: a new tab of the same browser (its HTTP,
 // code and wasm caches warm) opening the same URL. `--throughput MBIT` limits HTTP to that many
 // Mbit/s each way beside `--latency` (Chromium's emulation: WebTransport is neither delayed nor
-// limited). The first prompt's time budget, stage by stage (page marks `tern:*`, Resource Timing
+// limited unless `--emulate-wt` puts it behind linkemu, RTT/2 each way). The first prompt's time budget, stage by stage (page marks `tern:*`, Resource Timing
 // of /api/challenge and /api/info, the core's milestones), is printed as a table per side.
 // Prints a summary, and with --json one JSON object on the last line.
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
 import {
-  freePort, stopRelay, launchBrowser, tempDir, cleanupState, cliArg, newSession, sleep,
+  freePort, stopRelay, launchBrowser, tempDir, cleanupState, cliArg, newSession, sleep, startLinkemu,
 } from '../lib/helpers.mjs';
 
 const RUNS = Number(cliArg('runs', 10));
@@ -59,6 +59,10 @@ const BINS = { old: cliArg('old-relay', ''), new: cliArg('new-relay', '') };
 const FLOOR = process.argv.includes('--floor');
 const REPEAT = process.argv.includes('--repeat');
 const THROUGHPUT_MBIT = Number(cliArg('throughput', 0));
+// `--emulate-wt`: WebTransport too goes through the emulated link at a latency above 0 (linkemu in
+// front of the new relay's UDP port, `#wt_port=`: RTT/2 each way and the throughput), as
+// echo-bench does; without it only HTTP is delayed.
+const EMULATE_WT = process.argv.includes('--emulate-wt');
 if (!BINS.new || (!BINS.old && !FLOOR)) throw new Error('--new-relay BIN and --old-relay BIN (or --floor) are needed');
 // The relays' sides, then the floor's (served by the new relay).
 const RELAY_SIDES = BINS.old ? ['old', 'new'] : ['new'];
@@ -306,6 +310,7 @@ const token = 'load-bench-' + Math.random().toString(36).slice(2);
 const state = Object.fromEntries(RELAY_SIDES.map((side) => [side, tempDir(`tern-load-bench-${side}-`)]));
 const relays = {};
 let other = null;
+let emu = null;
 const out = { runs: RUNS, throughputMbit: THROUGHPUT_MBIT || null, settings: [], files: {} };
 try {
   for (const side of RELAY_SIDES) {
@@ -320,20 +325,34 @@ try {
   for (const side of SIDES) out.files[side] = (await load(relays[side], 0, true)).fetched;
   if (FROMS.includes('site')) other = await startOtherSite();
   for (const latencyMs of LATENCIES) {
+    // The new relay's sides through linkemu for WebTransport, at this latency.
+    let target = relays;
+    if (EMULATE_WT && latencyMs > 0) {
+      const listenPort = await freePort();
+      const rate = THROUGHPUT_MBIT ? `,rate=${THROUGHPUT_MBIT}mbit` : '';
+      emu = await startLinkemu({
+        listenPort, targetPort: Number(new URL(relays.new.url).port), link: `delay=${latencyMs / 2}ms${rate}`,
+      });
+      target = Object.fromEntries(Object.entries(relays).map(([side, r]) => [side,
+        side === 'old' || side === 'floor' ? r : { ...r, url: r.url.replace('#', `#wt_port=${listenPort}&`) }]));
+    }
     for (const from of FROMS) {
       const setting = { latencyMs, from, ...Object.fromEntries(SIDES.map((side) => [side, []])) };
       for (let i = 0; i < RUNS; i++) {
         // The order turns every round, so machine noise falls on every side.
         const order = SIDES.map((_, k) => SIDES[(k + i) % SIDES.length]);
         for (const side of i % 2 ? order.reverse() : order) {
-          setting[side].push(await load(relays[side], latencyMs, false, from === 'site' ? other.url : null));
+          setting[side].push(await load(target[side], latencyMs, false, from === 'site' ? other.url : null));
         }
         process.stderr.write(`[load] latency ${latencyMs} ms, from ${from}: round ${i + 1}/${RUNS}\n`);
       }
       out.settings.push(setting);
     }
+    await emu?.stop();
+    emu = null;
   }
 } finally {
+  await emu?.stop();
   other?.server.close();
   for (const side of RELAY_SIDES) {
     await stopRelay(relays[side]);
@@ -396,7 +415,7 @@ if (FLOOR) {
       row(`first usable prompt, median of ${RUNS}, new tab, loopback`, tern, 'ms', '≤ 450 ms', tern <= 450);
       if (REPEAT) row(`first usable prompt, repeat visit, median of ${RUNS}, loopback`, again, 'ms', `≤ 300 ms (floor ${fmt(floorAgain)} ms)`, again <= 300);
     } else if (rtt > 0) {
-      const link = `${rtt} ms HTTP latency${THROUGHPUT_MBIT ? ` and ${THROUGHPUT_MBIT} Mbit/s` : ''}`;
+      const link = `${rtt} ms ${EMULATE_WT ? 'RTT (HTTP and WebTransport)' : 'HTTP latency'}${THROUGHPUT_MBIT ? ` and ${THROUGHPUT_MBIT} Mbit/s` : ''}`;
       row(`first usable prompt at ${link}, first visit: (Tern − floor) / round trip`, (tern - floor) / rtt, 'RTT',
         `≤ 3 (${fmt(tern)} − ${fmt(floor)} ms)`, tern - floor <= 3 * rtt);
       if (REPEAT) {
