@@ -225,7 +225,8 @@ async function visit(browser, page, relay, latencyMs, inventory, from) {
     const responses = [];
     if (inventory) page.on('response', (r) => responses.push(r));
     const cpu0 = chromiumCpu();
-    await page.goto(newSession(relay.url));
+    // The load event at 10 Mbit/s on a loaded machine can take longer than playwright's 30 s.
+    await page.goto(newSession(relay.url), { timeout: TIMEOUT_MS * 2 });
     // Resolved inside the page: no polling from here while the page loads.
     let timer;
     await Promise.race([
