@@ -27,7 +27,7 @@ function takeParams() {
   // Not URLSearchParams: it turns the `+` of a mosh key into a space (the core keeps it).
   const frag = new Map(Client.fragmentParams(location.hash.slice(1)));
   // wt_port: test-only, WebTransport through a link emulator in front of the relay (docs/BROWSER.md).
-  for (const name of ['token', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite', 'renderer']) {
+  for (const name of ['token', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite', 'renderer', 'early_info']) {
     const v = frag.get(name);
     if (v) sessionStorage.setItem(`tern.${name}`, v);
   }
@@ -354,6 +354,7 @@ const worker = wireServiceWorker();
 
 async function main() {
   await init();
+  performance.mark('tern:wasm');
   const { token, bridge, wtPort, prediction, session, renderer } = takeParams();
   if (!token) {
     notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
@@ -363,6 +364,14 @@ async function main() {
     notice('error', 'This page needs a secure address',
       'Open http://127.0.0.1:… or http://localhost:… (as printed), or https: the browser keeps its cryptography from other pages.');
     return;
+  }
+  // The relay's /api/info (and its challenge) travel while the terminal is built, not after:
+  // the first connect takes the answer. #early_info=0 (the load bench's "before") asks it later.
+  if (sessionStorage.getItem('tern.early_info') !== '0') {
+    Client.prefetchInfo(token);
+    // The wasm's futures run as microtasks: let the request leave before the terminal is built
+    // (synchronous work that would otherwise hold it back).
+    await null;
   }
   pill('Connecting…', 'info');
 
@@ -390,6 +399,7 @@ async function main() {
   term.open($('terminal'));
   fit.fit();
   term.focus();
+  performance.mark('tern:term');
   // One custom key handler for xterm.js (it takes one): each of these may take a key.
   const keyHandlers = [];
   const addKeyHandler = (h) => keyHandlers.push(h);
@@ -561,6 +571,7 @@ async function main() {
   wireConnectForm();
   wireEndButton();
   worker.sessionStarted();
+  performance.mark('tern:start');
   client.start();
   // What the page needs only once it works waits until the session is live and the browser idle:
   // probing WebGL starts the GPU process (with software WebGL, a few hundred ms of CPU on a small

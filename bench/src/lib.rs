@@ -261,7 +261,10 @@ pub fn run(options: &Options) -> Report {
             Part::History => history::rows(options, &mut report),
             Part::Core => core_frame::rows(options, &mut report),
             Part::Cost => frame_cost::rows(options, &mut report),
-            Part::Load => page_load::rows(options, &mut report),
+            Part::Load => {
+                page_load::rows(options, &mut report);
+                page_load::floor_rows(options, &mut report);
+            }
             Part::Bytes => page_bytes::rows(options, &mut report),
             Part::Sessions => sessions::rows(options, &mut report),
             Part::Install => install::rows(options, &mut report),

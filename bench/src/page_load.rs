@@ -396,3 +396,81 @@ pub fn rows(options: &Options, report: &mut Report) {
         }
     }
 }
+
+/// A row of `load-bench.mjs --floor` (issue 36), as it prints it in its JSON.
+#[derive(Debug, Clone, Deserialize)]
+pub struct FloorRow {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+    pub target: String,
+    pub ok: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct FloorRun {
+    #[serde(default)]
+    rows: Vec<FloorRow>,
+}
+
+/// The suite's first-prompt rows (issue 36, docs/BENCHMARKS.md "First prompt and the floor"):
+/// this page's first usable prompt next to the floor (`/floor.html`: the same xterm.js drawing a
+/// fixed prompt, no session), served by the same relay in the same run, on loopback and at 50 ms
+/// RTT and 10 Mbit/s (HTTP by Chromium's emulation, WebTransport through linkemu), each a first
+/// visit and a repeat visit. load-bench.mjs computes
+/// the rows and their targets; they are copied here.
+pub fn floor_rows(options: &Options, report: &mut Report) {
+    let runs = if options.quick { 2 } else { 10 };
+    let settings: &[(&str, Option<&str>)] =
+        if options.quick { &[("0", None)] } else { &[("0", None), ("50", Some("10"))] };
+    let new = match new_relay(!options.quick) {
+        Ok(new) => new,
+        Err(e) => {
+            report.problems.push(format!("first prompt: {e:#}"));
+            return;
+        }
+    };
+    for &(latency, throughput) in settings {
+        crate::progress(&format!(
+            "first prompt: {runs} loads of the page and of the floor, HTTP latency {latency} ms"
+        ));
+        let mut cmd = Command::new("node");
+        cmd.arg("tests/browser/bench/load-bench.mjs").arg("--new-relay").arg(&new).args([
+            "--floor",
+            "--repeat",
+            "--runs",
+            &runs.to_string(),
+            "--latency",
+            latency,
+        ]);
+        if let Some(mbit) = throughput {
+            // WebTransport through linkemu too: the rows count round trips.
+            cmd.args(["--throughput", mbit, "--emulate-wt"]);
+        }
+        let run =
+            cmd.arg("--json")
+                .current_dir(root())
+                .stderr(Stdio::inherit())
+                .output()
+                .context("running node tests/browser/bench/load-bench.mjs --floor")
+                .and_then(|out| {
+                    let stdout = String::from_utf8_lossy(&out.stdout);
+                    if !out.status.success() {
+                        bail!("load-bench.mjs --floor failed ({}):\n{stdout}", out.status);
+                    }
+                    let line =
+                        stdout.lines().rev().find(|l| l.starts_with('{')).with_context(|| {
+                            format!("no JSON line from load-bench.mjs:\n{stdout}")
+                        })?;
+                    Ok(serde_json::from_str::<FloorRun>(line)?)
+                });
+        match run {
+            Ok(run) => {
+                for r in run.rows {
+                    report.row(r.name, r.value, &r.unit, r.target, r.ok);
+                }
+            }
+            Err(e) => report.problems.push(format!("first prompt failed: {e:#}")),
+        }
+    }
+}

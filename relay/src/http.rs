@@ -495,6 +495,18 @@ fn handle(
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
     }
+    // The load bench's floor page, when the bench started this relay (crate::floor).
+    // Cached as the page's own files are, so its repeat visit compares with Tern's.
+    if let Some((name, mime, body)) = crate::floor::find(path, crate::floor::enabled()) {
+        let mut r = Response::new(Body::new(Bytes::from_static(body)));
+        let h = r.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(mime));
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static(assets::cache_control(name)));
+        if req.method() == Method::HEAD {
+            *r.body_mut() = Body::new(Bytes::new());
+        }
+        return r;
+    }
     let mut resp = match assets::find(path) {
         Some(asset) => serve_asset(&req, asset),
         // A relay built from a checkout whose page was never built: the document itself says how

@@ -32,6 +32,7 @@ mod bridge_floors;
 pub mod challenge;
 pub mod config;
 pub mod control;
+pub mod floor;
 /// The relay→browser datagram framing; the codec is the core's, shared with the wasm client.
 pub use tern::relay_proto::framing;
 pub mod history;

@@ -26,3 +26,22 @@ pub fn now() -> Instant {
 pub fn ms(d: Duration) -> u32 {
     u32::try_from(d.as_millis()).unwrap_or(u32::MAX)
 }
+
+/// A `performance.mark(name)` where the page has none yet: the first time each stage of reaching
+/// the relay happened, for the benchmark's time budget of the first prompt (docs/BROWSER.md, "Test
+/// hooks"). One lookup and at most one entry per name, so it costs nothing after the first link.
+pub fn mark_once(name: &str) {
+    PERFORMANCE.with(|p| {
+        let Some(p) = p.as_ref() else { return };
+        if p.get_entries_by_name(name).length() == 0 {
+            let _ = performance_mark(name);
+        }
+    });
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// `performance.mark(name)`: web-sys binds it only with its unstable `PerformanceMark` API.
+    #[wasm_bindgen(catch, js_namespace = performance, js_name = mark)]
+    fn performance_mark(name: &str) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>;
+}

@@ -86,6 +86,13 @@ impl Client {
         Ok(client)
     }
 
+    /// Asks the relay's `/api/info` now, before the client exists (the page builds its terminal
+    /// meanwhile); the first connect of a client with this token takes the answer.
+    #[wasm_bindgen(js_name = prefetchInfo)]
+    pub fn prefetch_info(token: &str) {
+        crate::relay_link::prefetch_info(token);
+    }
+
     /// Starts connecting (and reconnecting) in the background.
     pub fn start(&self) {
         self.driver.start();

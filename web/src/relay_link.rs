@@ -5,8 +5,10 @@
 //! driver's.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Duration;
 
+use crate::clock::now;
 use crate::js::describe;
 use crate::websocket::{WsCarrier, WsReader, WsWriter};
 use js_sys::{Reflect, Uint8Array};
@@ -17,6 +19,7 @@ use tern::relay_proto::{
     CHALLENGE_PATH, ClientMessage, Hello, INFO_PATH, LineBuffer, Message, Proof, ProofNonce,
     RelayInfo, SESSIONS_PATH, SessionList,
 };
+use tern::time::Instant;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -46,6 +49,59 @@ fn retry(what: &str, e: JsValue) -> ConnectError {
 pub async fn fetch_info(token: &str) -> Result<RelayInfo, ConnectError> {
     let (status, body) = get_api(token, INFO_PATH).await?;
     relay_client::info_response(status, &body)
+}
+
+/// `/api/info`'s answer and when it came.
+type InfoAnswer = (Instant, Result<RelayInfo, ConnectError>);
+
+/// `/api/info` asked before the client starts ([`prefetch_info`]): the first connect takes it.
+struct EarlyInfo {
+    token: String,
+    asked: Instant,
+    /// Settles once `answer` is in.
+    done: js_sys::Promise,
+    answer: Rc<RefCell<Option<InfoAnswer>>>,
+}
+
+thread_local! {
+    static EARLY_INFO: RefCell<Option<EarlyInfo>> = const { RefCell::new(None) };
+}
+
+/// An answer older than this is asked again: the relay may have restarted meanwhile (a page
+/// that showed the list of sessions first, say).
+const EARLY_INFO_FRESH: Duration = Duration::from_secs(10);
+
+/// Asks `/api/info` (its challenge first) now, while the page still builds its terminal: the
+/// first connect then waits only for what is left of it (issue 36, docs/BENCHMARKS.md "First
+/// prompt"). The page calls it as soon as the wasm is in and it knows its token.
+pub fn prefetch_info(token: &str) {
+    let answer = Rc::new(RefCell::new(None));
+    let into = Rc::clone(&answer);
+    let owned = token.to_owned();
+    let done = wasm_bindgen_futures::future_to_promise(async move {
+        let info = fetch_info(&owned).await;
+        *into.borrow_mut() = Some((now(), info));
+        Ok(JsValue::UNDEFINED)
+    });
+    let early = EarlyInfo { token: token.to_owned(), asked: now(), done, answer };
+    EARLY_INFO.with(|e| *e.borrow_mut() = Some(early));
+}
+
+/// The prefetched `/api/info` for `token` once it is in, if one was asked and is fresh: taken
+/// once. The moment returned stands for "asked": as long before now as the request took, so
+/// WebTransport's patience is reckoned from the request's own round trip, not from the wait.
+pub async fn take_early_info(token: &str) -> Option<(Instant, Result<RelayInfo, ConnectError>)> {
+    let early = EARLY_INFO.with(|e| e.borrow_mut().take())?;
+    if early.token != token {
+        return None;
+    }
+    let _ = JsFuture::from(early.done).await;
+    let (answered, info) = early.answer.borrow_mut().take()?;
+    let now = now();
+    if now.saturating_duration_since(answered) > EARLY_INFO_FRESH {
+        return None;
+    }
+    Some((now - answered.saturating_duration_since(early.asked), info))
 }
 
 /// `GET /api/sessions`: the spawned sessions still running.
@@ -328,10 +384,12 @@ impl RelayLink {
         };
         // The challenge and the answer must come within the open timeout whichever way the link
         // came.
+        crate::clock::mark_once("tern:link");
         let closer = link.closer();
         let _deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, closer);
         link.control_out.write(&verifier.greet().to_line());
         let challenge = link.control_in.next_line().await;
+        crate::clock::mark_once("tern:challenge");
         let proof = match verifier.control_answer(token, challenge.as_deref()) {
             Ok(proof) => proof,
             Err(e) => {
@@ -343,6 +401,7 @@ impl RelayLink {
         hello.proof = Some(proof);
         link.control_out.write(&ClientMessage::Hello(hello).to_line());
         let answer = link.control_in.next_line().await;
+        crate::clock::mark_once("tern:ready");
         match relay_client::answer(answer.as_deref()) {
             Ok(ready) => Ok((link, ready)),
             Err(e) => {

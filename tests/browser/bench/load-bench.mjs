@@ -33,12 +33,21 @@
 // One untimed load of each page first lists what the browser fetched (the network log, until the
 // page is quiet 2 s after the prompt: the WebGL addon loads after the first draw) with each body's
 // size raw and `gzip -9`, and whether it arrived before the prompt.
+// `--floor` (issue 36): the new relay also serves the floor (`/floor.html`, TERN_BENCH_FLOOR=1,
+// relay/src/floor.rs: the same xterm.js and stylesheet drawing a fixed prompt, no wasm, no
+// session), loaded in the same turns as a third side; `--old-relay` may then be left out.
+// `--variant NAME=PARAM=VALUE`: a side that is the new page with that address parameter. With
+// `--repeat`, every load is followed by a repeat visit: a new tab of the same browser (its HTTP,
+// code and wasm caches warm) opening the same URL. `--throughput MBIT` limits HTTP to that many
+// Mbit/s each way beside `--latency` (Chromium's emulation: WebTransport is neither delayed nor
+// limited unless `--emulate-wt` puts it behind linkemu, RTT/2 each way). The first prompt's time budget, stage by stage (page marks `tern:*`, Resource Timing
+// of /api/challenge and /api/info, the core's milestones), is printed as a table per side.
 // Prints a summary, and with --json one JSON object on the last line.
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
 import {
-  freePort, stopRelay, launchBrowser, tempDir, cleanupState, cliArg, newSession, sleep,
+  freePort, stopRelay, launchBrowser, tempDir, cleanupState, cliArg, newSession, sleep, startLinkemu,
 } from '../lib/helpers.mjs';
 
 const RUNS = Number(cliArg('runs', 10));
@@ -47,7 +56,25 @@ const FROMS = cliArg('from', 'blank').split(',');
 for (const f of FROMS) if (f !== 'blank' && f !== 'site') throw new Error(`--from ${f}: blank or site`);
 const JSON_OUT = process.argv.includes('--json');
 const BINS = { old: cliArg('old-relay', ''), new: cliArg('new-relay', '') };
-if (!BINS.old || !BINS.new) throw new Error('--old-relay BIN and --new-relay BIN are both needed');
+const FLOOR = process.argv.includes('--floor');
+const REPEAT = process.argv.includes('--repeat');
+const THROUGHPUT_MBIT = Number(cliArg('throughput', 0));
+// `--emulate-wt`: WebTransport too goes through the emulated link at a latency above 0 (linkemu in
+// front of the new relay's UDP port, `#wt_port=`: RTT/2 each way and the throughput), as
+// echo-bench does; without it only HTTP is delayed.
+const EMULATE_WT = process.argv.includes('--emulate-wt');
+if (!BINS.new || (!BINS.old && !FLOOR)) throw new Error('--new-relay BIN and --old-relay BIN (or --floor) are needed');
+// The relays' sides, then the floor's (served by the new relay).
+const RELAY_SIDES = BINS.old ? ['old', 'new'] : ['new'];
+// `--variant NAME=PARAM=VALUE` (repeatable as a comma list): one more side, the new relay's page
+// with `#PARAM=VALUE` in its address, e.g. `late=early_info=0` (the page's lever off): before
+// and after in the same run.
+const VARIANTS = cliArg('variant', '').split(',').filter(Boolean).map((v) => {
+  const [name, ...param] = v.split('=');
+  if (!name || param.length !== 2) throw new Error(`--variant ${v}: NAME=PARAM=VALUE`);
+  return { name, fragment: param.join('=') };
+});
+const SIDES = [...RELAY_SIDES, ...VARIANTS.map((v) => v.name), ...(FLOOR ? ['floor'] : [])];
 const TIMEOUT_MS = 30000;
 
 /// CPU seconds (utime + stime) of the Chromium processes this script started, by kind: the
@@ -80,9 +107,12 @@ function chromiumCpu() {
 }
 
 /// tern-relay from `bin` (helpers' startRelay builds and runs this tree's only).
-async function startRelayBin(bin, { port, token, stateDir }) {
+async function startRelayBin(bin, { port, token, stateDir, floor = false }) {
   const child = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--state-dir', stateDir, '--print-url'], {
-    env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: 'warn' },
+    env: {
+      ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: 'warn',
+      ...(floor ? { TERN_BENCH_FLOOR: '1' } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
@@ -151,27 +181,52 @@ async function startOtherSite() {
   return { server, url: `http://localhost:${server.address().port}/` };
 }
 
-/// One first visit of `relay`'s page; `inventory`: also the bodies the browser fetched. `from`:
-/// the URL the tab shows first, or null for a new tab's about:blank.
+/// One first visit of `relay`'s page (and with --repeat a repeat visit after it, as `repeat`);
+/// `inventory`: also the bodies the browser fetched. `from`: the URL the tab shows first, or null
+/// for a new tab's about:blank.
 async function load(relay, latencyMs, inventory = false, from = null) {
   const browser = await launchBrowser({ viewport: { width: 1000, height: 640 } });
   try {
-    const page = browser.page;
+    const first = await visit(browser, browser.page, relay, latencyMs, inventory, from);
+    if (!REPEAT || inventory) return first;
+    // A new tab of the same browser: what it fetched, compiled and kept is warm.
+    await browser.page.close();
+    const page = await browser.context.newPage();
+    return { ...first, repeat: await visit(browser, page, relay, latencyMs, false, from) };
+  } finally {
+    await browser.close();
+  }
+}
+
+/// The stages of the first prompt on the page's clock (ms from navigation start; null: not
+/// reached, or not on this page): the page's marks, Resource Timing's entries of its API
+/// requests, the core's milestones.
+const stageNames = [
+  'htmlMs', 'scriptMs', 'wasmMs', 'termMs', 'startMs', 'challengeMs', 'infoMs', 'linkMs',
+  'controlChallengeMs', 'readyMs', 'datagramMs', 'frameMs', 'promptMs',
+];
+
+async function visit(browser, page, relay, latencyMs, inventory, from) {
+  {
     await page.addInitScript(probe);
     const cdp = await browser.context.newCDPSession(page);
     // The renderer's main-thread time by kind (cumulative since the page's process started).
     await cdp.send('Performance.enable', { timeDomain: 'threadTicks' });
-    if (latencyMs > 0) {
+    if (latencyMs > 0 || THROUGHPUT_MBIT > 0) {
       await cdp.send('Network.enable');
       await cdp.send('Network.emulateNetworkConditions', {
-        offline: false, latency: latencyMs, downloadThroughput: -1, uploadThroughput: -1,
+        offline: false, latency: latencyMs,
+        // Bytes per second; -1: unlimited.
+        downloadThroughput: THROUGHPUT_MBIT > 0 ? THROUGHPUT_MBIT * 125000 : -1,
+        uploadThroughput: THROUGHPUT_MBIT > 0 ? THROUGHPUT_MBIT * 125000 : -1,
       });
     }
     if (from) await page.goto(from);
     const responses = [];
     if (inventory) page.on('response', (r) => responses.push(r));
     const cpu0 = chromiumCpu();
-    await page.goto(newSession(relay.url));
+    // The load event at 10 Mbit/s on a loaded machine can take longer than playwright's 30 s.
+    await page.goto(newSession(relay.url), { timeout: TIMEOUT_MS * 2 });
     // Resolved inside the page: no polling from here while the page loads.
     let timer;
     await Promise.race([
@@ -198,15 +253,22 @@ async function load(relay, latencyMs, inventory = false, from = null) {
     const cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [`${k}Ms`, (cpu1[k] - cpu0[k]) * 1000]));
     const r = await page.evaluate(() => {
       const s = window.tern.stats();
+      const mark = (name) => performance.getEntriesByName(name)[0]?.startTime ?? null;
       const files = {};
       for (const e of performance.getEntriesByType('resource')) files[new URL(e.name).pathname] = e.responseEnd;
       const nav = performance.getEntriesByType('navigation')[0];
       return {
         ...window.__load,
-        scriptMs: performance.getEntriesByName('tern:script')[0]?.startTime ?? null,
+        scriptMs: mark('tern:script'),
         connectMs: s.firstConnectMs ?? null,
         readyMs: s.firstReadyMs ?? null,
         frameMs: s.firstFrameMs ?? null,
+        ...Object.fromEntries([['termMs', 'tern:term'], ['startMs', 'tern:start'], ['infoMs', 'tern:info'],
+          ['linkMs', 'tern:link'], ['controlChallengeMs', 'tern:challenge'], ['datagramMs', 'tern:datagram']]
+          .map(([k, name]) => [k, mark(name)])),
+        // The API requests' answers (Resource Timing): the first of each.
+        ...Object.fromEntries(['challenge', 'info'].map((r) => [`${r}Ms`,
+          performance.getEntriesByType('resource').find((e) => new URL(e.name).pathname.endsWith(`/api/${r}`))?.responseEnd ?? null])),
         domContentLoadedMs: nav?.domContentLoadedEventEnd ?? null,
         htmlMs: nav?.responseEnd ?? null,
         renderer: window.tern.renderer,
@@ -242,38 +304,58 @@ async function load(relay, latencyMs, inventory = false, from = null) {
     await page.keyboard.type('exit\n');
     await sleep(300);
     return { ...r, main, cpu, fetched };
-  } finally {
-    await browser.close();
   }
 }
 
 const token = 'load-bench-' + Math.random().toString(36).slice(2);
-const state = { old: tempDir('tern-load-bench-old-'), new: tempDir('tern-load-bench-new-') };
+const state = Object.fromEntries(RELAY_SIDES.map((side) => [side, tempDir(`tern-load-bench-${side}-`)]));
 const relays = {};
 let other = null;
-const out = { runs: RUNS, settings: [], files: {} };
+let emu = null;
+const out = { runs: RUNS, throughputMbit: THROUGHPUT_MBIT || null, settings: [], files: {} };
 try {
-  for (const side of ['old', 'new']) {
-    relays[side] = await startRelayBin(BINS[side], { port: await freePort(), token, stateDir: state[side] });
+  for (const side of RELAY_SIDES) {
+    relays[side] = await startRelayBin(BINS[side], {
+      port: await freePort(), token, stateDir: state[side], floor: FLOOR && side === 'new',
+    });
   }
+  // The floor: the new relay's /floor.html (newSession's `#session=new` means nothing to it).
+  if (FLOOR) relays.floor = { url: `${new URL(relays.new.url).origin}/floor.html#floor` };
+  for (const { name, fragment } of VARIANTS) relays[name] = { url: relays.new.url.replace('#', `#${fragment}&`) };
   // The inventory loads also warm the relays, mosh-server's and the shell's files, and Chromium's.
-  for (const side of ['old', 'new']) out.files[side] = (await load(relays[side], 0, true)).fetched;
+  for (const side of SIDES) out.files[side] = (await load(relays[side], 0, true)).fetched;
   if (FROMS.includes('site')) other = await startOtherSite();
   for (const latencyMs of LATENCIES) {
+    // The new relay's sides through linkemu for WebTransport, at this latency.
+    let target = relays;
+    if (EMULATE_WT && latencyMs > 0) {
+      const listenPort = await freePort();
+      const rate = THROUGHPUT_MBIT ? `,rate=${THROUGHPUT_MBIT}mbit` : '';
+      emu = await startLinkemu({
+        listenPort, targetPort: Number(new URL(relays.new.url).port), link: `delay=${latencyMs / 2}ms${rate}`,
+      });
+      target = Object.fromEntries(Object.entries(relays).map(([side, r]) => [side,
+        side === 'old' || side === 'floor' ? r : { ...r, url: r.url.replace('#', `#wt_port=${listenPort}&`) }]));
+    }
     for (const from of FROMS) {
-      const setting = { latencyMs, from, old: [], new: [] };
+      const setting = { latencyMs, from, ...Object.fromEntries(SIDES.map((side) => [side, []])) };
       for (let i = 0; i < RUNS; i++) {
-        for (const side of i % 2 ? ['new', 'old'] : ['old', 'new']) {
-          setting[side].push(await load(relays[side], latencyMs, false, from === 'site' ? other.url : null));
+        // The order turns every round, so machine noise falls on every side.
+        const order = SIDES.map((_, k) => SIDES[(k + i) % SIDES.length]);
+        for (const side of i % 2 ? order.reverse() : order) {
+          setting[side].push(await load(target[side], latencyMs, false, from === 'site' ? other.url : null));
         }
         process.stderr.write(`[load] latency ${latencyMs} ms, from ${from}: round ${i + 1}/${RUNS}\n`);
       }
       out.settings.push(setting);
     }
+    await emu?.stop();
+    emu = null;
   }
 } finally {
+  await emu?.stop();
   other?.server.close();
-  for (const side of ['old', 'new']) {
+  for (const side of RELAY_SIDES) {
     await stopRelay(relays[side]);
     cleanupState(state[side]);
   }
@@ -285,13 +367,69 @@ const median = (v) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const fmt = (v) => (v == null ? '-' : v.toFixed(0));
-for (const { latencyMs, from, old, new: now } of out.settings) {
-  const m = (runs, k) => median(runs.map((r) => r[k]));
-  console.log(`HTTP latency ${latencyMs} ms, from ${from}, ${RUNS} loads each, medians (ms): ` +
+const m = (runs, k) => median(runs.map((r) => r[k]));
+for (const setting of out.settings) {
+  const { latencyMs, from } = setting;
+  console.log(`HTTP latency ${latencyMs} ms${THROUGHPUT_MBIT ? `, ${THROUGHPUT_MBIT} Mbit/s` : ''}, from ${from}, ` +
+    `${RUNS} loads each, medians (ms): ` +
     ['scriptMs', 'wasmMs', 'connectMs', 'readyMs', 'frameMs', 'promptMs']
-      .map((k) => `${k} old ${fmt(m(old, k))} new ${fmt(m(now, k))}`).join('; '));
+      .map((k) => `${k} ${SIDES.map((side) => `${side} ${fmt(m(setting[side], k))}`).join(' ')}`).join('; '));
+  // The time budget: each stage's median moment and its median share since the stage before
+  // (medians of per-load differences, so they need not add up exactly).
+  for (const visitKind of REPEAT ? ['first', 'repeat'] : ['first']) {
+    const pick = (runs) => runs.map((r) => (visitKind === 'first' ? r : r.repeat)).filter(Boolean);
+    console.log(`\nfirst-prompt budget, ${visitKind} visit, HTTP latency ${latencyMs} ms, from ${from} ` +
+      '(ms since navigation, median; +: since the stage before)');
+    console.log(`| stage | ${SIDES.map((side) => `${side} at | ${side} +`).join(' | ')} |`);
+    console.log(`| --- | ${SIDES.map(() => '---: | ---:').join(' | ')} |`);
+    for (const [n, k] of stageNames.entries()) {
+      const cells = SIDES.map((side) => {
+        const runs = pick(setting[side]);
+        const at = m(runs, k);
+        // The nearest earlier stage this load reached.
+        const delta = median(runs.map((r) => {
+          if (r[k] == null) return null;
+          for (let j = n - 1; j >= 0; j--) if (r[stageNames[j]] != null) return r[k] - r[stageNames[j]];
+          return r[k];
+        }));
+        return `${fmt(at)} | ${at == null ? '-' : fmt(delta)}`;
+      });
+      console.log(`| ${k.replace(/Ms$/, '')} | ${cells.join(' | ')} |`);
+    }
+  }
 }
-for (const side of ['old', 'new']) {
+// The issue-36 rows, each with its target, when the floor ran beside (the suite's `load` part
+// reads them from the JSON: bench/src/page_load.rs, `floor_rows`).
+if (FLOOR) {
+  const rows = [];
+  const row = (name, value, unit, target, ok) => rows.push({ name, value, unit, target, ok });
+  for (const setting of out.settings) {
+    if (setting.from !== 'blank') continue;
+    const tern = m(setting.new, 'promptMs');
+    const floor = m(setting.floor, 'promptMs');
+    const again = REPEAT ? median(setting.new.map((r) => r.repeat?.promptMs)) : null;
+    const floorAgain = REPEAT ? median(setting.floor.map((r) => r.repeat?.promptMs)) : null;
+    const rtt = setting.latencyMs;
+    if (rtt === 0 && !THROUGHPUT_MBIT) {
+      row(`first usable prompt, median of ${RUNS}, new tab, loopback: Tern / floor`,
+        tern / floor, 'x', `≤ 1.30 (${fmt(tern)} / ${fmt(floor)} ms)`, tern / floor <= 1.3);
+      row(`first usable prompt, median of ${RUNS}, new tab, loopback`, tern, 'ms', '≤ 450 ms', tern <= 450);
+      if (REPEAT) row(`first usable prompt, repeat visit, median of ${RUNS}, loopback`, again, 'ms', `≤ 300 ms (floor ${fmt(floorAgain)} ms)`, again <= 300);
+    } else if (rtt > 0) {
+      const link = `${rtt} ms ${EMULATE_WT ? 'RTT (HTTP and WebTransport)' : 'HTTP latency'}${THROUGHPUT_MBIT ? ` and ${THROUGHPUT_MBIT} Mbit/s` : ''}`;
+      row(`first usable prompt at ${link}, first visit: (Tern − floor) / round trip`, (tern - floor) / rtt, 'RTT',
+        `≤ 3 (${fmt(tern)} − ${fmt(floor)} ms)`, tern - floor <= 3 * rtt);
+      if (REPEAT) {
+        row(`first usable prompt at ${link}, repeat visit: (Tern − floor) / round trip`, (again - floorAgain) / rtt, 'RTT',
+          `≤ 2 (${fmt(again)} − ${fmt(floorAgain)} ms)`, again - floorAgain <= 2 * rtt);
+      }
+    }
+  }
+  console.log('\n| row | value | target | met |\n| --- | ---: | --- | --- |');
+  for (const r of rows) console.log(`| ${r.name} | ${r.value.toFixed(r.unit === 'ms' ? 0 : 2)} ${r.unit} | ${r.target} | ${r.ok ? 'yes' : 'no'} |`);
+  out.rows = rows;
+}
+for (const side of SIDES) {
   const f = out.files[side];
   const sum = (k, pred = () => true) => f.filter(pred).reduce((a, x) => a + x[k], 0);
   console.log(`${side}: ${f.length} files, ${sum('bytes')} B raw, ${sum('gzip')} B gzip -9 ` +

@@ -14,12 +14,17 @@ impl Driver {
     /// `/api/info`, the link (WebTransport or the WebSocket fallback), `hello` and `ready`;
     /// then the link is served until it ends.
     pub(super) async fn connect(self: Rc<Self>) {
-        let asked = now();
         let token = self.client.borrow().target().token.clone();
-        let info = match relay_link::fetch_info(&token).await {
+        // The page may have asked already, while it built the terminal.
+        let (asked, info) = match relay_link::take_early_info(&token).await {
+            Some(early) => early,
+            None => (now(), relay_link::fetch_info(&token).await),
+        };
+        let info = match info {
             Ok(info) => info,
             Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
         };
+        crate::clock::mark_once("tern:info");
         let patience = match self.call(|c, now| c.info(now, asked, &info)) {
             Ok(patience) => patience,
             Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
@@ -59,7 +64,11 @@ impl Driver {
             id,
             Rc::clone(&link),
         ));
+        let mut first = true;
         while let Some(d) = link.next_datagram().await {
+            if std::mem::take(&mut first) {
+                crate::clock::mark_once("tern:datagram");
+            }
             self.call(|c, now| c.datagram(now, &d));
         }
         link.close();

@@ -1,0 +1,89 @@
+// The first prompt's measurement (issue 36; docs/BENCHMARKS.md, "First prompt"): the page marks
+// each stage of reaching the relay once (`tern:*` performance marks, read by load-bench.mjs for
+// its time budget), and the relay serves the floor page (relay/src/floor.rs) only when the bench
+// asks for it with TERN_BENCH_FLOOR=1.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Relay, browserFixture } from '../lib/fixture.mjs';
+import { screenshotsOfState, until } from '../lib/helpers.mjs';
+
+// This file's relay serves the floor; a second one (started in its test) does not.
+const fx = browserFixture({ relay: { env: { TERN_BENCH_FLOOR: '1' } } });
+
+/// The `tern:*` marks of `page` (each name's moments), and when its first /api/challenge left.
+async function marks(page) {
+  return page.evaluate(() => {
+    const at = {};
+    for (const e of performance.getEntriesByType('mark')) if (e.name.startsWith('tern:')) (at[e.name] ??= []).push(e.startTime);
+    const challenge = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/api/challenge'));
+    return { at, challengeSent: challenge?.startTime ?? null };
+  });
+}
+
+test('the page marks every stage of its first prompt once, in order; /api/info travels while the terminal is built', async () => {
+  const { page } = fx;
+  await fx.openSession(page);
+  await until(() => page.evaluate(() => performance.getEntriesByName('tern:datagram').length === 1), { what: 'the first datagram mark' });
+  const { at, challengeSent } = await marks(page);
+  const seen = JSON.stringify(at);
+  const names = ['tern:script', 'tern:wasm', 'tern:term', 'tern:start', 'tern:info', 'tern:link',
+    'tern:challenge', 'tern:ready', 'tern:datagram'];
+  for (const name of names) assert.equal(at[name]?.length, 1, `${name} marked once: ${seen}`);
+  const t = Object.fromEntries(names.map((n) => [n, at[n][0]]));
+  // Two chains that meet at the link: the terminal, and the relay's info asked beside it.
+  for (const [a, b] of [['tern:script', 'tern:wasm'], ['tern:wasm', 'tern:term'], ['tern:term', 'tern:start'],
+    ['tern:wasm', 'tern:info'], ['tern:start', 'tern:link'], ['tern:info', 'tern:link'], ['tern:link', 'tern:challenge'],
+    ['tern:challenge', 'tern:ready'], ['tern:ready', 'tern:datagram']]) {
+    assert.ok(t[a] <= t[b], `${a} before ${b}: ${seen}`);
+  }
+  // The challenge of /api/info left before xterm.js was built, and only one info was asked.
+  assert.ok(challengeSent !== null && challengeSent < t['tern:term'], `challenge sent at ${challengeSent}: ${seen}`);
+  const stats = await page.evaluate(() => window.tern.stats());
+  assert.equal(stats.infoRequests, 1);
+  // The relay's answer (the core's milestone) is the mark's moment, not before.
+  assert.ok(stats.firstReadyMs >= t['tern:ready'], `firstReadyMs ${stats.firstReadyMs}`);
+  await page.keyboard.type('exit\n');
+});
+
+test('#early_info=0 (the bench\'s "before"): /api/info is asked once the client starts', async () => {
+  const page = await fx.browser.context.newPage();
+  try {
+    await fx.openSession(page, fx.url.replace('#', '#session=new&early_info=0&'));
+    const { at, challengeSent } = await marks(page);
+    assert.ok(challengeSent >= at['tern:start'][0], `challenge at ${challengeSent}, start at ${at['tern:start'][0]}`);
+    assert.ok(at['tern:info'][0] >= at['tern:start'][0]);
+    assert.equal((await page.evaluate(() => window.tern.stats())).infoRequests, 1);
+    await page.keyboard.type('exit\n');
+  } finally {
+    await page.close();
+  }
+});
+
+test('the floor: the same xterm.js draws a fixed prompt, no wasm, no session; only with TERN_BENCH_FLOOR=1', async () => {
+  const { page } = fx;
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto(`${fx.origin}/floor.html`);
+  await until(() => page.evaluate(() => {
+    const b = window.tern?.term?.buffer.active;
+    return b?.getLine(b.cursorY)?.translateToString(true).trimEnd() === 'floor@tern:~$';
+  }), { what: 'the floor prompt' });
+  const fetched = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
+  assert.ok(fetched.includes('/xterm/xterm.mjs'), `the page's xterm.js: ${fetched}`);
+  assert.ok(!fetched.some((p) => p.endsWith('.wasm') || p.startsWith('/api/')), `no wasm, no API: ${fetched}`);
+  assert.deepEqual(errors, [], 'nothing refused by the Content-Security-Policy');
+  await screenshotsOfState(page, 'floor');
+
+  // A relay started without the variable: no floor (404 as any unknown path).
+  const plain = new Relay();
+  await plain.start();
+  try {
+    for (const path of ['/floor.html', '/floor.js']) {
+      const r = await fetch(`${plain.origin}${path}`);
+      assert.equal(r.status, 404, path);
+    }
+    assert.equal((await fetch(`${fx.origin}/floor.js`)).status, 200, 'the bench relay serves it');
+  } finally {
+    await plain.close();
+  }
+});
