@@ -82,6 +82,19 @@ pub fn find(request_path: &str) -> Option<Asset> {
     })
 }
 
+/// The embedded name of a page file known by its name before hashing (`xterm/xterm.mjs` →
+/// `xterm/xterm.b336ec65.mjs`: scripts/hash-page.mjs puts 8 hex digits before the extension), or
+/// the name itself where it is kept (`index.html`).
+pub fn hashed_name(logical: &str) -> Option<&'static str> {
+    let (stem, ext) = logical.rsplit_once('.')?;
+    let is_hashed = |path: &str| {
+        let hash = path.strip_prefix(stem).and_then(|r| r.strip_prefix('.'));
+        let hash = hash.and_then(|r| r.strip_suffix(ext)).and_then(|r| r.strip_suffix('.'));
+        hash.is_some_and(|h| h.len() == 8 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    ASSETS.iter().map(|e| e.path).find(|p| *p == logical || is_hashed(p))
+}
+
 /// Picks the encoding for an `Accept-Encoding` header: brotli over gzip over identity, among
 /// those the client accepts (`q=0` refuses one; `*` stands for those it does not name) and the
 /// file has. No header: identity (RFC 9110 allows anything, but a client that sends none may not

@@ -14,6 +14,31 @@ const FILES: &[(&str, &str, &str)] = &[
     ("floor.js", "text/javascript; charset=utf-8", include_str!("floor/floor.js")),
 ];
 
+/// The page files the floor names, as floor.html and floor.js write them: replaced by their
+/// content-hashed names (scripts/hash-page.mjs) when first served, so the floor loads the very
+/// files Tern's page does (and the browser caches them the same way).
+const REFERENCED: &[&str] =
+    &["icon.svg", "xterm/xterm.css", "style.css", "xterm/xterm.mjs", "xterm/addon-fit.mjs"];
+
+/// The floor's files with the page's names as this relay embeds them.
+fn files() -> &'static [(&'static str, &'static str, Vec<u8>)] {
+    static FILES_NAMED: OnceLock<Vec<(&'static str, &'static str, Vec<u8>)>> = OnceLock::new();
+    FILES_NAMED.get_or_init(|| {
+        FILES
+            .iter()
+            .map(|&(name, mime, body)| {
+                let mut body = body.to_string();
+                for logical in REFERENCED {
+                    if let Some(hashed) = crate::assets::hashed_name(logical) {
+                        body = body.replace(logical, hashed);
+                    }
+                }
+                (name, mime, body.into_bytes())
+            })
+            .collect()
+    })
+}
+
 /// Whether this process serves the floor (read once).
 pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
@@ -29,7 +54,7 @@ pub fn find(
         return None;
     }
     let path = request_path.trim_start_matches('/');
-    FILES.iter().find(|(p, ..)| *p == path).map(|&(name, mime, body)| (name, mime, body.as_bytes()))
+    files().iter().find(|(p, ..)| *p == path).map(|(name, mime, body)| (*name, *mime, body.as_slice()))
 }
 
 #[cfg(test)]
