@@ -79,6 +79,15 @@ pub const QUEUE_TARGET: Duration = Duration::from_millis(5);
 const QUEUE_WINDOW_PHASES: u32 = 1;
 /// The proportional part of the cruise correction is at most this fraction (1/16) of the rate.
 const CRUISE_PROPORTIONAL_MAX_DIV: u64 = 16;
+/// Until the queue first reaches the target after the start (the bias is not armed yet), a
+/// standing queue more than [`QUEUE_TARGET`] above the target (what the drain phase leaves
+/// behind: 20-45 ms in the browser) is drained by half of its excess per phase, at most 1/this
+/// (1/4) of the rate: with the quarter step and the 1/16 cap it took 2-2.5 s of the paste
+/// benchmark, a fifth of the upload, with keystrokes 15-40 ms late. A half step seen one phase
+/// late still converges (the loop's poles are at 0.71, damped). Not afterwards: on a receiver
+/// that stamps its reads in bursts the measured queue jumps by a burst, and the strong step
+/// there kept the bias from learning the estimate's over-read (median wait 25 ms, was 12).
+const CRUISE_DRAIN_MAX_DIV: u64 = 4;
 /// The integral part of the cruise correction (see `Upload::update_bias`): its time constant in
 /// phases, and its bounds in millionths of the estimate.
 const BIAS_TIME_PHASES: u32 = 16;
@@ -567,6 +576,10 @@ impl Upload {
             // (a quarter of the way per phase: the queue is seen a round trip late, and a
             // faster correction only oscillates between an idle link and a long queue).
             _ => match self.standing_queue() {
+                Some(q) if q > 2 * QUEUE_TARGET && !self.bias_armed => {
+                    let drain_cap = rate / CRUISE_DRAIN_MAX_DIV;
+                    base.saturating_sub(over_phase((q - QUEUE_TARGET) / 2, drain_cap)).max(1)
+                }
                 Some(q) if q > QUEUE_TARGET => {
                     base.saturating_sub(over_phase((q - QUEUE_TARGET) / 4, cruise_cap)).max(1)
                 }
