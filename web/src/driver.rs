@@ -79,6 +79,8 @@ pub struct Driver {
     downloads: RefCell<HashMap<u32, OpenStream>>,
     /// The download's bytes so far, in the browser's own buffers (outside wasm memory).
     download_chunks: RefCell<js_sys::Array>,
+    /// The SHA-256 of `download_chunks`, kept as they come (the check at the end compares).
+    download_hash: RefCell<tern::relay_proto::RunningSha256>,
     /// The one timer: set for the client's `poll_timeout`, and when it runs out.
     timer: RefCell<Option<(Timeout, Instant)>>,
     /// The animation frame callback, made once in [`Driver::start`].
@@ -99,6 +101,7 @@ impl Driver {
             uploads: RefCell::default(),
             downloads: RefCell::default(),
             download_chunks: RefCell::new(js_sys::Array::new()),
+            download_hash: RefCell::default(),
             timer: RefCell::new(None),
             frame_callback: RefCell::new(None),
         })
@@ -182,6 +185,7 @@ impl Driver {
             Effect::OpenDownload { serial, request, from_start } => {
                 if from_start {
                     self.download_chunks.borrow().set_length(0);
+                    self.download_hash.take();
                 }
                 self.open_download(serial, request);
             }

@@ -48,7 +48,7 @@ pub use offer::{
 };
 pub use point::CarriedPoint;
 pub use proof::{CHALLENGE_PATH, Challenge, ChallengeRequest, Proof, ProofNonce, Prover};
-pub use sha256::{NotSha256, Sha256};
+pub use sha256::{NotSha256, RunningSha256, Sha256};
 pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).

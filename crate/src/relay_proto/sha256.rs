@@ -71,9 +71,50 @@ impl fmt::Debug for Sha256 {
     }
 }
 
+/// A SHA-256 computed as the bytes come: the page hashes a `tern send` download while it
+/// arrives, so the check at the end is a comparison, not a pass over the whole file (13.4 MB
+/// took 60-350 ms after the last byte in the download benchmark, 0.5-3 % of the transfer).
+#[derive(Clone, Default)]
+pub struct RunningSha256(sha2::Sha256);
+
+impl RunningSha256 {
+    /// Adds the next bytes.
+    pub fn update(&mut self, bytes: &[u8]) {
+        sha2::Digest::update(&mut self.0, bytes);
+    }
+
+    /// The digest of everything added.
+    pub fn finish(self) -> Sha256 {
+        Sha256(sha2::Digest::finalize(self.0).into())
+    }
+}
+
+impl fmt::Debug for RunningSha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RunningSha256")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_running_digest_in_pieces_is_the_digest_of_the_whole() {
+        assert_eq!(
+            RunningSha256::default().finish().to_string(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        let mut h = RunningSha256::default();
+        for piece in [&b"a"[..], b"", b"bc"] {
+            h.update(piece);
+        }
+        // FIPS 180-2, appendix B.1: SHA-256("abc").
+        assert_eq!(
+            h.finish().to_string(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
 
     #[test]
     fn the_hex_form_round_trips_and_nothing_else_parses() {

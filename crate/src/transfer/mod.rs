@@ -31,7 +31,16 @@ pub const MAX_CHUNK: u64 = 32 * 1024;
 pub const MIN_CHUNK: u64 = 4 * 1024;
 /// Chunks are shrunk to about this much time on the link, so the chunk a keystroke lands behind
 /// (and the two-chunk floor of the window) stays short on slow links: 32 KiB is 262 ms at 1 Mbit/s.
+/// The default; [`Upload::chunk_time`] sets another.
 pub const CHUNK_LINK_TIME: Duration = Duration::from_millis(10);
+/// The chunk time for a sender whose QUIC stack packs consecutive writes into full datagrams
+/// (quinn: the relay's `tern send` downloads). In the simulation, where a chunk enters the
+/// bottleneck at once, 5 ms chunks cut the median keystroke wait from 14.9 to 9.9 ms at 9 Mbit/s
+/// and 80 ms, and a bursty receiver's (a page reading a download) from 14.0/14.3/27.0 to
+/// 13.2/8.9/5.4 ms at 20/40/80 ms bursts. Not for pastes: Chromium ends every write with a short
+/// datagram, and 5 ms chunks cut its mean datagram from ~1,205 to ~1,155 B (0.5 % more of the
+/// link spent on headers; the paste benchmark's `link:` line).
+pub const SHORT_CHUNK_LINK_TIME: Duration = Duration::from_millis(5);
 /// Never more than this much data in flight at the estimated rate (the old tool kept this much
 /// queued, and every keystroke waited behind it).
 pub const MAX_IN_FLIGHT_TIME: Duration = Duration::from_millis(500);
@@ -79,6 +88,15 @@ pub const QUEUE_TARGET: Duration = Duration::from_millis(5);
 const QUEUE_WINDOW_PHASES: u32 = 1;
 /// The proportional part of the cruise correction is at most this fraction (1/16) of the rate.
 const CRUISE_PROPORTIONAL_MAX_DIV: u64 = 16;
+/// Until the queue first reaches the target after the start (the bias is not armed yet), a
+/// standing queue more than [`QUEUE_TARGET`] above the target (what the drain phase leaves
+/// behind: 20-45 ms in the browser) is drained by half of its excess per phase, at most 1/this
+/// (1/4) of the rate: with the quarter step and the 1/16 cap it took 2-2.5 s of the paste
+/// benchmark, a fifth of the upload, with keystrokes 15-40 ms late. A half step seen one phase
+/// late still converges (the loop's poles are at 0.71, damped). Not afterwards: on a receiver
+/// that stamps its reads in bursts the measured queue jumps by a burst, and the strong step
+/// there kept the bias from learning the estimate's over-read (median wait 25 ms, was 12).
+const CRUISE_DRAIN_MAX_DIV: u64 = 4;
 /// The integral part of the cruise correction (see `Upload::update_bias`): its time constant in
 /// phases, and its bounds in millionths of the estimate.
 const BIAS_TIME_PHASES: u32 = 16;
@@ -268,6 +286,8 @@ pub struct Upload {
     bias_at: Option<Instant>,
     /// Set once the standing queue was at the target after settling; the bias learns from then.
     bias_armed: bool,
+    /// The link time a chunk is shrunk to ([`CHUNK_LINK_TIME`] unless set).
+    chunk_time: Duration,
     /// Last time an ack advanced (or sending resumed from nothing in flight): the stall clock.
     last_progress: Instant,
     terminal: Option<UploadState>,
@@ -303,9 +323,18 @@ impl Upload {
             bias_ppm: 0,
             bias_at: None,
             bias_armed: false,
+            chunk_time: CHUNK_LINK_TIME,
             last_progress: now,
             terminal: (resume_from == total).then_some(UploadState::Done),
         })
+    }
+
+    /// Chunks of about `d` of link time instead of [`CHUNK_LINK_TIME`] (still within
+    /// [`MIN_CHUNK`]..=`chunk_size`); see [`SHORT_CHUNK_LINK_TIME`].
+    #[must_use]
+    pub fn chunk_time(mut self, d: Duration) -> Self {
+        self.chunk_time = d;
+        self
     }
 
     /// The next range to write on the stream now, if the window and the pacer allow one.
@@ -519,10 +548,11 @@ impl Upload {
     }
 
     /// The size of the next full chunk: `chunk_size`, shrunk on slow links to about
-    /// [`CHUNK_LINK_TIME`] of the estimated rate, but not below [`MIN_CHUNK`].
+    /// [`CHUNK_LINK_TIME`] (or [`Upload::chunk_time`]) of the estimated rate, but not below
+    /// [`MIN_CHUNK`].
     pub fn chunk_len(&self) -> u64 {
         match self.rate.estimate() {
-            Some(rate) => bytes_in(rate, CHUNK_LINK_TIME)
+            Some(rate) => bytes_in(rate, self.chunk_time)
                 .clamp(MIN_CHUNK.min(self.chunk_size), self.chunk_size),
             None => START_CHUNK.min(self.chunk_size),
         }
@@ -567,6 +597,10 @@ impl Upload {
             // (a quarter of the way per phase: the queue is seen a round trip late, and a
             // faster correction only oscillates between an idle link and a long queue).
             _ => match self.standing_queue() {
+                Some(q) if q > 2 * QUEUE_TARGET && !self.bias_armed => {
+                    let drain_cap = rate / CRUISE_DRAIN_MAX_DIV;
+                    base.saturating_sub(over_phase((q - QUEUE_TARGET) / 2, drain_cap)).max(1)
+                }
                 Some(q) if q > QUEUE_TARGET => {
                     base.saturating_sub(over_phase((q - QUEUE_TARGET) / 4, cruise_cap)).max(1)
                 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tern::relay_proto::{DownloadAck, DownloadReply, DownloadRequest, LineBuffer, decode};
 use tern::time::Instant;
-use tern::transfer::{AckInfo, Upload, UploadConfig, UploadState};
+use tern::transfer::{AckInfo, SHORT_CHUNK_LINK_TIME, Upload, UploadConfig, UploadState};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::offers::Offers;
@@ -91,7 +91,10 @@ async fn pump(
     recv: &mut RecvHalf,
     rest: Vec<u8>,
 ) -> Result<(), String> {
-    let mut pacer = Upload::new(UploadConfig::new(size, from), now()).map_err(|e| e.to_string())?;
+    // Short chunks: quinn packs consecutive writes into full datagrams (docs/UPLOAD.md).
+    let mut pacer = Upload::new(UploadConfig::new(size, from), now())
+        .map_err(|e| e.to_string())?
+        .chunk_time(SHORT_CHUNK_LINK_TIME);
     let mut acks = LineBuffer::new(MAX_ACK);
     acks.push(&rest);
     let mut chunk = Vec::new();

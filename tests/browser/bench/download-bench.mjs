@@ -18,6 +18,7 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { LINK_STATS_ARGS, watchLink, summary as linkSummary, describe as describeLink } from './link-usage.mjs';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, stats, waitForPrompt, typeLine,
   tempDir, sleep, cleanupState, startLinkemu, cliArg, newSession, pageDetail,
@@ -57,7 +58,10 @@ try {
   emu = await startLinkemu({
     listenPort: emuPort, targetPort: port,
     link: `delay=${RTT / 2}ms,rate=${RATE},queue-delay=${QUEUE}`,
+    extraArgs: LINK_STATS_ARGS,
   });
+  // The down direction carries the download: its counters split the time into wire and idle.
+  const linkWatch = watchLink(emu.child, 'down');
   browser = await launchBrowser();
   const page = browser.page;
   // DOWNLOAD_READS=1: every read of every stream the page makes, and every line it writes, with
@@ -157,6 +161,7 @@ try {
   const downloaded = page.waitForEvent('download', { timeout: 300000 });
   downloaded.catch(() => {}); // awaited below; a failure before then is the one to report
   const nodeStart = Date.now();
+  const linkFrom = linkWatch.now();
   await typeLine(page, `tern send ${path} </dev/null >${files}/send.log 2>&1 & cat >/dev/null`);
   await until(async () => (await stats(page)).download, { timeout: 30000, what: 'the offer', detail: pageDetail(page) });
   await sleep(300);
@@ -168,6 +173,7 @@ try {
     return d && !['verifying', 'saved', 'failed'].includes(d.state);
   });
   const download = await downloaded;
+  const linkTo = linkWatch.now();
   const nodeMs = Date.now() - nodeStart;
   const saved = join(files, 'saved.bin');
   await download.saveAs(saved);
@@ -217,6 +223,7 @@ try {
     echoIdleMs: summary(idle), echoDuringMs: summary(during),
     echoMedianDeltaMs: pct(during, 0.5) - pct(idle, 0.5),
     srttIdleMs: idleSrtt,
+    link: linkSummary(linkWatch, { t0: linkFrom, t1: linkTo, contentBytes: SIZE, rateBps }),
     identical,
     page: {
       rateMedianBps: (() => { const r = mid.map((t) => t.rate).filter((x) => x != null); return r.length ? pct(r, 0.5) * 8 : null; })(),
@@ -229,6 +236,7 @@ try {
   console.log(`download benchmark: ${(SIZE / 1e6).toFixed(1)} MB over ${RATE}, ${RTT} ms RTT, ${QUEUE} queue`);
   console.log(`  download (first byte at the page to the browser's download): ${(downloadMs / 1000).toFixed(2)} s; link limit ${(limitMs / 1000).toFixed(2)} s; ratio ${result.ratio.toFixed(3)}`);
   console.log(`  offer to download ${(result.offerToSavedMs / 1000).toFixed(2)} s (${(result.offerToSavedMs / limitMs).toFixed(3)}x): offer to first byte ${fmt(result.offerToFirstByteMs)} ms, receiving ${(result.receiveMs / 1000).toFixed(2)} s, SHA-256 and save ${fmt(result.verifyMs)} ms; typed to Chromium's download event ${(nodeMs / 1000).toFixed(2)} s`);
+  console.log(`  ${describeLink(result.link)}`);
   console.log(`  echo idle:     median ${fmt(result.echoIdleMs.median)} ms, p90 ${fmt(result.echoIdleMs.p90)}, max ${fmt(result.echoIdleMs.max)} (n=${idle.length})`);
   console.log(`  echo download: median ${fmt(result.echoDuringMs.median)} ms, p90 ${fmt(result.echoDuringMs.p90)}, max ${fmt(result.echoDuringMs.max)} (n=${during.length})`);
   console.log(`  echo median during the download minus idle: ${fmt(result.echoMedianDeltaMs)} ms`);

@@ -12,6 +12,7 @@
 // The link: linkemu between the page's WebTransport and the relay, delay RTT/2 each way, the
 // rate and bottleneck queue (queue-delay) in both directions. Needs scripts/build-wasm.sh first.
 import { join } from 'node:path';
+import { LINK_STATS_ARGS, watchLink, summary as linkSummary, describe as describeLink } from './link-usage.mjs';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
   tempDir, sleep, cleanupState, startLinkemu, cliArg,
@@ -51,7 +52,10 @@ try {
   emu = await startLinkemu({
     listenPort: emuPort, targetPort: port,
     link: `delay=${RTT / 2}ms,rate=${RATE},queue-delay=${QUEUE}`,
+    extraArgs: LINK_STATS_ARGS,
   });
+  // The up direction carries the paste: its counters split the time into wire and idle.
+  const linkWatch = watchLink(emu.child, 'up');
   browser = await launchBrowser();
   const page = browser.page;
   await page.goto(newSession(relay.url.replace('#token=', `#wt_port=${emuPort}&token=`)));
@@ -97,6 +101,7 @@ try {
   const png = makePng(SIZE, 42);
   await loadFile(page, png);
   const t0 = Date.now();
+  const linkFrom = linkWatch.now();
   await pasteLoaded(page);
   await until(async () => (await stats(page)).paste.uploadBytesSent > 0, { what: 'the upload to start' });
   const trace = [];
@@ -107,6 +112,7 @@ try {
   });
   await until(async () => (await stats(page)).paste.completed >= 1, { timeout: 300000, what: 'the upload' });
   const wallMs = Date.now() - t0;
+  const linkTo = linkWatch.now();
   const s1 = (await stats(page)).paste;
   if (s1.failed) throw new Error(`upload failed: ${s1.lastError}`);
 
@@ -125,6 +131,7 @@ try {
     repeatBytesSent: s2.uploadBytesSent - s1.uploadBytesSent,
     streams: s1.streams, uploadBytesSent: s1.uploadBytesSent,
     srttIdleMs: idleSrtt,
+    link: linkSummary(linkWatch, { t0: linkFrom, t1: linkTo, contentBytes: png.length, rateBps }),
     // The pacer's view over the middle of the upload (first and last fifth left out).
     pacer: (() => {
       const mid = trace.slice(Math.floor(trace.length / 5), Math.ceil(trace.length * 4 / 5));
@@ -141,6 +148,7 @@ try {
   };
   console.log(`paste benchmark: ${(png.length / 1e6).toFixed(1)} MB over ${RATE}, ${RTT} ms RTT, ${QUEUE} queue`);
   console.log(`  upload (first byte to path): ${(result.uploadMs / 1000).toFixed(2)} s; link limit ${(limitMs / 1000).toFixed(2)} s; ratio ${result.ratio.toFixed(3)} (paste to path: ${(wallMs / 1000).toFixed(2)} s)`);
+  console.log(`  ${describeLink(result.link)}`);
   console.log(`  echo idle:   median ${fmt(result.echoIdleMs.median)} ms, p90 ${fmt(result.echoIdleMs.p90)}, max ${fmt(result.echoIdleMs.max)} (n=${idle.length})`);
   console.log(`  echo upload: median ${fmt(result.echoDuringMs.median)} ms, p90 ${fmt(result.echoDuringMs.p90)}, max ${fmt(result.echoDuringMs.max)} (n=${during.length})`);
   console.log(`  echo median during upload minus idle: ${fmt(result.echoMedianDeltaMs)} ms`);

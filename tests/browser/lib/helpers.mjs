@@ -262,9 +262,9 @@ export async function startTunLink({ link, seed = 1 }) {
   };
 }
 
-export async function startLinkemu({ listenPort, targetPort, link = '', up = '', down = '' }) {
+export async function startLinkemu({ listenPort, targetPort, link = '', up = '', down = '', extraArgs = [] }) {
   linkemuBinary();
-  const args = ['--listen', `127.0.0.1:${listenPort}`, '--target', `127.0.0.1:${targetPort}`];
+  const args = ['--listen', `127.0.0.1:${listenPort}`, '--target', `127.0.0.1:${targetPort}`, ...extraArgs];
   if (link) args.push('--link', link);
   if (up) args.push('--up', up);
   if (down) args.push('--down', down);

@@ -4,12 +4,11 @@
 
 use std::rc::Rc;
 
-use js_sys::Uint8Array;
 use tern::download::FileOffer;
 
 use super::{Driver, OpenStream};
 use crate::clock::now;
-use crate::js::{describe, sha256};
+use crate::js::describe;
 use crate::paste::read_file;
 
 impl Driver {
@@ -86,6 +85,7 @@ impl Driver {
                 // reads every chunk.
                 if verdict.keep {
                     driver.download_chunks.borrow().push(&chunk);
+                    driver.download_hash.borrow_mut().update(&chunk.to_vec());
                 }
                 driver.drain();
                 if !verdict.read_on {
@@ -99,19 +99,14 @@ impl Driver {
     /// Hashes the download's bytes; saves the file when it is the one offered.
     pub(super) async fn verify_download(self: Rc<Self>, offer: FileOffer) {
         let chunks = std::mem::take(&mut *self.download_chunks.borrow_mut());
-        let checked = async {
-            let blob =
-                web_sys::Blob::new_with_u8_array_sequence(&chunks).map_err(|e| describe(&e))?;
-            let buffer = wasm_bindgen_futures::JsFuture::from(blob.array_buffer())
-                .await
-                .map_err(|e| describe(&e))?;
-            let digest = sha256(&Uint8Array::new(&buffer)).await?;
-            Ok::<_, String>((blob, digest))
-        }
-        .await;
+        // Hashed as it arrived (`open_download`): no second pass over the file here.
+        let digest = self.download_hash.take().finish();
+        let checked = web_sys::Blob::new_with_u8_array_sequence(&chunks)
+            .map(|blob| (blob, digest))
+            .map_err(|e| describe(&e));
         let matches = match checked {
             Ok((blob, digest)) => {
-                let matches = offer.sha256.parse() == Ok(tern::relay_proto::Sha256(digest));
+                let matches = offer.sha256.parse() == Ok(digest);
                 if matches {
                     self.hooks.save_file(&offer.name, &blob);
                 }
