@@ -54,7 +54,10 @@ pub fn find(
         return None;
     }
     let path = request_path.trim_start_matches('/');
-    files().iter().find(|(p, ..)| *p == path).map(|(name, mime, body)| (*name, *mime, body.as_slice()))
+    files()
+        .iter()
+        .find(|(p, ..)| *p == path)
+        .map(|(name, mime, body)| (*name, *mime, body.as_slice()))
 }
 
 #[cfg(test)]
