@@ -39,7 +39,7 @@ test('the crates package cleanly, and tern-relay built from its package serves t
   const relaySrc = path.join(tmp, `tern-relay-${version}`);
   const listing = run('tar', ['-tzf', path.join(targetDir, 'package', `tern-relay-${version}.crate`)]).stdout;
   assert.match(listing, /\/page\/index\.html$/m, 'the page is in the package');
-  assert.match(listing, /\/page\/pkg\/tern_bg\.wasm$/m);
+  assert.match(listing, /\/page\/pkg\/tern_bg\.[0-9a-f]{8}\.wasm$/m);
   // The packaged manifest names its dependencies by version, as crates.io will resolve them; the
   // packages made here stand in for crates.io's copies.
   const manifest = fs.readFileSync(path.join(relaySrc, 'Cargo.toml'), 'utf8');
