@@ -69,7 +69,8 @@ test('the floor: the same xterm.js draws a fixed prompt, no wasm, no session; on
     return b?.getLine(b.cursorY)?.translateToString(true).trimEnd() === 'floor@tern:~$';
   }), { what: 'the floor prompt' });
   const fetched = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
-  assert.ok(fetched.includes('/xterm/xterm.mjs'), `the page's xterm.js: ${fetched}`);
+  // The page's own xterm.js, under its content-hashed name (scripts/hash-page.mjs).
+  assert.ok(fetched.some((p) => /^\/xterm\/xterm\.[0-9a-f]{8}\.mjs$/.test(p)), `the page's xterm.js: ${fetched}`);
   assert.ok(!fetched.some((p) => p.endsWith('.wasm') || p.startsWith('/api/')), `no wasm, no API: ${fetched}`);
   assert.deepEqual(errors, [], 'nothing refused by the Content-Security-Policy');
   await screenshotsOfState(page, 'floor');
