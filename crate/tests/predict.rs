@@ -309,6 +309,19 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// With echo off nothing typed may be drawn: the frame to draw is the server's, and none of
+/// `secret_chars` shows anywhere (`after`: the step just played, for the message).
+fn nothing_typed_is_drawn(s: &mut Sim, secret_chars: &[u8], after: &Step) -> Result<(), String> {
+    let server = screen_text(s.server.framebuffer()).rows;
+    let drawn = s.drawn();
+    if drawn != server || drawn.iter().any(|r| r.bytes().any(|b| secret_chars.contains(&b))) {
+        return Err(format!(
+            "typed characters are drawn: {drawn:?} (server {server:?}) after {after:?}"
+        ));
+    }
+    Ok(())
+}
+
 fn run_password(config: PredictConfig, steps: &[Step], typed_ahead: bool) -> Result<(), String> {
     // Echo is off from the start; the prompt is on screen, or (type-ahead) still to come.
     let mut s = Sim::new(config, if typed_ahead { "$ sudo -v\r\n" } else { "Password: " });
@@ -330,14 +343,7 @@ fn run_password(config: PredictConfig, steps: &[Step], typed_ahead: bool) -> Res
             Step::Wait(ms) => s.advance(*ms),
             Step::Interval(ms) => s.send_interval = Duration::from_millis(*ms),
         }
-        // With echo off nothing typed may be drawn: the frame to draw is the server's.
-        let server = screen_text(s.server.framebuffer()).rows;
-        let drawn = s.drawn();
-        if drawn != server || drawn.iter().any(|r| r.bytes().any(|b| secret_chars.contains(&b))) {
-            return Err(format!(
-                "typed characters are drawn: {drawn:?} (server {server:?}) after {st:?}"
-            ));
-        }
+        nothing_typed_is_drawn(&mut s, secret_chars, st)?;
     }
     Ok(())
 }
@@ -525,13 +531,7 @@ fn run_password_after_a_known_prompt(
             Step::Wait(ms) => s.advance(*ms),
             Step::Interval(ms) => s.send_interval = Duration::from_millis(*ms),
         }
-        let server = screen_text(s.server.framebuffer()).rows;
-        let drawn = s.drawn();
-        if drawn != server || drawn.iter().any(|r| r.bytes().any(|b| secret_chars.contains(&b))) {
-            return Err(format!(
-                "typed characters are drawn: {drawn:?} (server {server:?}) after {st:?}"
-            ));
-        }
+        nothing_typed_is_drawn(&mut s, secret_chars, st)?;
     }
     Ok(())
 }

@@ -20,9 +20,8 @@
 //   { runs: { now: [{ first, repeat }], before: [...] } }  (bytes)
 import { createServer, connect } from 'node:net';
 import {
-  freePort, launchBrowser, tempDir, cleanupState, cliArg, newSession, sleep, relayBinary,
+  freePort, launchBrowser, tempDir, cleanupState, cliArg, newSession, sleep, relayBinary, startRelay,
 } from '../lib/helpers.mjs';
-import { spawn } from 'node:child_process';
 
 const RUNS = Number(cliArg('runs', 3));
 const BIN = cliArg('relay', '') || relayBinary();
@@ -51,25 +50,6 @@ function countingForwarder(listenPort, target) {
   })));
 }
 
-async function startRelay(port, stateDir, token) {
-  const child = spawn(BIN, ['--listen', `127.0.0.1:${port}`, '--state-dir', stateDir, '--print-url'], {
-    env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let log = '';
-  child.stderr.on('data', (d) => { log += d; });
-  const url = await new Promise((res, rej) => {
-    let out = '';
-    const timer = setTimeout(() => rej(new Error(`${BIN} printed no URL:\n${out}\n${log}`)), 20000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/Open (\S+)/);
-      if (m) { clearTimeout(timer); res(m[1]); }
-    });
-    child.once('exit', (code) => rej(new Error(`${BIN} exited ${code}:\n${log}`)));
-  });
-  return { child, url };
-}
 
 const hasPrompt = (page) => page.evaluate(() => {
   const term = window.tern?.term;
@@ -106,7 +86,7 @@ async function run(mode) {
   const front = await freePort();
   const stateDir = tempDir('tern-bytes-state-');
   const token = `bytes-${Math.random().toString(36).slice(2)}-bench-token`;
-  const relay = await startRelay(port, stateDir, token);
+  const relay = await startRelay({ bin: BIN, port, stateDir, token, env: { RUST_LOG: 'warn' } });
   const fwd = await countingForwarder(front, port);
   // No service worker for `before`: its script is refused (the page then works without one).
   const browser = await launchBrowser();

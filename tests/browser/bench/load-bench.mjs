@@ -43,11 +43,11 @@
 // limited unless `--emulate-wt` puts it behind linkemu, RTT/2 each way). The first prompt's time budget, stage by stage (page marks `tern:*`, Resource Timing
 // of /api/challenge and /api/info, the core's milestones), is printed as a table per side.
 // Prints a summary, and with --json one JSON object on the last line.
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
 import {
-  freePort, stopRelay, launchBrowser, tempDir, cleanupState, cliArg, newSession, sleep, startLinkemu,
+  freePort, stopRelay, launchBrowser, tempDir, cleanupState, cliArg, newSession, sleep, startLinkemu, startRelay,
 } from '../lib/helpers.mjs';
 
 const RUNS = Number(cliArg('runs', 10));
@@ -106,28 +106,10 @@ function chromiumCpu() {
   return cpu;
 }
 
-/// tern-relay from `bin` (helpers' startRelay builds and runs this tree's only).
-async function startRelayBin(bin, { port, token, stateDir, floor = false }) {
-  const child = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--state-dir', stateDir, '--print-url'], {
-    env: {
-      ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: 'warn',
-      ...(floor ? { TERN_BENCH_FLOOR: '1' } : {}),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let log = '';
-  child.stderr.on('data', (d) => { log += d; });
-  const url = await new Promise((res, rej) => {
-    let out = '';
-    const timer = setTimeout(() => rej(new Error(`${bin} printed no URL:\n${out}\n${log}`)), 20000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/Open (\S+)/);
-      if (m) { clearTimeout(timer); res(m[1]); }
-    });
-    child.once('exit', (code) => rej(new Error(`${bin} exited ${code}:\n${log}`)));
-  });
-  return { child, url, log: () => log };
+/// tern-relay from `bin`, quiet (warnings only); `floor`: it serves the floor page too.
+function startRelayBin(bin, { port, token, stateDir, floor = false }) {
+  const env = { RUST_LOG: 'warn', ...(floor ? { TERN_BENCH_FLOOR: '1' } : {}) };
+  return startRelay({ bin, port, token, stateDir, env });
 }
 
 // Runs in the page before its own scripts: times the wasm's instantiation and the first xterm.js

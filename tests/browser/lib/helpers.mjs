@@ -44,9 +44,10 @@ export async function freePort() {
   }
 }
 
-/// Starts tern-relay; resolves once it printed its URL. `env` is added to its environment.
-export async function startRelay({ port, token, stateDir, args = [], host = '127.0.0.1', env = {} }) {
-  const child = spawn(relayBinary(), [
+/// Starts tern-relay (`bin`: another build of it, e.g. a bench's old side); resolves once it
+/// printed its URL. `env` is added to its environment.
+export async function startRelay({ port, token, stateDir, args = [], host = '127.0.0.1', env = {}, bin = relayBinary() }) {
+  const child = spawn(bin, [
     // --print-url: stdout is a pipe here, where the relay otherwise keeps the token-bearing URL
     // to a 0600 file (docs/RELAY.md); the test reads it from stdout on purpose.
     '--listen', `${host}:${port}`, '--state-dir', stateDir, '--print-url', ...args,
@@ -58,13 +59,13 @@ export async function startRelay({ port, token, stateDir, args = [], host = '127
   child.stderr.on('data', (d) => { log += d; });
   const url = await new Promise((res, rej) => {
     let out = '';
-    const timer = setTimeout(() => rej(new Error(`tern-relay printed no URL:\n${out}\n${log}`)), 20000);
+    const timer = setTimeout(() => rej(new Error(`${bin} printed no URL:\n${out}\n${log}`)), 20000);
     child.stdout.on('data', (d) => {
       out += d;
       const m = out.match(/Open (\S+)/);
       if (m) { clearTimeout(timer); res(m[1]); }
     });
-    child.once('exit', (code) => rej(new Error(`tern-relay exited ${code}:\n${log}`)));
+    child.once('exit', (code) => rej(new Error(`${bin} exited ${code}:\n${log}`)));
   });
   return { child, url, log: () => log };
 }
