@@ -241,6 +241,9 @@ test('the font size from the settings changes the columns the shell sees and sur
   await waitForPrompt(page);
   assert.equal(await page.evaluate(() => window.tern.term.options.fontSize), 22, 'the font size did not survive a reload');
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'light');
+  // The reloaded page may fit twice (before and after the web font's metrics): the command is
+  // typed once the terminal has the size the font gives, so `tput cols` sees the final one.
+  await until(() => page.evaluate((w) => window.tern.term.cols === w, wanted), { what: `xterm.js at ${wanted} columns after the reload`, detail: pageDetail(page) });
   await typeLine(page, 'clear; tput cols');
   await until(async () => new RegExp(`^${wanted}$`, 'm').test(await screen(page)), { what: `tput cols = ${wanted} after the reload`, detail: pageDetail(page) });
   // Ctrl+- changes the terminal's font, not the page's zoom.
