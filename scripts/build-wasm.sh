@@ -24,7 +24,7 @@ flock 9
 # Skip everything when no input changed since the last build (cheap: hashes of file listings).
 inputs_hash() {
   {
-    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www scripts/bundle-page.mjs scripts/hash-page.mjs -path relay/page -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
+    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www scripts/bundle-page.mjs scripts/strip-comments.mjs scripts/hash-page.mjs -path relay/page -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
     cat package-lock.json 2>/dev/null
     echo "opt=${TERN_WASM_OPT:-1}"
   } | sort | sha256sum | cut -d' ' -f1
