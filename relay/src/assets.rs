@@ -213,7 +213,7 @@ pub fn cache_control(path: &str) -> &'static str {
 /// A file that is only ever a subresource of the page, never a document or a worker: a hashed
 /// script, module, wasm, stylesheet, manifest or PNG. Its answer goes without the document-only
 /// headers (the Content-Security-Policy and the framing and opener rules: a browser reads those
-/// from documents and workers only), about 450 bytes on each of a first visit's dozen files. Not
+/// from documents and workers only), 392 bytes on each of a first visit's nine. Not
 /// sw.js (a worker's policy is its script's answer's), not the document, not SVG (an SVG opened
 /// on its own is a document that may run script).
 pub fn is_subresource(path: &str) -> bool {
