@@ -24,7 +24,7 @@ flock 9
 # Skip everything when no input changed since the last build (cheap: hashes of file listings).
 inputs_hash() {
   {
-    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www scripts/bundle-page.mjs scripts/hash-page.mjs -path relay/page -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
+    find crate/src crate/Cargo.toml web/src web/Cargo.toml Cargo.toml Cargo.lock .cargo www scripts/bundle-page.mjs scripts/strip-comments.mjs scripts/hash-page.mjs -path relay/page -prune -o -type f -printf '%p %s %T@\n' 2>/dev/null
     cat package-lock.json 2>/dev/null
     echo "opt=${TERN_WASM_OPT:-1}"
   } | sort | sha256sum | cut -d' ' -f1
@@ -42,14 +42,16 @@ if [[ -n $want && $have != "$want" ]]; then
   exit 1
 fi
 
-log "cargo build --release --target $TARGET -p tern-web --lib"
+# The `wasm` profile (Cargo.toml): release with whole-program LTO in one codegen unit, ~2 KB less
+# brotli than release's thin LTO (docs/BENCHMARKS.md, "Bytes on the wire").
+log "cargo build --profile wasm --target $TARGET -p tern-web --lib"
 # RUSTFLAGS from the environment would replace .cargo/config.toml's web_sys_unstable_apis.
-env -u RUSTFLAGS cargo build --release --target "$TARGET" -p tern-web --lib
+env -u RUSTFLAGS cargo build --profile wasm --target "$TARGET" -p tern-web --lib
 
 rm -rf "$dist.tmp" && mkdir -p "$dist.tmp/pkg" "$dist.tmp/xterm"
 log "wasm-bindgen --target web"
 # --out-name keeps the page's file names (pkg/tern.js, pkg/tern_bg.wasm) independent of the package name.
-wasm-bindgen --target web --no-typescript --out-name tern --out-dir "$dist.tmp/pkg" "$target_dir/$TARGET/release/tern_web.wasm"
+wasm-bindgen --target web --no-typescript --out-name tern --out-dir "$dist.tmp/pkg" "$target_dir/$TARGET/wasm/tern_web.wasm"
 
 # Debian's /usr/bin/wasm-opt (binaryen 108) corrupts wasm-bindgen 0.2.130 output: only npm's.
 if [[ ${TERN_WASM_OPT:-1} != 0 && -x node_modules/.bin/wasm-opt ]]; then

@@ -10,9 +10,11 @@
 // becomes a function scope (its top-level names stay its own) whose exports app.js destructures
 // where its `import { ... } from './x.js'` line was. xterm.js and the wasm glue stay modules of
 // their own (fetched in parallel, cached separately). index.html loses the folded modules'
-// modulepreload links. Anything unexpected fails the build, loudly.
+// modulepreload links. The shipped app.js, pkg/tern.js and sw.js lose their comment lines
+// (scripts/strip-comments.mjs). Anything unexpected fails the build, loudly.
 import { readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { stripComments } from './strip-comments.mjs';
 
 const dist = process.argv[2];
 if (!dist) throw new Error('usage: node scripts/bundle-page.mjs DIST');
@@ -42,7 +44,16 @@ app = app.replace(importLine, (_, names, file) => {
     `const { ${wanted.join(', ')} } = ${scope};\n`;
 });
 if (!folded.length) fail('app.js imports none of the page modules: nothing to fold (did its imports change form?)');
-writeFileSync(appPath, app);
+// The shipped scripts without their comments (the sources keep them): a third of app.js's bytes.
+const strip = (file, source) => {
+  try {
+    return stripComments(source, file);
+  } catch (e) {
+    fail(e.message);
+  }
+};
+writeFileSync(appPath, strip('app.js', app));
+for (const f of ['pkg/tern.js', 'sw.js']) writeFileSync(join(dist, f), strip(f, readFileSync(join(dist, f), 'utf8')));
 for (const f of folded) rmSync(join(dist, f));
 
 const indexPath = join(dist, 'index.html');

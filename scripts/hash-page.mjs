@@ -79,14 +79,22 @@ for (const f of files) {
   if (newName.get(f) !== f) renameSync(join(dist, f), join(dist, newName.get(f)));
 }
 
-// The service worker's list: what a repeat visit needs, written into sw.js (so a new page is a new
-// worker too). The WebGL addon is in it: the page loads it after the first draw. The PNGs are not:
-// only an installing browser asks for them, itself.
-const precache = hashed.map((f) => newName.get(f)).filter((f) => !f.endsWith('.png')).sort();
+// The service worker's lists, written into sw.js (so a new page is a new worker too). PRECACHE:
+// what every visit needs, fetched at install (from the HTTP cache: the page just loaded them).
+// ON_DEMAND: what only some browsers fetch, kept once fetched and never fetched for the cache:
+// the WebGL addon (31 KB), which a page on the DOM renderer (software WebGL: SwiftShader,
+// llvmpipe) never loads. The PNGs are in neither: only an installing browser asks for them, itself.
+const ON_DEMAND = /^xterm\/addon-webgl\./;
+const listed = hashed.map((f) => newName.get(f)).filter((f) => !f.endsWith('.png')).sort();
+const precache = listed.filter((f) => !ON_DEMAND.test(f));
+const onDemand = listed.filter((f) => ON_DEMAND.test(f));
 const swPath = join(dist, 'sw.js');
-const sw = readFileSync(swPath, 'utf8');
-if (!sw.includes('const PRECACHE = [];')) fail('sw.js has no `const PRECACHE = [];` line to fill');
-writeFileSync(swPath, sw.replace('const PRECACHE = [];', `const PRECACHE = ${JSON.stringify(precache)};`));
+let sw = readFileSync(swPath, 'utf8');
+for (const [line, list] of [['const PRECACHE = [];', precache], ['const ON_DEMAND = [];', onDemand]]) {
+  if (!sw.includes(line)) fail(`sw.js has no \`${line}\` line to fill`);
+  sw = sw.replace(line, line.replace('[]', JSON.stringify(list)));
+}
+writeFileSync(swPath, sw);
 
 // The document names only files that exist.
 const index = readFileSync(join(dist, 'index.html'), 'utf8');
@@ -116,4 +124,4 @@ for (const f of walk(dist)) {
   gz += Math.min(g.length, bytes.length);
 }
 const kb = (n) => `${(n / 1024).toFixed(0)} KB`;
-console.log(`[hash-page] ${precache.length} hashed names; whole page ${kb(raw)}, brotli ${kb(br)}, gzip ${kb(gz)}`);
+console.log(`[hash-page] ${listed.length} hashed names; whole page ${kb(raw)}, brotli ${kb(br)}, gzip ${kb(gz)}`);

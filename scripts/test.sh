@@ -68,7 +68,7 @@ stage_clippy() {
 }
 
 # Native tests, and the set-up's plans (what `npm start` may install).
-stage_test() { cargo test --workspace; node --test tests/setup.test.mjs; }
+stage_test() { cargo test --workspace; node --test tests/setup.test.mjs tests/strip-comments.test.mjs; }
 
 # The release as a person gets it (docs/INSTALL.md): `npm run dist` builds the static binaries,
 # tarballs, .debs and install.sh into dist/; then install.sh from a local mirror into a temporary

@@ -4,7 +4,9 @@
 //
 // - Content-hashed files (`app.3f9a1c2b.js`): from the cache, else the network. A name is its
 //   content, so a cached one is never stale. The build writes their list below (PRECACHE), so a
-//   new page is also a new worker, which fetches its files and drops the old ones.
+//   new page is also a new worker, which fetches its files and drops the old ones. ON_DEMAND
+//   files (the WebGL addon) are cached when the page first fetches them, not at install: a page
+//   on the DOM renderer never downloads them.
 // - The document (`./`, `./index.html`): from the cache at once, revalidated behind it
 //   (If-None-Match: a 304 of a few hundred bytes). When the document changed (a new relay), the
 //   new one is cached and the page is told ('tern-page-updated'): a page that has not started its
@@ -14,6 +16,7 @@
 // - Everything else (/api/*, the WebSocket, POSTs, other origins) never comes here or is passed
 //   through untouched; WebTransport is no fetch at all.
 const PRECACHE = [];
+const ON_DEMAND = [];
 const CACHE = 'tern-page';
 const HASHED = /\.[0-9a-f]{8}\.[a-z]+$/;
 
@@ -32,7 +35,7 @@ self.addEventListener('install', (event) => {
 self.addEventListener('activate', (event) => {
   // Keep only this page's files: an old page's hashed files would never be asked for again.
   event.waitUntil((async () => {
-    const keep = new Set([...PRECACHE, './'].map(here));
+    const keep = new Set([...PRECACHE, ...ON_DEMAND, './'].map(here));
     const cache = await caches.open(CACHE);
     for (const req of await cache.keys()) {
       if (!keep.has(req.url)) await cache.delete(req);

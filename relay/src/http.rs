@@ -266,7 +266,12 @@ where
                 UnderBase::Outside => text(StatusCode::NOT_FOUND, "not found\n"),
             };
             if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
-                crate::security::add_response_headers(resp.headers_mut(), host.as_deref());
+                let subresource = resp.extensions().get::<crate::security::Subresource>().is_some();
+                crate::security::add_response_headers(
+                    resp.headers_mut(),
+                    host.as_deref(),
+                    subresource,
+                );
             }
             Ok::<_, Infallible>(resp)
         }
@@ -562,6 +567,9 @@ fn serve_asset(req: &Request<Incoming>, asset: assets::Asset) -> Response<Body> 
     // A cache between (a proxy, the browser's) must key the answer by the client's encodings.
     if asset.has_variants() {
         h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
+    if assets::is_subresource(asset.path) {
+        r.extensions_mut().insert(crate::security::Subresource);
     }
     r
 }

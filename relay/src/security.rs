@@ -296,20 +296,29 @@ pub(crate) fn content_security_policy(host: Option<&str>) -> String {
     )
 }
 
+/// Marks a response that is only ever a subresource of the page ([`crate::assets::is_subresource`]):
+/// [`add_response_headers`] leaves the document-only headers off it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Subresource;
+
 /// Adds the headers every HTTP answer of the relay carries (the page, its files, `/api/*`,
-/// errors). `host` is the request's `Host` header.
-pub(crate) fn add_response_headers(headers: &mut HeaderMap, host: Option<&str>) {
+/// errors). `host` is the request's `Host` header. A [`Subresource`] (a hashed script, wasm,
+/// stylesheet...) goes without the ones a browser reads from documents and workers only.
+pub(crate) fn add_response_headers(headers: &mut HeaderMap, host: Option<&str>, subresource: bool) {
     // Browsers must take the declared types at their word (wasm, module scripts).
     headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    if let Ok(csp) = HeaderValue::from_str(&content_security_policy(host)) {
-        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
-    }
-    // frame-ancestors' older spelling, for browsers that predate it.
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // A stylesheet's referrer policy also covers what it fetches (url()).
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    // Its own browsing context group: a page that opened this one (or that it opens) gets no
-    // handle on it. `tern open` opens with noopener anyway.
-    headers.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));
+    if !subresource {
+        if let Ok(csp) = HeaderValue::from_str(&content_security_policy(host)) {
+            headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+        }
+        // frame-ancestors' older spelling, for browsers that predate it.
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        // Its own browsing context group: a page that opened this one (or that it opens) gets no
+        // handle on it. `tern open` opens with noopener anyway.
+        headers.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));
+    }
     // Other origins may not load the relay's files as their subresources.
     headers.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
     headers.entry(header::CACHE_CONTROL).or_insert_with(|| HeaderValue::from_static("no-store"));

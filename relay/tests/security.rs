@@ -55,6 +55,21 @@ fn assert_boundary_headers(head: &str, addr: SocketAddr, what: &str) {
     }
 }
 
+/// What a hashed script, wasm or stylesheet carries: the headers a subresource's browser reads, not
+/// the document-only ones (tern_relay::assets::is_subresource).
+fn assert_subresource_headers(head: &str, what: &str) {
+    for (name, value) in [
+        ("x-content-type-options", "nosniff"),
+        ("cross-origin-resource-policy", "same-origin"),
+        ("referrer-policy", "no-referrer"),
+    ] {
+        assert_eq!(header(head, name), Some(value), "{what}: {name}\n{head}");
+    }
+    for name in ["content-security-policy", "x-frame-options", "cross-origin-opener-policy"] {
+        assert_eq!(header(head, name), None, "{what}: no {name} on a subresource\n{head}");
+    }
+}
+
 #[tokio::test]
 async fn every_answer_carries_the_boundary_headers_and_its_cache_rule() {
     let token = test_token("headers");
@@ -75,16 +90,24 @@ async fn every_answer_carries_the_boundary_headers_and_its_cache_rule() {
         format!("/{}", file.unwrap_or_else(|| panic!("no {prefix}* in the page")).path)
     };
     let immutable = "public, max-age=31536000, immutable";
-    for (asset, rule) in [
-        (hashed("app."), immutable),
-        (hashed("pkg/tern_bg."), immutable),
-        (hashed("xterm/xterm."), immutable),
-        ("/sw.js".into(), "no-cache"),
-        (hashed("manifest."), immutable),
+    // The worker's script and an SVG (a document when opened alone) carry them all; the page's
+    // scripts, wasm, styles and manifest only what a subresource needs.
+    for (asset, rule, subresource) in [
+        (hashed("app."), immutable, true),
+        (hashed("pkg/tern_bg."), immutable, true),
+        (hashed("xterm/xterm."), immutable, true),
+        (hashed("style."), immutable, true),
+        ("/sw.js".into(), "no-cache", false),
+        (hashed("manifest."), immutable, true),
+        (hashed("icon."), immutable, false),
     ] {
         let (status, head, _) = http_get_with_head(addr, &asset, None).await;
         assert_eq!(status, 200, "{asset}");
-        assert_boundary_headers(&head, addr, &asset);
+        if subresource {
+            assert_subresource_headers(&head, &asset);
+        } else {
+            assert_boundary_headers(&head, addr, &asset);
+        }
         assert_eq!(header(&head, "cache-control"), Some(rule), "{asset}");
     }
 

@@ -177,3 +177,45 @@ test('under --base-path the worker is scoped to the base and a reload fetches no
     await tab.close();
   }
 });
+
+test('the WebGL addon is fetched only by a page that chooses WebGL, and is cached then', chromiumOnly, async () => {
+  const { page } = fx;
+  const cached = await workerReady(page);
+  const addon = (p) => /^\/?xterm\/addon-webgl\.[0-9a-f]{8}\.mjs$/.test(p);
+  // The fixture's page chose its renderer itself: headless Chromium's WebGL is SwiftShader, so the
+  // DOM renderer, and neither the page nor the worker's install asked for the addon.
+  const chosen = await page.evaluate(() => window.tern.rendererChosen);
+  if (chosen === 'dom') {
+    assert.deepEqual(served(0).filter((s) => addon(s.path)), [], 'the addon was fetched by a page on the DOM renderer');
+    assert.ok(!cached.some(addon), `the addon is not in the worker's cache (${cached.join(', ')})`);
+  } else {
+    console.log(`# skipped the DOM half: this browser's WebGL is hardware (the page chose ${chosen})`);
+  }
+
+  const webgl = await page.evaluate(() => !!document.createElement('canvas').getContext('webgl2'));
+  if (!webgl) {
+    console.log('# skipped the WebGL half: no WebGL2 in this browser');
+    return;
+  }
+  // A page that asks for WebGL loads the addon after its first draw, and draws with it.
+  const mark = fx.relay.log().length;
+  const tab = await fx.browser.context.newPage();
+  try {
+    await tab.goto(newSession(fx.url).replace('#', '#renderer=webgl&'));
+    await waitForPrompt(tab);
+    await until(() => tab.evaluate(() => window.tern.renderer === 'webgl'), { what: 'the WebGL renderer' });
+    await works(tab, 'webgl');
+    assert.equal(await tab.evaluate(() => !!document.querySelector('#terminal canvas')), true, 'xterm.js draws on a canvas');
+    assert.equal(served(mark).filter((s) => addon(s.path) && s.status === 200).length, 1, 'the addon fetched once, from the relay');
+    // Kept by the worker once fetched: the next page that wants it gets it from the cache.
+    await until(async () => (await workerReady(tab)).some(addon), { what: "the addon in the worker's cache" });
+    await screenshotsOfState(tab, 'webgl-on-demand');
+    const again = fx.relay.log().length;
+    await tab.reload();
+    await waitForPrompt(tab);
+    await until(() => tab.evaluate(() => window.tern.renderer === 'webgl'), { what: 'the WebGL renderer after a reload' });
+    assert.deepEqual(served(again).filter((s) => s.status === 200), [], 'page files the reload fetched');
+  } finally {
+    await tab.close();
+  }
+});
