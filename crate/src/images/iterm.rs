@@ -115,7 +115,7 @@ fn image(args: &str, b64: &[u8], g: &Geometry) -> Result<LiftedImage, DropReason
     }
     let data = decode_base64(b64).ok_or(DropReason::Malformed("bad base64"))?;
     let (format, width, height) =
-        pixel_size(&data).ok_or(DropReason::Unsupported("not a PNG, JPEG, GIF or WebP"))?;
+        pixel_size(&data).ok_or(DropReason::Unsupported("not a PNG, JPEG, GIF, WebP or TIFF"))?;
     let (cols, rows) = iterm_cells(g, width, height, want_w, want_h, preserve);
     Ok(LiftedImage {
         protocol: Protocol::Iterm,

@@ -76,6 +76,8 @@ pub enum ImageFormat {
     Jpeg,
     Gif,
     Webp,
+    /// chafa's iTerm2 output is a TIFF (browsers do not draw it: a server converts it).
+    Tiff,
     /// The whole DCS sequence (ESC P params q data ESC \), as a terminal would read it.
     Sixel,
     /// kitty f=24: width × height × 3 bytes.
@@ -92,6 +94,7 @@ impl ImageFormat {
             ImageFormat::Jpeg => "jpeg",
             ImageFormat::Gif => "gif",
             ImageFormat::Webp => "webp",
+            ImageFormat::Tiff => "tiff",
             ImageFormat::Sixel => "sixel",
             ImageFormat::Rgb => "rgb",
             ImageFormat::Rgba => "rgba",

@@ -1,9 +1,10 @@
 //! An image's format and size in pixels, read from the few header bytes that say it (PNG's
-//! IHDR, GIF's screen descriptor, WebP's VP8 / VP8L / VP8X header, JPEG's start-of-frame).
+//! IHDR, GIF's screen descriptor, WebP's VP8 / VP8L / VP8X header, JPEG's start-of-frame, and
+//! TIFF's first directory, which chafa's iTerm2 output carries).
 
 use super::ImageFormat;
 
-/// The format and (width, height) of a PNG, JPEG, GIF or WebP file; None for anything else or
+/// The format and (width, height) of a PNG, JPEG, GIF, WebP or TIFF file; None for anything else or
 /// a header too short or with a zero size.
 pub fn pixel_size(data: &[u8]) -> Option<(ImageFormat, u32, u32)> {
     let (format, w, h) = if data.starts_with(b"\x89PNG\r\n\x1a\n") {
@@ -13,6 +14,9 @@ pub fn pixel_size(data: &[u8]) -> Option<(ImageFormat, u32, u32)> {
     } else if data.len() >= 12 && &data[..4] == b"RIFF" && &data[8..12] == b"WEBP" {
         let (w, h) = webp(data)?;
         (ImageFormat::Webp, w, h)
+    } else if data.starts_with(b"II*\0") || data.starts_with(b"MM\0*") {
+        let (w, h) = tiff(data)?;
+        (ImageFormat::Tiff, w, h)
     } else if data.starts_with(&[0xff, 0xd8]) {
         let (w, h) = jpeg(data)?;
         (ImageFormat::Jpeg, w, h)
@@ -57,6 +61,35 @@ fn webp(d: &[u8]) -> Option<(u32, u32)> {
         }
         _ => None,
     }
+}
+
+/// ImageWidth (256) and ImageLength (257) of the first directory.
+fn tiff(d: &[u8]) -> Option<(u32, u32)> {
+    let big = d[0] == b'M';
+    let u16_at = |at: usize| {
+        let b: [u8; 2] = d.get(at..at + 2)?.try_into().ok()?;
+        Some(if big { u16::from_be_bytes(b) } else { u16::from_le_bytes(b) })
+    };
+    let u32_at = |at: usize| {
+        let b: [u8; 4] = d.get(at..at + 4)?.try_into().ok()?;
+        Some(if big { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
+    };
+    let ifd = usize::try_from(u32_at(4)?).ok()?;
+    let (mut w, mut h) = (None, None);
+    for n in 0..usize::from(u16_at(ifd)?).min(512) {
+        let at = ifd + 2 + n * 12;
+        let value = match u16_at(at + 2)? {
+            3 => u32::from(u16_at(at + 8)?),
+            4 => u32_at(at + 8)?,
+            _ => continue,
+        };
+        match u16_at(at)? {
+            256 => w = Some(value),
+            257 => h = Some(value),
+            _ => {}
+        }
+    }
+    Some((w?, h?))
 }
 
 fn jpeg(d: &[u8]) -> Option<(u32, u32)> {
@@ -116,6 +149,11 @@ mod tests {
         let mut vp8 = b"RIFF\0\0\0\0WEBPVP8 \0\0\0\0\0\0\0\x9d\x01\x2a".to_vec();
         vp8.extend_from_slice(&[44, 1, 200, 0]);
         assert_eq!(pixel_size(&vp8), Some((ImageFormat::Webp, 300, 200)));
+        // TIFF, little-endian: two entries, width as SHORT, height as LONG.
+        let mut tif = b"II*\0\x08\0\0\0\x02\0".to_vec();
+        tif.extend_from_slice(&[0, 1, 3, 0, 1, 0, 0, 0, 44, 1, 0, 0]);
+        tif.extend_from_slice(&[1, 1, 4, 0, 1, 0, 0, 0, 200, 0, 0, 0]);
+        assert_eq!(pixel_size(&tif), Some((ImageFormat::Tiff, 300, 200)));
     }
 
     #[test]

@@ -189,7 +189,7 @@ fn malformed_truncated_and_too_large_are_dropped_and_the_text_goes_on() {
         (b"a\x1b]1337;File=inline=1:!!!\x07b".to_vec(), DropReason::Malformed("bad base64")),
         (
             iterm("inline=1", b"not an image", "\x07"),
-            DropReason::Unsupported("not a PNG, JPEG, GIF or WebP"),
+            DropReason::Unsupported("not a PNG, JPEG, GIF, WebP or TIFF"),
         ),
         (
             iterm("inline=0", &png(1, 1), "\x07"),
