@@ -81,14 +81,81 @@ impl Iterm {
 
 /// Base64 as terminals take it: padding optional, line breaks ignored.
 pub fn decode_base64(b64: &[u8]) -> Option<Vec<u8>> {
-    use base64::Engine;
-    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-    const LENIENT: GeneralPurpose = GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-    );
-    let clean: Vec<u8> = b64.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
-    LENIENT.decode(clean).ok()
+    let mut d = Base64::default();
+    d.push(b64).then_some(())?;
+    d.finish()
+}
+
+/// Base64 decoded as it comes in pieces (kitty's chunks, iTerm2's parts): each piece may be
+/// padded on its own (chafa pads every kitty chunk) or cut anywhere; whitespace is skipped.
+#[derive(Debug, Default)]
+pub struct Base64 {
+    /// Decoded so far.
+    data: Vec<u8>,
+    /// Characters of an unfinished group of four.
+    group: Vec<u8>,
+    bad: bool,
+}
+
+impl Base64 {
+    /// Takes the next piece; false once it is not base64.
+    pub fn push(&mut self, piece: &[u8]) -> bool {
+        for &b in piece {
+            if self.bad || b.is_ascii_whitespace() {
+                continue;
+            }
+            self.group.push(b);
+            if self.group.len() == 4 {
+                self.bad |= !decode_group(&self.group, &mut self.data);
+                self.group.clear();
+            }
+        }
+        !self.bad
+    }
+
+    /// The bytes, or None when it was not base64.
+    pub fn finish(mut self) -> Option<Vec<u8>> {
+        if !self.group.is_empty() {
+            // The last group without its padding.
+            let mut g = std::mem::take(&mut self.group);
+            g.resize(4, b'=');
+            self.bad |= !decode_group(&g, &mut self.data);
+        }
+        (!self.bad).then_some(self.data)
+    }
+
+    /// Bytes decoded so far.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+fn sextet(c: u8) -> Option<u32> {
+    Some(u32::from(match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => return None,
+    }))
+}
+
+/// Decodes four characters (`xx==` and `xxx=` padded) onto `out`.
+fn decode_group(g: &[u8], out: &mut Vec<u8>) -> bool {
+    let pad = g.iter().rev().take_while(|&&c| c == b'=').count();
+    if pad > 2 {
+        return false;
+    }
+    let mut v = 0u32;
+    for &c in &g[..4 - pad] {
+        let Some(s) = sextet(c) else { return false };
+        v = v << 6 | s;
+    }
+    v <<= 6 * pad as u32;
+    let bytes = v.to_be_bytes();
+    out.extend_from_slice(&bytes[1..4 - pad]);
+    true
 }
 
 fn image(args: &str, b64: &[u8], g: &Geometry) -> Result<LiftedImage, DropReason> {

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::io::Read;
 
 use super::cells::{CursorAfter, Geometry, kitty_cells};
-use super::iterm::decode_base64;
+use super::iterm::Base64;
 use super::{DropReason, ImageFormat, LiftedImage, Protocol, probe::pixel_size};
 
 /// Transmitted images kept for a later placement, at most.
@@ -63,7 +63,7 @@ impl Keys {
 #[derive(Debug)]
 struct Transfer {
     keys: Keys,
-    b64: Vec<u8>,
+    data: Base64,
     over: bool,
     seen: u64,
 }
@@ -101,12 +101,12 @@ impl Kitty {
         if let Some(mut t) = self.transfer.take() {
             // A later chunk: only its m= counts.
             t.seen += payload.len() as u64;
-            if over || t.b64.len() + payload.len() > cap {
+            if over || t.seen > cap as u64 {
                 t.over = true;
-                t.b64 = Vec::new();
+                t.data = Base64::default();
             }
             if !t.over {
-                t.b64.extend_from_slice(payload);
+                t.data.push(payload);
             }
             if keys.more {
                 self.transfer = Some(t);
@@ -116,9 +116,13 @@ impl Kitty {
         }
         match keys.action {
             b't' | b'T' => {
+                let mut data = Base64::default();
+                if !over {
+                    data.push(payload);
+                }
                 let t = Transfer {
                     over: over || payload.len() > cap,
-                    b64: if over { Vec::new() } else { payload.to_vec() },
+                    data,
                     seen: payload.len() as u64,
                     keys,
                 };
@@ -156,7 +160,7 @@ impl Kitty {
         if t.keys.medium != b'd' {
             return err(DropReason::Unsupported("kitty transmission by file or shared memory"));
         }
-        let Some(mut data) = decode_base64(&t.b64) else {
+        let Some(mut data) = t.data.finish() else {
             return err(DropReason::Malformed("bad base64"));
         };
         if t.keys.compression == b'z' {

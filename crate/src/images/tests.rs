@@ -149,6 +149,14 @@ fn kitty_direct_chunked_and_placed_later() {
     let i = images(&outs)[0];
     assert_eq!((i.format, i.width, i.height, i.cols, i.rows), (ImageFormat::Rgb, 2, 3, 4, 2));
     assert_eq!((i.data.clone(), i.layout_bytes()), (raw, vec![]));
+    // Chunks each padded on their own (as chafa sends them), and cut inside a group of four.
+    let data = png(33, 21);
+    let (a, b) = data.split_at(10);
+    let s = format!("\x1b_Ga=T,f=100,m=1;{}\x1b\\\x1b_Gm=0;{}\x1b\\", b64(a), b64(b));
+    assert_eq!(images(&lift(s.as_bytes()))[0].data, data);
+    let p = b64(&data);
+    let s = format!("\x1b_Ga=T,f=100,m=1;{}\x1b\\\x1b_Gm=0;{}\x1b\\", &p[..5], &p[5..]);
+    assert_eq!(images(&lift(s.as_bytes()))[0].data, data);
     // Transmit, then place.
     let mut s = kitty("a=t,f=100,i=7", &png(10, 10));
     s.extend_from_slice(b"text\x1b_Ga=p,i=7\x1b\\\x1b_Ga=p,i=8\x1b\\\x1b_Ga=d\x1b\\");
