@@ -123,11 +123,6 @@ impl Base64 {
         }
         (!self.bad).then_some(self.data)
     }
-
-    /// Bytes decoded so far.
-    pub fn len(&self) -> usize {
-        self.data.len()
-    }
 }
 
 fn sextet(c: u8) -> Option<u32> {
