@@ -4,6 +4,9 @@
 //!
 //! `cargo run --release -p tern-mosh --example lift_throughput [MB]` (8 MB of each by default).
 
+// A benchmark, not the core: it reads the wall clock.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::time::Instant;
 
 use tern::images::{Lifter, LifterConfig, Piece};
