@@ -31,3 +31,21 @@ pub fn anchor(emulator: &Emulator, completed: u64) -> Anchor {
         alternate: emulator.in_alternate_screen(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::terminal::Size;
+
+    #[test]
+    fn a_soft_wrapped_row_counts_with_its_line() {
+        let mut e = Emulator::new(Size { cols: 10, rows: 5 });
+        // Line 3 ("a"), line 4 (15 characters: two rows), then the cursor on line 5.
+        e.feed(b"a\r\n0123456789abcde\r\n");
+        let at = anchor(&e, 3);
+        assert_eq!((at.line, at.row, at.col, at.alternate), (5, 3, 0, false));
+        e.feed(b"xy\x1b[?1049h");
+        let at = anchor(&e, 3);
+        assert_eq!(at.alternate, true);
+    }
+}
