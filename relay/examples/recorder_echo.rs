@@ -6,13 +6,14 @@
 //! `--no-images` (every byte through as it came, the recorder before image lifting); the
 //! recorder then runs `cat -u` on a raw pty of its own. The echo goes through
 //! the program, not the line discipline, as a shell's (readline's) does. One byte is written to
-//! the master and timed until it comes back; the setups take turns in batches (the order
-//! rotating), so that the machine's noise falls on all alike. Prints the median, p90 and
+//! the master and timed until it comes back; the setups take turns in batches (in each of the
+//! six orders in turn), so that the machine's noise falls on all alike. Prints the median, p90 and
 //! p99 of each and the difference of the medians; asserts nothing.
 //!
-//! `cargo run --release -p tern-relay --example recorder_echo [KEYS] [GAP_US]`: KEYS per setup
-//! (2000), GAP_US the pause between keys in µs (1000; typing is far slower, but the programs
-//! sleep between keys either way).
+//! `cargo run --release -p tern-relay --example recorder_echo [KEYS] [GAP_US] [--json] [--aa]`:
+//! KEYS per setup (2000), GAP_US the pause between keys in µs (1000; typing is far slower, but
+//! the programs sleep between keys either way); `--aa` runs the image-lifting setup with
+//! `--no-images` too (an A/A run: the difference is the machine's noise).
 //!
 //! The recorder is this same executable run as `recorder_echo record ...`: it calls
 //! `tern_relay::history::record::run` exactly as `tern-relay record` does (an example cannot rely
@@ -62,7 +63,9 @@ fn main() {
         }
         Echo::start(c.args(["--", "sh", "-c", ECHO]))
     };
-    let recorded = recorder("0123456789abcdef", true);
+    // `--aa`: both recorders without images, to see the noise between two identical setups.
+    let aa = std::env::args().any(|a| a == "--aa");
+    let recorded = recorder("0123456789abcdef", !aa);
     let plain = recorder("0123456789abcdee", false);
     let mut setups = [direct, recorded, plain];
 
@@ -74,8 +77,11 @@ fn main() {
     let mut times: [Vec<Duration>; 3] = Default::default();
     for batch in 0..keys.div_ceil(BATCH) {
         let n = BATCH.min(keys - batch * BATCH);
-        for k in 0..3 {
-            let which = (batch + k) % 3;
+        // Every order in turn: each setup comes first, second and last, after each other one,
+        // equally often.
+        const ORDERS: [[usize; 3]; 6] =
+            [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+        for which in ORDERS[batch % 6] {
             (0..n).for_each(|_| times[which].push(setups[which].key(gap)));
         }
     }

@@ -157,6 +157,9 @@ fn kitty_direct_chunked_and_placed_later() {
     let p = b64(&data);
     let s = format!("\x1b_Ga=T,f=100,m=1;{}\x1b\\\x1b_Gm=0;{}\x1b\\", &p[..5], &p[5..]);
     assert_eq!(images(&lift(s.as_bytes()))[0].data, data);
+    // Non-zero trailing bits before the padding (chafa's chunks end `gPP=`) are ignored.
+    assert_eq!(iterm::decode_base64(b"gPP="), iterm::decode_base64(b"gPM="));
+    assert_eq!(iterm::decode_base64(b"gPP=").map(|d| d.len()), Some(2));
     // Transmit, then place.
     let mut s = kitty("a=t,f=100,i=7", &png(10, 10));
     s.extend_from_slice(b"text\x1b_Ga=p,i=7\x1b\\\x1b_Ga=p,i=8\x1b\\\x1b_Ga=d\x1b\\");

@@ -291,7 +291,12 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        let Some(im) = images.as_mut() else {
+        // Lifting off, or a read that cannot hold (or go on) an image sequence, as a key's echo
+        // nearly always is: through as it came, with no copy.
+        let plain = images.as_ref().is_none_or(|im| {
+            im.lifter.is_idle() && !buf[..n].iter().any(|&b| b == 0x1b || b == 0xc2)
+        });
+        let Some(im) = images.as_mut().filter(|_| !plain) else {
             stdout.write_all(&buf[..n])?;
             stdout.flush()?;
             let rows = {
