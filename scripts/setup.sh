@@ -39,7 +39,7 @@ APT_RUN=(mosh)
 # and tests/browser/tests/tls.test.mjs), libnss3-tools (certutil: tls.test.mjs trusts a test CA),
 # debootstrap (the clean Debian root the package test installs into), qemu-user-static (runs the
 # aarch64 release binary), python3-venv (the venv of the dist tools).
-APT_TEST=(tmux chromium chromium-driver pebble nginx libnss3-tools openssl iproute2 util-linux vim-tiny less
+APT_TEST=(libsixel-bin chafa tmux chromium chromium-driver pebble nginx libnss3-tools openssl iproute2 util-linux vim-tiny less
   openssh-server openssh-client debootstrap qemu-user-static file python3-venv)
 # Installed with them, but a failure only warns: the Firefox browser tests (tests/browser/firefox/)
 # skip with a printed reason when /usr/bin/firefox-esr is missing.

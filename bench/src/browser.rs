@@ -410,6 +410,9 @@ pub struct RecorderEcho {
     pub recorded_median_us: f64,
     pub direct_p99_us: f64,
     pub recorded_p99_us: f64,
+    /// The recorder with `--no-images` (no image lifting), in the same run.
+    pub no_images_median_us: f64,
+    pub no_images_p99_us: f64,
 }
 
 /// The recorder's cost on a key's echo, side by side with a pty without it (`release`: built

@@ -13,6 +13,8 @@ const HISTORY_FIRST_PAGE_MS: f64 = 100.0;
 const HISTORY_SEARCH_MS: f64 = 300.0;
 /// ...and the recorder adding at most this to a key's echo.
 const RECORDER_ECHO_ADDED_US: f64 = 500.0;
+/// ...and its image lifting at most this much more than the recorder without it (issue 34).
+const RECORDER_IMAGES_RATIO: f64 = 1.10;
 
 /// The suite's `history` part: rows and details into `report`.
 pub fn rows(options: &Options, report: &mut Report) {
@@ -72,6 +74,22 @@ pub fn rows(options: &Options, report: &mut Report) {
                 "µs",
                 format!("≤ {RECORDER_ECHO_ADDED_US:.0} µs"),
                 added <= RECORDER_ECHO_ADDED_US,
+            );
+            // Issue 34: the recorder lifting images against the recorder without (--no-images).
+            let plain = run.no_images_median_us - run.direct_median_us;
+            let ratio = added / plain.max(1.0);
+            report.row(
+                "recorder: added per key with image lifting / without".to_string(),
+                ratio,
+                "×",
+                format!("≤ {RECORDER_IMAGES_RATIO:.2}"),
+                ratio <= RECORDER_IMAGES_RATIO,
+            );
+            report.detail(
+                g,
+                "echo with the recorder --no-images, median",
+                run.no_images_median_us,
+                "µs",
             );
             report.detail(g, "echo without the recorder, median", run.direct_median_us, "µs");
             report.detail(g, "echo with the recorder, median", run.recorded_median_us, "µs");

@@ -14,6 +14,7 @@
 //! anything. Time comes in as [`time::Instant`] arguments, randomness from a seed.
 
 pub mod download;
+pub mod images;
 pub mod page;
 pub mod paste;
 pub mod predict;

@@ -1,16 +1,19 @@
 //! Benchmark: what `tern-relay record` (the pty recorder of issue 14) adds to a key's echo.
 //!
-//! Two programs echo each key they read, each on a pty of its own whose master this benchmark
-//! holds (as mosh-server holds the user's): `cat -u` on a raw terminal, once directly and once
-//! under the recorder (which then runs `cat -u` on a raw pty of its own). The echo goes through
+//! Three programs echo each key they read, each on a pty of its own whose master this benchmark
+//! holds (as mosh-server holds the user's): `cat -u` on a raw terminal, directly, under the
+//! recorder with its image lifting (issue 34; the default) and under the recorder with
+//! `--no-images` (every byte through as it came, the recorder before image lifting); the
+//! recorder then runs `cat -u` on a raw pty of its own. The echo goes through
 //! the program, not the line discipline, as a shell's (readline's) does. One byte is written to
-//! the master and timed until it comes back; the two setups take turns in batches (the first
-//! one alternating), so that the machine's noise falls on both alike. Prints the median, p90 and
+//! the master and timed until it comes back; the setups take turns in batches (in each of the
+//! six orders in turn), so that the machine's noise falls on all alike. Prints the median, p90 and
 //! p99 of each and the difference of the medians; asserts nothing.
 //!
-//! `cargo run --release -p tern-relay --example recorder_echo [KEYS] [GAP_US]`: KEYS per setup
-//! (2000), GAP_US the pause between keys in µs (1000; typing is far slower, but the programs
-//! sleep between keys either way).
+//! `cargo run --release -p tern-relay --example recorder_echo [KEYS] [GAP_US] [--json] [--aa]`:
+//! KEYS per setup (2000), GAP_US the pause between keys in µs (1000; typing is far slower, but
+//! the programs sleep between keys either way); `--aa` runs the image-lifting setup with
+//! `--no-images` too (an A/A run: the difference is the machine's noise).
 //!
 //! The recorder is this same executable run as `recorder_echo record ...`: it calls
 //! `tern_relay::history::record::run` exactly as `tern-relay record` does (an example cannot rely
@@ -51,39 +54,40 @@ fn main() {
 
     let history = tempfile::tempdir().expect("a temporary directory");
     let me = std::env::current_exe().expect("this executable");
-    let mut direct = Echo::start(Command::new("sh").args(["-c", ECHO]));
-    let mut recorded = Echo::start(
-        Command::new(me).arg("record").arg("--history-dir").arg(history.path()).args([
-            "--session",
-            "0123456789abcdef",
-            "--",
-            "sh",
-            "-c",
-            ECHO,
-        ]),
-    );
+    let direct = Echo::start(Command::new("sh").args(["-c", ECHO]));
+    let recorder = |session: &str, images: bool| {
+        let mut c = Command::new(&me);
+        c.arg("record").arg("--history-dir").arg(history.path()).args(["--session", session]);
+        if !images {
+            c.arg("--no-images");
+        }
+        Echo::start(c.args(["--", "sh", "-c", ECHO]))
+    };
+    // `--aa`: both recorders without images, to see the noise between two identical setups.
+    let aa = std::env::args().any(|a| a == "--aa");
+    let recorded = recorder("0123456789abcdef", !aa);
+    let plain = recorder("0123456789abcdee", false);
+    let mut setups = [direct, recorded, plain];
 
     for _ in 0..WARMUP {
-        direct.key(gap);
-        recorded.key(gap);
-    }
-    let (mut d, mut r) = (Vec::with_capacity(keys), Vec::with_capacity(keys));
-    for batch in 0..keys.div_ceil(BATCH) {
-        let n = BATCH.min(keys - batch * BATCH);
-        let mut direct_batch = || (0..n).for_each(|_| d.push(direct.key(gap)));
-        let mut recorded_batch = || (0..n).for_each(|_| r.push(recorded.key(gap)));
-        if batch % 2 == 0 {
-            direct_batch();
-            recorded_batch();
-        } else {
-            recorded_batch();
-            direct_batch();
+        for e in setups.iter_mut() {
+            e.key(gap);
         }
     }
-    direct.stop();
-    recorded.stop();
+    let mut times: [Vec<Duration>; 3] = Default::default();
+    for batch in 0..keys.div_ceil(BATCH) {
+        let n = BATCH.min(keys - batch * BATCH);
+        // Every order in turn: each setup comes first, second and last, after each other one,
+        // equally often.
+        const ORDERS: [[usize; 3]; 6] =
+            [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+        for which in ORDERS[batch % 6] {
+            (0..n).for_each(|_| times[which].push(setups[which].key(gap)));
+        }
+    }
+    setups.into_iter().for_each(Echo::stop);
 
-    let (d, r) = (Stats::of(d), Stats::of(r));
+    let [d, r, p] = times.map(Stats::of);
     println!(
         "key-to-echo latency through a pty, {keys} keys each, {} µs between keys, \
          interleaved in batches of {BATCH}",
@@ -95,6 +99,7 @@ fn main() {
         "{:<38}{:>10.1}{:>10.1}{:>10.1}",
         "recorded (tern-relay record cat -u)", r.median, r.p90, r.p99
     );
+    println!("{:<38}{:>10.1}{:>10.1}{:>10.1}", "recorded --no-images", p.median, p.p90, p.p99);
     println!(
         "{:<38}{:>+10.1}{:>+10.1}{:>+10.1}",
         "recorder adds",
@@ -102,12 +107,20 @@ fn main() {
         r.p90 - d.p90,
         r.p99 - d.p99
     );
+    println!(
+        "{:<38}{:>+10.1}{:>+10.1}{:>+10.1}",
+        "recorder --no-images adds",
+        p.median - d.median,
+        p.p90 - d.p90,
+        p.p99 - d.p99
+    );
     if json {
         // For tern-bench's `history` rows: one JSON object on the last line.
         println!(
             "{{\"keys\":{keys},\"directMedianUs\":{:.1},\"recordedMedianUs\":{:.1},\
-             \"directP99Us\":{:.1},\"recordedP99Us\":{:.1}}}",
-            d.median, r.median, d.p99, r.p99
+             \"directP99Us\":{:.1},\"recordedP99Us\":{:.1},\"noImagesMedianUs\":{:.1},\
+             \"noImagesP99Us\":{:.1}}}",
+            d.median, r.median, d.p99, r.p99, p.median, p.p99
         );
     }
 }

@@ -278,7 +278,9 @@ impl StateStore {
             let name = path.file_name().and_then(|s| s.to_str()).unwrap_or_default();
             let owner = name.strip_suffix(".shadow").or_else(|| crate::history::owner_of(name));
             if owner.is_some_and(|id| !records.contains_key(id)) {
-                let _ = fs::remove_file(&path);
+                // A session's image store is a directory.
+                let _ =
+                    if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
             }
         }
         Ok(StateStore { dir: sessions, records: Mutex::new(records), lock: Mutex::new(Some(lock)) })

@@ -18,6 +18,7 @@
 //! search holds the lines it returns and one line more (each capped at [`MAX_READ_LINE`], even in
 //! a file an older recorder wrote without a cap).
 
+pub mod images;
 pub mod record;
 
 use std::fs::{self, File, OpenOptions};
@@ -53,7 +54,7 @@ fn paths(dir: &Path, id: &str) -> Paths {
 
 /// Whether `file_name` is one of a history's files, and whose (for pruning leftovers).
 pub fn owner_of(file_name: &str) -> Option<&str> {
-    [".history", ".history.1", ".history.base", ".history.base.tmp"]
+    [".history", ".history.1", ".history.base", ".history.base.tmp", images::DIR_SUFFIX]
         .iter()
         .find_map(|suffix| file_name.strip_suffix(suffix))
 }
@@ -73,6 +74,8 @@ pub struct HistoryWriter {
     per_file: usize,
     /// Bytes per file.
     bytes_per_file: u64,
+    /// The number the next line appended gets (lines are numbered from the session's first).
+    next_line: u64,
 }
 
 impl HistoryWriter {
@@ -88,6 +91,7 @@ impl HistoryWriter {
         let file = open_append(&current)?;
         let bytes = file.metadata()?.len();
         let lines = count_lines(&current)?;
+        let next_line = read_base(&base) + count_lines(&previous)? as u64 + lines as u64;
         Ok(HistoryWriter {
             current,
             previous,
@@ -97,7 +101,13 @@ impl HistoryWriter {
             bytes,
             per_file: max_lines.max(1),
             bytes_per_file: max_bytes.max(1),
+            next_line,
         })
+    }
+
+    /// The number the next line appended gets: the lines written so far, the dropped included.
+    pub fn next_line(&self) -> u64 {
+        self.next_line
     }
 
     /// Appends `lines`, starting a new file whenever the current one is full.
@@ -116,6 +126,7 @@ impl HistoryWriter {
             buf.push(b'\n');
             self.lines += 1;
             self.bytes += size;
+            self.next_line += 1;
         }
         self.file.write_all(&buf)
     }
@@ -372,6 +383,7 @@ pub fn remove(dir: &Path, id: &str) {
     for f in [p.current, p.previous, p.base] {
         let _ = fs::remove_file(f);
     }
+    let _ = fs::remove_dir_all(images::dir_of(dir, id));
 }
 
 #[cfg(test)]

@@ -14,8 +14,14 @@
 //! pty as its controlling terminal (`setsid --ctty`), so job control works as without it. The
 //! recorder exits with the shell's status.
 //!
+//! Images: SIXEL, iTerm2 and kitty images the programs print (which mosh-server would drop) are
+//! lifted out of the output before it goes on (`tern::images::Lifter`): mosh-server and the
+//! history get, in their place, the cursor moves a terminal drawing them would make, and the
+//! images go to the session's image store ([`super::images`], docs/IMAGES.md) with their place
+//! in the history. `--no-images` lets every byte through as it came.
+//!
 //! Usage: `tern-relay record --history-dir DIR --session ID --history-lines N
-//! [--history-bytes B] -- COMMAND...`
+//! [--history-bytes B] [--images-quota B] [--image-max-bytes B] [--no-images] -- COMMAND...`
 //!
 //! Its memory is bounded whatever the shell prints: a line longer than
 //! `tern::terminal::MAX_HISTORY_LINE_BYTES` keeps its start and ends with a mark saying how many
@@ -30,14 +36,19 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use rustix::termios::{
     OptionalActions, Winsize, isatty, tcgetattr, tcgetwinsize, tcsetattr, tcsetwinsize,
 };
+use tern::images::{
+    DEFAULT_MAX_IMAGE_BYTES, Dropped, Geometry, LiftedImage, Lifter, LifterConfig, Piece, anchor,
+};
 use tern::terminal::{Emulator, HistoryLines, Size};
 
+use super::images::{DEFAULT_QUOTA, ImageStore};
 use super::{DEFAULT_MAX_BYTES, HistoryWriter};
 
 /// What `record` was asked to do.
@@ -48,6 +59,12 @@ pub struct RecordArgs {
     pub max_lines: usize,
     /// Bytes per history file.
     pub max_bytes: u64,
+    /// Lift images out of the output (`--no-images` turns it off).
+    pub images: bool,
+    /// Bytes of images the session keeps (oldest dropped first).
+    pub images_quota: u64,
+    /// Most encoded bytes of one image.
+    pub image_max_bytes: usize,
     pub command: Vec<OsString>,
 }
 
@@ -58,6 +75,8 @@ impl RecordArgs {
         let (mut dir, mut session, mut max_lines) = (None, None, 100_000usize);
         let mut max_bytes = DEFAULT_MAX_BYTES;
         let mut login = false;
+        let (mut images, mut images_quota) = (true, DEFAULT_QUOTA);
+        let mut image_max_bytes = DEFAULT_MAX_IMAGE_BYTES;
         while let Some(a) = args.next() {
             match a.to_str() {
                 Some("--") => break,
@@ -76,6 +95,19 @@ impl RecordArgs {
                         .and_then(|n| n.to_str()?.parse().ok())
                         .ok_or("--history-bytes wants a number")?;
                 }
+                Some("--no-images") => images = false,
+                Some("--images-quota") => {
+                    images_quota = args
+                        .next()
+                        .and_then(|n| n.to_str()?.parse().ok())
+                        .ok_or("--images-quota wants a number")?;
+                }
+                Some("--image-max-bytes") => {
+                    image_max_bytes = args
+                        .next()
+                        .and_then(|n| n.to_str()?.parse().ok())
+                        .ok_or("--image-max-bytes wants a number")?;
+                }
                 _ => return Err(format!("unknown argument {a:?}")),
             }
         }
@@ -86,10 +118,20 @@ impl RecordArgs {
         }
         match (dir, session, command.is_empty()) {
             (Some(history_dir), Some(session), false) if crate::ids::valid_id(&session) => {
-                Ok(RecordArgs { history_dir, session, max_lines, max_bytes, command })
+                Ok(RecordArgs {
+                    history_dir,
+                    session,
+                    max_lines,
+                    max_bytes,
+                    images,
+                    images_quota,
+                    image_max_bytes,
+                    command,
+                })
             }
             _ => Err("usage: tern-relay record --history-dir DIR --session HEX-ID \
-                      [--history-lines N] [--history-bytes B] (--login | -- COMMAND...)"
+                      [--history-lines N] [--history-bytes B] [--images-quota B] \
+                      [--image-max-bytes B] [--no-images] (--login | -- COMMAND...)"
                 .into()),
         }
     }
@@ -168,6 +210,27 @@ fn size_of(w: Winsize) -> Size {
     Size { cols: w.ws_col.max(1), rows: w.ws_row.max(1) }
 }
 
+fn geometry_of(w: Winsize) -> Geometry {
+    Geometry::from_winsize(w.ws_col, w.ws_row, w.ws_xpixel, w.ws_ypixel)
+}
+
+/// A winsize in one word, for the resize thread to hand the output loop.
+fn pack(w: Winsize) -> u64 {
+    u64::from(w.ws_row)
+        | u64::from(w.ws_col) << 16
+        | u64::from(w.ws_xpixel) << 32
+        | u64::from(w.ws_ypixel) << 48
+}
+
+fn unpack(v: u64) -> Winsize {
+    Winsize {
+        ws_row: v as u16,
+        ws_col: (v >> 16) as u16,
+        ws_xpixel: (v >> 32) as u16,
+        ws_ypixel: (v >> 48) as u16,
+    }
+}
+
 fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> io::Result<i32> {
     let mut child = Command::new("setsid")
         .arg("--ctty")
@@ -183,6 +246,17 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     let mut writer =
         HistoryWriter::open(&args.history_dir, &args.session, args.max_lines, args.max_bytes)?;
     let mut lines = HistoryLines::new();
+    let mut images = args.images.then(|| Images {
+        lifter: Lifter::new(LifterConfig {
+            max_image_bytes: args.image_max_bytes,
+            geometry: geometry_of(size),
+        }),
+        // No store (a full disk, a bad directory): images are still taken out, never kept.
+        store: ImageStore::open(&args.history_dir, &args.session, args.images_quota).ok(),
+        out: Vec::new(),
+        events: Vec::new(),
+    });
+    let winsize = Arc::new(AtomicU64::new(pack(size)));
 
     // Keys: the outer terminal to the shell's pty, byte for byte.
     let mut to_shell = File::from(master.try_clone()?);
@@ -198,12 +272,17 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     // Resizes: the outer pty's size to the inner one (its shell gets SIGWINCH) and the emulator.
     let resize_master = master.try_clone()?;
     let resize_emulator = Arc::clone(&emulator);
-    std::thread::spawn(move || follow_resizes(&resize_master, &resize_emulator, size));
+    let resize_winsize = Arc::clone(&winsize);
+    std::thread::spawn(move || {
+        follow_resizes(&resize_master, &resize_emulator, &resize_winsize, size)
+    });
 
-    // Output: to the outer terminal as it is, and through the emulator into the history.
+    // Output: to the outer terminal as it is (images lifted out), and through the emulator into
+    // the history.
     let mut from_shell = File::from(master);
     let mut stdout = io::stdout().lock();
     let mut buf = vec![0u8; 16 * 1024];
+    let mut last_size = pack(size);
     loop {
         let n = match from_shell.read(&mut buf) {
             Ok(0) => break,
@@ -212,26 +291,135 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        stdout.write_all(&buf[..n])?;
-        stdout.flush()?;
-        let rows = {
-            let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
-            e.feed(&buf[..n]);
-            e.take_scrolled_off()
+        // Lifting off, or a read that cannot hold (or go on) an image sequence, as a key's echo
+        // nearly always is: through as it came, with no copy.
+        let plain = images.as_ref().is_none_or(|im| {
+            im.lifter.is_idle() && !buf[..n].iter().any(|&b| b == 0x1b || b == 0xc2)
+        });
+        let Some(im) = images.as_mut().filter(|_| !plain) else {
+            stdout.write_all(&buf[..n])?;
+            stdout.flush()?;
+            let rows = {
+                let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
+                e.feed(&buf[..n]);
+                e.take_scrolled_off()
+            };
+            if !rows.is_empty() {
+                // A full disk loses history, never the session.
+                let _ = writer.append(&lines.push_rows(&rows));
+            }
+            continue;
         };
-        if !rows.is_empty() {
-            // A full disk loses history, never the session.
-            let _ = writer.append(&lines.push_rows(&rows));
+        let now = winsize.load(Ordering::Relaxed);
+        if now != last_size {
+            last_size = now;
+            im.lifter.set_geometry(geometry_of(unpack(now)));
         }
+        im.lift(&buf[..n], false);
+        stdout.write_all(&im.out)?;
+        stdout.flush()?;
+        let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
+        im.record(&mut e, &mut writer, &mut lines);
+    }
+    if let Some(im) = images.as_mut() {
+        im.lift(&[], true);
+        let _ = stdout.write_all(&im.out).and_then(|()| stdout.flush());
+        let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
+        im.record(&mut e, &mut writer, &mut lines);
     }
     let status = child.wait()?;
     Ok(status.code().unwrap_or(1))
 }
 
+/// What the lifter found in one read, after the text before it in `out`.
+enum Event {
+    Image(LiftedImage),
+    Dropped(Dropped),
+}
+
+/// The recorder's image lifting: the lifter, the store, and one read's output.
+struct Images {
+    lifter: Lifter,
+    store: Option<ImageStore>,
+    /// The read's bytes for mosh-server: the text, and each image's layout bytes in its place.
+    out: Vec<u8>,
+    /// Where in `out` each image came (before its layout bytes), and what it was.
+    events: Vec<(usize, Event)>,
+}
+
+impl Images {
+    /// Lifts the images out of one read (`end`: the output ended) into `out` and `events`.
+    fn lift(&mut self, read: &[u8], end: bool) {
+        self.out.clear();
+        self.events.clear();
+        let (out, events) = (&mut self.out, &mut self.events);
+        let mut take = |piece: Piece<'_>| match piece {
+            Piece::Text(t) => out.extend_from_slice(t),
+            Piece::Image(image) => {
+                events.push((out.len(), Event::Image(image)));
+            }
+            Piece::Dropped(d) => events.push((out.len(), Event::Dropped(d))),
+        };
+        if end {
+            self.lifter.finish(&mut take);
+        } else {
+            self.lifter.feed(read, &mut take);
+        }
+        // The layout bytes go in after the text before each image.
+        let mut with_layout = Vec::with_capacity(self.out.len());
+        let mut from = 0;
+        for (at, event) in self.events.iter_mut() {
+            with_layout.extend_from_slice(&self.out[from..*at]);
+            from = *at;
+            *at = with_layout.len();
+            if let Event::Image(image) = event {
+                with_layout.extend_from_slice(&image.layout_bytes());
+            }
+        }
+        if !self.events.is_empty() {
+            with_layout.extend_from_slice(&self.out[from..]);
+            self.out = with_layout;
+        }
+    }
+
+    /// Feeds what went to mosh-server to the emulator, into the history; stores each image at
+    /// the cursor where it came.
+    fn record(&mut self, e: &mut Emulator, writer: &mut HistoryWriter, lines: &mut HistoryLines) {
+        // A full disk loses history and images, never the session.
+        let mut scrolled = |e: &mut Emulator| {
+            let rows = e.take_scrolled_off();
+            if !rows.is_empty() {
+                let _ = writer.append(&lines.push_rows(&rows));
+            }
+            writer.next_line()
+        };
+        let mut from = 0;
+        for (at, event) in &self.events {
+            e.feed(&self.out[from..*at]);
+            from = *at;
+            let completed = scrolled(e);
+            let at = anchor(e, completed);
+            if let Some(store) = self.store.as_mut() {
+                let _ = match event {
+                    Event::Image(image) => store.store(image, &at).map(drop),
+                    Event::Dropped(d) => store.dropped(d, &at),
+                };
+            }
+        }
+        e.feed(&self.out[from..]);
+        scrolled(e);
+    }
+}
+
 /// Copies the outer terminal's size to the inner pty (its shell gets SIGWINCH) and the emulator
 /// whenever the outer one changes (mosh-server resizes it on each Resize; this process gets
 /// SIGWINCH then).
-fn follow_resizes(master: &OwnedFd, emulator: &Mutex<Emulator>, mut last: Winsize) {
+fn follow_resizes(
+    master: &OwnedFd,
+    emulator: &Mutex<Emulator>,
+    winsize: &AtomicU64,
+    mut last: Winsize,
+) {
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
         return;
@@ -243,12 +431,14 @@ fn follow_resizes(master: &OwnedFd, emulator: &Mutex<Emulator>, mut last: Winsiz
         // it read the size, before it listened) sent its signal to no one.
         loop {
             let Ok(now) = tcgetwinsize(stdin.as_fd()) else { return };
-            if (now.ws_row, now.ws_col) != (last.ws_row, last.ws_col) {
+            if pack(now) != pack(last) {
                 last = now;
                 if tcsetwinsize(master, now).is_err() {
                     return;
                 }
                 emulator.lock().unwrap_or_else(|p| p.into_inner()).resize(size_of(now));
+                // The image lifter's cells (and their pixels) follow.
+                winsize.store(pack(now), Ordering::Relaxed);
             }
             if winch.recv().await.is_none() {
                 return;
