@@ -73,6 +73,23 @@ fn png(w: u32, h: u32) -> Vec<u8> {
 
 /// Runs `script` under the recorder on a pty of [`SIZE`]; returns what reached the pty.
 fn record(dir: &Path, script: &str) -> Vec<u8> {
+    let (mut child, mut master) = start_recorder(dir, script);
+    let (mut out, mut buf) = (Vec::new(), [0u8; 65536]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // EIO once the recorder (the last holder of the pty's other side) exits.
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 || Instant::now() > deadline {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    assert!(child.wait().unwrap().success(), "the recorder exits as its shell: {out:?}");
+    out
+}
+
+/// Starts `script` under the recorder on a pty of [`SIZE`]: the recorder, and the pty's side
+/// that mosh-server would hold.
+fn start_recorder(dir: &Path, script: &str) -> (std::process::Child, File) {
     let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
     grantpt(&master).unwrap();
     unlockpt(&master).unwrap();
@@ -97,18 +114,7 @@ fn record(dir: &Path, script: &str) -> Vec<u8> {
         .stderr(Stdio::from(slave))
         .spawn()
         .expect("tern-relay record starts");
-    let mut master = File::from(master);
-    let (mut out, mut buf) = (Vec::new(), [0u8; 65536]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    // EIO once the recorder (the last holder of the pty's other side) exits.
-    while let Ok(n) = master.read(&mut buf) {
-        if n == 0 || Instant::now() > deadline {
-            break;
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
-    assert!(child.wait().unwrap().success(), "the recorder exits as its shell: {out:?}");
-    out
+    (child, File::from(master))
 }
 
 /// The store's index lines.
@@ -354,4 +360,25 @@ fn with_no_images_every_byte_passes_as_before() {
     child.wait().unwrap();
     assert!(contains(&out, b"a\x1bPq#0~~\x1b\\b"), "{out:?}");
     assert!(!dir.path().join(format!("{SESSION}.images")).exists());
+}
+
+/// A lone ESC a program prints last (it may start an image, so the lifter holds it) reaches
+/// mosh-server's pty while the program still waits, not only with its next output.
+#[test]
+fn a_lone_esc_printed_last_is_not_held_until_the_next_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, mut master) =
+        start_recorder(dir.path(), r"printf 'waiting\033'; sleep 6; printf 'next\n'");
+    let (mut out, mut buf) = (Vec::new(), [0u8; 4096]);
+    while !contains(&out, b"waiting\x1b") {
+        let n = master.read(&mut buf).expect("the recorder's output");
+        assert!(n > 0, "the output ended before the ESC: {out:?}");
+        out.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        !contains(&out, b"next"),
+        "the ESC came only with the program's next output (held for 6 s): {out:?}"
+    );
+    while master.read(&mut buf).is_ok_and(|n| n > 0) {}
+    assert!(child.wait().unwrap().success());
 }

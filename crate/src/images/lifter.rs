@@ -100,6 +100,29 @@ impl Lifter {
         self.state == State::Ground
     }
 
+    /// Whether the last bytes fed may start an image but do not say yet (an ESC, a C1 lead byte,
+    /// or an introducer whose prefix is still being read): a reader that waits for more output
+    /// may [`release_undecided`](Self::release_undecided) them after a quiet while, so a lone
+    /// ESC a program printed last is not held back until it prints again.
+    pub fn is_undecided(&self) -> bool {
+        matches!(self.state, State::Esc | State::C1 | State::Prefix(_))
+    }
+
+    /// Lets what is held as undecided through as text (nothing when an image is in progress or
+    /// nothing is held). What follows is read anew: an image whose introducer was released this
+    /// way comes through as text, the price of not holding a program's last bytes forever; the
+    /// recorder only releases after its quiet while ([`is_undecided`](Self::is_undecided)).
+    pub fn release_undecided(&mut self, out: &mut dyn FnMut(Piece<'_>)) {
+        match self.state {
+            State::Esc => out(Piece::Text(&[ESC])),
+            State::C1 => out(Piece::Text(&[C1])),
+            State::Prefix(_) => out(Piece::Text(&self.held)),
+            _ => return,
+        }
+        self.state = State::Ground;
+        self.held.clear();
+    }
+
     /// Feeds the next bytes of the stream; `out` gets the pieces in stream order. Text may come
     /// in more pieces than it went in (an ESC held across a read comes out on its own).
     pub fn feed(&mut self, input: &[u8], out: &mut dyn FnMut(Piece<'_>)) {

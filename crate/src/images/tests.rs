@@ -330,3 +330,54 @@ proptest! {
         }
     }
 }
+
+/// A program's last bytes that may start an image (a lone ESC, an undecided OSC) come out when
+/// the reader releases them after its quiet while; an image in progress is never released.
+#[test]
+fn undecided_bytes_are_released_and_images_in_progress_are_not() {
+    for held in [&b"\x1b"[..], b"\xc2", b"\x1b]13", b"\x1bP0;0"] {
+        let mut lifter = Lifter::new(LifterConfig::default());
+        let mut out = Vec::new();
+        lifter.feed(b"done", &mut |p| {
+            if let Piece::Text(t) = p {
+                out.extend_from_slice(t)
+            }
+        });
+        lifter.feed(held, &mut |p| {
+            if let Piece::Text(t) = p {
+                out.extend_from_slice(t)
+            }
+        });
+        assert!(lifter.is_undecided(), "{held:?}");
+        assert_eq!(out, b"done", "{held:?} came out before it was released");
+        lifter.release_undecided(&mut |p| {
+            if let Piece::Text(t) = p {
+                out.extend_from_slice(t)
+            }
+        });
+        assert!(lifter.is_idle());
+        lifter.feed(b"[0m", &mut |p| {
+            if let Piece::Text(t) = p {
+                out.extend_from_slice(t)
+            }
+        });
+        let mut want = b"done".to_vec();
+        want.extend_from_slice(held);
+        want.extend_from_slice(b"[0m");
+        assert_eq!(out, want, "{held:?}");
+    }
+    // A SIXEL whose data is still coming: nothing to release, the image is lifted whole.
+    let mut lifter = Lifter::new(LifterConfig::default());
+    let mut outs = Vec::new();
+    let mut push = |p: Piece<'_>| match p {
+        Piece::Text(t) => outs.push(Out::Text(t.to_vec())),
+        Piece::Image(i) => outs.push(Out::Image(i)),
+        Piece::Dropped(d) => outs.push(Out::Dropped(d)),
+    };
+    lifter.feed(b"\x1bPq\"1;1;2;6#0;2;0;0;0#0~~", &mut push);
+    assert!(!lifter.is_undecided());
+    lifter.release_undecided(&mut push);
+    lifter.feed(b"\x1b\\after", &mut push);
+    assert_eq!(images(&outs).len(), 1, "{outs:?}");
+    assert_eq!(text(&outs), b"after");
+}

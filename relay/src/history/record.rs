@@ -284,6 +284,19 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     let mut buf = vec![0u8; 16 * 1024];
     let mut last_size = pack(size);
     loop {
+        // Bytes that may start an image wait for the next read, but not forever: a program whose
+        // last output was a lone ESC (or an undecided introducer) gets it through after a quiet
+        // while.
+        if let Some(im) = images.as_mut().filter(|im| im.lifter.is_undecided())
+            && !output_within(&from_shell, UNDECIDED_QUIET)
+        {
+            im.release();
+            stdout.write_all(&im.out)?;
+            stdout.flush()?;
+            let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
+            im.record(&mut e, &mut writer, &mut lines);
+            continue;
+        }
         let n = match from_shell.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
@@ -329,6 +342,26 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     }
     let status = child.wait()?;
     Ok(status.code().unwrap_or(1))
+}
+
+/// How long the recorder waits for more output before it lets undecided bytes through as text
+/// (`Lifter::release_undecided`): programs write an escape sequence in one go, so a split one's
+/// rest comes within microseconds; a lone ESC left at the end is shown after this.
+const UNDECIDED_QUIET: std::time::Duration = std::time::Duration::from_millis(30);
+
+/// Whether the shell's side has output to read within `wait` (an error counts as yes: the read
+/// that follows reports it).
+fn output_within(from_shell: &File, wait: std::time::Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds = [PollFd::new(from_shell, PollFlags::IN)];
+    let timeout = Timespec { tv_sec: 0, tv_nsec: wait.as_nanos() as _ };
+    loop {
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(n) => return n > 0,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return true,
+        }
+    }
 }
 
 /// What the lifter found in one read, after the text before it in `out`.
@@ -380,6 +413,18 @@ impl Images {
             with_layout.extend_from_slice(&self.out[from..]);
             self.out = with_layout;
         }
+    }
+
+    /// Lets the lifter's undecided bytes through into `out` (after a quiet while).
+    fn release(&mut self) {
+        self.out.clear();
+        self.events.clear();
+        let out = &mut self.out;
+        self.lifter.release_undecided(&mut |piece| {
+            if let Piece::Text(t) = piece {
+                out.extend_from_slice(t);
+            }
+        });
     }
 
     /// Feeds what went to mosh-server to the emulator, into the history; stores each image at
