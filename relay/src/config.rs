@@ -44,7 +44,18 @@ pub const CHROMIUM_MAX_DATAGRAM: usize = 1211;
 pub const SESSION_IDLE_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "tern-relay", version = crate::version::VERSION, about)]
+#[command(
+    name = "tern-relay",
+    version = crate::version::VERSION,
+    about,
+    after_help = "Named tokens (one per device or person; revocable; read-only or expiring):\n  \
+        tern-relay token add NAME [--read-only] [--expires 7d]   prints the token and URL once\n  \
+        tern-relay token list                                   name, kind, created, last used, expiry\n  \
+        tern-relay token revoke NAME                            a running relay closes its links at once\n\
+        The audit trail (who attached, from where, refusals; never keystrokes or screens):\n  \
+        tern-relay audit [--since 2h|UNIX-SECONDS]\n\
+        Both take --state-dir (the relay's); --token / TERN_RELAY_TOKEN stays the owner's."
+)]
 pub struct Config {
     /// Address for HTTP (TCP) and WebTransport (UDP), both on the same port number.
     /// Port 0 picks a free port. `unix:PATH`: HTTP only (the page, the API, the WebSocket
