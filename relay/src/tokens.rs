@@ -236,8 +236,9 @@ pub struct TokenStore {
 #[derive(Debug, Default)]
 struct Loaded {
     entries: Vec<Entry>,
-    /// The file's length, modification time and inode when read (a rename changes the inode).
-    stamp: Option<(u64, SystemTime, u64)>,
+    /// The file's length, modification time and inode when read (a rename changes the inode);
+    /// `None` before the first read, `Some(None)` when there was no file.
+    stamp: Option<Option<(u64, SystemTime, u64)>>,
     /// Last uses not yet written, and when each was last written.
     used: HashMap<String, u64>,
     used_written: HashMap<String, u64>,
@@ -268,14 +269,14 @@ impl TokenStore {
     /// Reads the file again if it changed; true when it did.
     pub fn reload(&self) -> Result<bool, TokenError> {
         let Some(dir) = &self.dir else { return Ok(false) };
-        let now = stamp(&dir.join(FILE));
-        if self.lock().stamp == now && now.is_some() {
+        let now = Some(stamp(&dir.join(FILE)));
+        if self.lock().stamp == now {
             return Ok(false);
         }
         let entries = read(dir)?;
         {
             let mut l = self.lock();
-            if l.stamp == now && now.is_some() {
+            if l.stamp == now {
                 return Ok(false);
             }
             l.entries = entries;
@@ -550,6 +551,7 @@ mod tests {
         revoke(&state, "phone").unwrap();
         assert!(matches!(revoke(&state, "phone"), Err(TokenError::NoSuchName(_))));
         assert!(store.reload().unwrap(), "the change is seen");
+        assert!(!store.reload().unwrap(), "and only once");
         assert!(!store.valid(&who));
         assert_eq!(store.check_plain(&token), None);
         assert!(store.check_plain(&ro).is_some());
