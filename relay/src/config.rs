@@ -283,6 +283,13 @@ pub struct Config {
     )]
     pub trust_proxy: Vec<std::net::IpAddr>,
 
+    /// With --trust-proxy: a request from a trusted proxy carrying this header (e.g.
+    /// X-Forwarded-User, Tailscale-User-Login, set by a front door that authenticated the
+    /// person) is that identity and needs no token (the API and the WebSocket: WebTransport does
+    /// not pass a proxy). The same header from any other peer is ignored, logged and audited.
+    #[arg(long, env = "TERN_RELAY_IDENTITY_HEADER", value_name = "NAME")]
+    pub identity_header: Option<String>,
+
     /// Seconds a session gets to finish its QUIC handshake and CONNECT, open the control
     /// stream and say hello (each step; a WebSocket from its upgrade to its hello).
     #[arg(long, env = "TERN_RELAY_HANDSHAKE_TIMEOUT", default_value_t = 10)]
@@ -482,6 +489,7 @@ impl Config {
             base_path: self.base_path.clone(),
             header_timeout: self.header_timeout(),
             trust_proxy: self.trust_proxy.clone(),
+            identity_header: self.identity_header.clone().filter(|h| !h.is_empty()),
         }
     }
 

@@ -44,6 +44,8 @@ pub(crate) struct HttpSettings {
     pub header_timeout: Duration,
     /// `--trust-proxy`: peers whose forwarded client address the limiters count against.
     pub trust_proxy: Vec<std::net::IpAddr>,
+    /// `--identity-header`: from a trusted proxy, who the person is (no token needed).
+    pub identity_header: Option<String>,
 }
 
 /// What every HTTP connection's task shares.
@@ -320,8 +322,11 @@ fn websocket(
         return error(StatusCode::BAD_REQUEST, "bad_request", "a WebSocket upgrade was expected");
     };
     let source = client_source(shared, &req, peer);
-    // Judged once: a page's proof is spent by it.
-    let (credential, who) = upgrade_credential(shared, &req);
+    // Judged once: a page's proof is spent by it. A trusted front door's identity needs none.
+    let (credential, who) = match proxied_identity(shared, &req, peer) {
+        Some(who) => (Credential::Right, Some(who)),
+        None => upgrade_credential(shared, &req),
+    };
     let agent = req
         .headers()
         .get(header::USER_AGENT)
@@ -438,6 +443,35 @@ fn redeemed(
         Some(who) if shared.sessions.tokens.valid(&who) => (Credential::Right, Some(who)),
         _ => (Credential::Wrong, None),
     }
+}
+
+/// `--identity-header`: the identity a trusted proxy vouches for. From any other peer the header
+/// is ignored (a spoof, or a proxy not named by --trust-proxy), logged and audited.
+fn proxied_identity(
+    shared: &HttpContext,
+    req: &Request<Incoming>,
+    peer: SocketAddr,
+) -> Option<crate::tokens::Who> {
+    let name = shared.settings.identity_header.as_deref()?;
+    let value = req.headers().get(name)?;
+    let ip = peer.ip().to_canonical();
+    let agent = req.headers().get(header::USER_AGENT).and_then(|a| a.to_str().ok());
+    if !shared.settings.trust_proxy.iter().any(|t| t.to_canonical() == ip) {
+        tracing::warn!(%peer, header = name, "an identity header from a peer that is not a trusted proxy ignored");
+        shared.sessions.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .addr(ip)
+                .agent(agent)
+                .reason("identity header from a peer that is not a trusted proxy: ignored"),
+        );
+        return None;
+    }
+    let user = value.to_str().ok().map(str::trim).filter(|u| {
+        (1..=128).contains(&u.len()) && u.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+    })?;
+    // Prefixed: no token name has a colon, so an identity never reads as a token or `owner`.
+    Some(crate::tokens::Who::Proxied { user: format!("proxy:{user}") })
 }
 
 /// Who a request counts against in the limiters (`--trust-proxy`: the forwarded client).
@@ -759,6 +793,9 @@ fn authorize(
 ) -> Result<(), Response<Body>> {
     let value = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let now = Instant::now();
+    if proxied_identity(shared, req, peer).is_some() {
+        return Ok(());
+    }
     let (credential, who) = match value {
         None => (Credential::Absent, None),
         Some(v) if v.starts_with(tern::relay_proto::proof::SCHEME) => {

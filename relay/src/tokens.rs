@@ -32,7 +32,15 @@ const USED_INTERVAL: u64 = 60;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Who {
     Owner,
-    Named { name: String, id: String, read_only: bool },
+    Named {
+        name: String,
+        id: String,
+        read_only: bool,
+    },
+    /// A person a trusted front door vouched for (`--identity-header`).
+    Proxied {
+        user: String,
+    },
 }
 
 impl Who {
@@ -47,12 +55,13 @@ impl Who {
         match self {
             Who::Owner => "owner",
             Who::Named { name, .. } => name,
+            Who::Proxied { user } => user,
         }
     }
 
     pub fn id(&self) -> Option<&str> {
         match self {
-            Who::Owner => None,
+            Who::Owner | Who::Proxied { .. } => None,
             Who::Named { id, .. } => Some(id),
         }
     }
