@@ -226,6 +226,8 @@ async fn named_tokens_are_added_listed_revoked_and_expire_closing_live_links_on_
     assert!(
         mosh.run_until(Duration::from_secs(15), |s| s.server_state().contains(b"laptop-42")).await
     );
+    // A paste begins: audited with its size (its content never is).
+    let (_paste, _answer) = open_upload(&mosh.conn, &"ef".repeat(32), 4).await;
     // The API, the page's way; and the WebSocket, a native client's way.
     assert_eq!(page_api(&relay, &laptop, INFO_PATH).await.unwrap(), 200);
     let (mut ws, mut lines, _) = ws_session(&relay, &laptop).await;
@@ -279,6 +281,7 @@ async fn named_tokens_are_added_listed_revoked_and_expire_closing_live_links_on_
     assert!(has_event(&audit, "attach", "laptop", &[("link", "webtransport")]), "{audit:?}");
     assert!(has_event(&audit, "detach", "laptop", &[("link", "websocket")]), "{audit:?}");
     assert!(has_event(&audit, "attach", "brief", &[]), "{audit:?}");
+    assert!(has_event(&audit, "upload", "laptop", &[("link", "webtransport")]), "{audit:?}");
     assert!(audit.iter().any(|l| l["event"] == "refused"), "{audit:?}");
     assert!(
         has_event(&audit, "attach", "laptop", &[("agent", "named-tokens-test/1")]),

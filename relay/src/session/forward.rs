@@ -391,8 +391,8 @@ impl<'a> Bridge<'a> {
             return ControlFlow::Break(End::BrowserGone("browser connection closed"));
         };
         // Spawns its task; the stream's first line says whether it is an upload or a download.
-        let read_only = self.session.who.read_only().then(|| self.audit_fields());
-        super::streams::serve(self.shared, &self.session.target, send, recv, read_only);
+        let (fields, read_only) = (self.audit_fields(), self.session.who.read_only());
+        super::streams::serve(self.shared, &self.session.target, send, recv, fields, read_only);
         ControlFlow::Continue(())
     }
 

@@ -16,14 +16,16 @@ use crate::send::serve_download;
 pub(super) const READ_ONLY: &str =
     "this link's token is read-only: typing, resizing, pasting and downloads are refused";
 
-/// Spawns the task that serves one stream of `target`'s session. A read-only link's stream is
-/// answered with a refusal, whichever it is, and audited (`audit`: who, from where).
+/// Spawns the task that serves one stream of `target`'s session, audited (`fields`: who, which
+/// session and link; the size and offer, never the content). A read-only link's stream is
+/// answered with a refusal, whichever it is.
 pub(super) fn serve(
     shared: &SessionContext,
     target: &Target,
     send: SendHalf,
     mut recv: RecvHalf,
-    read_only: Option<crate::audit::Fields>,
+    fields: crate::audit::Fields,
+    read_only: bool,
 ) {
     // A paste for a session on an ssh host is copied there.
     let onward: Onward = match (&shared.ssh, &target.ssh_host) {
@@ -32,17 +34,19 @@ pub(super) fn serve(
     };
     let session = target.session.clone();
     let (pastes, offers) = (shared.pastes.clone(), Arc::clone(&shared.offers));
-    if let Some(fields) = read_only {
-        let audit = Arc::clone(&shared.audit);
+    let audit = Arc::clone(&shared.audit);
+    if read_only {
         tokio::spawn(async move { refuse(send, recv, &audit, fields).await });
         return;
     }
     tokio::spawn(async move {
         match read_first_line::<StreamRequest, _>(&mut recv).await {
             Ok((StreamRequest::Download(request), rest)) => {
+                audit.event("download", &fields.file(&request.download));
                 serve_download(offers, session, request, send, recv, rest).await;
             }
             Ok((StreamRequest::Upload(header), rest)) => {
+                audit.event("upload", &fields.bytes(header.size));
                 serve_upload(pastes, onward, send, recv, Ok((header, rest))).await;
             }
             Err(e) => serve_upload(pastes, onward, send, recv, Err(e)).await,
