@@ -503,6 +503,11 @@ fn check_origin(
         ?host,
         "{what} from a foreign Origin refused (403): not this relay's page (--allow-origin adds one)"
     );
+    let agent = headers.get(header::USER_AGENT).and_then(|a| a.to_str().ok());
+    shared.sessions.audit.event(
+        "refused",
+        &crate::audit::Fields::new().addr(peer.ip()).agent(agent).reason("a foreign Origin"),
+    );
     Err(error(StatusCode::FORBIDDEN, "bad_origin", "this page's own origin only"))
 }
 

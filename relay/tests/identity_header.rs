@@ -118,10 +118,14 @@ http {{
 
 /// A GET with the given headers: the status.
 async fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> u16 {
+    get_from(addr, &format!("http://{addr}"), path, headers).await
+}
+
+/// [`get`] from a page of `origin`.
+async fn get_from(addr: SocketAddr, origin: &str, path: &str, headers: &[(&str, &str)]) -> u16 {
     let mut tcp = TcpStream::connect(addr).await.unwrap();
-    let mut req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://{addr}\r\nConnection: close\r\n"
-    );
+    let mut req =
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\nConnection: close\r\n");
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -198,12 +202,16 @@ async fn a_trusted_front_door_names_the_person_and_a_spoofed_header_is_ignored()
         other => panic!("a spoofed identity opens nothing: {other:?}"),
     }
 
+    // A foreign page riding the browser: refused and audited too.
+    assert_eq!(get_from(relay.addr(), "https://evil.example", "/api/info", &[]).await, 403);
+
     tokio::time::sleep(Duration::from_millis(200)).await;
     let audit = std::fs::read_to_string(state.path().join("audit.log")).unwrap();
     let attach = audit.lines().find(|l| l.contains("\"event\":\"attach\"")).expect(&audit);
     assert!(attach.contains("\"who\":\"proxy:alice\""), "{audit}");
     assert!(!audit.contains("mallory"), "the client's own header never counts: {audit}");
     assert!(audit.contains("not a trusted proxy"), "the spoof is audited: {audit}");
+    assert!(audit.contains("a foreign Origin"), "a foreign Origin is audited: {audit}");
     assert!(logs().contains("not a trusted proxy ignored"), "and logged");
     relay.stop().await;
 }

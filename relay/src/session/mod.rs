@@ -171,6 +171,14 @@ async fn handle_incoming(
             authority = ?request.authority(),
             "webtransport connect from a foreign Origin refused (403): not this relay's page (--allow-origin adds one)"
         );
+        shared.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .addr(peer.ip())
+                .agent(request.user_agent())
+                .link("webtransport")
+                .reason("a foreign Origin"),
+        );
         request.forbidden().await;
         return Ok(());
     }
