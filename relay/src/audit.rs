@@ -93,7 +93,7 @@ impl Audit {
     /// Records `event`: to the log, and appended to the file.
     pub fn event(&self, event: &str, fields: &Fields) {
         let mut line = Map::new();
-        line.insert("time".into(), crate::tokens::unix_now().into());
+        line.insert("time".into(), unix_now().into());
         line.insert("event".into(), event.into());
         for (k, v) in &fields.0 {
             line.insert(k.clone(), v.clone());
@@ -106,6 +106,11 @@ impl Audit {
             tracing::warn!("cannot write the audit trail in {}: {e}", dir.display());
         }
     }
+}
+
+/// Unix seconds now.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 fn append(dir: &Path, line: &str) -> std::io::Result<()> {
@@ -138,42 +143,6 @@ pub fn read_since(dir: &Path, since: u64) -> Vec<String> {
     out
 }
 
-/// `tern-relay audit [--since 30m|UNIX]`.
-pub fn audit_main(args: impl Iterator<Item = std::ffi::OsString>) -> std::process::ExitCode {
-    use clap::Parser as _;
-    let args = crate::tokens::cli::AuditArgs::parse_from(
-        std::iter::once("tern-relay audit".into()).chain(args),
-    );
-    let since = match args.since.as_deref().map(parse_since).transpose() {
-        Ok(s) => s.unwrap_or(0),
-        Err(e) => {
-            eprintln!("tern-relay audit: --since {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match crate::tokens::cli::state_dir(args.state_dir) {
-        Ok(dir) => {
-            for line in read_since(&dir, since) {
-                println!("{line}");
-            }
-            std::process::ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("tern-relay audit: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
-}
-
-/// A duration back from now (`30m`) or a unix time in seconds.
-fn parse_since(text: &str) -> Result<u64, String> {
-    if let Ok(t) = text.parse::<u64>() {
-        return Ok(t);
-    }
-    let d = crate::tokens::parse_duration(text)?;
-    Ok(crate::tokens::unix_now().saturating_sub(d.as_secs()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,7 +169,5 @@ mod tests {
         assert!(now.contains("detach") && now.lines().count() == 1);
         assert_eq!(read_since(dir.path(), 0).iter().filter(|l| l.contains("event")).count(), 2);
         assert!(read_since(dir.path(), u64::MAX).is_empty());
-        assert!(parse_since("30m").unwrap() < crate::tokens::unix_now());
-        assert!(parse_since("nope").is_err());
     }
 }

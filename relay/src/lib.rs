@@ -26,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod assets;
 pub mod audit;
 pub mod auth;

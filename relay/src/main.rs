@@ -24,11 +24,11 @@ fn main() -> std::process::ExitCode {
     // tokens and audit trail, with or without a running relay.
     if args.peek().is_some_and(|a| a == "token") {
         args.next();
-        return tern_relay::tokens::cli::token_main(args);
+        return tern_relay::admin::token_main(args);
     }
     if args.peek().is_some_and(|a| a == "audit") {
         args.next();
-        return tern_relay::audit::audit_main(args);
+        return tern_relay::admin::audit_main(args);
     }
     relay_main()
 }
