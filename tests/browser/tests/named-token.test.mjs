@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  relayBinary, waitForPrompt, typeLine, screen, until, sleep, newSession, screenshotsOfState,
+  relayBinary, waitForPrompt, typeLine, screen, stats, until, sleep, newSession, screenshotsOfState,
 } from '../lib/helpers.mjs';
 import { browserFixture } from '../lib/fixture.mjs';
 
@@ -51,8 +51,11 @@ test("a read-only token's page cannot type: nothing it types runs", async () => 
   // no screen to show: wait until the relay has refused something, then type.
   await until(async () => fx.relay.log().includes("read-only link's request refused"),
     { what: 'the relay refusing the read-only page', timeout: 20000 });
-  await page.locator('#terminal').click().catch(() => {});
   await typeLine(page, `touch ${marker}`);
+  // The page took the keys and sent them: they stay unacknowledged, as the relay never passed
+  // them on (a page that had not got them would make this test pass for nothing).
+  await until(async () => Number((await stats(page))?.core?.unackedInput ?? 0) >= 'touch '.length,
+    { what: "the typed keys in the page's unacknowledged input" });
   await sleep(3000); // no condition to wait for: the point is that nothing happens
   assert.ok(!existsSync(marker), "the read-only page's typing ran in the shell");
   const audit = readFileSync(join(fx.stateDir, 'audit.log'), 'utf8');
