@@ -139,8 +139,9 @@ pub fn read(dir: &Path) -> Result<Vec<Entry>, TokenError> {
 }
 
 /// Writes `bytes` to `dir/name`, 0600, atomically (a temporary file renamed over it), making
-/// `dir` 0700 when missing.
-pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+/// `dir` 0700 when missing; `durable`: on disk before the rename (fsync), for what must survive
+/// a crash (the tokens; not when each was last used, which the relay writes from its tasks).
+pub fn write_private(dir: &Path, name: &str, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if !dir.exists() {
@@ -150,13 +151,15 @@ pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()
     let _ = std::fs::remove_file(&tmp);
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
     f.write_all(bytes)?;
-    f.sync_all()?;
+    if durable {
+        f.sync_all()?;
+    }
     std::fs::rename(&tmp, dir.join(name))
 }
 
 fn write(dir: &Path, entries: &[Entry]) -> Result<(), TokenError> {
     let json = serde_json::to_vec_pretty(entries).map_err(std::io::Error::other)?;
-    Ok(write_private(dir, FILE, &json)?)
+    Ok(write_private(dir, FILE, &json, true)?)
 }
 
 /// A new named token, added to `dir`: the token, printed once and kept nowhere.
@@ -293,8 +296,16 @@ impl TokenStore {
         }
     }
 
-    /// The HMAC key and identity for a token id (a live, unexpired one).
+    /// The HMAC key and identity for a token id (a live, unexpired one). An id not known yet
+    /// makes the store look at its file first: a token added a moment ago works at once.
     pub fn key(&self, id: &str) -> Option<(Who, [u8; 32])> {
+        self.lookup(id).or_else(|| {
+            self.reload().ok()?;
+            self.lookup(id)
+        })
+    }
+
+    fn lookup(&self, id: &str) -> Option<(Who, [u8; 32])> {
         let l = self.lock();
         let e = l.entries.iter().find(|e| e.id == id && !e.expired(unix_now()))?;
         Some((e.who(), e.key()?))
@@ -356,7 +367,7 @@ impl TokenStore {
         }
         drop(l);
         if let Ok(json) = serde_json::to_vec(&all) {
-            if let Err(e) = write_private(dir, USED_FILE, &json) {
+            if let Err(e) = write_private(dir, USED_FILE, &json, false) {
                 tracing::debug!("cannot write when tokens were last used: {e}");
             }
         }
@@ -391,6 +402,10 @@ mod tests {
         let forged = format!("{}.forged-secret", &token[..token.rfind('.').unwrap()]);
         assert_eq!(store.check_plain(&forged), None);
         assert!(store.expires(&store.check_plain(&ro).unwrap()).is_some());
+        // A use is written (at most once a minute per token).
+        store.used(&who);
+        store.flush_used();
+        assert!(last_used(&state).contains_key(who.id().unwrap()), "the last use is kept");
 
         revoke(&state, "phone").unwrap();
         assert!(matches!(revoke(&state, "phone"), Err(TokenError::NoSuchName(_))));
@@ -399,6 +414,14 @@ mod tests {
         assert!(!store.valid(&who));
         assert_eq!(store.check_plain(&token), None);
         assert!(store.check_plain(&ro).is_some());
+    }
+
+    #[test]
+    fn a_token_added_after_the_store_opened_works_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::open(Some(dir.path().into())).unwrap();
+        let token = add(dir.path(), "late", false, None).unwrap();
+        assert_eq!(store.check_plain(&token).map(|w| w.name().to_string()), Some("late".into()));
     }
 
     #[test]

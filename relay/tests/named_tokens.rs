@@ -232,9 +232,22 @@ async fn named_tokens_are_added_listed_revoked_and_expire_closing_live_links_on_
     assert_eq!(page_api(&relay, &laptop, INFO_PATH).await.unwrap(), 200);
     let (mut ws, mut lines, _) = ws_session(&relay, &laptop).await;
 
+    // The relay writes when each token was last used within a watch interval: wait for it.
+    let used = state.path().join("tokens-used.json");
+    let laptop_id = tern::relay_proto::proof::token_id(&laptop).unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&used).is_ok_and(|u| u.contains(&laptop_id)) {
+        assert!(Instant::now() < deadline, "the last use is written");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let list = token_cli(state.path(), &["list"]);
     assert!(list.contains("laptop") && list.contains("read-write"), "{list}");
     assert!(list.contains("brief") && list.lines().count() == 3, "{list}");
+    // When each was last used: the relay wrote laptop's (created and last used are both dates);
+    // brief was never used yet.
+    let line = |name: &str| list.lines().find(|l| l.starts_with(name)).unwrap().to_string();
+    assert!(line("laptop").matches("Z ").count() >= 2, "{list}");
+    assert!(line("brief").contains("never"), "{list}");
 
     // Revoked: every live link of the token ends within a second, over both transports.
     token_cli(state.path(), &["revoke", "laptop"]);
