@@ -59,7 +59,7 @@ fn the_challenge_messages() {
     let (p, r) = (ProofNonce([0x11; 32]), ProofNonce([0x22; 32]));
     let (n11, n22) = ("11".repeat(32), "22".repeat(32));
     round_trip(
-        &ClientMessage::Greet { protocol: PROTOCOL_VERSION, nonce: p },
+        &ClientMessage::Greet { protocol: PROTOCOL_VERSION, nonce: p, token_id: None },
         &format!(r#"{{"type":"greet","protocol":{PROTOCOL_VERSION},"nonce":"{n11}"}}"#),
     );
     let relay_proof = proof::prove("tok-of-the-relay", Prover::Relay, &p, &r);
@@ -81,7 +81,7 @@ fn the_challenge_messages() {
             r#"{{"type":"hello","protocol":{PROTOCOL_VERSION},"proof":"{page_proof}","mode":"spawn"}}"#
         ),
     );
-    let line = encode_line(&ChallengeRequest { nonce: p });
+    let line = encode_line(&ChallengeRequest { nonce: p, token_id: None });
     assert_eq!(String::from_utf8(line).unwrap(), format!("{{\"nonce\":\"{n11}\"}}\n"));
     let line = encode_line(&challenge);
     assert_eq!(

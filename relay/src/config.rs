@@ -44,7 +44,18 @@ pub const CHROMIUM_MAX_DATAGRAM: usize = 1211;
 pub const SESSION_IDLE_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "tern-relay", version = crate::version::VERSION, about)]
+#[command(
+    name = "tern-relay",
+    version = crate::version::VERSION,
+    about,
+    after_help = "Named tokens (one per device or person; revocable; read-only or expiring):\n  \
+        tern-relay token add NAME [--read-only] [--expires 7d]   prints the token and URL once\n  \
+        tern-relay token list                                   name, kind, created, last used, expiry\n  \
+        tern-relay token revoke NAME                            a running relay closes its links at once\n\
+        The audit trail (who attached, from where, refusals; never keystrokes or screens):\n  \
+        tern-relay audit [--since 2h|UNIX-SECONDS]\n\
+        Both take --state-dir (the relay's); --token / TERN_RELAY_TOKEN stays the owner's."
+)]
 pub struct Config {
     /// Address for HTTP (TCP) and WebTransport (UDP), both on the same port number.
     /// Port 0 picks a free port. `unix:PATH`: HTTP only (the page, the API, the WebSocket
@@ -272,6 +283,13 @@ pub struct Config {
     )]
     pub trust_proxy: Vec<std::net::IpAddr>,
 
+    /// With --trust-proxy: a request from a trusted proxy carrying this header (e.g.
+    /// X-Forwarded-User, Tailscale-User-Login, set by a front door that authenticated the
+    /// person) is that identity and needs no token (the API and the WebSocket: WebTransport does
+    /// not pass a proxy). The same header from any other peer is ignored, logged and audited.
+    #[arg(long, env = "TERN_RELAY_IDENTITY_HEADER", value_name = "NAME")]
+    pub identity_header: Option<String>,
+
     /// Seconds a session gets to finish its QUIC handshake and CONNECT, open the control
     /// stream and say hello (each step; a WebSocket from its upgrade to its hello).
     #[arg(long, env = "TERN_RELAY_HANDSHAKE_TIMEOUT", default_value_t = 10)]
@@ -471,6 +489,7 @@ impl Config {
             base_path: self.base_path.clone(),
             header_timeout: self.header_timeout(),
             trust_proxy: self.trust_proxy.clone(),
+            identity_header: self.identity_header.clone().filter(|h| !h.is_empty()),
         }
     }
 

@@ -26,7 +26,7 @@ use tern::relay_proto::{
 };
 
 use crate::assets;
-use crate::auth::{AuthOutcome, Credential, SourceKey, Token};
+use crate::auth::{AuthOutcome, Credential, SourceKey};
 use crate::challenge::Challenges;
 use crate::session::{Pool, SessionContext};
 use crate::tls::cert::CertManager;
@@ -44,6 +44,8 @@ pub(crate) struct HttpSettings {
     pub header_timeout: Duration,
     /// `--trust-proxy`: peers whose forwarded client address the limiters count against.
     pub trust_proxy: Vec<std::net::IpAddr>,
+    /// `--identity-header`: from a trusted proxy, who the person is (no token needed).
+    pub identity_header: Option<String>,
 }
 
 /// What every HTTP connection's task shares.
@@ -325,9 +327,15 @@ fn websocket(
         return error(StatusCode::BAD_REQUEST, "bad_request", "a WebSocket upgrade was expected");
     };
     let source = client_source(shared, &req, peer);
-    let token = &shared.sessions.token;
-    // Judged once: a page's proof is spent by it.
-    let credential = upgrade_credential(shared, &req, token);
+    // Judged once: a page's proof is spent by it. A trusted front door's identity needs none.
+    let (credential, who) = match proxied_identity(shared, &req, peer) {
+        Some(who) => (Credential::Right, Some(who)),
+        None => upgrade_credential(shared, &req),
+    };
+    let agent = req
+        .headers()
+        .get(header::USER_AGENT)
+        .map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned());
     // Nothing presented: a client that proves itself on the control stream.
     let judged = match credential {
         Credential::Absent => AuthOutcome::Ok,
@@ -337,6 +345,14 @@ fn websocket(
         AuthOutcome::Ok => {}
         AuthOutcome::BadToken => {
             tracing::info!(%peer, %source, "websocket with a missing or wrong token");
+            shared.sessions.audit.event(
+                "refused",
+                &crate::audit::Fields::new()
+                    .addr(source)
+                    .agent(agent.as_deref())
+                    .link("websocket")
+                    .reason("missing or wrong token"),
+            );
             return error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
         }
         AuthOutcome::RateLimited(_) => {
@@ -370,8 +386,11 @@ fn websocket(
     tokio::spawn(async move {
         match upgrade.await {
             Ok(io) => {
-                let pre_authed = credential == Credential::Right;
-                crate::session::serve_websocket(sessions, io, pre_authed, peer, source, slot).await;
+                let pre_authed = if credential == Credential::Right { who } else { None };
+                crate::session::serve_websocket(
+                    sessions, io, pre_authed, peer, source, slot, agent,
+                )
+                .await;
             }
             Err(e) => tracing::debug!(%peer, "websocket upgrade failed: {e}"),
         }
@@ -402,23 +421,62 @@ fn offered_subprotocols(headers: &hyper::HeaderMap) -> Vec<String> {
 
 /// What a WebSocket upgrade request presents: a page's proof over a challenge it fetched
 /// (`tern-proof.R.PROOF`, spent here), or a native client's token (a subprotocol, or `?token=`).
-fn upgrade_credential(shared: &HttpContext, req: &Request<Incoming>, token: &Token) -> Credential {
+fn upgrade_credential(
+    shared: &HttpContext,
+    req: &Request<Incoming>,
+) -> (Credential, Option<crate::tokens::Who>) {
     let offered = offered_subprotocols(req.headers());
     if let Some((nonce, proof)) =
         offered.iter().find_map(|p| tern::relay_proto::websocket::proof_from_subprotocol(p))
     {
-        let right = shared.challenges.redeem(token, &nonce, &proof, Instant::now());
-        return if right { Credential::Right } else { Credential::Wrong };
+        return redeemed(shared, shared.challenges.redeem(&nonce, &proof, Instant::now()));
     }
     let presented = offered
         .iter()
         .find_map(|p| tern::relay_proto::websocket::token_from_subprotocol(p))
         .or_else(|| crate::session::query_token(&req.uri().to_string()));
-    match presented {
-        None => Credential::Absent,
-        Some(t) if token.matches(&t) => Credential::Right,
-        Some(_) => Credential::Wrong,
+    shared.sessions.check_plain(presented.as_deref())
+}
+
+/// A redeemed challenge as a credential: right only while its token is still live (one revoked
+/// between the challenge and the request is refused).
+fn redeemed(
+    shared: &HttpContext,
+    who: Option<crate::tokens::Who>,
+) -> (Credential, Option<crate::tokens::Who>) {
+    match who {
+        Some(who) if shared.sessions.tokens.valid(&who) => (Credential::Right, Some(who)),
+        _ => (Credential::Wrong, None),
     }
+}
+
+/// `--identity-header`: the identity a trusted proxy vouches for. From any other peer the header
+/// is ignored (a spoof, or a proxy not named by --trust-proxy), logged and audited.
+fn proxied_identity(
+    shared: &HttpContext,
+    req: &Request<Incoming>,
+    peer: SocketAddr,
+) -> Option<crate::tokens::Who> {
+    let name = shared.settings.identity_header.as_deref()?;
+    let value = req.headers().get(name)?;
+    let ip = peer.ip().to_canonical();
+    let agent = req.headers().get(header::USER_AGENT).and_then(|a| a.to_str().ok());
+    if !shared.settings.trust_proxy.iter().any(|t| t.to_canonical() == ip) {
+        tracing::warn!(%peer, header = name, "an identity header from a peer that is not a trusted proxy ignored");
+        shared.sessions.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .addr(ip)
+                .agent(agent)
+                .reason("identity header from a peer that is not a trusted proxy: ignored"),
+        );
+        return None;
+    }
+    let user = value.to_str().ok().map(str::trim).filter(|u| {
+        (1..=128).contains(&u.len()) && u.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+    })?;
+    // Prefixed: no token name has a colon, so an identity never reads as a token or `owner`.
+    Some(crate::tokens::Who::Proxied { user: format!("proxy:{user}") })
 }
 
 /// Who a request counts against in the limiters (`--trust-proxy`: the forwarded client).
@@ -449,6 +507,11 @@ fn check_origin(
         ?origin,
         ?host,
         "{what} from a foreign Origin refused (403): not this relay's page (--allow-origin adds one)"
+    );
+    let agent = headers.get(header::USER_AGENT).and_then(|a| a.to_str().ok());
+    shared.sessions.audit.event(
+        "refused",
+        &crate::audit::Fields::new().addr(peer.ip()).agent(agent).reason("a foreign Origin"),
     );
     Err(error(StatusCode::FORBIDDEN, "bad_origin", "this page's own origin only"))
 }
@@ -711,7 +774,22 @@ async fn challenge(
             );
         }
     };
-    match shared.challenges.issue(&shared.sessions.token, request.nonce, Instant::now()) {
+    // A named token's id picks the key the relay proves with; an id no live token has gets the
+    // refusal a wrong token gets (ids are not secret: nothing is learned).
+    let Some((who, key)) = shared.sessions.key_for(request.token_id.as_deref()) else {
+        shared.sessions.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .addr(peer.ip())
+                .reason("a named token that was revoked, has expired or never was"),
+        );
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "bad_token",
+            "this token was revoked or has expired: ask the relay's owner for a new one",
+        );
+    };
+    match shared.challenges.issue(who, key, request.nonce, Instant::now()) {
         Ok(answer) => json(StatusCode::OK, &answer),
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "no randomness"),
     }
@@ -728,24 +806,39 @@ fn authorize(
 ) -> Result<(), Response<Body>> {
     let value = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let now = Instant::now();
-    let token = &shared.sessions.token;
-    let credential = match value {
-        None => Credential::Absent,
+    if proxied_identity(shared, req, peer).is_some() {
+        return Ok(());
+    }
+    let (credential, who) = match value {
+        None => (Credential::Absent, None),
         Some(v) if v.starts_with(tern::relay_proto::proof::SCHEME) => {
-            let right = tern::relay_proto::proof::parse_authorization(v)
-                .is_some_and(|(nonce, proof)| shared.challenges.redeem(token, &nonce, &proof, now));
-            if right { Credential::Right } else { Credential::Wrong }
+            let who = tern::relay_proto::proof::parse_authorization(v)
+                .and_then(|(nonce, proof)| shared.challenges.redeem(&nonce, &proof, now));
+            redeemed(shared, who)
         }
         Some(v) => match v.strip_prefix("Bearer ").map(str::trim) {
-            Some(t) if token.matches(t) => Credential::Right,
-            _ => Credential::Wrong,
+            Some(t) => shared.sessions.check_plain(Some(t)),
+            None => (Credential::Wrong, None),
         },
     };
+    if let Some(who) = &who {
+        shared.sessions.tokens.used(who);
+    }
     let source = client_source(shared, req, peer);
     match shared.sessions.auth.judge(credential, source, now) {
         AuthOutcome::Ok => Ok(()),
         AuthOutcome::BadToken => {
             tracing::info!(%peer, %source, "api request with a missing or wrong credential");
+            if credential == Credential::Wrong {
+                let agent = req.headers().get(header::USER_AGENT).and_then(|a| a.to_str().ok());
+                shared.sessions.audit.event(
+                    "refused",
+                    &crate::audit::Fields::new()
+                        .addr(source)
+                        .agent(agent)
+                        .reason("api request with a wrong credential"),
+                );
+            }
             let mut r = error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token");
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Tern"));
             Err(r)

@@ -26,7 +26,9 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod assets;
+pub mod audit;
 pub mod auth;
 mod bridge_floors;
 pub mod challenge;
@@ -50,6 +52,7 @@ mod session;
 pub mod spawn;
 pub mod state;
 pub mod tls;
+pub mod tokens;
 pub mod unix_listen;
 pub mod url_file;
 mod version;
@@ -374,9 +377,13 @@ impl Relay {
             &config.allow_host,
             &[config.acme.clone(), cert_names].concat(),
         );
+        let tokens = tokens::TokenStore::open(state_dir.clone())
+            .map_err(|e| RelayError::Random(format!("named tokens: {e}")))?;
         let sessions = Arc::new(SessionContext {
             settings,
             token,
+            tokens: Arc::new(tokens),
+            audit: Arc::new(audit::Audit::open(state_dir.as_deref())),
             auth: AuthLimiter::new(),
             state,
             registry: registry::Registry::with_bridge_floors(bridge_floors),
@@ -528,6 +535,8 @@ impl Relay {
             ))
         });
         let prune = tokio::spawn(prune_sessions(Arc::clone(&self.sessions)));
+        // `tern-relay token revoke` in another process: seen within a fraction of a second.
+        tokio::spawn(Arc::clone(&self.sessions.tokens).watch(self.sessions.shutdown.clone()));
         let spare = tokio::spawn(session::keep_spare(Arc::clone(&self.sessions)));
         let commands = self.commands.as_ref().map(|socket| {
             tokio::spawn(send::socket::serve(Arc::clone(socket), Arc::clone(&self.sessions.offers)))

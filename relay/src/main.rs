@@ -20,6 +20,16 @@ fn main() -> std::process::ExitCode {
         args.next();
         return tern_relay::history::record::main(args);
     }
+    // `tern-relay token add|list|revoke`, `tern-relay audit`: the state directory's named
+    // tokens and audit trail, with or without a running relay.
+    if args.peek().is_some_and(|a| a == "token") {
+        args.next();
+        return tern_relay::admin::token_main(args);
+    }
+    if args.peek().is_some_and(|a| a == "audit") {
+        args.next();
+        return tern_relay::admin::audit_main(args);
+    }
     relay_main()
 }
 

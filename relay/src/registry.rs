@@ -130,6 +130,8 @@ pub(crate) struct Attach {
     pub seq_floor: u64,
     /// Bridge mode: the server has had a page through this relay (`ready.resumed`).
     pub known: bool,
+    /// Another page drove the session when this one attached: a take-over (the audit trail).
+    pub took_over: bool,
     /// Bridge mode: where the target's reservations are kept, and its name there.
     bridge: Option<(Arc<BridgeFloors>, String)>,
     /// Spawn mode, resuming: the shadow's point for `ready.point`.
@@ -256,7 +258,7 @@ impl Registry {
     }
 
     fn attach(&self, entry: Arc<Entry>, resuming: bool) -> Attach {
-        let (serial, seq_floor, known, point) = {
+        let (serial, seq_floor, known, point, took_over) = {
             let mut st = entry.lock();
             st.attaches += 1;
             // Above everything forwarded, with room for what the driving page sends until this one
@@ -275,7 +277,7 @@ impl Registry {
                 None
             };
             let known = st.known || st.driver != 0;
-            (st.attaches, floor, known, point)
+            (st.attaches, floor, known, point, st.attached)
         };
         let moved = entry.driver.subscribe();
         Attach {
@@ -283,6 +285,7 @@ impl Registry {
             serial,
             seq_floor,
             known,
+            took_over,
             bridge: None,
             point,
             moved,
@@ -477,6 +480,22 @@ impl Attach {
         if let (Some(opened), Some(shadow)) = (st.unabsorbed.take(), st.shadow.as_mut()) {
             shadow.absorb_client(now, opened);
         }
+    }
+
+    /// A read-only link: whether the datagram [`client_datagram`](Self::client_datagram) just
+    /// let through carries input or a resize ([`ClientDatagram::carries_input`]); if so it
+    /// must not be forwarded, and the relay's copy does not see it either. In bridge mode the
+    /// relay has no key and cannot tell: every datagram counts as input.
+    pub fn refuse_input(&self) -> bool {
+        let mut st = self.entry.lock();
+        let input = match (&st.unabsorbed, &st.shadow) {
+            (Some(opened), Some(_)) => opened.carries_input(),
+            _ => true,
+        };
+        if input {
+            st.unabsorbed = None;
+        }
+        input
     }
 
     /// A datagram from the server, once forwarded to this attach's page.

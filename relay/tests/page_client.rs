@@ -23,7 +23,7 @@ async fn attempt(
     let conn = connect(relay, None).await.expect("WebTransport connects");
     let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
     let verifier = Verifier::new(random32());
-    send.write_all(&verifier.greet().to_line()).await.unwrap();
+    send.write_all(&verifier.greet(&target.token).to_line()).await.unwrap();
     let mut control = Control { send, reader: tern_relay::control::LineReader::new(recv) };
     let mut next_line = async || {
         tokio::time::timeout(Duration::from_secs(20), control.reader.next_line())
@@ -62,7 +62,7 @@ async fn api_get(
     route: &str,
 ) -> Result<(u16, String, String), ConnectError> {
     let verifier = Verifier::new(random32());
-    let request = tern::relay_proto::encode(&verifier.request());
+    let request = tern::relay_proto::encode(&verifier.request(token));
     let (status, body) = http_post(relay.addr(), CHALLENGE_PATH, None, &request).await;
     let authorization = verifier.http_answer(token, status, body.as_bytes())?;
     let (status, body) = http_get_authorized(relay.addr(), route, &authorization).await;
@@ -143,14 +143,14 @@ async fn a_challenge_pushed_out_by_a_flood_is_asked_again_not_taken_for_a_wrong_
     let token = test_token("flood");
     let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
     let verifier = Verifier::new(random32());
-    let request = tern::relay_proto::encode(&verifier.request());
+    let request = tern::relay_proto::encode(&verifier.request(&token));
     let (status, body) = http_post(relay.addr(), CHALLENGE_PATH, None, &request).await;
     let authorization = verifier.http_answer(&token, status, body.as_bytes()).expect("verified");
     // The flood: as many challenges as the relay keeps, each from a fresh nonce, 64 at a time.
     let addr = relay.addr();
     for _ in 0..64 {
         let batch = futures_util::future::join_all((0..64).map(|_| {
-            let request = tern::relay_proto::encode(&Verifier::new(random32()).request());
+            let request = tern::relay_proto::encode(&Verifier::new(random32()).request(&token));
             async move { http_post(addr, CHALLENGE_PATH, None, &request).await.0 }
         }))
         .await;

@@ -370,7 +370,7 @@ async fn bench_ready_with_and_without_the_spare() {
             let start = std::time::Instant::now();
             // The page: a challenge, then /api/info with its proof.
             let verifier = Verifier::new(random32());
-            let request = tern::relay_proto::encode(&verifier.request());
+            let request = tern::relay_proto::encode(&verifier.request(&token));
             let t = std::time::Instant::now();
             let (status, body) = http_post(relay.addr(), CHALLENGE_PATH, None, &request).await;
             row[0] = ms(t);
@@ -385,7 +385,7 @@ async fn bench_ready_with_and_without_the_spare() {
             let t = std::time::Instant::now();
             let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
             let verifier = Verifier::new(random32());
-            send.write_all(&verifier.greet().to_line()).await.unwrap();
+            send.write_all(&verifier.greet(&token).to_line()).await.unwrap();
             let mut reader = tern_relay::control::LineReader::new(recv);
             let challenge = reader.next_line().await.ok();
             row[3] = ms(t);

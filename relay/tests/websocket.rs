@@ -128,7 +128,7 @@ async fn foreign_origins_and_wrong_tokens_are_refused_at_the_upgrade_and_a_page_
     let mut ws = open(&relay, Some(&own), None).await.expect("a tokenless upgrade");
     let mut lines = LineBuffer::new(4096);
     let verifier = tern::relay_client::Verifier::new([3; 32]);
-    send(&mut ws, Frame::Control(&verifier.greet().to_line())).await;
+    send(&mut ws, Frame::Control(&verifier.greet(&token).to_line())).await;
     let challenge = control_message(&mut ws, &mut lines).await;
     let ServerMessage::Challenge(c) = &challenge else { panic!("{challenge:?}") };
     verifier.answer(&token, &c.0).expect("the relay proves it knows the token");
@@ -144,7 +144,7 @@ async fn foreign_origins_and_wrong_tokens_are_refused_at_the_upgrade_and_a_page_
     // With the page's proof: ready.
     let mut ws = open(&relay, Some(&own), None).await.expect("a tokenless upgrade");
     let mut lines = LineBuffer::new(4096);
-    send(&mut ws, Frame::Control(&verifier.greet().to_line())).await;
+    send(&mut ws, Frame::Control(&verifier.greet(&token).to_line())).await;
     let ServerMessage::Challenge(c) = control_message(&mut ws, &mut lines).await else { panic!() };
     hello.proof =
         Some(tern::relay_proto::control::ProofText(verifier.answer(&token, &c.0).unwrap()));
@@ -155,7 +155,7 @@ async fn foreign_origins_and_wrong_tokens_are_refused_at_the_upgrade_and_a_page_
     // The page's upgrade carries a proof over a challenge it fetched (the relay proved itself
     // there): accepted once (its slot from the authenticated pool), refused when replayed.
     let page = tern::relay_client::Verifier::new([4; 32]);
-    let body = tern::relay_proto::encode(&page.request());
+    let body = tern::relay_proto::encode(&page.request(&token));
     let (code, answer) =
         http_post(relay.addr(), tern::relay_proto::CHALLENGE_PATH, None, &body).await;
     let (nonce, proof) = page.http_proof(&token, code, answer.as_bytes()).expect("verified");

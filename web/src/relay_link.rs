@@ -157,7 +157,7 @@ async fn call_api(
 /// over it: good for one request.
 async fn prove(token: &str) -> Result<(ProofNonce, Proof), ConnectError> {
     let verifier = relay_client::Verifier::new(random_or_retry()?);
-    let challenge = tern::relay_proto::encode(&verifier.request());
+    let challenge = tern::relay_proto::encode(&verifier.request(token));
     let (status, answer) = fetch(CHALLENGE_PATH, "POST", None, Some(&challenge)).await?;
     verifier.http_proof(token, status, &answer)
 }
@@ -387,7 +387,7 @@ impl RelayLink {
         crate::clock::mark_once("tern:link");
         let closer = link.closer();
         let _deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, closer);
-        link.control_out.write(&verifier.greet().to_line());
+        link.control_out.write(&verifier.greet(token).to_line());
         let challenge = link.control_in.next_line().await;
         crate::clock::mark_once("tern:challenge");
         let proof = match verifier.control_answer(token, challenge.as_deref()) {

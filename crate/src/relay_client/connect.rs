@@ -224,7 +224,8 @@ pub fn answer(line: Option<&[u8]>) -> Result<Ready, ConnectError> {
         | ServerMessage::Challenge(_)
         | ServerMessage::Moved
         | ServerMessage::Offer(_)
-        | ServerMessage::Held { .. } => Err(closed()),
+        | ServerMessage::Held { .. }
+        | ServerMessage::Refused { .. } => Err(closed()),
     }
 }
 
@@ -266,7 +267,13 @@ pub fn control_after_ready(line: &[u8]) -> ControlEvent {
         Ok(ServerMessage::Moved) => ControlEvent::Moved,
         Ok(ServerMessage::Offer(offer)) => ControlEvent::Offer(offer),
         Ok(ServerMessage::Held { datagrams }) => ControlEvent::Held(datagrams),
-        Ok(ServerMessage::Pong | ServerMessage::Ready(_) | ServerMessage::Challenge(_))
+        // A refused request (a read-only link's): the link stays; the page shows nothing new.
+        Ok(
+            ServerMessage::Pong
+            | ServerMessage::Ready(_)
+            | ServerMessage::Challenge(_)
+            | ServerMessage::Refused { .. },
+        )
         | Err(_) => ControlEvent::Alive,
     }
 }

@@ -31,14 +31,15 @@ impl Verifier {
         Verifier { nonce: ProofNonce(random) }
     }
 
-    /// The control stream's first line.
-    pub fn greet(&self) -> ClientMessage {
-        ClientMessage::Greet { protocol: PROTOCOL_VERSION, nonce: self.nonce }
+    /// The control stream's first line; for a named token, with its id (never its secret).
+    pub fn greet(&self, token: &str) -> ClientMessage {
+        let token_id = proof::token_id(token).map(str::to_string);
+        ClientMessage::Greet { protocol: PROTOCOL_VERSION, nonce: self.nonce, token_id }
     }
 
-    /// `POST /api/challenge`'s body.
-    pub fn request(&self) -> ChallengeRequest {
-        ChallengeRequest { nonce: self.nonce }
+    /// `POST /api/challenge`'s body; for a named token, with its id.
+    pub fn request(&self, token: &str) -> ChallengeRequest {
+        ChallengeRequest { nonce: self.nonce, token_id: proof::token_id(token).map(str::to_string) }
     }
 
     /// Checks the relay's proof; the page's own proof when it holds.
@@ -135,7 +136,7 @@ mod tests {
     #[test]
     fn the_greet_carries_only_the_protocol_and_a_nonce() {
         let v = Verifier::new([9; 32]);
-        let line = String::from_utf8(v.greet().to_line()).unwrap();
+        let line = String::from_utf8(v.greet(TOKEN).to_line()).unwrap();
         assert_eq!(
             line,
             format!(
@@ -143,6 +144,13 @@ mod tests {
                 "09".repeat(32)
             )
         );
+        // A named token's greet and challenge request add its id, never its secret.
+        let named = "tn.00112233aabb.the-secret-part-of-the-named-token";
+        let line = String::from_utf8(v.greet(named).to_line()).unwrap();
+        assert!(line.contains("\"token_id\":\"00112233aabb\""), "{line}");
+        assert!(!line.contains("the-secret-part"), "{line}");
+        let body = String::from_utf8(crate::relay_proto::encode(&v.request(named))).unwrap();
+        assert!(body.contains("00112233aabb") && !body.contains("the-secret-part"), "{body}");
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub enum ClientMessage {
     Greet {
         protocol: u32,
         nonce: ProofNonce,
+        /// A named token's id ([`token_id`](super::proof::token_id)): the relay proves with that
+        /// token's key. Absent: the owner's token.
+        token_id: Option<String>,
     },
     Hello(Hello),
     Ping,
@@ -195,6 +198,12 @@ pub enum ServerMessage {
     Held {
         datagrams: Vec<Vec<u8>>,
     },
+    /// A request this link may not make, refused; the link stays (a read-only token's typing,
+    /// resize, paste, seed, offer answer or download). `what` names the request.
+    Refused {
+        what: String,
+        message: String,
+    },
 }
 
 /// A [`Proof`] inside a message: equal when the bytes are (messages compare in tests; a proof's
@@ -332,10 +341,11 @@ impl ErrorCode {
 impl Message for ClientMessage {
     fn write(&self, w: &mut ObjectWriter<'_>) {
         match self {
-            ClientMessage::Greet { protocol, nonce } => {
+            ClientMessage::Greet { protocol, nonce, token_id } => {
                 w.str("type", "greet")
                     .u64("protocol", u64::from(*protocol))
-                    .str("nonce", &nonce.to_string());
+                    .str("nonce", &nonce.to_string())
+                    .opt_str("token_id", token_id.as_deref());
             }
             ClientMessage::Hello(h) => {
                 w.str("type", "hello")
@@ -369,11 +379,12 @@ impl Message for ClientMessage {
     fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
         match f.str("type")?.as_str() {
             "greet" => {
-                f.only(&["type", "protocol", "nonce"])?;
+                f.only(&["type", "protocol", "nonce", "token_id"])?;
                 let nonce = f.str("nonce")?;
                 let nonce =
                     nonce.parse().map_err(|_| DecodeError::data("not 64 hex digits", "nonce"))?;
-                Ok(ClientMessage::Greet { protocol: f.int("protocol")?, nonce })
+                let token_id = super::proof::read_token_id(&f)?;
+                Ok(ClientMessage::Greet { protocol: f.int("protocol")?, nonce, token_id })
             }
             "hello" => {
                 f.only(&[
@@ -465,6 +476,9 @@ impl Message for ServerMessage {
                 let encoded: Vec<String> = datagrams.iter().map(|d| b64.encode(d)).collect();
                 w.str("type", "held").strings("datagrams", &encoded);
             }
+            ServerMessage::Refused { what, message } => {
+                w.str("type", "refused").str("what", what).str("message", message);
+            }
         }
     }
 
@@ -487,6 +501,9 @@ impl Message for ServerMessage {
             "error" => Ok(ServerMessage::Error { code: code()?, message: f.str("message")? }),
             "ended" => Ok(ServerMessage::Ended { code: code()?, message: f.str("message")? }),
             "pong" => Ok(ServerMessage::Pong),
+            "refused" => {
+                Ok(ServerMessage::Refused { what: f.str("what")?, message: f.str("message")? })
+            }
             "moved" => Ok(ServerMessage::Moved),
             "offer" => super::offer::Offer::read_fields(&f).map(ServerMessage::Offer),
             "held" => {

@@ -109,7 +109,52 @@ impl Prover {
 
 /// `prover`'s proof of `token` over the page's and the relay's nonces.
 pub fn prove(token: &str, prover: Prover, page: &ProofNonce, relay: &ProofNonce) -> Proof {
-    Proof(hmac_sha256(token.as_bytes(), &[prover.label(), &page.0, &relay.0]))
+    prove_with_key(&proof_key(token), prover, page, relay)
+}
+
+/// `prover`'s proof under the HMAC key [`proof_key`] gives: what a relay that keeps only a named
+/// token's [`verifier`] computes.
+pub fn prove_with_key(key: &[u8], prover: Prover, page: &ProofNonce, relay: &ProofNonce) -> Proof {
+    Proof(hmac_sha256(key, &[prover.label(), &page.0, &relay.0]))
+}
+
+/// A named token (`tern-relay token add`) reads `tn.ID.SECRET`: ID is [`TOKEN_ID_LEN`] lowercase
+/// hex digits, not secret, which a page sends so that the relay knows whose key to prove with;
+/// SECRET is 32 random bytes in URL-safe base64. The owner's token (`--token`, the random one)
+/// has any other form and no id.
+pub const NAMED_TOKEN_PREFIX: &str = "tn.";
+/// Hex digits in a named token's id.
+pub const TOKEN_ID_LEN: usize = 12;
+
+/// Whether `text` has a named token id's form (a relay looks up nothing else).
+pub fn is_token_id(text: &str) -> bool {
+    text.len() == TOKEN_ID_LEN && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The id of a named token; `None` for the owner's token (any other form).
+pub fn token_id(token: &str) -> Option<&str> {
+    let (id, secret) = token.strip_prefix(NAMED_TOKEN_PREFIX)?.split_once('.')?;
+    (is_token_id(id) && !secret.is_empty()).then_some(id)
+}
+
+/// What a relay keeps of a named token instead of the token: SHA-256 over a label and the
+/// token. It is the HMAC key of the token's proofs (so whoever reads it can prove as that token,
+/// as with any challenge-response without a PAKE), but it gives neither the token nor the key
+/// that seals the tab's storage, which are derived from the token itself.
+pub fn verifier(token: &str) -> [u8; 32] {
+    let mut hasher = Sha256Hasher::new();
+    hasher.update(b"tern-token-verifier\0");
+    hasher.update(token.as_bytes());
+    hasher.finalize().into()
+}
+
+/// The HMAC key a token's proofs are made under: a named token's [`verifier`], the owner's token
+/// itself (as before named tokens existed).
+pub fn proof_key(token: &str) -> Vec<u8> {
+    match token_id(token) {
+        Some(_) => verifier(token).to_vec(),
+        None => token.as_bytes().to_vec(),
+    }
 }
 
 /// Whether `proof` is `prover`'s proof of `token` over these nonces.
@@ -173,10 +218,12 @@ pub fn parse_authorization(value: &str) -> Option<(ProofNonce, Proof)> {
 /// The path the page asks a challenge of before an API request.
 pub const CHALLENGE_PATH: &str = "/api/challenge";
 
-/// `POST /api/challenge`'s body: the page's nonce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `POST /api/challenge`'s body: the page's nonce, and a named token's id ([`token_id`]) so
+/// that the relay proves with that token's key (absent: the owner's token).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChallengeRequest {
     pub nonce: ProofNonce,
+    pub token_id: Option<String>,
 }
 
 /// The relay's answer (also the control stream's `challenge`): its nonce and its proof over
@@ -192,6 +239,14 @@ fn read_hex<T: FromStr>(f: &Fields<'_>, key: &'static str) -> Result<T, DecodeEr
     f.str(key)?.parse().map_err(|_| DecodeError::data("not 64 hex digits", key))
 }
 
+/// An optional `token_id` field, which must have [`is_token_id`]'s form.
+pub(super) fn read_token_id(f: &Fields<'_>) -> Result<Option<String>, DecodeError> {
+    match f.opt_str("token_id")? {
+        Some(id) if !is_token_id(&id) => Err(DecodeError::data("not a token id", "token_id")),
+        id => Ok(id),
+    }
+}
+
 impl Challenge {
     pub(super) fn write_fields(&self, w: &mut ObjectWriter<'_>) {
         w.str("nonce", &self.nonce.to_string()).str("proof", &self.proof.to_string());
@@ -204,12 +259,12 @@ impl Challenge {
 
 impl Message for ChallengeRequest {
     fn write(&self, w: &mut ObjectWriter<'_>) {
-        w.str("nonce", &self.nonce.to_string());
+        w.str("nonce", &self.nonce.to_string()).opt_str("token_id", self.token_id.as_deref());
     }
 
     fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
-        f.only(&["nonce"])?;
-        Ok(ChallengeRequest { nonce: read_hex(&f, "nonce")? })
+        f.only(&["nonce", "token_id"])?;
+        Ok(ChallengeRequest { nonce: read_hex(&f, "nonce")?, token_id: read_token_id(&f)? })
     }
 }
 
@@ -247,6 +302,35 @@ mod tests {
                 data. The key needs to be hashed before being used by the HMAC algorithm."],
         );
         assert_eq!(hex(&mac), "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+    }
+
+    #[test]
+    fn a_named_token_proves_under_its_verifier_and_names_its_id() {
+        let named = "tn.0123456789ab.c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA";
+        assert_eq!(token_id(named), Some("0123456789ab"));
+        assert_eq!(token_id("owner-token-of-some-length"), None);
+        assert_eq!(token_id("tn.0123456789AB.x"), None, "ids are lowercase hex");
+        assert_eq!(token_id("tn.0123456789ab."), None, "a secret is needed");
+        assert_eq!(token_id("tn.0123.abc"), None);
+        let (p, r) = (ProofNonce([1; 32]), ProofNonce([2; 32]));
+        // The relay, holding only the verifier, proves and checks as the page does with the token.
+        let by_page = prove(named, Prover::Page, &p, &r);
+        assert!(prove_with_key(&verifier(named), Prover::Page, &p, &r).matches(&by_page));
+        assert!(!prove_with_key(named.as_bytes(), Prover::Page, &p, &r).matches(&by_page));
+        // The owner's token keys its proofs itself, as before.
+        let owner = "owner-token-of-some-length";
+        assert!(prove_with_key(owner.as_bytes(), Prover::Relay, &p, &r).matches(&prove(
+            owner,
+            Prover::Relay,
+            &p,
+            &r
+        )));
+        // The request names the id, and only a well-formed one is read.
+        let req = ChallengeRequest { nonce: p, token_id: Some("0123456789ab".into()) };
+        let text = super::super::encode(&req);
+        assert_eq!(super::super::decode::<ChallengeRequest>(&text).unwrap(), req);
+        let bad = format!(r#"{{"nonce":"{p}","token_id":"../x"}}"#);
+        assert!(super::super::decode::<ChallengeRequest>(bad.as_bytes()).is_err());
     }
 
     #[test]

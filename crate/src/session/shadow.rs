@@ -95,6 +95,25 @@ pub struct ClientDatagram {
     payload: Vec<u8>,
 }
 
+impl ClientDatagram {
+    /// Whether this datagram may change the session: an instruction that carries input or a
+    /// resize (a diff of the client's state, or a new state number), or one that cannot be read
+    /// alone (a fragment of a larger instruction, garbage). Only a pure acknowledgement (the
+    /// state the server has, nothing new) is `false`. A relay forwards only such datagrams from
+    /// a read-only link: acknowledgements keep the server's screen coming, anything else would
+    /// be typing.
+    pub fn carries_input(&self) -> bool {
+        let Ok(fragment) = Fragment::parse(&self.payload) else { return true };
+        if fragment.num != 0 || !fragment.is_final {
+            return true;
+        }
+        match Reassembler::new().add(&self.payload) {
+            Ok(Some(i)) => !i.diff.is_empty() || i.new_num != i.old_num,
+            _ => true,
+        }
+    }
+}
+
 /// Why the shadow has no point to give.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShadowError {

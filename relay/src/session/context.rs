@@ -50,6 +50,10 @@ pub(crate) struct SessionSettings {
 pub(crate) struct SessionContext {
     pub settings: SessionSettings,
     pub token: Token,
+    /// Named tokens (`tern-relay token`), read again when their file changes.
+    pub tokens: Arc<crate::tokens::TokenStore>,
+    /// The audit trail (`audit.log` in the state directory).
+    pub audit: Arc<crate::audit::Audit>,
     pub auth: AuthLimiter,
     /// Spawn mode only.
     pub state: Option<Arc<StateStore>>,
@@ -72,4 +76,40 @@ pub(crate) struct SessionContext {
     /// Serializes spawns so `--max-spawned` holds.
     pub spawn_lock: Mutex<()>,
     pub shutdown: CancellationToken,
+}
+
+impl SessionContext {
+    /// Who a proof names (`token_id`: a named token's id; none: the owner) and the HMAC key it
+    /// is made under; `None` for an id no live token has (revoked, expired, never made).
+    pub fn key_for(&self, token_id: Option<&str>) -> Option<(crate::tokens::Who, Vec<u8>)> {
+        use tern::relay_proto::proof;
+        let owner = self.token.expose();
+        match token_id {
+            // An owner who chose a token of the named form proves as the page computes it.
+            Some(id) if proof::token_id(owner) == Some(id) => {
+                Some((crate::tokens::Who::Owner, proof::proof_key(owner)))
+            }
+            None => Some((crate::tokens::Who::Owner, proof::proof_key(owner))),
+            Some(id) => self.tokens.key(id).map(|(who, key)| (who, key.to_vec())),
+        }
+    }
+
+    /// A native client's plain token (a hello's, `?token=`, a subprotocol's, `Bearer`): whose it
+    /// is, judged as a credential.
+    pub fn check_plain(
+        &self,
+        candidate: Option<&str>,
+    ) -> (crate::auth::Credential, Option<crate::tokens::Who>) {
+        use crate::auth::Credential;
+        match candidate {
+            None => (Credential::Absent, None),
+            Some(c) if self.token.matches(c) => {
+                (Credential::Right, Some(crate::tokens::Who::Owner))
+            }
+            Some(c) => match self.tokens.check_plain(c) {
+                Some(who) => (Credential::Right, Some(who)),
+                None => (Credential::Wrong, None),
+            },
+        }
+    }
 }

@@ -91,9 +91,16 @@ pub(super) async fn run(
     // What the session's shell sent to the browser: all of it now, then whatever comes.
     let mut offers = shared.offers.watch(&session.target.session);
     offers.mark_changed();
+    // A named token's link ends within a watch interval of `tern-relay token revoke`, or when
+    // the token expires.
+    let mut tokens = shared.tokens.changed();
+    let expires = shared.tokens.expires(&session.who).map(|at| {
+        let left = at.saturating_sub(crate::tokens::unix_now());
+        Instant::now() + Duration::from_secs(left)
+    });
     let end = loop {
         let step = tokio::select! {
-            d = conn.receive_datagram() => bridge.on_browser_datagram(d).await,
+            d = conn.receive_datagram() => bridge.on_browser_datagram(d, &mut control.send).await,
             r = session.udp.recv(&mut buf) => {
                 bridge.on_server_datagram(r.map(|n| &buf[..n]), &mut control.send).await
             }
@@ -107,6 +114,8 @@ pub(super) async fn run(
             _ = liveness.tick(), if watch_pid => bridge.check_alive(),
             _ = moved.fired() => ControlFlow::Break(End::Moved),
             _ = offers.changed() => bridge.offer(&mut control.send).await,
+            _ = tokens.changed() => bridge.check_token(),
+            _ = sleep_until_some(expires) => bridge.check_token_at(true),
             _ = save.tick(), if store.is_some() => {
                 if let Some(store) = store {
                     session.attach.save(store, false);
@@ -149,6 +158,8 @@ struct Bridge<'a> {
     offered: std::collections::HashSet<String>,
     /// Server datagrams held as the page asked (hidden, or a long flood).
     hold: Hold,
+    /// A read-only link's refusals: when each kind was last told and audited.
+    refused: std::collections::HashMap<&'static str, Instant>,
 }
 
 /// Sleeps until `at`, or forever when there is nothing to wait for.
@@ -179,7 +190,54 @@ impl<'a> Bridge<'a> {
             last_warn: None,
             offered: std::collections::HashSet::new(),
             hold: Hold::new(),
+            refused: std::collections::HashMap::new(),
         }
+    }
+
+    /// Who this link is, for the audit trail.
+    fn audit_fields(&self) -> crate::audit::Fields {
+        crate::audit::Fields::new()
+            .who(self.session.who.name())
+            .session(self.id())
+            .link(self.conn.kind())
+    }
+
+    /// A read-only link asked for `what` (input, seed, answer): refused, told (`refused`) and
+    /// audited, at most once per kind per [`WARN_INTERVAL`] (a page that typed keeps sending
+    /// its input in every datagram).
+    async fn refuse(&mut self, what: &'static str, send: &mut SendHalf) -> Step {
+        let now = Instant::now();
+        if self.refused.get(what).is_some_and(|t| now.duration_since(*t) < WARN_INTERVAL) {
+            return ControlFlow::Continue(());
+        }
+        self.refused.insert(what, now);
+        tracing::warn!(session = %self.id(), who = self.session.who.name(), what, "a read-only link's request refused");
+        self.shared.audit.event("refused", &self.audit_fields().kind(what).reason("read-only"));
+        let line =
+            ServerMessage::Refused { what: what.into(), message: super::streams::READ_ONLY.into() }
+                .to_line();
+        if send.write_all(&line).await.is_err() {
+            return ControlFlow::Break(End::BrowserGone("control stream closed"));
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The named tokens changed: this link ends if its token is gone.
+    fn check_token(&self) -> Step {
+        self.check_token_at(false)
+    }
+
+    /// `expiring`: the token's expiry time came.
+    fn check_token_at(&self, expiring: bool) -> Step {
+        if !expiring && self.shared.tokens.valid(&self.session.who) {
+            return ControlFlow::Continue(());
+        }
+        let why = if expiring { "expired" } else { "revoked" };
+        tracing::info!(session = %self.id(), who = self.session.who.name(), "the link's token was {why}; closing it");
+        ControlFlow::Break(End::ended(
+            ErrorCode::BadToken,
+            format!("this link's token was {why}: ask the relay's owner for a new one"),
+        ))
     }
 
     fn id(&self) -> &str {
@@ -187,7 +245,7 @@ impl<'a> Bridge<'a> {
     }
 
     /// A browser datagram: to mosh-server as it is, unless over the rate.
-    async fn on_browser_datagram(&mut self, d: Option<Vec<u8>>) -> Step {
+    async fn on_browser_datagram(&mut self, d: Option<Vec<u8>>, send: &mut SendHalf) -> Step {
         let Some(d) = d else {
             return ControlFlow::Break(End::BrowserGone("browser connection closed"));
         };
@@ -204,6 +262,11 @@ impl<'a> Bridge<'a> {
             Verdict::Forward => {}
             Verdict::Stale => return ControlFlow::Continue(()),
             Verdict::Moved => return ControlFlow::Break(End::Moved),
+        }
+        // A read-only link: acknowledgements pass (they keep the screen coming), input and
+        // resizes do not.
+        if self.session.who.read_only() && self.session.attach.refuse_input() {
+            return self.refuse("input", send).await;
         }
         // Errors (e.g. ECONNREFUSED from an earlier ICMP) are transient for UDP.
         let _ = self.session.udp.send(&d).await;
@@ -287,6 +350,12 @@ impl<'a> Bridge<'a> {
                 }
                 End::BrowserGone("control stream closed")
             }
+            Ok(ClientMessage::Seed { .. }) if self.session.who.read_only() => {
+                return self.refuse("seed", send).await;
+            }
+            Ok(ClientMessage::Answer { .. }) if self.session.who.read_only() => {
+                return self.refuse("answer", send).await;
+            }
             Ok(ClientMessage::Seed { point }) => {
                 self.session.attach.seed(&point);
                 return ControlFlow::Continue(());
@@ -322,12 +391,17 @@ impl<'a> Bridge<'a> {
             return ControlFlow::Break(End::BrowserGone("browser connection closed"));
         };
         // Spawns its task; the stream's first line says whether it is an upload or a download.
-        super::streams::serve(self.shared, &self.session.target, send, recv);
+        let (fields, read_only) = (self.audit_fields(), self.session.who.read_only());
+        super::streams::serve(self.shared, &self.session.target, send, recv, fields, read_only);
         ControlFlow::Continue(())
     }
 
     /// Offers the page whatever the shell sent that this page has not been offered yet.
     async fn offer(&mut self, send: &mut SendHalf) -> Step {
+        // What the shell sends is for whoever may act on it: a read-only link gets no offers.
+        if self.session.who.read_only() {
+            return ControlFlow::Continue(());
+        }
         for offer in self.shared.offers.pending(self.id()) {
             if self.offered.contains(&offer.id) {
                 continue;

@@ -16,6 +16,7 @@ use super::SessionContext;
 use crate::auth::{AuthOutcome, Credential, SourceKey};
 use crate::control::{ClientMessage, ErrorCode, Hello, LineReader, ReadError, ServerMessage};
 use crate::link::{BrowserLink, RecvHalf, SendHalf};
+use crate::tokens::Who;
 use tern::relay_proto::PROTOCOL_VERSION;
 use tern::relay_proto::control::ChallengeText;
 use tern::relay_proto::control::announced_protocol;
@@ -74,6 +75,8 @@ impl From<Refusal> for Stop {
 pub(super) struct Admitted {
     pub hello: Hello,
     pub slot: OwnedSemaphorePermit,
+    /// Whose credential it proved: the owner's token or a named one.
+    pub who: Who,
 }
 
 /// Why there is no control stream.
@@ -110,19 +113,20 @@ pub(super) async fn accept_control(
 pub(super) async fn admit(
     shared: &Arc<SessionContext>,
     control: &mut Control,
-    pre_authed: bool,
+    pre_authed: Option<Who>,
     peer: SocketAddr,
     source: SourceKey,
 ) -> Result<Admitted, Stop> {
-    let hello = match read_first(shared, &mut control.reader, pre_authed, source).await? {
-        ClientMessage::Greet { protocol, nonce } => {
+    let authed = pre_authed.is_some();
+    let (hello, who) = match read_first(shared, &mut control.reader, authed, source).await? {
+        ClientMessage::Greet { protocol, nonce, token_id } => {
             check_version(Some(protocol))?;
-            challenge(shared, control, pre_authed, peer, source, nonce).await?
+            challenge(shared, control, pre_authed, peer, source, nonce, token_id.as_deref()).await?
         }
         ClientMessage::Hello(hello) => {
             check_version(hello.protocol)?;
-            authenticate(shared, &hello, pre_authed, peer, source)?;
-            hello
+            let who = authenticate(shared, &hello, pre_authed, peer, source)?;
+            (hello, who)
         }
         _ => {
             let first = "first message must be greet or hello";
@@ -132,27 +136,47 @@ pub(super) async fn admit(
     check_mode(shared, &hello)?;
     check_datagram_size(&hello)?;
     let slot = session_slot(shared)?;
-    Ok(Admitted { hello, slot })
+    shared.tokens.used(&who);
+    Ok(Admitted { hello, slot, who })
 }
 
 /// The relay proves it knows the token (its nonce and proof over both), then reads the page's
-/// hello and checks the page's proof over the same two nonces.
+/// hello and checks the page's proof over the same two nonces. A named token's greet names its
+/// id: the proofs are under that token's key.
 async fn challenge(
     shared: &Arc<SessionContext>,
     control: &mut Control,
-    pre_authed: bool,
+    pre_authed: Option<Who>,
     peer: SocketAddr,
     source: SourceKey,
     page: ProofNonce,
-) -> Result<Hello, Stop> {
+    token_id: Option<&str>,
+) -> Result<(Hello, Who), Stop> {
+    let Some((named, key)) = shared.key_for(token_id) else {
+        // An id no live token has: revoked, expired, or never made. Said plainly (ids are not
+        // secret), and counted as a wrong credential.
+        let outcome = shared.auth.judge(Credential::Wrong, source, std::time::Instant::now());
+        shared.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .addr(peer.ip())
+                .reason("a named token that was revoked, has expired or never was"),
+        );
+        refuse_unless_ok(outcome, peer)?;
+        return Err(Refusal::new(
+            ErrorCode::BadToken,
+            "this token was revoked or has expired: ask the relay's owner for a new one",
+        )
+        .into());
+    };
     let relay = crate::challenge::fresh_nonce()
         .map_err(|_| Refusal::new(ErrorCode::Internal, "no randomness for a challenge"))?;
-    let answer = crate::challenge::answer(&shared.token, &page, relay);
+    let answer = crate::challenge::answer(&key, &page, relay);
     let line = ServerMessage::Challenge(ChallengeText(answer)).to_line();
     if control.send.write_all(&line).await.is_err() {
         return Err(Stop::Gone);
     }
-    let hello = match read_first(shared, &mut control.reader, pre_authed, source).await? {
+    let hello = match read_first(shared, &mut control.reader, pre_authed.is_some(), source).await? {
         ClientMessage::Hello(hello) => hello,
         _ => {
             let expected = "a challenge is answered by hello";
@@ -160,19 +184,19 @@ async fn challenge(
         }
     };
     check_version(hello.protocol)?;
-    if pre_authed {
-        return Ok(hello);
+    if let Some(who) = pre_authed {
+        return Ok((hello, who));
     }
     let credential = match &hello.proof {
         None => Credential::Absent,
-        Some(p) if crate::challenge::page_proof_holds(&shared.token, &page, &relay, &p.0) => {
+        Some(p) if crate::challenge::page_proof_holds(&key, &page, &relay, &p.0) => {
             Credential::Right
         }
         Some(_) => Credential::Wrong,
     };
     let outcome = shared.auth.judge(credential, source, std::time::Instant::now());
-    refuse_unless_ok(outcome, peer)?;
-    Ok(hello)
+    refuse_unless_ok_audited(shared, outcome, peer)?;
+    Ok((hello, named))
 }
 
 /// Sends the error line, waits briefly for it to be delivered, closes the connection.
@@ -253,15 +277,32 @@ fn check_version(protocol: Option<u32>) -> Result<(), Refusal> {
 fn authenticate(
     shared: &SessionContext,
     hello: &Hello,
-    pre_authed: bool,
+    pre_authed: Option<Who>,
     peer: SocketAddr,
     source: SourceKey,
-) -> Result<(), Refusal> {
-    if pre_authed {
-        return Ok(());
+) -> Result<Who, Refusal> {
+    if let Some(who) = pre_authed {
+        return Ok(who);
     }
-    let now = std::time::Instant::now();
-    refuse_unless_ok(shared.auth.check(&shared.token, hello.token.as_deref(), source, now), peer)
+    let (credential, who) = shared.check_plain(hello.token.as_deref());
+    let outcome = shared.auth.judge(credential, source, std::time::Instant::now());
+    refuse_unless_ok_audited(shared, outcome, peer)?;
+    who.ok_or_else(|| Refusal::new(ErrorCode::BadToken, "missing or wrong token"))
+}
+
+/// [`refuse_unless_ok`], with a wrong credential in the audit trail.
+fn refuse_unless_ok_audited(
+    shared: &SessionContext,
+    outcome: AuthOutcome,
+    peer: SocketAddr,
+) -> Result<(), Refusal> {
+    let refused = refuse_unless_ok(outcome, peer);
+    if let Err(r) = &refused {
+        shared
+            .audit
+            .event("refused", &crate::audit::Fields::new().addr(peer.ip()).reason(&r.message));
+    }
+    refused
 }
 
 /// The refusal a limiter's verdict calls for.

@@ -50,6 +50,8 @@ use target::Target;
 /// An admitted session attached to its mosh-server: what the bridge works with.
 struct Attached {
     hello: Hello,
+    /// Whose token opened it: the owner's or a named one (read-only or not).
+    who: crate::tokens::Who,
     target: Target,
     /// Connected to the target; a fresh one per browser session.
     udp: UdpSocket,
@@ -169,16 +171,26 @@ async fn handle_incoming(
             authority = ?request.authority(),
             "webtransport connect from a foreign Origin refused (403): not this relay's page (--allow-origin adds one)"
         );
+        shared.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .addr(peer.ip())
+                .agent(request.user_agent())
+                .link("webtransport")
+                .reason("a foreign Origin"),
+        );
         request.forbidden().await;
         return Ok(());
     }
     // A token in the URL is checked before the session is accepted; without one, the hello
     // must carry it and nothing happens before that check either.
+    let agent = request.user_agent().map(str::to_string);
     let pre_authed = match query_token(request.path()) {
-        None => false,
+        None => None,
         Some(t) => {
-            match shared.auth.check(&shared.token, Some(&t), source, std::time::Instant::now()) {
-                AuthOutcome::Ok => true,
+            let (credential, who) = shared.check_plain(Some(&t));
+            match shared.auth.judge(credential, source, std::time::Instant::now()) {
+                AuthOutcome::Ok => who,
                 AuthOutcome::BadToken => {
                     tracing::info!(%peer, "webtransport connect with a wrong token");
                     request.forbidden().await;
@@ -192,7 +204,7 @@ async fn handle_incoming(
         }
     };
     let conn = BrowserLink::WebTransport(request.accept().await?);
-    run_session(shared, conn, pre_authed, peer, source, slot).await;
+    run_session(shared, conn, pre_authed, peer, source, slot, agent).await;
     Ok(())
 }
 
@@ -203,13 +215,14 @@ async fn handle_incoming(
 pub(crate) async fn serve_websocket(
     shared: Arc<SessionContext>,
     io: hyper::upgrade::Upgraded,
-    pre_authed: bool,
+    pre_authed: Option<crate::tokens::Who>,
     peer: SocketAddr,
     source: SourceKey,
     slot: HandshakeSlot,
+    agent: Option<String>,
 ) {
     let link = BrowserLink::WebSocket(crate::link::WsLink::accept(io).await);
-    run_session(shared, link, pre_authed, peer, source, slot).await;
+    run_session(shared, link, pre_authed, peer, source, slot, agent).await;
 }
 
 /// Serves an accepted browser link until the session or the relay ends. `slot` is released
@@ -217,15 +230,16 @@ pub(crate) async fn serve_websocket(
 async fn run_session(
     shared: Arc<SessionContext>,
     conn: BrowserLink,
-    pre_authed: bool,
+    pre_authed: Option<crate::tokens::Who>,
     peer: SocketAddr,
     source: SourceKey,
     slot: HandshakeSlot,
+    agent: Option<String>,
 ) {
     let shutdown = shared.shutdown.clone();
     tokio::select! {
         _ = shutdown.cancelled() => conn.close(0, "relay shutting down"),
-        _ = serve(shared, &conn, pre_authed, peer, source, slot) => {}
+        _ = serve(shared, &conn, pre_authed, peer, source, slot, agent) => {}
     }
 }
 
@@ -233,10 +247,11 @@ async fn run_session(
 async fn serve(
     shared: Arc<SessionContext>,
     conn: &BrowserLink,
-    pre_authed: bool,
+    pre_authed: Option<crate::tokens::Who>,
     peer: SocketAddr,
     source: SourceKey,
     slot: HandshakeSlot,
+    agent: Option<String>,
 ) {
     let wait = shared.settings.handshake_timeout;
     let mut control = match handshake::accept_control(conn, wait).await {
@@ -244,7 +259,7 @@ async fn serve(
         Err(why) => {
             // A connection that held a slot and never opened its control stream: a failed
             // attempt, unless it proved its credential already (as in `handshake::read_hello`).
-            if why == NoControl::TimedOut && !pre_authed {
+            if why == NoControl::TimedOut && pre_authed.is_none() {
                 shared.auth.judge(Credential::Wrong, source, std::time::Instant::now());
             }
             return;
@@ -269,9 +284,35 @@ async fn serve(
     // From now on the page may send its own resume point (`seed`).
     control.reader.set_limit(MAX_SESSION_MESSAGE);
     let t = &session.target;
-    tracing::info!(parent: &span, port = t.port, resumed = t.resumed, max_datagram = limit, link = conn.kind(), "bridging");
+    tracing::info!(parent: &span, port = t.port, resumed = t.resumed, max_datagram = limit, link = conn.kind(), who = session.who.name(), read_only = session.who.read_only(), "bridging");
+    let audit = || {
+        crate::audit::Fields::new()
+            .who(session.who.name())
+            .addr(peer.ip())
+            .agent(agent.as_deref())
+            .session(&t.session)
+            .link(conn.kind())
+    };
+    // A session someone else's page drove until now is taken over; one this relay knows of
+    // but nobody drove is resumed.
+    let event = match (t.resumed, session.attach.took_over) {
+        (false, _) => "attach",
+        (true, true) => "take_over",
+        (true, false) => "resume",
+    };
+    shared.audit.event(
+        event,
+        &audit().kind(if session.who.read_only() { "read-only" } else { "read-write" }),
+    );
     let end = forward::run(&shared, conn, &mut control, &session).await;
     let moved = matches!(end, End::Moved);
+    let (event, reason) = match &end {
+        End::Ended { code, .. } if code.session_is_over() => ("end", code.as_str()),
+        End::Ended { code, .. } => ("detach", code.as_str()),
+        End::BrowserGone(why) => ("detach", *why),
+        End::Moved => ("detach", "another page took the session over"),
+    };
+    shared.audit.event(event, &audit().reason(reason));
     say_goodbye(&mut control.send, end, &span).await;
     if moved {
         // The page closes the link once it has read `moved`: closed from here first, it might see
@@ -291,12 +332,12 @@ const MOVED_LINGER: std::time::Duration = std::time::Duration::from_secs(10);
 async fn open(
     shared: &Arc<SessionContext>,
     control: &mut handshake::Control,
-    pre_authed: bool,
+    pre_authed: Option<crate::tokens::Who>,
     peer: SocketAddr,
     source: SourceKey,
 ) -> Result<Attached, Stop> {
     let t0 = std::time::Instant::now();
-    let Admitted { hello, slot } =
+    let Admitted { hello, slot, who } =
         handshake::admit(shared, control, pre_authed, peer, source).await?;
     let t1 = std::time::Instant::now();
     let target = target::attach(shared, &hello).await?;
@@ -313,6 +354,15 @@ async fn open(
             shared.registry.attach_bridge(target.addr, key_id)
         }
     };
+    // A read-only link never moves a session away from the page that drives it: it would end
+    // the driver's link (one client per mosh session).
+    if who.read_only() && attach.took_over {
+        return Err(handshake::Refusal::new(
+            crate::control::ErrorCode::BadRequest,
+            "this link's token is read-only: it cannot take over a session another page is using",
+        )
+        .into());
+    }
     // Where the time to `ready` goes (docs/BENCHMARKS.md, "Page load"), in microseconds.
     let us = |a: std::time::Instant, b: std::time::Instant| (b - a).as_micros() as u64;
     let t3 = std::time::Instant::now();
@@ -322,7 +372,7 @@ async fn open(
         rest_us = us(t2, t3),
         "session opened"
     );
-    Ok(Attached { hello, target, udp, attach, _slot: slot })
+    Ok(Attached { hello, who, target, udp, attach, _slot: slot })
 }
 
 fn ready(shared: &SessionContext, session: &Attached, max_datagram_size: usize) -> ServerMessage {

@@ -12,8 +12,21 @@ use crate::link::{RecvHalf, SendHalf};
 use crate::paste::{Onward, read_first_line, serve_upload};
 use crate::send::serve_download;
 
-/// Spawns the task that serves one stream of `target`'s session.
-pub(super) fn serve(shared: &SessionContext, target: &Target, send: SendHalf, mut recv: RecvHalf) {
+/// What a read-only link is told when it pastes or downloads.
+pub(super) const READ_ONLY: &str =
+    "this link's token is read-only: typing, resizing, pasting and downloads are refused";
+
+/// Spawns the task that serves one stream of `target`'s session, audited (`fields`: who, which
+/// session and link; the size and offer, never the content). A read-only link's stream is
+/// answered with a refusal, whichever it is.
+pub(super) fn serve(
+    shared: &SessionContext,
+    target: &Target,
+    send: SendHalf,
+    mut recv: RecvHalf,
+    fields: crate::audit::Fields,
+    read_only: bool,
+) {
     // A paste for a session on an ssh host is copied there.
     let onward: Onward = match (&shared.ssh, &target.ssh_host) {
         (Some(hosts), Some(host)) => Some((Arc::clone(hosts), host.clone())),
@@ -21,15 +34,58 @@ pub(super) fn serve(shared: &SessionContext, target: &Target, send: SendHalf, mu
     };
     let session = target.session.clone();
     let (pastes, offers) = (shared.pastes.clone(), Arc::clone(&shared.offers));
+    let audit = Arc::clone(&shared.audit);
+    if read_only {
+        tokio::spawn(async move { refuse(send, recv, &audit, fields).await });
+        return;
+    }
     tokio::spawn(async move {
         match read_first_line::<StreamRequest, _>(&mut recv).await {
             Ok((StreamRequest::Download(request), rest)) => {
+                audit.event("download", &fields.file(&request.download));
                 serve_download(offers, session, request, send, recv, rest).await;
             }
             Ok((StreamRequest::Upload(header), rest)) => {
+                audit.event("upload", &fields.bytes(header.size));
                 serve_upload(pastes, onward, send, recv, Ok((header, rest))).await;
             }
             Err(e) => serve_upload(pastes, onward, send, recv, Err(e)).await,
         }
     });
+}
+
+/// A read-only link's upload or download: refused with the stream's own error reply, logged
+/// and audited; nothing is stored or read.
+async fn refuse(
+    mut send: SendHalf,
+    mut recv: RecvHalf,
+    audit: &crate::audit::Audit,
+    fields: crate::audit::Fields,
+) {
+    use tern::relay_proto::{DownloadReply, UploadErrorCode, UploadReply};
+    use tokio::io::AsyncWriteExt;
+    let (what, line) = match read_first_line::<StreamRequest, _>(&mut recv).await {
+        Ok((StreamRequest::Download(_), _)) => (
+            "download",
+            tern::relay_proto::encode_line(&DownloadReply::Error {
+                message: READ_ONLY.into(),
+                gone: true,
+            }),
+        ),
+        _ => (
+            "paste",
+            UploadReply::Error {
+                error: UploadErrorCode::PasteUnavailable,
+                message: READ_ONLY.into(),
+            }
+            .to_line(),
+        ),
+    };
+    tracing::warn!(what, "a read-only link's {what} refused");
+    audit.event("refused", &fields.kind(what).reason("read-only"));
+    let _ = tokio::time::timeout(super::handshake::LINGER, async {
+        send.write_all(&line).await?;
+        send.finish().await
+    })
+    .await;
 }

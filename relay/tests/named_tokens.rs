@@ -1,0 +1,442 @@
+//! Issue 35: named tokens, read-only links and the audit trail, against the real relay and the
+//! real `tern-relay token` command. Each refusal is an attack performed: a revoked token's live
+//! links over WebTransport and the WebSocket, a read-only token typing (a command that would
+//! leave a file), resizing, pasting, seeding, answering and downloading over both transports.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use support::*;
+use tern::relay_client::{self, ConnectError, FailCode, Target, Verifier};
+use tern::relay_proto::websocket::Frame;
+use tern::relay_proto::{
+    CHALLENGE_PATH, CarriedPoint, ClientMessage, DownloadRequest, ErrorCode, INFO_PATH, LineBuffer,
+    Mode, ServerMessage, WEBSOCKET_PATH, decode,
+};
+use tern::session::{ClientSession, SessionConfig};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+/// `tern-relay token ARGS --state-dir STATE`: its stdout, or a panic with its stderr.
+fn token_cli(state: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tern-relay"))
+        .arg("token")
+        .args(args)
+        .arg("--state-dir")
+        .arg(state)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "token {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+/// `token add`: the token it printed once (and it printed the URL with it too).
+fn add_token(state: &Path, args: &[&str]) -> String {
+    let out = token_cli(state, &[&["add"], args].concat());
+    let token = out
+        .lines()
+        .find_map(|l| l.split("shown this once: ").nth(1))
+        .expect("the token is printed")
+        .trim()
+        .to_string();
+    assert!(out.contains(&format!("#token={token}")), "the URL to open is printed: {out}");
+    assert_eq!(tern::relay_proto::proof::token_id(&token).map(str::len), Some(12), "{token}");
+    token
+}
+
+fn random32() -> [u8; 32] {
+    let mut b = [0u8; 32];
+    getrandom::fill(&mut b).unwrap();
+    b
+}
+
+/// As the page connects (`relay_client`): greet naming the token's id, the relay's proof
+/// checked, the hello with the page's proof.
+async fn page_attempt(
+    relay: &TestRelay,
+    token: &str,
+) -> (wtransport::Connection, Control, Result<Ready, ConnectError>) {
+    let conn = connect(relay, None).await.expect("WebTransport connects");
+    let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
+    let verifier = Verifier::new(random32());
+    send.write_all(&verifier.greet(token).to_line()).await.unwrap();
+    let mut control = Control { send, reader: tern_relay::control::LineReader::new(recv) };
+    let line = tokio::time::timeout(Duration::from_secs(20), control.reader.next_line())
+        .await
+        .expect("an answer")
+        .ok();
+    let proof = match verifier.control_answer(token, line.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return (conn, control, Err(e)),
+    };
+    let target = Target { token: token.into(), bridge: None };
+    let mut hello = target.hello(Mode::Spawn, None, None, 1211);
+    hello.proof = Some(proof);
+    control.send.write_all(&ClientMessage::Hello(hello).to_line()).await.unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(20), control.reader.next_line())
+        .await
+        .expect("an answer")
+        .ok();
+    let ready = relay_client::answer(line.as_deref());
+    (conn, control, ready)
+}
+
+/// As the page asks the API: a challenge naming the token's id, then the request.
+async fn page_api(relay: &TestRelay, token: &str, route: &str) -> Result<u16, ConnectError> {
+    let verifier = Verifier::new(random32());
+    let request = tern::relay_proto::encode(&verifier.request(token));
+    let (status, body) = http_post(relay.addr(), CHALLENGE_PATH, None, &request).await;
+    let authorization = verifier.http_answer(token, status, body.as_bytes())?;
+    Ok(http_get_authorized(relay.addr(), route, &authorization).await.0)
+}
+
+/// A WebSocket link as a native client opens it (the token offered as a subprotocol and in the
+/// hello), with its `ready`.
+async fn ws_session(relay: &TestRelay, token: &str) -> (Ws, LineBuffer, Ready) {
+    let addr = relay.addr();
+    let mut request = format!("ws://{addr}{WEBSOCKET_PATH}").into_client_request().unwrap();
+    let h = request.headers_mut();
+    h.insert("origin", HeaderValue::from_str(&format!("http://{addr}")).unwrap());
+    let protocols = format!("tern, tern-token.{token}");
+    h.insert("sec-websocket-protocol", HeaderValue::from_str(&protocols).unwrap());
+    h.insert("user-agent", HeaderValue::from_static("named-tokens-test/1"));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::client_async(request, tcp).await.expect("upgrade");
+    let hello = ClientMessage::Hello(spawn_hello(Some(token), None));
+    ws_send(&mut ws, Frame::Control(&hello.to_line())).await;
+    let mut lines = LineBuffer::new(64 * 1024);
+    let ready = match ws_control(&mut ws, &mut lines, Duration::from_secs(20)).await {
+        Some(ServerMessage::Ready(r)) => r,
+        other => panic!("expected ready, got {other:?}"),
+    };
+    (ws, lines, ready)
+}
+
+async fn ws_send(ws: &mut Ws, frame: Frame<'_>) {
+    ws.send(Message::Binary(frame.encode().into())).await.unwrap();
+}
+
+/// The next control message within `wait` (`None`: none, or the link closed).
+async fn ws_control(ws: &mut Ws, lines: &mut LineBuffer, wait: Duration) -> Option<ServerMessage> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        if let Some(line) = lines.next_line().unwrap() {
+            return Some(decode(&line).expect("a control line"));
+        }
+        let next = tokio::time::timeout_at(deadline, ws.next()).await.ok()??;
+        match next {
+            Ok(Message::Binary(b)) => {
+                if let Ok(Frame::Control(c)) = Frame::decode(&b) {
+                    lines.push(c);
+                }
+            }
+            Ok(Message::Close(_)) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// The next control message that is not `refused` ... or is: messages until `pick` holds.
+async fn wt_until(
+    control: &mut Control,
+    wait: Duration,
+    pick: impl Fn(&ServerMessage) -> bool,
+) -> Option<ServerMessage> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let m = control.try_next(left).await?;
+        if pick(&m) {
+            return Some(m);
+        }
+    }
+}
+
+async fn ws_until(
+    ws: &mut Ws,
+    lines: &mut LineBuffer,
+    wait: Duration,
+    pick: impl Fn(&ServerMessage) -> bool,
+) -> Option<ServerMessage> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let m = ws_control(ws, lines, left).await?;
+        if pick(&m) {
+            return Some(m);
+        }
+    }
+}
+
+fn refused(what: &'static str) -> impl Fn(&ServerMessage) -> bool {
+    move |m| matches!(m, ServerMessage::Refused { what: w, message } if w == what && message.contains("read-only"))
+}
+
+fn ended_bad_token(m: &ServerMessage) -> bool {
+    matches!(m, ServerMessage::Ended { code: ErrorCode::BadToken, .. })
+}
+
+fn audit_lines(state: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(state.join("audit.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each audit line is JSON"))
+        .collect()
+}
+
+fn has_event(lines: &[serde_json::Value], event: &str, who: &str, more: &[(&str, &str)]) -> bool {
+    lines
+        .iter()
+        .any(|l| l["event"] == event && l["who"] == who && more.iter().all(|(k, v)| l[*k] == *v))
+}
+
+#[tokio::test]
+async fn named_tokens_are_added_listed_revoked_and_expire_closing_live_links_on_both_transports() {
+    require_mosh_server();
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let owner = test_token("owner");
+    let relay = TestRelay::start(spawn_config(state.path(), &owner)).await;
+    let laptop = add_token(state.path(), &["laptop"]);
+    let brief = add_token(state.path(), &["brief", "--expires", "3s"]);
+    let mode = std::fs::metadata(state.path().join("tokens.json")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the token file is private");
+    let stored = std::fs::read_to_string(state.path().join("tokens.json")).unwrap();
+    for t in [&laptop, &brief] {
+        assert!(!stored.contains(t.rsplit('.').next().unwrap()), "no token's secret is stored");
+    }
+
+    // The page's way, over WebTransport: greet with the id, proofs under the token's verifier.
+    let (_conn, mut control, ready) = page_attempt(&relay, &laptop).await;
+    let ready = ready.expect("a named token opens a session");
+    // It can type: the shell runs what it sends.
+    let conn2 = connect(&relay, None).await.unwrap();
+    let (_c, reply) = hello(&conn2, spawn_hello(Some(&laptop), Some(&ready.session))).await;
+    let resumed = expect_ready(reply);
+    let mut mosh = MoshOverRelay::new(conn2, _c, &resumed.key.clone().unwrap(), 1200);
+    mosh.type_bytes(b"echo laptop-$((40+2))\n");
+    assert!(
+        mosh.run_until(Duration::from_secs(15), |s| s.server_state().contains(b"laptop-42")).await
+    );
+    // A paste begins: audited with its size (its content never is).
+    let (_paste, _answer) = open_upload(&mosh.conn, &"ef".repeat(32), 4).await;
+    // The API, the page's way; and the WebSocket, a native client's way.
+    assert_eq!(page_api(&relay, &laptop, INFO_PATH).await.unwrap(), 200);
+    let (mut ws, mut lines, _) = ws_session(&relay, &laptop).await;
+
+    // The relay writes when each token was last used within a watch interval: wait for it.
+    let used = state.path().join("tokens-used.json");
+    let laptop_id = tern::relay_proto::proof::token_id(&laptop).unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&used).is_ok_and(|u| u.contains(&laptop_id)) {
+        assert!(Instant::now() < deadline, "the last use is written");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let list = token_cli(state.path(), &["list"]);
+    assert!(list.contains("laptop") && list.contains("read-write"), "{list}");
+    assert!(list.contains("brief") && list.lines().count() == 3, "{list}");
+    // When each was last used: the relay wrote laptop's (created and last used are both dates);
+    // brief was never used yet.
+    let line = |name: &str| list.lines().find(|l| l.starts_with(name)).unwrap().to_string();
+    assert!(line("laptop").matches("Z ").count() >= 2, "{list}");
+    assert!(line("brief").contains("never"), "{list}");
+
+    // Revoked: every live link of the token ends within a second, over both transports.
+    token_cli(state.path(), &["revoke", "laptop"]);
+    let revoked_at = Instant::now();
+    let wt = wt_until(&mut mosh.control, Duration::from_secs(1), ended_bad_token).await;
+    assert!(wt.is_some(), "the WebTransport link ended within a second");
+    let ws_end = ws_until(&mut ws, &mut lines, Duration::from_secs(1), ended_bad_token).await;
+    assert!(ws_end.is_some(), "the WebSocket link ended within a second");
+    println!("links closed {:?} after the revoke returned", revoked_at.elapsed());
+    // The page's first link was moved off by the second; it holds no session. A new attempt
+    // with the revoked token is refused, plainly; the API too.
+    drop(control.send.finish().await);
+    let (_c, _ctl, again) = page_attempt(&relay, &laptop).await;
+    match again {
+        // The page says its own words for a token the relay refuses.
+        Err(ConnectError::Fatal { code: FailCode::BadToken, .. }) => {}
+        other => panic!("a revoked token is refused: {other:?}"),
+    }
+    let (status, _) = http_post(
+        relay.addr(),
+        CHALLENGE_PATH,
+        None,
+        &tern::relay_proto::encode(&Verifier::new(random32()).request(&laptop)),
+    )
+    .await;
+    assert_eq!(status, 401);
+
+    // Expiry: a live link of a token that expires ends when it does.
+    let (_conn3, mut control3, ready3) = page_attempt(&relay, &brief).await;
+    ready3.expect("the brief token works before it expires");
+    let end = wt_until(&mut control3, Duration::from_secs(8), ended_bad_token).await;
+    match end {
+        Some(ServerMessage::Ended { message, .. }) => assert!(message.contains("expired")),
+        other => panic!("the expiring token's link ends: {other:?}"),
+    }
+    let (_c, _ctl, late) = page_attempt(&relay, &brief).await;
+    assert!(late.is_err(), "an expired token opens nothing");
+
+    // The audit trail: added, revoked, attached, ended, refused; never a token or key.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let audit = audit_lines(state.path());
+    assert!(has_event(&audit, "token_added", "laptop", &[]), "{audit:?}");
+    assert!(has_event(&audit, "token_revoked", "laptop", &[]), "{audit:?}");
+    assert!(has_event(&audit, "attach", "laptop", &[("link", "webtransport")]), "{audit:?}");
+    assert!(has_event(&audit, "detach", "laptop", &[("link", "websocket")]), "{audit:?}");
+    assert!(has_event(&audit, "attach", "brief", &[]), "{audit:?}");
+    assert!(has_event(&audit, "upload", "laptop", &[("link", "webtransport")]), "{audit:?}");
+    assert!(audit.iter().any(|l| l["event"] == "refused"), "{audit:?}");
+    assert!(
+        has_event(&audit, "attach", "laptop", &[("agent", "named-tokens-test/1")]),
+        "the browser is named: {audit:?}"
+    );
+    let text = std::fs::read_to_string(state.path().join("audit.log")).unwrap();
+    for secret in [&owner, &laptop, &brief, &ready.key.clone().unwrap()] {
+        assert!(!text.contains(secret.as_str()), "a secret in the audit trail");
+        assert!(!text.contains(secret.rsplit('.').next().unwrap()), "a secret in the audit trail");
+    }
+    assert!(!text.contains("laptop-42") && !text.contains("echo"), "no typed text or screen");
+    let mode = std::fs::metadata(state.path().join("audit.log")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let printed = std::process::Command::new(env!("CARGO_BIN_EXE_tern-relay"))
+        .args(["audit", "--since", "1h", "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&printed.stdout);
+    assert!(printed.contains("token_revoked"), "tern-relay audit prints it: {printed}");
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn a_read_only_token_cannot_type_resize_paste_seed_answer_or_download_on_either_transport() {
+    require_mosh_server();
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let owner = test_token("owner");
+    let relay = TestRelay::start(spawn_config(state.path(), &owner)).await;
+    let viewer = add_token(state.path(), &["viewer", "--read-only"]);
+    let list = token_cli(state.path(), &["list"]);
+    assert!(list.contains("viewer") && list.contains("read-only"), "{list}");
+    let marker = state.path().join("typed-by-a-read-only-link");
+
+    // WebTransport: the attack, as a mosh client would make it.
+    let conn = connect(&relay, None).await.unwrap();
+    let (control, reply) = hello(&conn, spawn_hello(Some(&viewer), None)).await;
+    let ready = expect_ready(reply);
+    let key = ready.key.clone().unwrap();
+    let mut mosh = MoshOverRelay::new(conn, control, &key, 1200);
+    mosh.type_bytes(format!("touch {}\n", marker.display()).as_bytes());
+    mosh.resize(120, 40);
+    let m = wt_until(&mut mosh.control, Duration::from_secs(10), refused("input")).await;
+    assert!(m.is_some(), "typing is refused and the page told");
+    let seed = ClientMessage::Seed { point: CarriedPoint::from_text("not-a-point") };
+    mosh.control.send.write_all(&seed.to_line()).await.unwrap();
+    assert!(wt_until(&mut mosh.control, Duration::from_secs(10), refused("seed")).await.is_some());
+    let answer = ClientMessage::Answer {
+        id: "0".repeat(32),
+        answer: tern::relay_proto::OfferAnswer::Dismissed,
+    };
+    mosh.control.send.write_all(&answer.to_line()).await.unwrap();
+    assert!(
+        wt_until(&mut mosh.control, Duration::from_secs(10), refused("answer")).await.is_some()
+    );
+    // A paste and a download: each stream answered with the refusal.
+    let (_s, mut recv) = open_upload(&mosh.conn, &"ab".repeat(32), 10).await;
+    let reply = read_line(&mut recv).await;
+    assert!(reply.contains("error") && reply.contains("read-only"), "{reply}");
+    let (mut send, mut recv) = mosh.conn.open_bi().await.unwrap().await.unwrap();
+    let request = DownloadRequest { download: "0".repeat(32), from: 0 };
+    send.write_all(&tern::relay_proto::encode_line(&request)).await.unwrap();
+    let reply = read_line(&mut recv).await;
+    assert!(reply.contains("error") && reply.contains("read-only"), "{reply}");
+
+    // The WebSocket: the same attacks.
+    let (mut ws, mut lines, ws_ready) = ws_session(&relay, &viewer).await;
+    let ws_key = ws_ready.key.clone().unwrap();
+    let mut config = SessionConfig::new(ws_key.parse().unwrap(), 80, 24);
+    config.mtu = 1200;
+    let mut client =
+        ClientSession::<tern::session::HostLog>::new(config, tern::time::Instant::ZERO);
+    client.handle_input(
+        tern::time::Instant::from_micros(1000),
+        format!("touch {}\n", marker.display()).as_bytes(),
+    );
+    while let Some(d) = client.poll_transmit() {
+        ws_send(&mut ws, Frame::Datagram(&d)).await;
+    }
+    assert!(
+        ws_until(&mut ws, &mut lines, Duration::from_secs(10), refused("input")).await.is_some()
+    );
+    ws_send(&mut ws, Frame::Control(&seed.to_line())).await;
+    assert!(
+        ws_until(&mut ws, &mut lines, Duration::from_secs(10), refused("seed")).await.is_some()
+    );
+    ws_send(&mut ws, Frame::Open(4)).await;
+    let header = serde_json::json!({"hash": "cd".repeat(32), "size": 10, "mime": "text/plain"});
+    ws_send(&mut ws, Frame::Data(4, format!("{header}\n").as_bytes())).await;
+    let mut stream_reply = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !stream_reply.contains('\n') {
+        let Ok(Some(Ok(Message::Binary(b)))) = tokio::time::timeout_at(deadline, ws.next()).await
+        else {
+            panic!("no answer on the WebSocket's upload stream: {stream_reply:?}")
+        };
+        if let Ok(Frame::Data(4, d)) = Frame::decode(&b) {
+            stream_reply.push_str(&String::from_utf8_lossy(d));
+        }
+    }
+    assert!(stream_reply.contains("read-only"), "{stream_reply}");
+
+    // Nothing they sent reached the shell: the command never ran.
+    mosh.run_until(Duration::from_secs(3), |_| false).await;
+    assert!(!marker.exists(), "a read-only link's typing ran in the shell");
+
+    // Each refusal is logged in the audit trail, per transport; no secret is.
+    let audit = audit_lines(state.path());
+    for (kind, link) in [
+        ("input", "webtransport"),
+        ("seed", "webtransport"),
+        ("answer", "webtransport"),
+        ("paste", "webtransport"),
+        ("download", "webtransport"),
+        ("input", "websocket"),
+        ("seed", "websocket"),
+        ("paste", "websocket"),
+    ] {
+        assert!(
+            has_event(&audit, "refused", "viewer", &[("kind", kind), ("link", link)]),
+            "{kind} over {link} audited: {audit:?}"
+        );
+    }
+    assert!(has_event(&audit, "attach", "viewer", &[("kind", "read-only")]), "{audit:?}");
+    let text = std::fs::read_to_string(state.path().join("audit.log")).unwrap();
+    for secret in [&owner, &viewer, &key, &ws_key] {
+        assert!(!text.contains(secret.as_str()), "a secret in the audit trail");
+    }
+    assert!(!text.contains("touch"), "typed text in the audit trail");
+    assert!(logs().contains("read-only link's request refused"), "the refusal is logged");
+
+    // Reading stays open to it: the session list (the relay's copy) over the API.
+    assert_eq!(page_api(&relay, &viewer, tern::relay_proto::SESSIONS_PATH).await.unwrap(), 200);
+    relay.stop().await;
+}
+
+async fn read_line(recv: &mut wtransport::RecvStream) -> String {
+    let mut reader = tern_relay::control::LineReader::new(recv);
+    let line = tokio::time::timeout(Duration::from_secs(10), reader.next_line())
+        .await
+        .expect("an answer within 10 s")
+        .expect("a line");
+    String::from_utf8_lossy(&line).into_owned()
+}
