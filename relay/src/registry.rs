@@ -165,6 +165,18 @@ impl Registry {
     /// The entry of a spawned session, created from its record (and saved copy) when the relay
     /// first hears of it. `new_spawn`: the server was spawned just now, so the copy starts blank.
     fn spawned(&self, store: &StateStore, record: &SessionRecord, new_spawn: bool) -> Arc<Entry> {
+        self.spawned_from(store, record, new_spawn, None)
+    }
+
+    /// [`spawned`](Self::spawned); `first`: where the relay's own client of the new server (a
+    /// pre-started spare) stopped, the copy's start.
+    fn spawned_from(
+        &self,
+        store: &StateStore,
+        record: &SessionRecord,
+        new_spawn: bool,
+        first: Option<&ResumePoint>,
+    ) -> Arc<Entry> {
         let mut entries = self.lock();
         if let Some(e) = entries.get(&record.id) {
             return Arc::clone(e);
@@ -173,6 +185,9 @@ impl Registry {
         let now = self.now();
         let saved = if new_spawn { None } else { store.load_shadow(&record.id) };
         let restored = key.as_ref().and_then(|k| {
+            if let Some(point) = first {
+                return Some((Shadow::from_point(k, point, now).ok()?, record.created));
+            }
             let (point, last_active) = decode_saved(saved.as_deref()?)?;
             Some((Shadow::from_point(k, &point, now).ok()?, last_active))
         });
@@ -214,6 +229,20 @@ impl Registry {
     ) -> Attach {
         let entry = self.spawned(store, record, !resuming);
         self.attach(entry, resuming)
+    }
+
+    /// A page attaches to a new session whose shell the relay released as its first client (a
+    /// pre-started warm spare): like a resume, it continues from the relay's copy, which starts
+    /// at `first`. The record's `seq_reserved` is at or above `first.next_seq` (every number the
+    /// relay's client used), so the page's floor is above them all.
+    pub fn attach_prestarted(
+        &self,
+        store: &StateStore,
+        record: &SessionRecord,
+        first: &ResumePoint,
+    ) -> Attach {
+        let entry = self.spawned_from(store, record, true, Some(first));
+        self.attach(entry, true)
     }
 
     /// A page attaches to a mosh-server named in bridge mode (the key is the page's: the relay

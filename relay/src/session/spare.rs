@@ -23,12 +23,29 @@
 //!   until taken; none is made while `--max-spawned` mosh-servers run.
 //! - Ended when the relay stops; a relay that dies leaves it to mosh-server's own 60 s.
 //! - `--no-spare` turns it off.
+//!
+//! Pre-started shell (unless `--no-spare-prestart`): mosh-server runs its command only when a
+//! first client state arrives, so a spare left waiting would still start the recorder and the
+//! shell (bash reading its start files: hundreds of ms) after the page's first datagram. The
+//! relay is the spare's first client instead ([`tern::session::Prestart`]): from the very UDP
+//! socket the session will forward the page's datagrams on (mosh-server's remote address does
+//! not change), it sends one state (a window size) as soon as the spare is made, so the shell
+//! starts then and its prompt is on the server's screen before any page asks. The page that takes
+//! the spare continues from that client's point as a page that resumes a session does (the
+//! registry's copy starts from it: `ready.point`, states numbered above the relay's, sequence
+//! numbers from the floor above every one the relay used), and its first state carries its own
+//! size. The shell ran nothing but its start files: the spare is still a fresh session, started
+//! a little earlier (at most [`ROTATE_AFTER`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tern::session::{Prestart, ResumePoint};
+use tokio::net::UdpSocket;
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::SessionContext;
 use crate::spawn::{Spawned, spawn_mosh_server};
@@ -53,17 +70,53 @@ const REPLACE_AFTER: Duration = Duration::from_secs(1);
 /// After a failed start, the wait before the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(10);
 
+/// The window size the relay releases a spare's shell with (the page's own follows at once).
+const PRESTART_SIZE: (u16, u16) = (80, 24);
+
 /// A started mosh-server no page has used yet. No `Debug`: the key is inside.
 pub(super) struct Warm {
     pub id: String,
     pub spawned: Spawned,
     born: Instant,
+    /// The relay as its first client (the shell runs), unless `--no-spare-prestart`.
+    prestart: Option<Driving>,
+}
+
+/// A spare's shell, released: the client task, which hands back its socket and client when the
+/// guard goes (dropping the guard alone stops it).
+struct Driving {
+    stop: DropGuard,
+    task: JoinHandle<(UdpSocket, Prestart)>,
+}
+
+/// What a page takes over from a pre-started spare: the socket the relay sent from and the
+/// point its client stopped at.
+pub(super) struct Released {
+    pub udp: UdpSocket,
+    pub point: ResumePoint,
+}
+
+impl Warm {
+    /// Stops the relay's client of this spare (if any) and returns where a page continues.
+    pub(super) async fn release(&mut self) -> Option<Released> {
+        let Driving { stop, task } = self.prestart.take()?;
+        drop(stop);
+        match task.await {
+            Ok((udp, client)) => Some(Released { udp, point: client.hand_over() }),
+            Err(e) => {
+                tracing::warn!("the warm spare's client task failed: {e}");
+                None
+            }
+        }
+    }
 }
 
 /// The spare's slot and the demand for it, shared by the sessions and the keeper task.
 #[derive(Debug)]
 pub(crate) struct Spare {
     enabled: bool,
+    /// Release the spare's shell ahead (see the module documentation).
+    prestart: bool,
     inner: Mutex<Inner>,
     wake: Notify,
 }
@@ -86,9 +139,9 @@ impl std::fmt::Debug for Inner {
 }
 
 impl Spare {
-    /// `enabled`: spawn mode without `--no-spare`.
-    pub(crate) fn new(enabled: bool) -> Self {
-        Spare { enabled, inner: Mutex::new(Inner::default()), wake: Notify::new() }
+    /// `enabled`: spawn mode without `--no-spare`; `prestart`: without `--no-spare-prestart`.
+    pub(crate) fn new(enabled: bool, prestart: bool) -> Self {
+        Spare { enabled, prestart, inner: Mutex::new(Inner::default()), wake: Notify::new() }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -175,7 +228,9 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
             match spawn_mosh_server(&spec).await {
                 Ok(spawned) => {
                     tracing::debug!(pid = ?spawned.pid, took_ms = started.elapsed().as_millis() as u64, "warm spare ready");
-                    let old = spare.lock().warm.replace(Warm { id, spawned, born: Instant::now() });
+                    let prestart = if spare.prestart { release(&spawned).await } else { None };
+                    let warm = Warm { id, spawned, born: Instant::now(), prestart };
+                    let old = spare.lock().warm.replace(warm);
                     end(old);
                 }
                 Err(e) => {
@@ -208,7 +263,80 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
     end(spare.lock().warm.take());
 }
 
-/// Ends a spare's mosh-server (its waiting child goes with it: the pty closes).
+/// Starts the relay's client of a just-started spare: its first datagram releases the shell.
+async fn release(spawned: &Spawned) -> Option<Driving> {
+    let Ok(key) = spawned.key.parse::<tern::wire::Key>() else {
+        tracing::warn!("the warm spare's key does not parse; its shell starts with the page");
+        return None;
+    };
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], spawned.port));
+    let udp = match super::target::connect_udp(addr).await {
+        Ok(udp) => udp,
+        Err(e) => {
+            tracing::warn!("no socket for the warm spare's client: {}", e.message);
+            return None;
+        }
+    };
+    let epoch = std::time::Instant::now();
+    let client = Prestart::new(key, PRESTART_SIZE.0, PRESTART_SIZE.1, tern::time::Instant::ZERO);
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(drive(udp, client, stop.clone(), epoch));
+    Some(Driving { stop: stop.drop_guard(), task })
+}
+
+/// The relay's client of a spare until a page takes it (or the spare ends): sends what the client
+/// sends, hands it what the server sends. Then what already came is taken in too, and the socket
+/// and the client are handed back.
+async fn drive(
+    udp: UdpSocket,
+    mut client: Prestart,
+    stop: CancellationToken,
+    epoch: std::time::Instant,
+) -> (UdpSocket, Prestart) {
+    let now = || tern::time::Instant::from_micros(epoch.elapsed().as_micros() as u64);
+    let mut buf = vec![0u8; 65_536];
+    let mut released = false;
+    loop {
+        while let Some(datagram) = client.poll_transmit() {
+            // A lost datagram is sent again by the client's timer, as on any link.
+            let _ = udp.send(&datagram).await;
+        }
+        if !released && client.has_heard_server() {
+            released = true;
+            tracing::debug!(
+                after_us = epoch.elapsed().as_micros() as u64,
+                "warm spare's shell released"
+            );
+        }
+        let wake = client
+            .poll_timeout()
+            .map(|t| Instant::from_std(epoch + Duration::from_micros(t.as_micros())));
+        let timer = async {
+            match wake {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            got = udp.recv(&mut buf) => match got {
+                Ok(n) => client.handle_datagram(now(), &buf[..n]),
+                // An ICMP error (the server is gone): nothing to take in; the spare's pid check
+                // keeps a dead one from being handed out.
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            },
+            _ = timer => client.handle_timeout(now()),
+        }
+    }
+    while let Ok(n) = udp.try_recv(&mut buf) {
+        client.handle_datagram(now(), &buf[..n]);
+    }
+    (udp, client)
+}
+
+/// Ends a spare's mosh-server (its waiting child goes with it: the pty closes) and the relay's
+/// client of it.
 fn end(warm: Option<Warm>) {
     let Some(pid) = warm.and_then(|w| w.spawned.pid) else { return };
     if !crate::state::pid_alive(pid) {
