@@ -395,7 +395,7 @@ fn the_flag_is_documented() {
         .output()
         .expect("tern-relay --help runs");
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(help.contains("--no-spare "), "{help}");
+    assert!(help.contains("--no-spare\n"), "{help}");
     assert!(help.contains("--no-spare-prestart"), "{help}");
 }
 
