@@ -124,6 +124,11 @@ async fn wait_for_spare(state: &Path, wait: Duration) -> Option<u32> {
     }
 }
 
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// The bash under a spare's mosh-server (through the recorder), once it runs. Waits for it.
 async fn wait_for_shell(server: u32, wait: Duration) -> Option<u32> {
     let deadline = tokio::time::Instant::now() + wait;
@@ -298,6 +303,8 @@ async fn a_spare_is_indistinguishable_from_a_fresh_spawn_and_is_no_session() {
     let next = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("next spare");
     assert_ne!(next, spare);
     assert_eq!(wait_for_count(state.path(), 3).await.len(), 3, "two sessions and the next spare");
+    // Its shell runs once the relay holds it ready (the process is in /proc a moment before).
+    wait_for_shell(next, Duration::from_secs(10)).await.expect("the next spare's shell");
     let (_c, third) = new_session(&relay, state.path(), &token, out.path(), 90, 30).await;
     assert_eq!(third.server_pid, next);
     assert_eq!(third.size, "30 90");
@@ -340,6 +347,69 @@ async fn without_prestart_the_spares_shell_starts_with_the_page() {
     assert_eq!(warm.server_pid, spare);
     assert!(warm.shell_start >= warm.hello_at, "{} < {}", warm.shell_start, warm.hello_at);
     assert_eq!((warm.size.as_str(), warm.histcmd.as_str()), ("37 101", "1"));
+    relay.stop().await;
+}
+
+/// A pre-started spare has a client (the relay), so mosh-server's own exit when no client came
+/// within 60 s never comes: a relay that dies (SIGKILL) leaves it running, recorded nowhere. The
+/// next relay on the state directory ends it.
+#[tokio::test]
+async fn a_spare_left_by_a_relay_that_died_is_ended_by_the_next() {
+    require_bash();
+    use std::io::BufRead as _;
+    let token = test_token("deadrelay");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tern-relay"))
+        .args(["--listen", "127.0.0.1:0", "--print-url", "--state-dir"])
+        .arg(state.path())
+        .args(["--", "/usr/bin/env", "HISTFILE=/dev/null", "bash", "--norc", "--noprofile", "-i"])
+        .env("TERN_RELAY_TOKEN", &token)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let url = line.trim().strip_prefix("Open ").expect("`Open URL`").to_owned();
+    let addr: std::net::SocketAddr =
+        url.split("://").nth(1).and_then(|r| r.split(['/', '#']).next()).unwrap().parse().unwrap();
+    // Killed however this test ends.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Reap(child);
+    let (status, _) = http_get(addr, "/api/info", Some(&token)).await;
+    assert_eq!(status, 200);
+    // The detached daemon (its parent is init), not the `mosh-server new` that forks it: that
+    // one's parent is the relay, not this test process, so `wait_for_spare` may see it first.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let spare = loop {
+        let found = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("a spare");
+        if parent_of(found) == Some(1) {
+            break found;
+        }
+        assert!(std::time::Instant::now() < deadline, "no detached spare");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let shell = wait_for_shell(spare, Duration::from_secs(10)).await.expect("its shell");
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(alive(spare) && alive(shell), "the dead relay's spare runs on");
+
+    let relay = TestRelay::start(spare_config(state.path(), &token)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while (alive(spare) || alive(shell)) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(spare), "the left spare's mosh-server {spare} still runs");
+    assert!(!alive(shell), "the left spare's shell {shell} still runs");
     relay.stop().await;
 }
 

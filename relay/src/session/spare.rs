@@ -49,6 +49,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::SessionContext;
 use crate::spawn::{Spawned, spawn_mosh_server};
+use crate::state::StateStore;
 
 /// How long after the last demand a spare is kept.
 pub(crate) const WARM_FOR: Duration = Duration::from_secs(10 * 60);
@@ -159,7 +160,7 @@ impl Spare {
 
     /// The ready spare, if there is one and its mosh-server still runs; the keeper starts the
     /// next one.
-    pub(super) fn take(&self) -> Option<Warm> {
+    pub(super) fn take(&self, state: &StateStore) -> Option<Warm> {
         if !self.enabled {
             return None;
         }
@@ -169,13 +170,18 @@ impl Spare {
             let warm = inner.warm.take();
             if warm.is_some() {
                 inner.taken = Some(Instant::now());
+                // A session now (its record follows): a restarted relay must not end it.
+                forget(state);
             }
             warm
         };
         self.wake.notify_one();
         let warm = warm?;
         match warm.spawned.pid {
-            Some(pid) if !crate::state::pid_alive(pid) => None,
+            Some(pid) if !crate::state::pid_alive(pid) => {
+                crate::history::remove(state.dir(), &warm.id);
+                None
+            }
             _ => Some(warm),
         }
     }
@@ -187,6 +193,7 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
     let Some(state) = shared.state.as_ref().filter(|_| spare.enabled) else { return };
     let shutdown = shared.shutdown.clone();
     let rotate = rotate_after(shared.settings.targets.spawn.idle_timeout);
+    end_left_over(state);
     loop {
         if shutdown.is_cancelled() {
             break;
@@ -200,7 +207,11 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
         let now = Instant::now();
         if warm_until.is_none_or(|t| t <= now) {
             // Cold: end what is there and wait for the next demand.
-            end(spare.lock().warm.take());
+            let cold = spare.lock().warm.take();
+            if cold.is_some() {
+                forget(state);
+            }
+            end(state, cold);
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = spare.wake.notified() => continue,
@@ -229,9 +240,10 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
                 Ok(spawned) => {
                     tracing::debug!(pid = ?spawned.pid, took_ms = started.elapsed().as_millis() as u64, "warm spare ready");
                     let prestart = if spare.prestart { release(&spawned).await } else { None };
+                    note(state, spawned.pid);
                     let warm = Warm { id, spawned, born: Instant::now(), prestart };
                     let old = spare.lock().warm.replace(warm);
-                    end(old);
+                    end(state, old);
                 }
                 Err(e) => {
                     tracing::warn!("starting the warm spare failed: {e:#}");
@@ -255,12 +267,62 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
                     let old = inner.warm.take();
                     drop(inner);
                     tracing::debug!("warm spare replaced (mosh-server waits 60 s for a client)");
-                    end(old);
+                    end(state, old);
                 }
             }
         }
     }
-    end(spare.lock().warm.take());
+    let last = spare.lock().warm.take();
+    if last.is_some() {
+        forget(state);
+    }
+    end(state, last);
+}
+
+/// Where the spare's pid and start time are noted (`<state dir>/spare`, beside `sessions/`): a
+/// pre-started spare has a client, so mosh-server's own exit when none came within 60 s never
+/// comes, and one left by a relay that died would run on, recorded nowhere. The next relay ends it.
+fn note_path(state: &StateStore) -> Option<std::path::PathBuf> {
+    Some(state.dir().parent()?.join("spare"))
+}
+
+/// A process's start time (clock ticks since boot): with the pid, it names one process for good.
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn note(state: &StateStore, pid: Option<u32>) {
+    let (Some(path), Some(pid)) = (note_path(state), pid) else { return };
+    let Some(start) = start_ticks(pid) else { return };
+    if let Err(e) = std::fs::write(&path, format!("{pid} {start}\n")) {
+        tracing::debug!("cannot note the warm spare: {e}");
+    }
+}
+
+fn forget(state: &StateStore) {
+    if let Some(path) = note_path(state) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Ends the spare a relay before this one left running (it died without ending it).
+fn end_left_over(state: &StateStore) {
+    let Some(path) = note_path(state) else { return };
+    let Ok(text) = std::fs::read_to_string(&path) else { return };
+    let _ = std::fs::remove_file(&path);
+    let mut fields = text.split_whitespace().map(str::parse::<u64>);
+    let (Some(Ok(pid)), Some(Ok(start))) = (fields.next(), fields.next()) else { return };
+    let Ok(pid) = u32::try_from(pid) else { return };
+    // The same process (not another that got its pid since), and no session's.
+    let recorded = state.alive().iter().any(|r| r.pid == Some(pid));
+    if start_ticks(pid) != Some(start) || recorded {
+        return;
+    }
+    let Some(raw) = rustix::process::Pid::from_raw(pid as i32) else { return };
+    if rustix::process::kill_process(raw, rustix::process::Signal::TERM).is_ok() {
+        tracing::info!(pid, "ended the warm spare a previous relay left running");
+    }
 }
 
 /// Starts the relay's client of a just-started spare: its first datagram releases the shell.
@@ -335,10 +397,22 @@ async fn drive(
     (udp, client)
 }
 
-/// Ends a spare's mosh-server (its waiting child goes with it: the pty closes) and the relay's
-/// client of it.
-fn end(warm: Option<Warm>) {
-    let Some(pid) = warm.and_then(|w| w.spawned.pid) else { return };
+/// Ends a spare's mosh-server (its child goes with it: the pty closes) and the relay's client of
+/// it, and removes what its recorder wrote (a pre-started spare's shell drew its prompt): no
+/// session, no history. The recorder may write once more as it goes, so the files are removed
+/// again a moment later.
+fn end(state: &StateStore, warm: Option<Warm>) {
+    let Some(warm) = warm else { return };
+    let dir = state.dir().to_path_buf();
+    crate::history::remove(&dir, &warm.id);
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        let id = warm.id.clone();
+        handle.spawn(async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            crate::history::remove(&dir, &id);
+        });
+    }
+    let Some(pid) = warm.spawned.pid else { return };
     if !crate::state::pid_alive(pid) {
         return;
     }

@@ -247,7 +247,7 @@ async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Re
     let _guard = shared.spawn_lock.lock().await;
     check_spawn_limit(shared, state)?;
     // The spare was started as this very spawn would start it, with its id chosen then.
-    if let Some(mut warm) = shared.spare.take() {
+    if let Some(mut warm) = shared.spare.take(state) {
         tracing::debug!(pid = ?warm.spawned.pid, "took the warm spare");
         // Its shell runs already when the relay released it: the page continues from the relay's
         // client, whose sequence numbers are reserved (the record's bound is above them all).
