@@ -81,6 +81,27 @@ pub(super) struct Warm {
     born: Instant,
     /// The relay as its first client (the shell runs), unless `--no-spare-prestart`.
     prestart: Option<Driving>,
+    /// Ends the mosh-server when the spare is dropped untaken, however that happens (the relay
+    /// dropped without its keeper's last turn, as a test or a panic does): a pre-started spare
+    /// has a client, so mosh-server's own exit when none came within 60 s never comes.
+    reaper: Reaper,
+}
+
+/// See [`Warm::reaper`]; `None` once a page took the spare.
+struct Reaper(Option<u32>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let Some(pid) = self.0.take() else { return };
+        if !crate::state::pid_alive(pid) {
+            return;
+        }
+        let Some(pid) = rustix::process::Pid::from_raw(pid as i32) else { return };
+        match rustix::process::kill_process(pid, rustix::process::Signal::TERM) {
+            Ok(()) => tracing::debug!(pid = pid.as_raw_nonzero().get(), "warm spare ended"),
+            Err(e) => tracing::debug!("ending the warm spare: {e}"),
+        }
+    }
 }
 
 /// A spare's shell, released: the client task, which hands back its socket and client when the
@@ -98,6 +119,11 @@ pub(super) struct Released {
 }
 
 impl Warm {
+    /// A page takes it: from now on it is a session, which outlives the relay.
+    pub(super) fn keep_running(&mut self) {
+        self.reaper.0 = None;
+    }
+
     /// Stops the relay's client of this spare (if any) and returns where a page continues.
     pub(super) async fn release(&mut self) -> Option<Released> {
         let Driving { stop, task } = self.prestart.take()?;
@@ -241,7 +267,8 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
                     tracing::debug!(pid = ?spawned.pid, took_ms = started.elapsed().as_millis() as u64, "warm spare ready");
                     let prestart = if spare.prestart { release(&spawned).await } else { None };
                     note(state, spawned.pid);
-                    let warm = Warm { id, spawned, born: Instant::now(), prestart };
+                    let reaper = Reaper(spawned.pid);
+                    let warm = Warm { id, spawned, born: Instant::now(), prestart, reaper };
                     let old = spare.lock().warm.replace(warm);
                     end(state, old);
                 }
@@ -412,15 +439,8 @@ fn end(state: &StateStore, warm: Option<Warm>) {
             crate::history::remove(&dir, &id);
         });
     }
-    let Some(pid) = warm.spawned.pid else { return };
-    if !crate::state::pid_alive(pid) {
-        return;
-    }
-    let Some(pid) = rustix::process::Pid::from_raw(pid as i32) else { return };
-    match rustix::process::kill_process(pid, rustix::process::Signal::TERM) {
-        Ok(()) => tracing::debug!(pid = pid.as_raw_nonzero().get(), "warm spare ended"),
-        Err(e) => tracing::debug!("ending the warm spare: {e}"),
-    }
+    // Dropping it ends the mosh-server (its reaper).
+    drop(warm);
 }
 
 #[cfg(test)]

@@ -249,6 +249,7 @@ async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Re
     // The spare was started as this very spawn would start it, with its id chosen then.
     if let Some(mut warm) = shared.spare.take(state) {
         tracing::debug!(pid = ?warm.spawned.pid, "took the warm spare");
+        warm.keep_running();
         // Its shell runs already when the relay released it: the page continues from the relay's
         // client, whose sequence numbers are reserved (the record's bound is above them all).
         let released = warm.release().await;
