@@ -56,15 +56,17 @@ function epochOf(hms) {
 
 /// The stages from strace's output (`-f -tt`, lines `PID HH:MM:SS.uuuuuu syscall...`).
 function stagesOf(trace, serverPid) {
-  const lines = trace.split('\n').map((l) => /^(\d+)\s+(\d\d:\d\d:\d\d\.\d+)\s+(.*)$/.exec(l)).filter(Boolean)
-    .map(([, pid, t, call]) => ({ pid: Number(pid), at: epochOf(t), call }));
+  // `[pid N] HH:MM:SS.uuuuuu call` (or without the prefix: the first traced process).
+  const lines = trace.split('\n').map((l) => /^(?:\[pid\s+(\d+)\]\s+)?(\d\d:\d\d:\d\d\.\d+)\s+(.*)$/.exec(l)).filter(Boolean)
+    .map(([, pid, t, call]) => ({ pid: pid ? Number(pid) : serverPid, at: epochOf(t), call }));
   const first = (pred) => lines.find(pred)?.at ?? NaN;
   const recorderPid = lines.find((l) => l.call.startsWith('execve(') && /tern-relay/.test(l.call) && / = 0$/.test(l.call))?.pid;
-  const shellExec = lines.find((l) => l.call.startsWith('execve(') && /bash|sh"/.test(l.call) && !/tern-relay/.test(l.call) && / = 0$/.test(l.call));
+  // The shell: the first successful exec of a program named like one (not setsid running it).
+  const shellExec = lines.find((l) => /^execve\("[^"]*\/(ba|da|z|fi)?sh"/.test(l.call) && / = 0$/.test(l.call));
   const datagramIn = first((l) => l.pid === serverPid && /^recv(from|msg)\(/.test(l.call) && !/= -1/.test(l.call));
   const recorder = first((l) => l.pid === recorderPid && l.call.startsWith('execve('));
   const shell = shellExec?.at ?? NaN;
-  const promptWrite = first((l) => shellExec && l.pid === shellExec.pid && l.at >= shell && /^write\((1|2), ".*[$#] "/.test(l.call));
+  const promptWrite = first((l) => shellExec && l.pid === shellExec.pid && l.at >= shell && /^write\(\d+, ".*[$#] ",/.test(l.call));
   const frameOut = first((l) => l.pid === serverPid && l.at >= promptWrite && /^send(to|msg)\(/.test(l.call));
   return { datagramIn, recorder, shell, promptWrite, frameOut };
 }
@@ -80,8 +82,13 @@ try {
     const pid = spareOf(stateDir);
     // The pre-start releases the shell at once: trace from the spare's start is too late for it,
     // so with it on the stages before the page come from /proc (the shell's start time) only.
-    const strace = spawn('strace', ['-f', '-tt', '-s', '64', '--seccomp-bpf', '-e',
-      'trace=execve,recvfrom,recvmsg,sendto,sendmsg,write', '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // mosh-server and the child it forked at its start (it waits to run the command).
+    const children = readdirSync('/proc').filter((n) => /^\d+$/.test(n)).filter((n) => {
+      try { const st = readFileSync(`/proc/${n}/stat`, 'utf8'); return Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) === pid; } catch { return false; }
+    });
+    const strace = spawn('strace', ['-f', '--seccomp-bpf', '-tt', '-s', '64', '-e',
+      'trace=execve,recvfrom,recvmsg,sendto,sendmsg,write', '-p', String(pid), ...children.flatMap((c) => ['-p', c])],
+    { stdio: ['ignore', 'ignore', 'pipe'] });
     let trace = '';
     strace.stderr.on('data', (d) => { trace += d; });
     await until(() => trace.includes('attached') || trace.includes('Process'), { timeout: 5000, what: 'strace attached' });
@@ -104,6 +111,7 @@ try {
       strace.kill('SIGINT');
       await new Promise((r) => strace.once('exit', r));
       const st = stagesOf(trace, pid);
+      if (process.env.TRACE_DUMP) console.log(trace);
       const ready = origin + s.firstReadyMs;
       const frame = origin + s.firstFrameMs;
       const row = [
