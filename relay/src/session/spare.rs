@@ -17,7 +17,8 @@
 //!   [`ROTATE_AFTER`] (or 3/4 of a shorter `--session-idle-timeout`) is ended and replaced while
 //!   the relay is warm. One that died anyway is not handed out (its pid is checked): that
 //!   session is spawned fresh.
-//! - Taken: replaced in the background, [`REPLACE_AFTER`] later (not beside the new session's
+//! - Taken: replaced in the background, [`REPLACE_AFTER`] later (with the shell started ahead,
+//!   [`REPLACE_PRESTARTED_AFTER`]; not beside the new session's
 //!   first moments).
 //! - Not a session: no record (the session list, `--max-spawned` and the registry never see it)
 //!   until taken; none is made while `--max-spawned` mosh-servers run.
@@ -68,6 +69,10 @@ fn rotate_after(idle_timeout: Option<Duration>) -> Duration {
 /// and draws its first frame in these first moments, and a spawn beside it would compete for the
 /// CPU.
 const REPLACE_AFTER: Duration = Duration::from_secs(1);
+/// The same wait when the taken spare's shell was started ahead: the new session only draws what
+/// is there, in the page's first ~100 ms, and the next page (a second tab, a reload) should find
+/// a spare whose shell runs too.
+const REPLACE_PRESTARTED_AFTER: Duration = Duration::from_millis(250);
 /// After a failed start, the wait before the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(10);
 
@@ -244,7 +249,8 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
             }
         }
         if !has_warm {
-            if let Some(not_before) = taken.map(|t| t + REPLACE_AFTER).filter(|t| *t > now) {
+            let wait = if spare.prestart { REPLACE_PRESTARTED_AFTER } else { REPLACE_AFTER };
+            if let Some(not_before) = taken.map(|t| t + wait).filter(|t| *t > now) {
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
                     _ = tokio::time::sleep_until(not_before) => continue,
