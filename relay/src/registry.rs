@@ -335,6 +335,22 @@ impl Registry {
         }
     }
 
+    /// The screen size of the spawned session a page used last (the relay's copy of it): the
+    /// size the next warm spare's shell is started at, so that a page like the last one finds
+    /// its size already applied (no SIGWINCH at its first prompt).
+    pub fn latest_size(&self) -> Option<(u16, u16)> {
+        let entries: Vec<Arc<Entry>> = self.lock().values().cloned().collect();
+        entries
+            .iter()
+            .filter_map(|entry| {
+                let st = entry.lock();
+                let shown = st.shadow.as_ref().filter(|_| st.copy_valid)?.summary();
+                Some(((st.last_active, st.attached), (shown.cols, shown.rows)))
+            })
+            .max_by_key(|(when, _)| *when)
+            .map(|(_, size)| size)
+    }
+
     /// Saves every changed copy now (the relay is stopping).
     pub fn save_all(&self, store: &StateStore) {
         let entries: Vec<Arc<Entry>> = self.lock().values().cloned().collect();
@@ -627,6 +643,37 @@ mod tests {
             seq_reserved: 0,
             remote: None,
         }
+    }
+
+    /// A warm spare whose shell the relay started (its own client used the first sequence
+    /// numbers): the page continues from the relay's point, numbering above every one of them.
+    #[test]
+    fn a_prestarted_session_is_continued_from_the_relays_point_above_its_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(dir.path()).unwrap();
+        let mut pre =
+            tern::session::Prestart::new(KEY.parse().unwrap(), 101, 37, tern::time::Instant::ZERO);
+        pre.handle_timeout(tern::time::Instant::from_millis(5));
+        let mut sent = 0;
+        while pre.poll_transmit().is_some() {
+            sent += 1;
+        }
+        assert!(sent > 0, "the first state went out");
+        let point = pre.hand_over();
+        let r = SessionRecord { seq_reserved: point.next_seq, ..record("00000000cccccccc") };
+        store.insert(r.clone()).unwrap();
+        let reg = Registry::new();
+        assert_eq!(reg.latest_size(), None);
+        let page = reg.attach_prestarted(&store, &r, &point);
+        let given = page.point.as_ref().and_then(CarriedPoint::point).expect("the relay's point");
+        assert!(page.seq_floor > point.next_seq, "{} <= {}", page.seq_floor, point.next_seq);
+        assert_eq!(given.next_seq, page.seq_floor);
+        assert_eq!(given.input_next, point.input_next, "states numbered after the relay's");
+        assert!(!page.known, "a new session, not a resumed one");
+        assert_eq!(reg.latest_size(), Some((101, 37)));
+        // The relay's own numbers are never forwarded again; the page's are.
+        assert_eq!(page.client_datagram(Some(&store), &datagram(0)), Verdict::Stale);
+        assert_eq!(page.client_datagram(Some(&store), &datagram(page.seq_floor)), Verdict::Forward);
     }
 
     #[test]

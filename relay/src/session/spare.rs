@@ -76,7 +76,9 @@ const REPLACE_PRESTARTED_AFTER: Duration = Duration::from_millis(250);
 /// After a failed start, the wait before the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(10);
 
-/// The window size the relay releases a spare's shell with (the page's own follows at once).
+/// The window size the relay releases a spare's shell with when no page used a session yet (then
+/// the last page's size: [`Registry::latest_size`](crate::registry::Registry::latest_size)); the
+/// page's own follows at once in its first state.
 const PRESTART_SIZE: (u16, u16) = (80, 24);
 
 /// A started mosh-server no page has used yet. No `Debug`: the key is inside.
@@ -271,7 +273,12 @@ pub(crate) async fn keep(shared: Arc<SessionContext>) {
             match spawn_mosh_server(&spec).await {
                 Ok(spawned) => {
                     tracing::debug!(pid = ?spawned.pid, took_ms = started.elapsed().as_millis() as u64, "warm spare ready");
-                    let prestart = if spare.prestart { release(&spawned).await } else { None };
+                    let prestart = if spare.prestart {
+                        let (cols, rows) = shared.registry.latest_size().unwrap_or(PRESTART_SIZE);
+                        release(&spawned, cols, rows).await
+                    } else {
+                        None
+                    };
                     note(state, spawned.pid);
                     let reaper = Reaper(spawned.pid);
                     let warm = Warm { id, spawned, born: Instant::now(), prestart, reaper };
@@ -359,7 +366,7 @@ fn end_left_over(state: &StateStore) {
 }
 
 /// Starts the relay's client of a just-started spare: its first datagram releases the shell.
-async fn release(spawned: &Spawned) -> Option<Driving> {
+async fn release(spawned: &Spawned, cols: u16, rows: u16) -> Option<Driving> {
     let Ok(key) = spawned.key.parse::<tern::wire::Key>() else {
         tracing::warn!("the warm spare's key does not parse; its shell starts with the page");
         return None;
@@ -373,7 +380,7 @@ async fn release(spawned: &Spawned) -> Option<Driving> {
         }
     };
     let epoch = std::time::Instant::now();
-    let client = Prestart::new(key, PRESTART_SIZE.0, PRESTART_SIZE.1, tern::time::Instant::ZERO);
+    let client = Prestart::new(key, cols, rows, tern::time::Instant::ZERO);
     let stop = CancellationToken::new();
     let task = tokio::spawn(drive(udp, client, stop.clone(), epoch));
     Some(Driving { stop: stop.drop_guard(), task })

@@ -101,7 +101,8 @@ test('a page that takes a pre-started spare shows its prompt, at its own size at
   const logged = [];
   page.on('console', (m) => logged.push(m.text()));
   try {
-    // Not 80x24 (the size the relay released the shell with): the page's own size must reach it.
+    // Not 80x24 and not the earlier pages' size (the relay releases a spare's shell at the last
+    // page's size, else 80x24): the page's own size must reach the shell in its first state.
     await page.setViewportSize({ width: 760, height: 430 });
     await page.goto(newSession(fx.url));
     await waitForPrompt(page);
