@@ -317,6 +317,12 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_NO_SPARE")]
     pub no_spare: bool,
 
+    /// Spawn mode: keep the warm spare's shell waiting for the page. By default the relay is the
+    /// spare's first client, so its shell starts and draws its prompt before a page takes it
+    /// (the page continues from there at its own size).
+    #[arg(long, env = "TERN_RELAY_NO_SPARE_PRESTART")]
+    pub no_spare_prestart: bool,
+
     /// Browser→server datagrams per second per session (token bucket rate); excess is dropped.
     #[arg(long, env = "TERN_RELAY_DATAGRAM_RATE", default_value_t = 1000)]
     pub datagram_rate: u32,

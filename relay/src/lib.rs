@@ -396,7 +396,7 @@ impl Relay {
                 config.max_authenticated_handshakes,
                 config.max_handshakes_per_source,
             ),
-            spare: session::Spare::new(config.spare_enabled()),
+            spare: session::Spare::new(config.spare_enabled(), !config.no_spare_prestart),
             spawn_lock: tokio::sync::Mutex::new(()),
             shutdown: shutdown.clone(),
         });

@@ -167,6 +167,18 @@ impl Registry {
     /// The entry of a spawned session, created from its record (and saved copy) when the relay
     /// first hears of it. `new_spawn`: the server was spawned just now, so the copy starts blank.
     fn spawned(&self, store: &StateStore, record: &SessionRecord, new_spawn: bool) -> Arc<Entry> {
+        self.spawned_from(store, record, new_spawn, None)
+    }
+
+    /// [`spawned`](Self::spawned); `first`: where the relay's own client of the new server (a
+    /// pre-started spare) stopped, the copy's start.
+    fn spawned_from(
+        &self,
+        store: &StateStore,
+        record: &SessionRecord,
+        new_spawn: bool,
+        first: Option<&ResumePoint>,
+    ) -> Arc<Entry> {
         let mut entries = self.lock();
         if let Some(e) = entries.get(&record.id) {
             return Arc::clone(e);
@@ -175,6 +187,9 @@ impl Registry {
         let now = self.now();
         let saved = if new_spawn { None } else { store.load_shadow(&record.id) };
         let restored = key.as_ref().and_then(|k| {
+            if let Some(point) = first {
+                return Some((Shadow::from_point(k, point, now).ok()?, record.created));
+            }
             let (point, last_active) = decode_saved(saved.as_deref()?)?;
             Some((Shadow::from_point(k, &point, now).ok()?, last_active))
         });
@@ -216,6 +231,20 @@ impl Registry {
     ) -> Attach {
         let entry = self.spawned(store, record, !resuming);
         self.attach(entry, resuming)
+    }
+
+    /// A page attaches to a new session whose shell the relay released as its first client (a
+    /// pre-started warm spare): like a resume, it continues from the relay's copy, which starts
+    /// at `first`. The record's `seq_reserved` is at or above `first.next_seq` (every number the
+    /// relay's client used), so the page's floor is above them all.
+    pub fn attach_prestarted(
+        &self,
+        store: &StateStore,
+        record: &SessionRecord,
+        first: &ResumePoint,
+    ) -> Attach {
+        let entry = self.spawned_from(store, record, true, Some(first));
+        self.attach(entry, true)
     }
 
     /// A page attaches to a mosh-server named in bridge mode (the key is the page's: the relay
@@ -307,6 +336,22 @@ impl Registry {
             last_active: st.last_active,
             attached: st.attached,
         }
+    }
+
+    /// The screen size of the spawned session a page used last (the relay's copy of it): the
+    /// size the next warm spare's shell is started at, so that a page like the last one finds
+    /// its size already applied (no SIGWINCH at its first prompt).
+    pub fn latest_size(&self) -> Option<(u16, u16)> {
+        let entries: Vec<Arc<Entry>> = self.lock().values().cloned().collect();
+        entries
+            .iter()
+            .filter_map(|entry| {
+                let st = entry.lock();
+                let shown = st.shadow.as_ref().filter(|_| st.copy_valid)?.summary();
+                Some(((st.last_active, st.attached), (shown.cols, shown.rows)))
+            })
+            .max_by_key(|(when, _)| *when)
+            .map(|(_, size)| size)
     }
 
     /// Saves every changed copy now (the relay is stopping).
@@ -617,6 +662,37 @@ mod tests {
             seq_reserved: 0,
             remote: None,
         }
+    }
+
+    /// A warm spare whose shell the relay started (its own client used the first sequence
+    /// numbers): the page continues from the relay's point, numbering above every one of them.
+    #[test]
+    fn a_prestarted_session_is_continued_from_the_relays_point_above_its_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(dir.path()).unwrap();
+        let mut pre =
+            tern::session::Prestart::new(KEY.parse().unwrap(), 101, 37, tern::time::Instant::ZERO);
+        pre.handle_timeout(tern::time::Instant::from_millis(5));
+        let mut sent = 0;
+        while pre.poll_transmit().is_some() {
+            sent += 1;
+        }
+        assert!(sent > 0, "the first state went out");
+        let point = pre.hand_over();
+        let r = SessionRecord { seq_reserved: point.next_seq, ..record("00000000cccccccc") };
+        store.insert(r.clone()).unwrap();
+        let reg = Registry::new();
+        assert_eq!(reg.latest_size(), None);
+        let page = reg.attach_prestarted(&store, &r, &point);
+        let given = page.point.as_ref().and_then(CarriedPoint::point).expect("the relay's point");
+        assert!(page.seq_floor > point.next_seq, "{} <= {}", page.seq_floor, point.next_seq);
+        assert_eq!(given.next_seq, page.seq_floor);
+        assert_eq!(given.input_next, point.input_next, "states numbered after the relay's");
+        assert!(!page.known, "a new session, not a resumed one");
+        assert_eq!(reg.latest_size(), Some((101, 37)));
+        // The relay's own numbers are never forwarded again; the page's are.
+        assert_eq!(page.client_datagram(Some(&store), &datagram(0)), Verdict::Stale);
+        assert_eq!(page.client_datagram(Some(&store), &datagram(page.seq_floor)), Verdict::Forward);
     }
 
     #[test]

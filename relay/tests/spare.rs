@@ -1,7 +1,9 @@
 //! The warm spare (spawn mode): a mosh-server started ahead that a new session takes. It must be
 //! indistinguishable from a fresh spawn (environment, size, working directory, a shell that ran
 //! nothing before the page came), never listed or recorded as a session, replaced after use,
-//! ended when the relay stops, and off with `--no-spare`. Real relay, real mosh-server, real
+//! ended when the relay stops, and off with `--no-spare`. The relay starts its shell ahead (it is
+//! the spare's first client) unless `--no-spare-prestart`; the page continues from there at its
+//! own size. Real relay, real mosh-server, real
 //! bash; the spare is found the way a person would find it, in /proc.
 
 mod support;
@@ -122,6 +124,50 @@ async fn wait_for_spare(state: &Path, wait: Duration) -> Option<u32> {
     }
 }
 
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The bash under a spare's mosh-server (through the recorder), once it runs. Waits for it.
+async fn wait_for_shell(server: u32, wait: Duration) -> Option<u32> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let mut parent = std::collections::HashMap::new();
+        let mut bash = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+            let Some((head, rest)) = stat.rsplit_once(')') else { continue };
+            let Some(ppid) = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            parent.insert(pid, ppid);
+            if head.ends_with("(bash") {
+                bash.push(pid);
+            }
+        }
+        let under = |mut pid: u32| {
+            for _ in 0..8 {
+                match parent.get(&pid) {
+                    Some(&p) if p == server => return true,
+                    Some(&p) if p > 1 => pid = p,
+                    _ => return false,
+                }
+            }
+            false
+        };
+        if let Some(pid) = bash.into_iter().find(|p| under(*p)) {
+            return Some(pid);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// What a new session reports about itself: its mosh-server pid and the files its shell wrote.
 struct Report {
     session: String,
@@ -130,6 +176,7 @@ struct Report {
     size: String,
     pwd: String,
     histcmd: String,
+    shell_pid: u32,
     shell_start: u64,
     hello_at: u64,
 }
@@ -142,26 +189,31 @@ async fn new_session(
     out: &Path,
     cols: u16,
     rows: u16,
-) -> (MoshOverRelay, Report) {
+) -> (MoshOverRelay<tern::terminal::Complete>, Report) {
     let conn = connect(relay, None).await.expect("connects");
     let hello_at = ticks_now();
     let (control, reply) = hello(&conn, spawn_hello(Some(token), None)).await;
     let ready = expect_ready(reply);
-    let key = ready.key.clone().expect("spawn mode hands out the key");
-    let mut mosh = MoshOverRelay::sized(conn, control, &key, cols, rows);
+    let mut mosh = MoshOverRelay::page(conn, control, &ready, cols, rows);
     let dir = out.join(&ready.session);
     std::fs::create_dir_all(&dir).unwrap();
     let d = dir.display();
     // One line: the first (and only) command this shell runs.
     let line = format!(
         "echo $HISTCMD >{d}/histcmd; env | sort >{d}/env; stty size >{d}/size; pwd >{d}/pwd; \
-         cut -d' ' -f22 /proc/$$/stat >{d}/start; echo report-$((40+2))-done\n"
+         echo $$ >{d}/pid; cut -d' ' -f22 /proc/$$/stat >{d}/start; echo report-$((40+2))-done\n"
     );
     assert!(mosh.run_until(Duration::from_secs(10), |s| s.has_heard_server()).await);
+    // The page's first state carried its size: the shell has it before anything is typed.
     mosh.type_bytes(line.as_bytes());
     assert!(
-        mosh.run_until(Duration::from_secs(15), |s| s.server_state().contains(b"report-42-done"))
-            .await,
+        mosh.run_until(Duration::from_secs(15), |s| {
+            tern::terminal::screen_text(s.server_state().framebuffer())
+                .rows
+                .iter()
+                .any(|r| r.contains("report-42-done"))
+        })
+        .await,
         "the shell never ran the report; screen: {:?}",
         mosh.screen_text()
     );
@@ -177,6 +229,7 @@ async fn new_session(
         size: read("size"),
         pwd: read("pwd"),
         histcmd: read("histcmd"),
+        shell_pid: read("pid").parse().unwrap(),
         shell_start: read("start").parse().unwrap(),
         hello_at,
     };
@@ -219,13 +272,19 @@ async fn a_spare_is_indistinguishable_from_a_fresh_spawn_and_is_no_session() {
     assert!(!body.contains(&spare_id));
     assert_not_logged(&spare_id, "unused spare's session id");
 
+    // The relay released the spare's shell (its first client): bash runs before any page asks.
+    let shell = wait_for_shell(spare, Duration::from_secs(10)).await.expect("the spare's shell");
+
     // The second session takes the spare, at another size.
     let (_b, warm) = new_session(&relay, state.path(), &token, out.path(), 101, 37).await;
     assert_eq!(warm.server_pid, spare, "the new session is the spare's mosh-server");
     assert_eq!(warm.session, spare_id, "with the id it was started with");
     assert!(spare_start <= warm.hello_at, "the spare was started before the page asked");
-    // ...but its shell started after the page asked, and ran nothing before it.
-    assert!(warm.shell_start >= warm.hello_at, "{} < {}", warm.shell_start, warm.hello_at);
+    // Its shell is the one started ahead (after the spare, before the page asked), and it ran
+    // nothing but its start files before the page's command (HISTCMD below).
+    assert_eq!(warm.shell_pid, shell, "the page's shell is the one the relay released");
+    assert!(warm.shell_start >= spare_start, "{} < {spare_start}", warm.shell_start);
+    assert!(warm.shell_start <= warm.hello_at, "{} > {}", warm.shell_start, warm.hello_at);
     assert!(fresh.shell_start >= fresh.hello_at);
     assert_eq!((fresh.histcmd.as_str(), warm.histcmd.as_str()), ("1", "1"), "one command each");
     assert_eq!(fresh.size, "24 80");
@@ -244,6 +303,8 @@ async fn a_spare_is_indistinguishable_from_a_fresh_spawn_and_is_no_session() {
     let next = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("next spare");
     assert_ne!(next, spare);
     assert_eq!(wait_for_count(state.path(), 3).await.len(), 3, "two sessions and the next spare");
+    // Its shell runs once the relay holds it ready (the process is in /proc a moment before).
+    wait_for_shell(next, Duration::from_secs(10)).await.expect("the next spare's shell");
     let (_c, third) = new_session(&relay, state.path(), &token, out.path(), 90, 30).await;
     assert_eq!(third.server_pid, next);
     assert_eq!(third.size, "30 90");
@@ -264,6 +325,92 @@ async fn a_spare_is_indistinguishable_from_a_fresh_spawn_and_is_no_session() {
     }
     assert_eq!(wait_for_count(state.path(), 3).await.len(), 3, "no spare left, not even its child");
     assert_not_logged(&token, "token");
+}
+
+/// `--no-spare-prestart`: the spare's shell waits for the page (it starts after the hello), and
+/// the session is as fresh as ever.
+#[tokio::test]
+async fn without_prestart_the_spares_shell_starts_with_the_page() {
+    require_bash();
+    let token = test_token("noprestart");
+    let state = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let mut config = spare_config(state.path(), &token);
+    config.no_spare_prestart = true;
+    let relay = TestRelay::start(config).await;
+    let (status, _) = http_get(relay.addr(), "/api/info", Some(&token)).await;
+    assert_eq!(status, 200);
+    let spare = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("a spare");
+    assert_eq!(wait_for_shell(spare, Duration::from_millis(500)).await, None, "no shell yet");
+    let (_a, warm) = new_session(&relay, state.path(), &token, out.path(), 101, 37).await;
+    assert_eq!(warm.server_pid, spare);
+    assert!(warm.shell_start >= warm.hello_at, "{} < {}", warm.shell_start, warm.hello_at);
+    assert_eq!((warm.size.as_str(), warm.histcmd.as_str()), ("37 101", "1"));
+    relay.stop().await;
+}
+
+/// A pre-started spare has a client (the relay), so mosh-server's own exit when no client came
+/// within 60 s never comes: a relay that dies (SIGKILL) leaves it running, recorded nowhere. The
+/// next relay on the state directory ends it.
+#[tokio::test]
+async fn a_spare_left_by_a_relay_that_died_is_ended_by_the_next() {
+    require_bash();
+    use std::io::BufRead as _;
+    let token = test_token("deadrelay");
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tern-relay"))
+        .args(["--listen", "127.0.0.1:0", "--print-url", "--state-dir"])
+        .arg(state.path())
+        .args(["--", "/usr/bin/env", "HISTFILE=/dev/null", "bash", "--norc", "--noprofile", "-i"])
+        .env("TERN_RELAY_TOKEN", &token)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let url = line.trim().strip_prefix("Open ").expect("`Open URL`").to_owned();
+    let addr: std::net::SocketAddr =
+        url.split("://").nth(1).and_then(|r| r.split(['/', '#']).next()).unwrap().parse().unwrap();
+    // Killed however this test ends.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Reap(child);
+    let (status, _) = http_get(addr, "/api/info", Some(&token)).await;
+    assert_eq!(status, 200);
+    // The detached daemon (its parent is init), not the `mosh-server new` that forks it: that
+    // one's parent is the relay, not this test process, so `wait_for_spare` may see it first.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let spare = loop {
+        let found = wait_for_spare(state.path(), Duration::from_secs(10)).await.expect("a spare");
+        if parent_of(found) == Some(1) {
+            break found;
+        }
+        assert!(std::time::Instant::now() < deadline, "no detached spare");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let shell = wait_for_shell(spare, Duration::from_secs(10)).await.expect("its shell");
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(alive(spare) && alive(shell), "the dead relay's spare runs on");
+
+    let relay = TestRelay::start(spare_config(state.path(), &token)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while (alive(spare) || alive(shell)) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(spare), "the left spare's mosh-server {spare} still runs");
+    assert!(!alive(shell), "the left spare's shell {shell} still runs");
+    relay.stop().await;
 }
 
 #[tokio::test]
@@ -317,7 +464,9 @@ fn the_flag_is_documented() {
         .arg("--help")
         .output()
         .expect("tern-relay --help runs");
-    assert!(String::from_utf8_lossy(&help.stdout).contains("--no-spare"));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--no-spare\n"), "{help}");
+    assert!(help.contains("--no-spare-prestart"), "{help}");
 }
 
 fn random32() -> [u8; 32] {

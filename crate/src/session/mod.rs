@@ -3,6 +3,7 @@
 mod draw_pacer;
 mod echo_meter;
 mod host_log;
+mod prestart;
 mod resume;
 mod shadow;
 
@@ -12,6 +13,7 @@ use std::time::Duration;
 pub use draw_pacer::{DrawPacer, FLOOD_RELAY_HOLD, HIDDEN_RELAY_HOLD, Pace, PacerCounters};
 pub use echo_meter::{EchoMeter, EchoSummary, MAX_ECHO_SAMPLES};
 pub use host_log::HostLog;
+pub use prestart::Prestart;
 pub use resume::{RESUME_STATE_GAP, ResumeError, ResumePoint};
 pub use shadow::{ClientDatagram, INFLATE_BURST, INFLATE_RATE, Shadow, ShadowError, ShadowSummary};
 

@@ -342,12 +342,20 @@ async fn open(
     let t1 = std::time::Instant::now();
     let target = target::attach(shared, &hello).await?;
     let t2 = std::time::Instant::now();
-    let udp = target::connect_udp(target.addr).await?;
+    let mut target = target;
+    let (udp, prestarted) = match target.prestarted.take() {
+        // The socket the relay released the spare's shell from (connected to the same
+        // mosh-server): the server's client address stays the same.
+        Some(spare::Released { udp, point }) => (udp, Some(point)),
+        None => (target::connect_udp(target.addr).await?, None),
+    };
     // Last: from here on this page drives, and the one before it is told it was moved.
     let attach = match (&target.record, &shared.state) {
-        (Some(record), Some(store)) => {
-            shared.registry.attach_spawned(store, record, target.resumed)
-        }
+        (Some(record), Some(store)) => match &prestarted {
+            // The page continues from the relay's client as from a resume point.
+            Some(point) => shared.registry.attach_prestarted(store, record, point),
+            None => shared.registry.attach_spawned(store, record, target.resumed),
+        },
         _ => {
             // The page's fingerprint of its key, when well formed: floors per server and key.
             let key_id = hello.key_id.as_deref().filter(|k| tern::relay_proto::proof::is_key_id(k));

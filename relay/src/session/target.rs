@@ -85,6 +85,9 @@ pub(super) struct Target {
     pub record: Option<SessionRecord>,
     /// The `--ssh-host` the mosh-server runs on (pastes are copied there); `None`: this machine.
     pub ssh_host: Option<SshHost>,
+    /// A warm spare whose shell the relay released: the socket it sent from (the session
+    /// forwards on it) and the point its client stopped at (the page continues from there).
+    pub prestarted: Option<super::spare::Released>,
 }
 
 impl Target {
@@ -101,6 +104,7 @@ impl Target {
             resumed,
             ssh_host: record.remote.as_ref().and_then(|r| r.host.parse().ok()),
             record: Some(record),
+            prestarted: None,
         }
     }
 }
@@ -191,6 +195,7 @@ fn record_spawned(
     id: String,
     spawned: Spawned,
     remote: Option<RemoteServer>,
+    seq_reserved: u64,
 ) -> Target {
     let record = SessionRecord {
         id,
@@ -198,7 +203,7 @@ fn record_spawned(
         key: spawned.key,
         pid: if remote.is_some() { None } else { spawned.pid },
         created: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs(),
-        seq_reserved: 0,
+        seq_reserved,
         remote,
     };
     tracing::info!(session = %record.id, port = record.port, pid = ?spawned.pid, host = ?record.remote.as_ref().map(|r| &r.host), "spawned mosh-server");
@@ -233,7 +238,7 @@ async fn spawn_over_ssh(
             Refusal::new(ErrorCode::SpawnFailed, message)
         })?;
     let remote = RemoteServer { host: host.to_string(), ip: started.ip, pid: started.spawned.pid };
-    Ok(record_spawned(state, new_session_id(), started.spawned, Some(remote)))
+    Ok(record_spawned(state, new_session_id(), started.spawned, Some(remote), 0))
 }
 
 /// Starts a mosh-server (within `--max-spawned`), or takes the warm spare, and records it for a
@@ -242,9 +247,17 @@ async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Re
     let _guard = shared.spawn_lock.lock().await;
     check_spawn_limit(shared, state)?;
     // The spare was started as this very spawn would start it, with its id chosen then.
-    if let Some(warm) = shared.spare.take() {
+    if let Some(mut warm) = shared.spare.take(state) {
         tracing::debug!(pid = ?warm.spawned.pid, "took the warm spare");
-        return Ok(record_spawned(state, warm.id, warm.spawned, None));
+        warm.keep_running();
+        // Its shell runs already when the relay released it: the page continues from the relay's
+        // client, whose sequence numbers are reserved (the record's bound is above them all).
+        let released = warm.release().await;
+        let reserved = released.as_ref().map_or(0, |r| r.point.next_seq);
+        let super::spare::Warm { id, spawned, .. } = warm;
+        let mut target = record_spawned(state, id, spawned, None, reserved);
+        target.prestarted = released;
+        return Ok(target);
     }
     let id = new_session_id();
     let started = std::time::Instant::now();
@@ -253,7 +266,7 @@ async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Re
         Refusal::new(ErrorCode::SpawnFailed, format!("{e:#}"))
     })?;
     tracing::debug!(took_ms = started.elapsed().as_millis() as u64, "mosh-server started");
-    Ok(record_spawned(state, id, spawned, None))
+    Ok(record_spawned(state, id, spawned, None, 0))
 }
 
 /// What a new session `id` on this machine is started with: the relay's spec, the recorder and
@@ -325,6 +338,7 @@ async fn bridge(shared: &SessionContext, hello: &Hello) -> Result<Target, Refusa
         resumed: false,
         record: None,
         ssh_host: None,
+        prestarted: None,
     })
 }
 

@@ -348,6 +348,25 @@ impl MoshOverRelay<Complete> {
     pub fn screen_text(&self) -> String {
         tern::terminal::screen_text(self.session.server_state().framebuffer()).rows.join("\n")
     }
+
+    /// A new session's client at `cols`×`rows`, as the page starts one on `ready`: from the
+    /// relay's point when it gives one (a warm spare whose shell the relay started), numbering
+    /// datagrams from the floor; a fresh client otherwise.
+    pub fn page(conn: Connection, control: Control, ready: &Ready, cols: u16, rows: u16) -> Self {
+        let key = ready.key.as_deref().expect("spawn mode hands out the key");
+        let key = key.parse().expect("relay hands out a valid key");
+        let mut config = SessionConfig::new(key, cols, rows);
+        config.mtu = 1200;
+        let point = ready.point.as_ref().and_then(|p| p.point());
+        let mut session = match point {
+            Some(point) => {
+                ClientSession::resume(config, point, CoreInstant::ZERO).expect("the point applies")
+            }
+            None => ClientSession::new(config, CoreInstant::ZERO),
+        };
+        session.raise_next_seq(ready.seq_floor);
+        MoshOverRelay::with_session(conn, control, session)
+    }
 }
 
 impl<S: ServerState> MoshOverRelay<S> {

@@ -2,7 +2,7 @@
 // (tern-bench's `load` rows):
 //
 //   node tests/browser/bench/load-bench.mjs --new-relay BIN --old-relay BIN [--runs 10]
-//        [--latency 0,50] [--from blank,site] [--json]
+//        [--old-env NAME=VALUE] [--latency 0,50] [--from blank,site] [--json]
 //
 // Two tern-relays in spawn mode on loopback, each serving the page it was built with (a relay
 // embeds relay/page when it is built; bench/src/page_load.rs builds the old one from a commit).
@@ -56,6 +56,14 @@ const FROMS = cliArg('from', 'blank').split(',');
 for (const f of FROMS) if (f !== 'blank' && f !== 'site') throw new Error(`--from ${f}: blank or site`);
 const JSON_OUT = process.argv.includes('--json');
 const BINS = { old: cliArg('old-relay', ''), new: cliArg('new-relay', '') };
+// `--old-env NAME=VALUE[,NAME=VALUE]`: the old relay's environment besides the bench's, e.g. the
+// same binary as `--new-relay` with `TERN_RELAY_NO_SPARE_PRESTART=1` (a relay lever off, before
+// and after in one run).
+const OLD_ENV = Object.fromEntries(cliArg('old-env', '').split(',').filter(Boolean).map((kv) => {
+  const at = kv.indexOf('=');
+  if (at < 1) throw new Error(`--old-env ${kv}: NAME=VALUE`);
+  return [kv.slice(0, at), kv.slice(at + 1)];
+}));
 const FLOOR = process.argv.includes('--floor');
 const REPEAT = process.argv.includes('--repeat');
 const THROUGHPUT_MBIT = Number(cliArg('throughput', 0));
@@ -107,8 +115,8 @@ function chromiumCpu() {
 }
 
 /// tern-relay from `bin`, quiet (warnings only); `floor`: it serves the floor page too.
-function startRelayBin(bin, { port, token, stateDir, floor = false }) {
-  const env = { RUST_LOG: 'warn', ...(floor ? { TERN_BENCH_FLOOR: '1' } : {}) };
+function startRelayBin(bin, { port, token, stateDir, floor = false, extraEnv = {} }) {
+  const env = { RUST_LOG: 'warn', ...(floor ? { TERN_BENCH_FLOOR: '1' } : {}), ...extraEnv };
   return startRelay({ bin, port, token, stateDir, env });
 }
 
@@ -299,6 +307,7 @@ try {
   for (const side of RELAY_SIDES) {
     relays[side] = await startRelayBin(BINS[side], {
       port: await freePort(), token, stateDir: state[side], floor: FLOOR && side === 'new',
+      extraEnv: side === 'old' ? OLD_ENV : {},
     });
   }
   // The floor: the new relay's /floor.html (newSession's `#session=new` means nothing to it).

@@ -1,5 +1,6 @@
-// The relay's share of a new tab's first `ready` (issue 36), with the warm spare and without:
-// two relays in spawn mode (real mosh-server and bash), one with `--no-spare`, loaded in turns
+// The relay's share of a new tab's first `ready` and prompt (issue 36), with the warm spare and
+// without: three relays in spawn mode (real mosh-server and bash), the default (a spare whose
+// shell the relay started ahead), `--no-spare-prestart` and `--no-spare`, loaded in turns
 // by headless Chromium with a fresh profile each time (`#session=new`). The page's own clocks
 // (resource timing for /api/challenge and /api/info, its stats' first connect, ready and frame)
 // are put on one time line with the relay's debug log (its UTC timestamps: "session opened" with
@@ -30,6 +31,14 @@ async function loadOnce(relay) {
     const page = browser.page;
     const logFrom = relay.log().length;
     await page.goto(newSession(relay.url));
+    // The moment the core's screen first shows a prompt, on the page's clock (polled every 2 ms).
+    const promptAt = await page.evaluate(() => new Promise((resolve) => {
+      const look = () => {
+        const text = window.tern?.screenText?.() ?? '';
+        if (/[$#] ?$/m.test(text)) resolve(performance.now()); else setTimeout(look, 2);
+      };
+      look();
+    }));
     await waitForPrompt(page, 30000);
     const s = await stats(page);
     const p = await page.evaluate(() => {
@@ -73,6 +82,9 @@ async function loadOnce(relay) {
       relayWork: p.challengeWait + p.infoWait + attach + (readySent - (attachStart + attach)),
       total: s.firstReadyMs - s.firstConnectMs,
       frame: s.firstFrameMs - s.firstReadyMs,
+      framePrompt: promptAt - s.firstFrameMs,
+      readyPrompt: promptAt - s.firstReadyMs,
+      prompt: promptAt,
     };
   } finally {
     await browser.close();
@@ -86,12 +98,14 @@ const median = (xs) => {
 
 const relays = [];
 try {
-  for (const args of [[], ['--no-spare']]) {
+  // The spare with its shell started ahead (the default), the spare whose shell waits for the
+  // page (issue 36's first lever alone), no spare.
+  for (const args of [[], ['--no-spare-prestart'], ['--no-spare']]) {
     const stateDir = tempDir('tern-spare-bench-');
     const port = await freePort();
     const token = `spare-bench-${Math.random().toString(36).slice(2)}`;
     const running = await startRelay({ port, token, stateDir, args, env: { RUST_LOG: 'info,tern_relay=debug' } });
-    relays.push({ name: args.length ? '--no-spare' : 'spare', running, stateDir, url: running.url, log: running.log, rows: [] });
+    relays.push({ name: args[0] ?? 'spare', running, stateDir, url: running.url, log: running.log, rows: [] });
   }
   // One untimed load each (first compile of the page's caches in the OS, the relays' first spawn).
   for (const r of relays) await loadOnce(r);
@@ -118,6 +132,9 @@ try {
     ['relayWork', "relay's own work (its two waits, attach, -> `ready`)"],
     ['total', "total: page's first request -> `ready` read"],
     ['frame', 'page: `ready` -> first frame'],
+    ['framePrompt', 'page: first frame -> prompt on the screen'],
+    ['readyPrompt', 'page: `ready` -> prompt on the screen'],
+    ['prompt', 'page: navigation -> prompt on the screen'],
   ];
   console.log(`| | ${relays.map((r) => r.name).join(' | ')} |`);
   console.log(`| --- | ${relays.map(() => '---:').join(' | ')} |`);
@@ -126,8 +143,11 @@ try {
   }
   const total = (r) => median(r.rows.map((x) => x.total));
   const work = (r) => median(r.rows.map((x) => x.relayWork));
-  console.log(`relay's own work: spare ${work(relays[0]).toFixed(1)} ms, --no-spare ${work(relays[1]).toFixed(1)} ms, ratio ${(work(relays[0]) / work(relays[1])).toFixed(2)}`);
-  console.log(`first request -> ready: spare ${total(relays[0]).toFixed(1)} ms, --no-spare ${total(relays[1]).toFixed(1)} ms, ratio ${(total(relays[0]) / total(relays[1])).toFixed(2)}`);
+  const [spare, waiting, none] = relays;
+  console.log(`relay's own work: spare ${work(spare).toFixed(1)} ms, --no-spare ${work(none).toFixed(1)} ms, ratio ${(work(spare) / work(none)).toFixed(2)}`);
+  console.log(`first request -> ready: spare ${total(spare).toFixed(1)} ms, --no-spare ${total(none).toFixed(1)} ms, ratio ${(total(spare) / total(none)).toFixed(2)}`);
+  const ready2prompt = (r) => median(r.rows.map((x) => x.readyPrompt));
+  console.log(`ready -> prompt: pre-started ${ready2prompt(spare).toFixed(1)} ms, --no-spare-prestart ${ready2prompt(waiting).toFixed(1)} ms, --no-spare ${ready2prompt(none).toFixed(1)} ms`);
 } finally {
   for (const r of relays) {
     await stopRelay(r.running, 'SIGTERM');

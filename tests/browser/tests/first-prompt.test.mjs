@@ -1,11 +1,13 @@
 // The first prompt's measurement (issue 36; docs/BENCHMARKS.md, "First prompt"): the page marks
 // each stage of reaching the relay once (`tern:*` performance marks, read by load-bench.mjs for
 // its time budget), and the relay serves the floor page (relay/src/floor.rs) only when the bench
-// asks for it with TERN_BENCH_FLOOR=1.
+// asks for it with TERN_BENCH_FLOOR=1. A page that takes a warm spare whose shell the relay
+// started ahead continues from the relay's point at its own size (docs/RELAY.md, "The warm spare").
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Relay, browserFixture } from '../lib/fixture.mjs';
-import { screenshotsOfState, until } from '../lib/helpers.mjs';
+import { newSession, screen, screenshotsOfState, typeLine, until, waitForPrompt } from '../lib/helpers.mjs';
+import { findSpare } from '../lib/spare.mjs';
 
 // This file's relay serves the floor; a second one (started in its test) does not.
 const fx = browserFixture({ relay: { env: { TERN_BENCH_FLOOR: '1' } } });
@@ -86,5 +88,44 @@ test('the floor: the same xterm.js draws a fixed prompt, no wasm, no session; on
     assert.equal((await fetch(`${fx.origin}/floor.js`)).status, 200, 'the bench relay serves it');
   } finally {
     await plain.close();
+  }
+});
+
+test('a page that takes a pre-started spare shows its prompt, at its own size at once, from the shell started ahead', async () => {
+  // Demand (as a page's /api/info makes it), then the spare's shell runs before any page asks.
+  const info = await fetch(`${fx.origin}/api/info`, { headers: { authorization: `Bearer ${fx.token}` } });
+  assert.equal(info.status, 200);
+  const spare = await until(() => { const s = findSpare(fx.stateDir); return s?.shell ? s : null; },
+    { timeout: 20000, what: "the spare's shell, released by the relay" });
+  const page = await fx.browser.context.newPage();
+  const logged = [];
+  page.on('console', (m) => logged.push(m.text()));
+  try {
+    // Not 80x24 and not the earlier pages' size (the relay releases a spare's shell at the last
+    // page's size, else 80x24): the page's own size must reach the shell in its first state.
+    await page.setViewportSize({ width: 760, height: 430 });
+    await page.goto(newSession(fx.url));
+    await waitForPrompt(page);
+    const grid = await page.evaluate(() => [window.tern.term.rows, window.tern.term.cols]);
+    assert.notDeepEqual(grid, [24, 80], 'a size the relay did not use');
+    // The page continued from the relay's point, as a resume does (not a fresh client whose
+    // first state would reach mosh-server as a duplicate of the relay's and lose its size).
+    assert.ok(logged.some((l) => l.includes("continuing from the relay's point")), logged.join('\n'));
+    await screenshotsOfState(page, 'prestart-first-prompt');
+    await page.setViewportSize({ width: 760, height: 430 });
+    await until(async () => (await page.evaluate(() => [window.tern.term.rows, window.tern.term.cols]))[1] === grid[1],
+      { what: 'xterm.js back at its size' });
+    // The first command: the shell is the spare's, started before the page came; its size is the
+    // page's from the start (nothing resized it since the page's first state).
+    await typeLine(page, 'echo shell-$$-$(stty size | tr " " x)');
+    const m = await until(async () => (await screen(page)).match(/^shell-(\d+)-(\d+)x(\d+)$/m), { what: 'the report' });
+    assert.equal(Number(m[1]), spare.shell, "the page's shell is the one the relay started ahead");
+    assert.deepEqual([Number(m[2]), Number(m[3])], grid, 'stty size is the page\'s');
+    const stats = await page.evaluate(() => window.tern.stats());
+    assert.equal(stats.phase, 'live', JSON.stringify(stats));
+    assert.equal(stats.readies, 1, 'one ready: a new session, no reconnect');
+    await page.keyboard.type('exit\n');
+  } finally {
+    await page.close();
   }
 });
