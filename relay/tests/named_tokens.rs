@@ -17,7 +17,6 @@ use tern::relay_proto::{
     CHALLENGE_PATH, CarriedPoint, ClientMessage, DownloadRequest, ErrorCode, INFO_PATH, LineBuffer,
     Mode, ServerMessage, WEBSOCKET_PATH, decode,
 };
-use tern::session::{ClientSession, SessionConfig};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -335,7 +334,7 @@ async fn a_read_only_token_cannot_type_resize_paste_seed_answer_or_download_on_e
     let (control, reply) = hello(&conn, spawn_hello(Some(&viewer), None)).await;
     let ready = expect_ready(reply);
     let key = ready.key.clone().unwrap();
-    let mut mosh = MoshOverRelay::new(conn, control, &key, 1200);
+    let mut mosh = MoshOverRelay::page(conn, control, &ready, 80, 24);
     mosh.type_bytes(format!("touch {}\n", marker.display()).as_bytes());
     mosh.resize(120, 40);
     let m = wt_until(&mut mosh.control, Duration::from_secs(10), refused("input")).await;
@@ -364,10 +363,7 @@ async fn a_read_only_token_cannot_type_resize_paste_seed_answer_or_download_on_e
     // The WebSocket: the same attacks.
     let (mut ws, mut lines, ws_ready) = ws_session(&relay, &viewer).await;
     let ws_key = ws_ready.key.clone().unwrap();
-    let mut config = SessionConfig::new(ws_key.parse().unwrap(), 80, 24);
-    config.mtu = 1200;
-    let mut client =
-        ClientSession::<tern::session::HostLog>::new(config, tern::time::Instant::ZERO);
+    let mut client = page_session(&ws_ready, 80, 24);
     client.handle_input(
         tern::time::Instant::from_micros(1000),
         format!("touch {}\n", marker.display()).as_bytes(),

@@ -353,20 +353,28 @@ impl MoshOverRelay<Complete> {
     /// relay's point when it gives one (a warm spare whose shell the relay started), numbering
     /// datagrams from the floor; a fresh client otherwise.
     pub fn page(conn: Connection, control: Control, ready: &Ready, cols: u16, rows: u16) -> Self {
-        let key = ready.key.as_deref().expect("spawn mode hands out the key");
-        let key = key.parse().expect("relay hands out a valid key");
-        let mut config = SessionConfig::new(key, cols, rows);
-        config.mtu = 1200;
-        let point = ready.point.as_ref().and_then(|p| p.point());
-        let mut session = match point {
-            Some(point) => {
-                ClientSession::resume(config, point, CoreInstant::ZERO).expect("the point applies")
-            }
-            None => ClientSession::new(config, CoreInstant::ZERO),
-        };
-        session.raise_next_seq(ready.seq_floor);
-        MoshOverRelay::with_session(conn, control, session)
+        MoshOverRelay::with_session(conn, control, page_session(ready, cols, rows))
     }
+}
+
+/// The mosh client a page starts on `ready` at `cols`×`rows` (any transport): from the relay's
+/// point when it gives one (a warm spare whose shell the relay started), numbering datagrams from
+/// the floor; a fresh client otherwise. A fresh client on a pre-started spare would send states
+/// the server already has (ignored as duplicates).
+pub fn page_session(ready: &Ready, cols: u16, rows: u16) -> ClientSession<Complete> {
+    let key = ready.key.as_deref().expect("spawn mode hands out the key");
+    let key = key.parse().expect("relay hands out a valid key");
+    let mut config = SessionConfig::new(key, cols, rows);
+    config.mtu = 1200;
+    let point = ready.point.as_ref().and_then(|p| p.point());
+    let mut session = match point {
+        Some(point) => {
+            ClientSession::resume(config, point, CoreInstant::ZERO).expect("the point applies")
+        }
+        None => ClientSession::new(config, CoreInstant::ZERO),
+    };
+    session.raise_next_seq(ready.seq_floor);
+    session
 }
 
 impl<S: ServerState> MoshOverRelay<S> {
