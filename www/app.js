@@ -450,6 +450,7 @@ async function main() {
     term,
     // The benchmark measures echo during an upload: keys must not wait for the path there.
     holdKeysDuringPaste: (hold) => client.setHoldKeysDuringPaste(hold),
+    eagerPaste: (eager) => client.setEagerPaste(eager),
     // The benchmark measures a hidden tab and a flood with and without the relay holding datagrams.
     relayHold: (allowed) => client.setRelayHold(allowed),
     cancelPaste: () => client.cancelPaste(),

@@ -309,6 +309,10 @@ impl Driver {
         self.client.borrow_mut().set_hold_keys(hold);
     }
 
+    pub fn set_eager_paste(&self, eager: bool) {
+        self.client.borrow_mut().set_eager_paste(eager);
+    }
+
     pub fn answer(self: &Rc<Self>, id: &str, answer: OfferAnswer) {
         self.call(|c, _| c.answer(id, answer));
     }

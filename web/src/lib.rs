@@ -174,6 +174,13 @@ impl Client {
         self.driver.set_hold_keys(hold);
     }
 
+    /// Whether an upload's first bytes follow its header at once (default true) or wait a round
+    /// trip for the relay's answer. The benchmark turns it off to measure the difference.
+    #[wasm_bindgen(js_name = setEagerPaste)]
+    pub fn set_eager_paste(&self, eager: bool) {
+        self.driver.set_eager_paste(eager);
+    }
+
     /// Whether the relay may hold the server's datagrams and send them together while the page
     /// is hidden or a flood is drawn (default true). The benchmark turns it off to measure both
     /// in one run.

@@ -415,6 +415,12 @@ impl PageClient {
         self.pastes.queue.hold_keys = hold;
     }
 
+    /// Uploads send their first bytes with the header (default), or wait for the relay's
+    /// `have` (the benchmark's comparison).
+    pub fn set_eager_paste(&mut self, eager: bool) {
+        self.pastes.queue.eager = eager;
+    }
+
     /// Start the new session on the relay's ssh host `name` (chosen from the session list)
     /// instead of the relay's own machine. Call before [`start`](Self::start).
     pub fn start_on_host(&mut self, name: &str) {

@@ -142,9 +142,11 @@ impl PageClient {
             (None, false) => {}
             (Some(job), false) => job.stream_ended(now),
             (Some(job), true) => {
-                let header = job.stream_opened().to_line();
+                let header = job.stream_opened(now).to_line();
                 self.pastes.stream = Some(serial);
                 self.push(Effect::Upload { serial, step: StreamStep::Write(header) });
+                // An eager stream's first chunks go right behind the header.
+                self.pump(now);
                 streaming = true;
             }
         }
@@ -164,7 +166,8 @@ impl PageClient {
             return false;
         };
         job.handle_reply(now, reply);
-        if job.outcome().is_some() {
+        // Over, or moved on to a new stream (an eager one met a part on the relay).
+        if job.outcome().is_some() || !job.stream_open() {
             return false;
         }
         self.pump(now);

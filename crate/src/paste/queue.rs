@@ -97,6 +97,15 @@ pub struct PasteQueue {
     pub last_path: Option<String>,
     /// First byte to last ack of the last completed upload.
     pub last_upload_time: Option<Duration>,
+    /// The last completed upload's wait for its first byte: from its job (the file read and
+    /// hashed) to the first content byte written. An eager start saves the round trip to
+    /// `have` here.
+    pub last_first_byte_wait: Option<Duration>,
+    /// Upload jobs start eager: content right after the header, one round trip sooner (up to
+    /// the pacer's first window, 64 KiB, of link time). Off by default: a page that forgot a
+    /// paste the relay has (a reload, another tab) would send up to that window for nothing,
+    /// where now it sends 0 bytes (docs/UPLOAD.md, "Eager start").
+    pub eager: bool,
     /// Hold typed keys behind an unfinished paste (the default; the benchmark turns it off to
     /// measure the datagram path under an upload).
     pub hold_keys: bool,
@@ -121,6 +130,8 @@ impl PasteQueue {
             last_error: None,
             last_path: None,
             last_upload_time: None,
+            last_first_byte_wait: None,
+            eager: false,
             hold_keys: true,
         }
     }
@@ -262,6 +273,7 @@ impl PasteQueue {
         self.counters.uploads += 1;
         let mut job = UploadJob::new(w.hash, w.total, w.mime, now);
         job.serial = self.counters.uploads;
+        job.eager = self.eager;
         self.active = Some(job);
         Some(w.hash)
     }
@@ -278,6 +290,7 @@ impl PasteQueue {
                 self.counters.completed += 1;
                 if let (Some(a), Some(b)) = (job.first_byte_at, job.finished_at) {
                     self.last_upload_time = Some(b.saturating_duration_since(a));
+                    self.last_first_byte_wait = Some(a.saturating_duration_since(job.created_at));
                 }
                 self.result = None;
             }
