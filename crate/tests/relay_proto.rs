@@ -304,7 +304,12 @@ fn info_and_api_bodies() {
 fn upload_stream_messages() {
     let hash = "a".repeat(64);
     round_trip(
-        &UploadHeader { hash: hash.clone(), size: 70, mime: Some("image/png".into()), eager: false },
+        &UploadHeader {
+            hash: hash.clone(),
+            size: 70,
+            mime: Some("image/png".into()),
+            eager: false,
+        },
         &format!(r#"{{"hash":"{hash}","size":70,"mime":"image/png"}}"#),
     );
     round_trip(

@@ -131,7 +131,8 @@ async fn an_eager_upload_is_taken_resumed_elsewhere_or_refused_without_a_trace()
     // Nothing held: everything written with the header is the content.
     let hash = hex(&content);
     let (_send, mut recv) = open_eager_upload(&conn, &hash, content.len(), &content).await;
-    let lines = lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
+    let lines =
+        lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
     assert_eq!(lines[0], serde_json::json!({"have": 0}));
     let path = lines.last().unwrap()["path"].as_str().expect("a path").to_string();
     assert_eq!(std::fs::read(&path).unwrap(), content);
@@ -155,7 +156,8 @@ async fn an_eager_upload_is_taken_resumed_elsewhere_or_refused_without_a_trace()
     let have = lines_until(&mut recv, |_| true).await;
     assert_eq!(have[0]["have"].as_u64(), Some(half as u64), "the eager bytes were not taken");
     send.write_all(&other[half..]).await.unwrap();
-    let rest = lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
+    let rest =
+        lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
     let path = rest.last().unwrap()["path"].as_str().expect("a path").to_string();
     assert_eq!(std::fs::read(&path).unwrap(), other, "byte-identical");
 
@@ -174,7 +176,8 @@ async fn an_eager_upload_is_taken_resumed_elsewhere_or_refused_without_a_trace()
     // The connection is still good for the next upload.
     let small = b"GIF89a small".to_vec();
     let (_send, mut recv) = open_eager_upload(&conn, &hex(&small), small.len(), &small).await;
-    let lines = lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
+    let lines =
+        lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
     assert!(lines.last().unwrap().get("path").is_some(), "{lines:?}");
     relay.stop().await;
 }

@@ -197,6 +197,7 @@ pub fn paste(q: &PasteQueue, now: Instant) -> JsValue {
         ("lastError", opt_str(q.last_error.as_deref())),
         ("lastUploadMs", opt_ms(q.last_upload_time)),
         ("lastFirstByteWaitMs", opt_ms(q.last_first_byte_wait)),
+        ("lastReadMs", opt_ms(q.last_read_time)),
         ("eager", q.eager.into()),
         ("progress", progress),
         ("holdKeys", q.hold_keys.into()),

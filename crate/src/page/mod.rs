@@ -421,6 +421,11 @@ impl PageClient {
         self.pastes.queue.eager = eager;
     }
 
+    /// The upload pacer's standing-queue target (`None`: its default, 5 ms).
+    pub fn set_paste_queue_target(&mut self, target: Option<std::time::Duration>) {
+        self.pastes.queue.queue_target = target;
+    }
+
     /// Start the new session on the relay's ssh host `name` (chosen from the session list)
     /// instead of the relay's own machine. Call before [`start`](Self::start).
     pub fn start_on_host(&mut self, name: &str) {

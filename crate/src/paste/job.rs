@@ -95,6 +95,9 @@ pub struct UploadJob {
     pub eager: bool,
     /// Whether the open stream's `have` came.
     answer: Answer,
+    /// The pacer's standing-queue target, when not `transfer::QUEUE_TARGET`
+    /// (`PasteQueue::queue_target`).
+    pub queue_target: Option<Duration>,
 }
 
 impl UploadJob {
@@ -116,6 +119,7 @@ impl UploadJob {
             finished_at: None,
             eager: false,
             answer: Answer::Awaited,
+            queue_target: None,
         }
     }
 
@@ -152,7 +156,7 @@ impl UploadJob {
         self.phase = Phase::Asking;
         if eager {
             match Upload::new(UploadConfig::new(self.total, 0), now) {
-                Ok(u) => self.phase = Phase::Sending(Box::new(u)),
+                Ok(u) => self.phase = Phase::Sending(Box::new(self.tuned(u))),
                 Err(e) => self.fail(now, format!("cannot upload this file: {e}")),
             }
         }
@@ -190,7 +194,7 @@ impl UploadJob {
                 self.bytes_skipped += have.min(self.total);
                 self.note_progress(now, have);
                 match Upload::new(UploadConfig::new(self.total, have), now) {
-                    Ok(u) => self.phase = Phase::Sending(Box::new(u)),
+                    Ok(u) => self.phase = Phase::Sending(Box::new(self.tuned(u))),
                     Err(e) => self.fail(now, format!("the relay's answer makes no sense: {e}")),
                 }
             }
@@ -322,6 +326,14 @@ impl UploadJob {
             Phase::Done(_) => PasteState::Done,
             Phase::Failed(_) => PasteState::Failed,
             Phase::Cancelled => PasteState::Cancelled,
+        }
+    }
+
+    /// The pacer with this job's settings.
+    fn tuned(&self, u: Upload) -> Upload {
+        match self.queue_target {
+            Some(d) => u.queue_target(d),
+            None => u,
         }
     }
 

@@ -101,11 +101,17 @@ pub struct PasteQueue {
     /// hashed) to the first content byte written. An eager start saves the round trip to
     /// `have` here.
     pub last_first_byte_wait: Option<Duration>,
+    /// The last pasted file's read and SHA-256 in the driver: paste event to its hash (the
+    /// page client times it; before its job exists).
+    pub last_read_time: Option<Duration>,
     /// Upload jobs start eager: content right after the header, one round trip sooner (up to
     /// the pacer's first window, 64 KiB, of link time). Off by default: a page that forgot a
     /// paste the relay has (a reload, another tab) would send up to that window for nothing,
     /// where now it sends 0 bytes (docs/UPLOAD.md, "Eager start").
     pub eager: bool,
+    /// The upload pacer's standing-queue target, when not its default (the benchmark's
+    /// echo-against-idle trade-off).
+    pub queue_target: Option<Duration>,
     /// Hold typed keys behind an unfinished paste (the default; the benchmark turns it off to
     /// measure the datagram path under an upload).
     pub hold_keys: bool,
@@ -131,7 +137,9 @@ impl PasteQueue {
             last_path: None,
             last_upload_time: None,
             last_first_byte_wait: None,
+            last_read_time: None,
             eager: false,
+            queue_target: None,
             hold_keys: true,
         }
     }
@@ -274,6 +282,7 @@ impl PasteQueue {
         let mut job = UploadJob::new(w.hash, w.total, w.mime, now);
         job.serial = self.counters.uploads;
         job.eager = self.eager;
+        job.queue_target = self.queue_target;
         self.active = Some(job);
         Some(w.hash)
     }

@@ -454,7 +454,8 @@ mod tests {
     use super::*;
 
     fn header_line(size: u64) -> Vec<u8> {
-        UploadHeader { hash: "ab".repeat(32), size, mime: Some("image/png".into()), eager: false }.to_line()
+        UploadHeader { hash: "ab".repeat(32), size, mime: Some("image/png".into()), eager: false }
+            .to_line()
     }
 
     #[tokio::test]
