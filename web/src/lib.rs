@@ -181,8 +181,9 @@ impl Client {
         self.driver.set_eager_paste(eager);
     }
 
-    /// The upload pacer's standing-queue target in milliseconds (`undefined`: its default). The
-    /// benchmark's trade-off between echo during an upload and the link idling.
+    /// The upload pacer's standing-queue target in milliseconds (`undefined`: the transfer
+    /// default, 5 ms; a page starts at 2 ms, `PASTE_QUEUE_TARGET`). The benchmark's trade-off
+    /// between echo during an upload and the link idling.
     #[wasm_bindgen(js_name = setPasteQueueTarget)]
     pub fn set_paste_queue_target(&self, ms: Option<f64>) {
         let target = ms

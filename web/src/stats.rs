@@ -199,6 +199,7 @@ pub fn paste(q: &PasteQueue, now: Instant) -> JsValue {
         ("lastFirstByteWaitMs", opt_ms(q.last_first_byte_wait)),
         ("lastReadMs", opt_ms(q.last_read_time)),
         ("eager", q.eager.into()),
+        ("queueTargetMs", opt_ms(q.queue_target)),
         ("progress", progress),
         ("holdKeys", q.hold_keys.into()),
     ])

@@ -421,7 +421,8 @@ impl PageClient {
         self.pastes.queue.eager = eager;
     }
 
-    /// The upload pacer's standing-queue target (`None`: its default, 5 ms).
+    /// The upload pacer's standing-queue target (`None`: the transfer default, 5 ms; pastes
+    /// start at `paste::PASTE_QUEUE_TARGET`).
     pub fn set_paste_queue_target(&mut self, target: Option<std::time::Duration>) {
         self.pastes.queue.queue_target = target;
     }
