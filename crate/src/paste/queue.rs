@@ -30,8 +30,8 @@ pub const RESULT_SHOWN: Duration = Duration::from_secs(8);
 /// The standing queue a paste's pacer holds (the transfer default is 5 ms): a keystroke typed
 /// during an upload waits behind it. 2 ms: in simulation the median wait drops by 3-4 ms at the
 /// same time with and without ack clumps (`a_shorter_queue_target_shortens_the_keystroke_wait_
-/// by_the_difference`); in the browser bench echo − idle +8.1 against +11.6 ms (medians of 12 and
-/// 18 runs), the ratio within the shared machine's noise (docs/BENCHMARKS.md, "Paste: eager start
+/// by_the_difference`); in the browser bench echo − idle +8.4 against +11.7 ms (medians of 15 and
+/// 22 runs), the ratio within the shared machine's noise (docs/BENCHMARKS.md, "Paste: eager start
 /// and the queue target"). The counter that would clear it is the link's idle time (first second
 /// and middle of the upload), which the bench prints.
 pub const PASTE_QUEUE_TARGET: Duration = Duration::from_millis(2);
