@@ -450,6 +450,8 @@ async function main() {
     term,
     // The benchmark measures echo during an upload: keys must not wait for the path there.
     holdKeysDuringPaste: (hold) => client.setHoldKeysDuringPaste(hold),
+    eagerPaste: (eager) => client.setEagerPaste(eager),
+    pasteQueueTarget: (ms) => client.setPasteQueueTarget(ms),
     // The benchmark measures a hidden tab and a flood with and without the relay holding datagrams.
     relayHold: (allowed) => client.setRelayHold(allowed),
     cancelPaste: () => client.cancelPaste(),

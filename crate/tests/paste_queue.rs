@@ -30,7 +30,7 @@ fn type_keys(q: &mut PasteQueue, now: Instant, bytes: &[u8], wire: &mut Vec<u8>)
 fn upload_all(q: &mut PasteQueue, now: Instant, path: &str) {
     let job = q.active().expect("an active job");
     assert!(job.wants_stream(now, true));
-    let header = job.stream_opened();
+    let header = job.stream_opened(now);
     assert_eq!(header.size, job.total());
     job.handle_reply(now, UploadReply::Have { have: 0, path: None });
     let mut t = now;
@@ -87,7 +87,7 @@ fn the_path_is_bracketed_when_the_remote_asked_for_it() {
     q.hashed(id, hash(2), 10, "");
     q.start_next(at(0));
     let job = q.active().unwrap();
-    job.stream_opened();
+    job.stream_opened(at(0));
     job.handle_reply(at(1), UploadReply::Have { have: 10, path: Some("/p/my pic.png".into()) });
     q.finish_active(at(1));
     assert_eq!(q.release(true), b"\x1b[200~'/p/my pic.png'\x1b[201~ ");
@@ -105,7 +105,7 @@ fn escape_cancels_every_paste_and_releases_the_held_keys() {
     type_keys(&mut q, at(2), b"6", &mut wire);
     q.start_next(at(3));
     let job = q.active().unwrap();
-    job.stream_opened();
+    job.stream_opened(at(3));
     job.handle_reply(at(4), UploadReply::Have { have: 0, path: None });
     assert!(job.poll_chunk(at(4)).is_some());
     assert_eq!(q.progress(at(5)).unwrap().queued, 1);
@@ -165,7 +165,7 @@ fn a_failed_paste_drops_its_place_and_releases_the_keys() {
     q.hashed(a, hash(7), 2_000_000_000, "");
     q.start_next(at(1));
     let job = q.active().unwrap();
-    job.stream_opened();
+    job.stream_opened(at(1));
     job.handle_reply(
         at(2),
         UploadReply::Error {
@@ -192,7 +192,7 @@ fn a_broken_stream_resumes_from_what_the_relay_holds() {
     q.hashed(a, hash(8), 200_000, "");
     q.start_next(at(0));
     let job = q.active().unwrap();
-    job.stream_opened();
+    job.stream_opened(at(0));
     job.handle_reply(at(1), UploadReply::Have { have: 0, path: None });
     let mut sent = 0;
     while let Some(r) = job.poll_chunk(at(1)) {
@@ -205,7 +205,7 @@ fn a_broken_stream_resumes_from_what_the_relay_holds() {
     assert!(!job.wants_stream(at(31), true), "a pause before the next attempt");
     assert!(job.wants_stream(at(30) + RETRY_PAUSE, true));
     assert!(!job.wants_stream(at(30) + RETRY_PAUSE, false), "not without a link");
-    job.stream_opened();
+    job.stream_opened(at(30) + RETRY_PAUSE);
     assert_eq!(job.streams, 2);
     job.handle_reply(at(600), UploadReply::Have { have: sent, path: None });
     let first = job.poll_chunk(at(600)).unwrap();
@@ -239,4 +239,95 @@ fn hold_keys_off_sends_keys_during_an_upload() {
     q.hashed(a, hash(10), 1000, "");
     assert_eq!(q.key(at(0), b"x"), KeyAction::Send);
     assert_eq!(q.key(at(0), b"\x1b"), KeyAction::CancelledPastes, "Escape still cancels");
+}
+
+#[test]
+fn the_first_stream_sends_content_with_its_header_without_waiting_for_have() {
+    let mut q = PasteQueue::new();
+    q.eager = true;
+    let a = q.begin();
+    q.hashed(a, hash(11), 300_000, "image/png");
+    q.start_next(at(0));
+    let job = q.active().unwrap();
+    let header = job.stream_opened(at(0));
+    assert!(header.eager, "the header says the content follows");
+    let first = job.poll_chunk(at(0)).expect("content right behind the header");
+    assert_eq!(first.start, 0);
+    // The relay holds nothing: `have` 0 changes nothing, the upload goes on.
+    job.handle_reply(at(80), UploadReply::Have { have: 0, path: None });
+    assert!(job.stream_open());
+    assert_eq!(job.state(), PasteState::Sending);
+    let mut sent = first.end;
+    while let Some(r) = job.poll_chunk(at(80)) {
+        assert_eq!(r.start, sent, "contiguous from where the eager bytes ended");
+        sent = r.end;
+    }
+    job.handle_reply(at(90), UploadReply::Ack { acked: sent, relay_time_us: 10_000 });
+    assert_eq!(job.first_byte_at, Some(at(0)));
+
+    // Off (the default): the header waits for `have`.
+    let mut q = PasteQueue::new();
+    let b = q.begin();
+    q.hashed(b, hash(12), 300_000, "");
+    q.start_next(at(0));
+    let job = q.active().unwrap();
+    assert!(!job.stream_opened(at(0)).eager);
+    assert_eq!(job.poll_chunk(at(0)), None, "nothing before the relay's answer");
+    job.handle_reply(at(80), UploadReply::Have { have: 0, path: None });
+    assert_eq!(job.poll_chunk(at(80)).map(|r| r.start), Some(0));
+}
+
+#[test]
+fn an_eager_stream_that_meets_a_part_resumes_from_it_on_a_new_stream_at_once() {
+    let mut q = PasteQueue::new();
+    q.eager = true;
+    let a = q.begin();
+    assert_eq!(q.key(at(0), b"q"), KeyAction::Held);
+    q.hashed(a, hash(13), 300_000, "");
+    q.start_next(at(0));
+    let job = q.active().unwrap();
+    assert!(job.stream_opened(at(0)).eager);
+    assert!(job.poll_chunk(at(0)).is_some());
+    // A part from an earlier page: the relay reads nothing more on this stream.
+    job.handle_reply(at(80), UploadReply::Have { have: 120_000, path: None });
+    assert!(!job.stream_open(), "the driver stops reading and aborts this stream");
+    assert_eq!(job.outcome(), None);
+    job.stream_ended(at(81));
+    assert!(job.wants_stream(at(81), true), "a new stream at once, no retry pause");
+    let header = job.stream_opened(at(81));
+    assert!(!header.eager, "a resume waits for the relay's count");
+    assert_eq!(job.poll_chunk(at(81)), None);
+    job.handle_reply(at(161), UploadReply::Have { have: 120_000, path: None });
+    assert_eq!(job.poll_chunk(at(161)).map(|r| r.start), Some(120_000));
+    assert_eq!(job.streams, 2);
+    assert_eq!(q.release(false), b"", "the key stays held behind the paste");
+}
+
+#[test]
+fn a_refused_eager_upload_loses_no_key_and_a_known_one_ends_at_once() {
+    let mut q = PasteQueue::new();
+    q.eager = true;
+    let a = q.begin();
+    assert_eq!(q.key(at(0), b"k"), KeyAction::Held);
+    q.hashed(a, hash(14), 2_000_000_000, "");
+    q.start_next(at(1));
+    let job = q.active().unwrap();
+    assert!(job.stream_opened(at(1)).eager);
+    assert!(job.poll_chunk(at(1)).is_some(), "content went out before the relay's answer");
+    job.handle_reply(
+        at(80),
+        UploadReply::Error { error: UploadErrorCode::TooLarge, message: "over the limit".into() },
+    );
+    assert_eq!(q.finish_active(at(80)), Some(JobOutcome::Failed("over the limit".into())));
+    assert_eq!(q.release(false), b"k", "the held key goes out");
+    // The relay has it complete (this page forgot): the path, whatever went out eagerly.
+    let b = q.begin();
+    q.hashed(b, hash(15), 300_000, "");
+    q.start_next(at(90));
+    let job = q.active().unwrap();
+    job.stream_opened(at(90));
+    assert!(job.poll_chunk(at(90)).is_some());
+    job.handle_reply(at(170), UploadReply::Have { have: 300_000, path: Some("/p/x.png".into()) });
+    assert_eq!(q.finish_active(at(170)), Some(JobOutcome::Done("/p/x.png".into())));
+    assert_eq!(q.release(false), b"/p/x.png ");
 }

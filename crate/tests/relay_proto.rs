@@ -304,12 +304,21 @@ fn info_and_api_bodies() {
 fn upload_stream_messages() {
     let hash = "a".repeat(64);
     round_trip(
-        &UploadHeader { hash: hash.clone(), size: 70, mime: Some("image/png".into()) },
+        &UploadHeader {
+            hash: hash.clone(),
+            size: 70,
+            mime: Some("image/png".into()),
+            eager: false,
+        },
         &format!(r#"{{"hash":"{hash}","size":70,"mime":"image/png"}}"#),
     );
     round_trip(
-        &UploadHeader { hash, size: 70, mime: None },
+        &UploadHeader { hash: hash.clone(), size: 70, mime: None, eager: false },
         &format!(r#"{{"hash":"{}","size":70}}"#, "a".repeat(64)),
+    );
+    round_trip(
+        &UploadHeader { hash, size: 70, mime: None, eager: true },
+        &format!(r#"{{"hash":"{}","size":70,"eager":true}}"#, "a".repeat(64)),
     );
     round_trip(&UploadReply::Have { have: 12, path: None }, r#"{"have":12}"#);
     round_trip(
@@ -332,7 +341,8 @@ fn upload_stream_messages() {
         encode_line(&UploadHeader {
             hash: "a".repeat(64),
             size: u64::MAX,
-            mime: Some("x".repeat(100))
+            mime: Some("x".repeat(100)),
+            eager: true,
         })
         .len()
             < MAX_HEADER

@@ -288,6 +288,7 @@ fn main() {
         hash: hash.clone(),
         size: 70,
         mime: Some("image/png".into()),
+        eager: false,
     }));
     lines.push(encode(&UploadReply::Error {
         error: tern::relay_proto::UploadErrorCode::TooLarge,
@@ -341,7 +342,7 @@ fn main() {
         Frame::Control(&encode_line(&ClientMessage::Ping)).encode(),
         Frame::Datagram(&captures[0].1[0].wire).encode(),
         Frame::Open(1).encode(),
-        Frame::Data(1, &encode_line(&UploadHeader { hash, size: 3, mime: None })).encode(),
+        Frame::Data(1, &encode_line(&UploadHeader { hash, size: 3, mime: None, eager: false })).encode(),
         Frame::Data(1, b"abc").encode(),
         Frame::Fin(1).encode(),
         Frame::Reset(u32::MAX).encode(),

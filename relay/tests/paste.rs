@@ -101,6 +101,87 @@ async fn wrong_hash_too_large_and_bad_header_are_refused() {
     relay.stop().await;
 }
 
+/// Opens an upload stream whose content follows the header at once (the page's first stream of
+/// a paste), and writes `content` right behind it.
+async fn open_eager_upload(
+    conn: &wtransport::Connection,
+    hash: &str,
+    size: usize,
+    content: &[u8],
+) -> (wtransport::SendStream, wtransport::RecvStream) {
+    let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
+    let header = serde_json::json!({"hash": hash, "size": size, "eager": true});
+    let mut bytes = format!("{header}\n").into_bytes();
+    bytes.extend_from_slice(content);
+    send.write_all(&bytes).await.unwrap();
+    (send, recv)
+}
+
+/// An eager upload's bytes come with its header: taken from 0 when the relay holds nothing,
+/// ignored when it holds a part (it says `have` N and the page resumes on a new stream, the part
+/// untouched), and discarded with a refused header (no part is left).
+#[tokio::test]
+async fn an_eager_upload_is_taken_resumed_elsewhere_or_refused_without_a_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pastes");
+    let (relay, conn) = bridged_relay(Some(&dir)).await;
+    let mut content = b"\x89PNG\r\n\x1a\n".to_vec();
+    content.extend((0..200_000u32).map(|i| (i * 11 % 251) as u8));
+
+    // Nothing held: everything written with the header is the content.
+    let hash = hex(&content);
+    let (_send, mut recv) = open_eager_upload(&conn, &hash, content.len(), &content).await;
+    let lines =
+        lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
+    assert_eq!(lines[0], serde_json::json!({"have": 0}));
+    let path = lines.last().unwrap()["path"].as_str().expect("a path").to_string();
+    assert_eq!(std::fs::read(&path).unwrap(), content);
+
+    // A part held (an earlier page's stream broke): the eager bytes from 0 are not the next
+    // ones. The relay says what it holds and ends the stream; the part is intact.
+    let mut other = content.clone();
+    other[100] ^= 0xff;
+    let hash = hex(&other);
+    let (mut send, mut recv) = open_upload(&conn, &hash, other.len()).await;
+    lines_until(&mut recv, |_| true).await;
+    let half = other.len() / 2;
+    send.write_all(&other[..half]).await.unwrap();
+    lines_until(&mut recv, |v| v["acked"].as_u64() == Some(half as u64)).await;
+    drop((send, recv));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (_send, mut recv) = open_eager_upload(&conn, &hash, other.len(), &other[..60_000]).await;
+    let lines = lines_until(&mut recv, |_| false).await;
+    assert_eq!(lines, vec![serde_json::json!({"have": half})], "have, then the stream ends");
+    let (mut send, mut recv) = open_upload(&conn, &hash, other.len()).await;
+    let have = lines_until(&mut recv, |_| true).await;
+    assert_eq!(have[0]["have"].as_u64(), Some(half as u64), "the eager bytes were not taken");
+    send.write_all(&other[half..]).await.unwrap();
+    let rest =
+        lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
+    let path = rest.last().unwrap()["path"].as_str().expect("a path").to_string();
+    assert_eq!(std::fs::read(&path).unwrap(), other, "byte-identical");
+
+    // Refused (over the size limit): an error, the bytes discarded, no part left behind.
+    let big = vec![7u8; 100_000];
+    let (_send, mut recv) = open_eager_upload(&conn, &hex(b"big"), 5 << 20, &big).await;
+    let lines = lines_until(&mut recv, |v| v.get("error").is_some()).await;
+    assert_eq!(lines.last().unwrap()["error"], "too_large", "{lines:?}");
+    let parts: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(&hex(b"big")))
+        .collect();
+    assert!(parts.is_empty(), "nothing kept of a refused upload: {parts:?}");
+    // The connection is still good for the next upload.
+    let small = b"GIF89a small".to_vec();
+    let (_send, mut recv) = open_eager_upload(&conn, &hex(&small), small.len(), &small).await;
+    let lines =
+        lines_until(&mut recv, |v| v.get("path").is_some() || v.get("error").is_some()).await;
+    assert!(lines.last().unwrap().get("path").is_some(), "{lines:?}");
+    relay.stop().await;
+}
+
 #[tokio::test]
 async fn bridge_mode_without_a_paste_dir_says_paste_is_unavailable() {
     let (relay, conn) = bridged_relay(None).await;
@@ -141,7 +222,7 @@ async fn the_pages_upload_job_uploads_and_resumes_against_the_real_relay() {
             job.handle_timeout(now());
         }
         let (mut send, mut recv) = conn.open_bi().await.unwrap().await.unwrap();
-        send.write_all(&job.stream_opened().to_line()).await.unwrap();
+        send.write_all(&job.stream_opened(now()).to_line()).await.unwrap();
         let mut lines = LineBuffer::new(MAX_REPLY);
         let mut chunk = [0u8; 4096];
         'stream: loop {

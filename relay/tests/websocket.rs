@@ -202,7 +202,8 @@ async fn the_same_session_runs_over_the_websocket() {
         b"\x89PNG\r\n\x1a\n".iter().copied().chain((0..200_000u32).map(|i| i as u8)).collect();
     let hash = tern::relay_proto::Sha256(Sha256::digest(&content).into()).to_string();
     send(&mut ws, Frame::Open(1)).await;
-    let header = UploadHeader { hash: hash.clone(), size: content.len() as u64, mime: None };
+    let header =
+        UploadHeader { hash: hash.clone(), size: content.len() as u64, mime: None, eager: false };
     send(&mut ws, Frame::Data(1, &header.to_line())).await;
     for chunk in content.chunks(30_000) {
         send(&mut ws, Frame::Data(1, chunk)).await;

@@ -309,6 +309,14 @@ impl Driver {
         self.client.borrow_mut().set_hold_keys(hold);
     }
 
+    pub fn set_eager_paste(&self, eager: bool) {
+        self.client.borrow_mut().set_eager_paste(eager);
+    }
+
+    pub fn set_paste_queue_target(&self, target: Option<std::time::Duration>) {
+        self.client.borrow_mut().set_paste_queue_target(target);
+    }
+
     pub fn answer(self: &Rc<Self>, id: &str, answer: OfferAnswer) {
         self.call(|c, _| c.answer(id, answer));
     }

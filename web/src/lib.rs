@@ -174,6 +174,24 @@ impl Client {
         self.driver.set_hold_keys(hold);
     }
 
+    /// Whether an upload's first bytes follow its header at once (default true) or wait a round
+    /// trip for the relay's answer. The benchmark turns it off to measure the difference.
+    #[wasm_bindgen(js_name = setEagerPaste)]
+    pub fn set_eager_paste(&self, eager: bool) {
+        self.driver.set_eager_paste(eager);
+    }
+
+    /// The upload pacer's standing-queue target in milliseconds (`undefined`: the transfer
+    /// default, 5 ms; a page starts at 2 ms, `PASTE_QUEUE_TARGET`). The benchmark's trade-off
+    /// between echo during an upload and the link idling.
+    #[wasm_bindgen(js_name = setPasteQueueTarget)]
+    pub fn set_paste_queue_target(&self, ms: Option<f64>) {
+        let target = ms
+            .filter(|m| m.is_finite() && *m >= 0.0)
+            .map(|m| std::time::Duration::from_micros((m * 1000.0).min(1e9) as u64));
+        self.driver.set_paste_queue_target(target);
+    }
+
     /// Whether the relay may hold the server's datagrams and send them together while the page
     /// is hidden or a flood is drawn (default true). The benchmark turns it off to measure both
     /// in one run.

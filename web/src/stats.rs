@@ -196,6 +196,10 @@ pub fn paste(q: &PasteQueue, now: Instant) -> JsValue {
         ("lastPath", opt_str(q.last_path.as_deref())),
         ("lastError", opt_str(q.last_error.as_deref())),
         ("lastUploadMs", opt_ms(q.last_upload_time)),
+        ("lastFirstByteWaitMs", opt_ms(q.last_first_byte_wait)),
+        ("lastReadMs", opt_ms(q.last_read_time)),
+        ("eager", q.eager.into()),
+        ("queueTargetMs", opt_ms(q.queue_target)),
         ("progress", progress),
         ("holdKeys", q.hold_keys.into()),
     ])

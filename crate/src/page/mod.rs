@@ -415,6 +415,18 @@ impl PageClient {
         self.pastes.queue.hold_keys = hold;
     }
 
+    /// Uploads send their first bytes with the header (default), or wait for the relay's
+    /// `have` (the benchmark's comparison).
+    pub fn set_eager_paste(&mut self, eager: bool) {
+        self.pastes.queue.eager = eager;
+    }
+
+    /// The upload pacer's standing-queue target (`None`: the transfer default, 5 ms; pastes
+    /// start at `paste::PASTE_QUEUE_TARGET`).
+    pub fn set_paste_queue_target(&mut self, target: Option<std::time::Duration>) {
+        self.pastes.queue.queue_target = target;
+    }
+
     /// Start the new session on the relay's ssh host `name` (chosen from the session list)
     /// instead of the relay's own machine. Call before [`start`](Self::start).
     pub fn start_on_host(&mut self, name: &str) {

@@ -44,6 +44,8 @@ pub(super) struct Pastes {
     opening: bool,
     /// What the page was last told.
     pub reported: Option<PasteProgress>,
+    /// When each paste still being read came (its read time goes to the stats).
+    reading: Vec<(PasteId, Instant)>,
     last_redraw: Option<Instant>,
 }
 
@@ -56,6 +58,8 @@ impl PageClient {
             self.pastes.queue.read_failed(now, id, &why);
             self.drive_pastes(now);
         } else {
+            // The driver reads it and calls `paste_read`.
+            self.pastes.reading.push((id, now));
             self.render(now, false);
         }
         id
@@ -68,6 +72,10 @@ impl PageClient {
 
     /// The pasted file `id` was read (or could not be).
     pub fn paste_read(&mut self, now: Instant, id: PasteId, read: Result<PastedFile, String>) {
+        if let Some(i) = self.pastes.reading.iter().position(|(p, _)| *p == id) {
+            let (_, at) = self.pastes.reading.swap_remove(i);
+            self.pastes.queue.last_read_time = Some(now.saturating_duration_since(at));
+        }
         match read {
             Ok(f) => {
                 self.pastes.queue.hashed(id, f.hash, f.bytes.len() as u64, &f.mime);
@@ -142,9 +150,11 @@ impl PageClient {
             (None, false) => {}
             (Some(job), false) => job.stream_ended(now),
             (Some(job), true) => {
-                let header = job.stream_opened().to_line();
+                let header = job.stream_opened(now).to_line();
                 self.pastes.stream = Some(serial);
                 self.push(Effect::Upload { serial, step: StreamStep::Write(header) });
+                // An eager stream's first chunks go right behind the header.
+                self.pump(now);
                 streaming = true;
             }
         }
@@ -164,7 +174,8 @@ impl PageClient {
             return false;
         };
         job.handle_reply(now, reply);
-        if job.outcome().is_some() {
+        // Over, or moved on to a new stream (an eager one met a part on the relay).
+        if job.outcome().is_some() || !job.stream_open() {
             return false;
         }
         self.pump(now);

@@ -3,6 +3,8 @@
 //! ```text
 //!  WaitingForLink ──link up──▶ (driver opens a stream, writes header()) ──▶ Asking
 //!  Asking ──Have{path}──▶ Done          Asking ──Have{have}──▶ Sending(Upload from `have`)
+//!  the first stream, eager: header() ──▶ Sending(Upload from 0) at once, before `have`;
+//!      Have{have: 0} ──▶ Sending on    Have{have: N > 0} ──▶ Retrying now (resume from N)
 //!  Sending ──Ack──▶ Sending (more chunks)       ──Path──▶ Done       ──Error──▶ Failed
 //!  any stream phase ──stream ended / stalled──▶ Retrying(at +RETRY_PAUSE) ──▶ WaitingForLink
 //!  no progress for GIVE_UP (link down or streams failing) ──▶ Failed
@@ -56,6 +58,13 @@ pub enum JobOutcome {
     Cancelled,
 }
 
+/// The stream's first answer, `have`, is still to come (an eager stream sends before it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    Awaited,
+    Received,
+}
+
 /// One paste's upload. See the module documentation for the calling contract.
 #[derive(Debug)]
 pub struct UploadJob {
@@ -75,9 +84,20 @@ pub struct UploadJob {
     pub bytes_sent: u64,
     /// Bytes the relay already had when a stream started (resumed or repeat).
     pub bytes_skipped: u64,
-    /// When the first content byte went out, and when the last ack came.
+    /// When the job was made (its file read and hashed), its first stream opened, the first
+    /// content byte went out, and the last answer came.
+    pub created_at: Instant,
+    pub opened_at: Option<Instant>,
     pub first_byte_at: Option<Instant>,
     pub finished_at: Option<Instant>,
+    /// Send the first stream's content right after its header, without waiting a round trip
+    /// for `have` (`PasteQueue::eager`).
+    pub eager: bool,
+    /// Whether the open stream's `have` came.
+    answer: Answer,
+    /// The pacer's standing-queue target, when not `transfer::QUEUE_TARGET`
+    /// (`PasteQueue::queue_target`).
+    pub queue_target: Option<Duration>,
 }
 
 impl UploadJob {
@@ -93,8 +113,13 @@ impl UploadJob {
             streams: 0,
             bytes_sent: 0,
             bytes_skipped: 0,
+            created_at: now,
+            opened_at: None,
             first_byte_at: None,
             finished_at: None,
+            eager: false,
+            answer: Answer::Awaited,
+            queue_target: None,
         }
     }
 
@@ -117,14 +142,29 @@ impl UploadJob {
             }
     }
 
-    /// A stream was opened: returns the header line's message to write first.
-    pub fn stream_opened(&mut self) -> UploadHeader {
+    /// A stream was opened: returns the header line's message to write first. On an eager
+    /// stream, drain [`poll_chunk`](Self::poll_chunk) right after writing it.
+    ///
+    /// Only the first stream of a job is eager: a later one resumes, and where from is the
+    /// relay's word. The first may still meet a part (a reload, another tab): the relay then
+    /// answers `have` N > 0 and ignores this stream's bytes, and the job resumes on a new one.
+    pub fn stream_opened(&mut self, now: Instant) -> UploadHeader {
+        let eager = self.eager && self.streams == 0;
         self.streams += 1;
+        self.opened_at.get_or_insert(now);
+        self.answer = Answer::Awaited;
         self.phase = Phase::Asking;
+        if eager {
+            match Upload::new(UploadConfig::new(self.total, 0), now) {
+                Ok(u) => self.phase = Phase::Sending(Box::new(self.tuned(u))),
+                Err(e) => self.fail(now, format!("cannot upload this file: {e}")),
+            }
+        }
         UploadHeader {
             hash: crate::relay_proto::Sha256(self.hash).to_string(),
             size: self.total,
             mime: (!self.mime.is_empty()).then(|| self.mime.clone()),
+            eager: matches!(self.phase, Phase::Sending(_)),
         }
     }
 
@@ -133,7 +173,19 @@ impl UploadJob {
         if self.outcome().is_some() {
             return;
         }
+        let first_answer = std::mem::replace(&mut self.answer, Answer::Received) == Answer::Awaited;
         match reply {
+            // An eager stream's bytes are already on their way from 0: the relay held none.
+            UploadReply::Have { have: 0, path: None }
+                if first_answer && matches!(self.phase, Phase::Sending(_)) => {}
+            // It holds a part: it reads nothing more here; resume from its count on a new
+            // stream, at once (nothing failed).
+            UploadReply::Have { path: None, .. }
+                if first_answer && matches!(self.phase, Phase::Sending(_)) =>
+            {
+                self.note_progress(now, have_of(&reply));
+                self.phase = Phase::Retrying { at: now };
+            }
             UploadReply::Have { have, path: Some(path) } => {
                 self.bytes_skipped += have;
                 self.finish(now, Phase::Done(path));
@@ -142,7 +194,7 @@ impl UploadJob {
                 self.bytes_skipped += have.min(self.total);
                 self.note_progress(now, have);
                 match Upload::new(UploadConfig::new(self.total, have), now) {
-                    Ok(u) => self.phase = Phase::Sending(Box::new(u)),
+                    Ok(u) => self.phase = Phase::Sending(Box::new(self.tuned(u))),
                     Err(e) => self.fail(now, format!("the relay's answer makes no sense: {e}")),
                 }
             }
@@ -175,7 +227,8 @@ impl UploadJob {
     /// The stream ended without a final answer (relay restart, network change, a read error,
     /// or the driver aborted it because [`should_abort_stream`](Self::should_abort_stream)).
     pub fn stream_ended(&mut self, now: Instant) {
-        if self.outcome().is_some() {
+        if self.outcome().is_some() || !self.stream_open() {
+            // Over, or already moved on from this stream (a retry is set).
             return;
         }
         if self.given_up(now) {
@@ -276,6 +329,14 @@ impl UploadJob {
         }
     }
 
+    /// The pacer with this job's settings.
+    fn tuned(&self, u: Upload) -> Upload {
+        match self.queue_target {
+            Some(d) => u.queue_target(d),
+            None => u,
+        }
+    }
+
     fn note_progress(&mut self, now: Instant, held: u64) {
         if held > self.progress_mark {
             self.progress_mark = held;
@@ -304,5 +365,12 @@ impl UploadJob {
     fn finish(&mut self, now: Instant, phase: Phase) {
         self.phase = phase;
         self.finished_at = Some(now);
+    }
+}
+
+fn have_of(reply: &UploadReply) -> u64 {
+    match reply {
+        UploadReply::Have { have, .. } => *have,
+        _ => 0,
     }
 }

@@ -18,4 +18,4 @@ mod queue;
 
 pub use job::{GIVE_UP, JobOutcome, RETRY_PAUSE, UploadJob};
 pub use progress::{PasteProgress, PasteState, shell_word, size};
-pub use queue::{KeyAction, PasteCounters, PasteId, PasteQueue, RESULT_SHOWN};
+pub use queue::{KeyAction, PASTE_QUEUE_TARGET, PasteCounters, PasteId, PasteQueue, RESULT_SHOWN};

@@ -27,6 +27,14 @@ use super::progress::{PasteProgress, PasteState, shell_word};
 const RECENT: usize = 64;
 /// How long the result ("failed: …", "cancelled") stays in the notification bar.
 pub const RESULT_SHOWN: Duration = Duration::from_secs(8);
+/// The standing queue a paste's pacer holds (the transfer default is 5 ms): a keystroke typed
+/// during an upload waits behind it. 2 ms: in simulation the median wait drops by 3-4 ms at the
+/// same time with and without ack clumps (`a_shorter_queue_target_shortens_the_keystroke_wait_
+/// by_the_difference`); in the browser bench echo − idle +8.4 against +11.7 ms (medians of 15 and
+/// 22 runs), the ratio within the shared machine's noise (docs/BENCHMARKS.md, "Paste: eager start
+/// and the queue target"). The counter that would clear it is the link's idle time (first second
+/// and middle of the upload), which the bench prints.
+pub const PASTE_QUEUE_TARGET: Duration = Duration::from_millis(2);
 /// The byte Escape sends: it cancels pastes under way instead of reaching the shell.
 const ESCAPE: &[u8] = b"\x1b";
 
@@ -97,6 +105,21 @@ pub struct PasteQueue {
     pub last_path: Option<String>,
     /// First byte to last ack of the last completed upload.
     pub last_upload_time: Option<Duration>,
+    /// The last completed upload's wait for its first byte: from its job (the file read and
+    /// hashed) to the first content byte written. An eager start saves the round trip to
+    /// `have` here.
+    pub last_first_byte_wait: Option<Duration>,
+    /// The last pasted file's read and SHA-256 in the driver: paste event to its hash (the
+    /// page client times it; before its job exists).
+    pub last_read_time: Option<Duration>,
+    /// Upload jobs start eager: content right after the header, one round trip sooner (up to
+    /// the pacer's first window, 64 KiB, of link time). Off by default: a page that forgot a
+    /// paste the relay has (a reload, another tab) would send up to that window for nothing,
+    /// where now it sends 0 bytes (docs/UPLOAD.md, "Eager start").
+    pub eager: bool,
+    /// The upload pacer's standing-queue target ([`PASTE_QUEUE_TARGET`]; `None`: the transfer
+    /// default, 5 ms). The benchmark's echo-against-idle trade-off.
+    pub queue_target: Option<Duration>,
     /// Hold typed keys behind an unfinished paste (the default; the benchmark turns it off to
     /// measure the datagram path under an upload).
     pub hold_keys: bool,
@@ -121,6 +144,10 @@ impl PasteQueue {
             last_error: None,
             last_path: None,
             last_upload_time: None,
+            last_first_byte_wait: None,
+            last_read_time: None,
+            eager: false,
+            queue_target: Some(PASTE_QUEUE_TARGET),
             hold_keys: true,
         }
     }
@@ -262,6 +289,8 @@ impl PasteQueue {
         self.counters.uploads += 1;
         let mut job = UploadJob::new(w.hash, w.total, w.mime, now);
         job.serial = self.counters.uploads;
+        job.eager = self.eager;
+        job.queue_target = self.queue_target;
         self.active = Some(job);
         Some(w.hash)
     }
@@ -278,6 +307,7 @@ impl PasteQueue {
                 self.counters.completed += 1;
                 if let (Some(a), Some(b)) = (job.first_byte_at, job.finished_at) {
                     self.last_upload_time = Some(b.saturating_duration_since(a));
+                    self.last_first_byte_wait = Some(a.saturating_duration_since(job.created_at));
                 }
                 self.result = None;
             }

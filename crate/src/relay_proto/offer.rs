@@ -346,6 +346,7 @@ mod tests {
             hash: "00".repeat(32),
             size: 3,
             mime: None,
+            eager: true,
         });
         round_trip(u);
         assert!(decode::<StreamRequest>(b"{\"download\":\"0a\"}").is_err(), "no from");

@@ -2,12 +2,18 @@
 //!
 //! ```text
 //!  page ─ UploadHeader line ─▶ relay                  (at most MAX_HEADER bytes)
+//!  [eager: page ─ raw bytes 0.. ─▶ relay at once, without waiting for `have`]
 //!  page ◀─ Have { have: N, path: None }                (what it holds: resume from N)
 //!     or ◀─ Have { have: size, path: Some(P) }          (already complete: nothing is sent)
 //!  page ─ raw bytes N..size ─▶ relay
 //!  page ◀─ Ack { acked, relay_time_us } …              (AckPolicy: at most one per 5 ms)
 //!  page ◀─ Path { path } | Error { error, message }    (last line; the relay finishes the stream)
 //! ```
+//!
+//! An eager header (the page's first stream of a paste) saves the round trip to `have`. The
+//! relay still checks the header before it takes a byte; a refusal (`error`) discards what came
+//! with it, and a relay that holds part of the content answers `have` (N > 0) and reads nothing
+//! more on that stream: the page resumes from N on a new stream.
 
 use std::time::Duration;
 
@@ -29,6 +35,10 @@ pub struct UploadHeader {
     pub size: u64,
     /// The browser's idea of the type; logged only (the extension comes from magic bytes).
     pub mime: Option<String>,
+    /// The content follows the header at once, from byte 0, without waiting for `have` (saves
+    /// a round trip before the first byte). A relay that holds part of it answers `have` and
+    /// reads nothing more on this stream: the page resumes on a new one.
+    pub eager: bool,
 }
 
 /// Relay → page lines on an upload stream. Untagged: the fields tell them apart (`error`, then
@@ -113,11 +123,20 @@ impl UploadHeader {
 impl Message for UploadHeader {
     fn write(&self, w: &mut ObjectWriter<'_>) {
         w.str("hash", &self.hash).u64("size", self.size).opt_str("mime", self.mime.as_deref());
+        if self.eager {
+            w.bool("eager", true);
+        }
     }
 
     fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
-        f.only(&["hash", "size", "mime"])?;
-        Ok(UploadHeader { hash: f.str("hash")?, size: f.u64("size")?, mime: f.opt_str("mime")? })
+        f.only(&["hash", "size", "mime", "eager"])?;
+        let eager = if f.get("eager").is_some() { f.bool("eager")? } else { false };
+        Ok(UploadHeader {
+            hash: f.str("hash")?,
+            size: f.u64("size")?,
+            mime: f.opt_str("mime")?,
+            eager,
+        })
     }
 }
 

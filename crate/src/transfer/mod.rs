@@ -288,6 +288,8 @@ pub struct Upload {
     bias_armed: bool,
     /// The link time a chunk is shrunk to ([`CHUNK_LINK_TIME`] unless set).
     chunk_time: Duration,
+    /// The standing queue cruising holds ([`QUEUE_TARGET`] unless set).
+    queue_target: Duration,
     /// Last time an ack advanced (or sending resumed from nothing in flight): the stall clock.
     last_progress: Instant,
     terminal: Option<UploadState>,
@@ -324,6 +326,7 @@ impl Upload {
             bias_at: None,
             bias_armed: false,
             chunk_time: CHUNK_LINK_TIME,
+            queue_target: QUEUE_TARGET,
             last_progress: now,
             terminal: (resume_from == total).then_some(UploadState::Done),
         })
@@ -334,6 +337,15 @@ impl Upload {
     #[must_use]
     pub fn chunk_time(mut self, d: Duration) -> Self {
         self.chunk_time = d;
+        self
+    }
+
+    /// Cruise at a standing queue of `d` instead of [`QUEUE_TARGET`] (a trade-off: keystrokes
+    /// wait for the queue, a shorter one lets host stalls idle the link; the benchmark compares
+    /// them by echo and by the link's idle time).
+    #[must_use]
+    pub fn queue_target(mut self, d: Duration) -> Self {
+        self.queue_target = d;
         self
     }
 
@@ -590,6 +602,7 @@ impl Upload {
         .unwrap_or(u64::MAX);
         let probe_cap = rate.saturating_mul(PROBE_GAIN_MAX_EIGHTHS) / 8;
         let cruise_cap = rate / CRUISE_PROPORTIONAL_MAX_DIV;
+        let target = self.queue_target;
         Some(match step {
             1 => base + over_phase(PROBE_QUEUE, probe_cap),
             -1 => base.saturating_sub(over_phase(PROBE_QUEUE, probe_cap)).max(1),
@@ -597,14 +610,14 @@ impl Upload {
             // (a quarter of the way per phase: the queue is seen a round trip late, and a
             // faster correction only oscillates between an idle link and a long queue).
             _ => match self.standing_queue() {
-                Some(q) if q > 2 * QUEUE_TARGET && !self.bias_armed => {
+                Some(q) if q > 2 * target && !self.bias_armed => {
                     let drain_cap = rate / CRUISE_DRAIN_MAX_DIV;
-                    base.saturating_sub(over_phase((q - QUEUE_TARGET) / 2, drain_cap)).max(1)
+                    base.saturating_sub(over_phase((q - target) / 2, drain_cap)).max(1)
                 }
-                Some(q) if q > QUEUE_TARGET => {
-                    base.saturating_sub(over_phase((q - QUEUE_TARGET) / 4, cruise_cap)).max(1)
+                Some(q) if q > target => {
+                    base.saturating_sub(over_phase((q - target) / 4, cruise_cap)).max(1)
                 }
-                Some(q) => base + over_phase((QUEUE_TARGET - q) / 4, cruise_cap),
+                Some(q) => base + over_phase((target - q) / 4, cruise_cap),
                 None => base,
             },
         })
@@ -626,7 +639,7 @@ impl Upload {
         let cruised_long = self
             .settled
             .is_some_and(|s| now.saturating_duration_since(s) >= self.phase() * BIAS_ARM_PHASES);
-        self.bias_armed |= q <= QUEUE_TARGET || cruised_long;
+        self.bias_armed |= q <= self.queue_target || cruised_long;
         if !self.bias_armed {
             return;
         }
@@ -636,7 +649,7 @@ impl Upload {
         // The error counts at most the target either way: a queue far above it (left over from
         // the start, a stall of the relay) must not drive the bias down much faster than an empty
         // queue can bring it back up.
-        let target_us = i128::try_from(QUEUE_TARGET.as_micros()).unwrap_or(0);
+        let target_us = i128::try_from(self.queue_target.as_micros()).unwrap_or(0);
         let err_us = (target_us - i128::try_from(q.as_micros()).unwrap_or(i128::MAX / 4))
             .clamp(-target_us, target_us);
         let step =

@@ -127,6 +127,19 @@ async fn upload(
         return Ok(None);
     }
     let claim = store.claim(&header.hash).await;
+    if header.eager {
+        // The bytes behind an eager header start at 0: with a part held they are not the
+        // next ones. Say what is held and read nothing more; the page resumes on a new stream.
+        if let Have::Partial(n) = store.have(&header.hash) {
+            let held = resume_point(n, header.size);
+            if held > 0 {
+                let reply = UploadReply::Have { have: held, path: None };
+                let _ = send.write_all(&reply.to_line()).await;
+                let _ = send.finish().await;
+                return Ok(None);
+            }
+        }
+    }
     let receiver = match Receiver::start(store, header.hash, header.size).await? {
         Start::Complete(path) => return Ok(Some(path_string(&path))),
         Start::Receiving(r) => r,
@@ -441,7 +454,8 @@ mod tests {
     use super::*;
 
     fn header_line(size: u64) -> Vec<u8> {
-        UploadHeader { hash: "ab".repeat(32), size, mime: Some("image/png".into()) }.to_line()
+        UploadHeader { hash: "ab".repeat(32), size, mime: Some("image/png".into()), eager: false }
+            .to_line()
     }
 
     #[tokio::test]

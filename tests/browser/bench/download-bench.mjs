@@ -47,7 +47,8 @@ const summary = (xs) => ({ n: xs.length, median: pct(xs, 0.5), p90: pct(xs, 0.9)
 const fmt = (x) => (x == null ? '-' : x.toFixed(1));
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 
-const token = 'bench-' + Math.random().toString(36).slice(2);
+// 16 characters at least (the relay refuses a shorter token): base36 of Math.random() can be 9.
+const token = 'paste-dl-bench-' + Math.random().toString(36).slice(2);
 const port = await freePort();
 const stateDir = tempDir('tern-bench-state-');
 const files = tempDir('tern-bench-send-');

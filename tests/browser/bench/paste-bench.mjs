@@ -1,14 +1,16 @@
 // Paste benchmark: a large picture over an emulated slow link, in headless Chromium, through the
 // real tern-relay, mosh-server and a shell (docs/BENCHMARKS.md, "Paste").
 //
-//   node tests/browser/bench/paste-bench.mjs [--size 13400000] [--rate 9mbit] [--rtt 80] [--queue 1s] [--keys 40] [--json]
+//   node tests/browser/bench/paste-bench.mjs [--size 13400000] [--rate 9mbit] [--rtt 80] [--queue 1s] [--keys 40] [--eager 1] [--queue-target MS] [--json]
 //
 // Prints (and with --json, one JSON object on the last line):
 //   upload time (first byte to the relay's path) / link limit (size x 8 / rate),
 //   keystroke echo latency while idle and during the upload (a key handed to xterm.js until its
 //   echo is on the core's screen; keys into `cat >/dev/null`, one every 150 ms; the page's
 //   hold-keys-behind-the-paste is turned off so the keys go out at once and measure the link),
-//   the bytes a repeated paste sends, the pacer's view and mosh's SRTT.
+//   the bytes a repeated paste sends, the pacer's view and mosh's SRTT, and the wait from the
+//   file hashed to its first byte (--eager 0: the first bytes wait for the relay's `have`, one
+//   round trip, as before the eager start; for a before/after in one session).
 // The link: linkemu between the page's WebTransport and the relay, delay RTT/2 each way, the
 // rate and bottleneck queue (queue-delay) in both directions. Needs scripts/build-wasm.sh first.
 import { join } from 'node:path';
@@ -26,6 +28,10 @@ const RATE = arg('rate', '9mbit');
 const RTT = Number(arg('rtt', 80));
 const QUEUE = arg('queue', '1s');
 const KEYS = Number(arg('keys', 40));
+const EAGER = arg('eager', '1') !== '0';
+// The pacer's standing-queue target (default: the page's, 2 ms; 5 is the transfer default and
+// what pastes used before): echo against link idle.
+const QUEUE_TARGET = arg('queue-target', null);
 const JSON_OUT = process.argv.includes('--json');
 const rateBps = (() => {
   const m = RATE.match(/^([\d.]+)\s*([kmg]?)bit$/i);
@@ -41,7 +47,8 @@ const pct = (xs, q) => {
 const summary = (xs) => ({ n: xs.length, median: pct(xs, 0.5), p90: pct(xs, 0.9), max: pct(xs, 1) });
 const fmt = (x) => (x == null ? '-' : x.toFixed(1));
 
-const token = 'bench-' + Math.random().toString(36).slice(2);
+// 16 characters at least (the relay refuses a shorter token): base36 of Math.random() can be 9.
+const token = 'paste-dl-bench-' + Math.random().toString(36).slice(2);
 const port = await freePort();
 const stateDir = tempDir('tern-bench-state-');
 const pasteDir = join(tempDir('tern-bench-pastes-'), 'pastes');
@@ -98,6 +105,8 @@ try {
   const idle = await typeKeys(KEYS);
   const idleSrtt = (await stats(page)).core.srttMs;
   await page.evaluate(() => window.tern.holdKeysDuringPaste(false));
+  await page.evaluate((eager) => window.tern.eagerPaste(eager), EAGER);
+  if (QUEUE_TARGET != null) await page.evaluate((ms) => window.tern.pasteQueueTarget(ms), Number(QUEUE_TARGET));
   const png = makePng(SIZE, 42);
   await loadFile(page, png);
   const t0 = Date.now();
@@ -124,7 +133,8 @@ try {
   const limitMs = (png.length * 8 / rateBps) * 1000;
   const result = {
     size: png.length, rate: RATE, rttMs: RTT, queue: QUEUE,
-    uploadMs: s1.lastUploadMs, wallMs, limitMs,
+    uploadMs: s1.lastUploadMs, wallMs, limitMs, eager: s1.eager, queueTargetMs: s1.queueTargetMs ?? 5,
+    firstByteWaitMs: s1.lastFirstByteWaitMs, readMs: s1.lastReadMs,
     ratio: s1.lastUploadMs / limitMs,
     echoIdleMs: summary(idle), echoDuringMs: summary(during),
     echoMedianDeltaMs: pct(during, 0.5) - pct(idle, 0.5),
@@ -148,6 +158,8 @@ try {
   };
   console.log(`paste benchmark: ${(png.length / 1e6).toFixed(1)} MB over ${RATE}, ${RTT} ms RTT, ${QUEUE} queue`);
   console.log(`  upload (first byte to path): ${(result.uploadMs / 1000).toFixed(2)} s; link limit ${(limitMs / 1000).toFixed(2)} s; ratio ${result.ratio.toFixed(3)} (paste to path: ${(wallMs / 1000).toFixed(2)} s)`);
+  console.log(`  pacer queue target ${result.queueTargetMs} ms`);
+  console.log(`  start: eager ${result.eager ? 'on' : 'off'}; paste event to the file read and hashed ${fmt(result.readMs)} ms, then to its first byte ${fmt(result.firstByteWaitMs)} ms`);
   console.log(`  ${describeLink(result.link)}`);
   console.log(`  echo idle:   median ${fmt(result.echoIdleMs.median)} ms, p90 ${fmt(result.echoIdleMs.p90)}, max ${fmt(result.echoIdleMs.max)} (n=${idle.length})`);
   console.log(`  echo upload: median ${fmt(result.echoDuringMs.median)} ms, p90 ${fmt(result.echoDuringMs.p90)}, max ${fmt(result.echoDuringMs.max)} (n=${during.length})`);
