@@ -21,7 +21,8 @@
 //! in the history. `--no-images` lets every byte through as it came.
 //!
 //! Usage: `tern-relay record --history-dir DIR --session ID --history-lines N
-//! [--history-bytes B] [--images-quota B] [--image-max-bytes B] [--no-images] -- COMMAND...`
+//! [--history-bytes B] [--images-quota B] [--image-max-bytes B] [--no-images] [--cast-bytes B]
+//! -- COMMAND...` (`--cast-bytes`: also record the output as an asciicast file, [`super::cast`])
 //!
 //! Its memory is bounded whatever the shell prints: a line longer than
 //! `tern::terminal::MAX_HISTORY_LINE_BYTES` keeps its start and ends with a mark saying how many
@@ -65,6 +66,9 @@ pub struct RecordArgs {
     pub images_quota: u64,
     /// Most encoded bytes of one image.
     pub image_max_bytes: usize,
+    /// `--cast-bytes B`: record the output as an asciicast file of at most B bytes
+    /// ([`super::cast`]; the relay's `--record-sessions`).
+    pub cast_bytes: Option<u64>,
     pub command: Vec<OsString>,
 }
 
@@ -77,6 +81,7 @@ impl RecordArgs {
         let mut login = false;
         let (mut images, mut images_quota) = (true, DEFAULT_QUOTA);
         let mut image_max_bytes = DEFAULT_MAX_IMAGE_BYTES;
+        let mut cast_bytes = None;
         while let Some(a) = args.next() {
             match a.to_str() {
                 Some("--") => break,
@@ -96,6 +101,13 @@ impl RecordArgs {
                         .ok_or("--history-bytes wants a number")?;
                 }
                 Some("--no-images") => images = false,
+                Some("--cast-bytes") => {
+                    cast_bytes = Some(
+                        args.next()
+                            .and_then(|n| n.to_str()?.parse().ok())
+                            .ok_or("--cast-bytes wants a number")?,
+                    );
+                }
                 Some("--images-quota") => {
                     images_quota = args
                         .next()
@@ -126,12 +138,13 @@ impl RecordArgs {
                     images,
                     images_quota,
                     image_max_bytes,
+                    cast_bytes,
                     command,
                 })
             }
             _ => Err("usage: tern-relay record --history-dir DIR --session HEX-ID \
                       [--history-lines N] [--history-bytes B] [--images-quota B] \
-                      [--image-max-bytes B] [--no-images] (--login | -- COMMAND...)"
+                      [--image-max-bytes B] [--no-images] [--cast-bytes B] (--login | -- COMMAND...)"
                 .into()),
         }
     }
@@ -257,6 +270,17 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         events: Vec::new(),
     });
     let winsize = Arc::new(AtomicU64::new(pack(size)));
+    // No recording file (a full disk, a bad directory): the session goes on unrecorded.
+    let mut cast = args.cast_bytes.and_then(|cap| {
+        super::cast::Recording::create(
+            &args.history_dir,
+            &args.session,
+            cap,
+            size.ws_col,
+            size.ws_row,
+        )
+        .ok()
+    });
 
     // Keys: the outer terminal to the shell's pty, byte for byte.
     let mut to_shell = File::from(master.try_clone()?);
@@ -293,6 +317,7 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
             im.release();
             stdout.write_all(&im.out)?;
             stdout.flush()?;
+            record_cast(&mut cast, &im.out, &winsize);
             let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
             im.record(&mut e, &mut writer, &mut lines);
             continue;
@@ -312,6 +337,7 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         let Some(im) = images.as_mut().filter(|_| !plain) else {
             stdout.write_all(&buf[..n])?;
             stdout.flush()?;
+            record_cast(&mut cast, &buf[..n], &winsize);
             let rows = {
                 let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
                 e.feed(&buf[..n]);
@@ -331,17 +357,30 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         im.lift(&buf[..n], false);
         stdout.write_all(&im.out)?;
         stdout.flush()?;
+        record_cast(&mut cast, &im.out, &winsize);
         let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
         im.record(&mut e, &mut writer, &mut lines);
     }
     if let Some(im) = images.as_mut() {
         im.lift(&[], true);
         let _ = stdout.write_all(&im.out).and_then(|()| stdout.flush());
+        record_cast(&mut cast, &im.out, &winsize);
         let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
         im.record(&mut e, &mut writer, &mut lines);
     }
+    if let Some(c) = cast.as_mut() {
+        c.finish();
+    }
     let status = child.wait()?;
     Ok(status.code().unwrap_or(1))
+}
+
+/// Adds output that went to mosh-server to the session's recording (at the terminal's size now).
+fn record_cast(cast: &mut Option<super::cast::Recording>, out: &[u8], winsize: &AtomicU64) {
+    if let Some(c) = cast.as_mut() {
+        let w = unpack(winsize.load(Ordering::Relaxed));
+        c.output(out, w.ws_col, w.ws_row);
+    }
 }
 
 /// How long the recorder waits for more output before it lets undecided bytes through as text
