@@ -517,12 +517,14 @@ fn follow_resizes(
             let Ok(now) = tcgetwinsize(stdin.as_fd()) else { return };
             if pack(now) != pack(last) {
                 last = now;
+                // The image lifter's cells (and their pixels) follow, and the recording's size:
+                // before the shell's SIGWINCH, so that what it redraws is recorded after the
+                // resize.
+                winsize.store(pack(now), Ordering::Relaxed);
                 if tcsetwinsize(master, now).is_err() {
                     return;
                 }
                 emulator.lock().unwrap_or_else(|p| p.into_inner()).resize(size_of(now));
-                // The image lifter's cells (and their pixels) follow.
-                winsize.store(pack(now), Ordering::Relaxed);
             }
             if winch.recv().await.is_none() {
                 return;
