@@ -234,10 +234,16 @@ impl Recording {
         self.write(&out);
     }
 
-    /// The output ended.
-    pub fn finish(&mut self) {
+    /// The output ended (at a terminal of `cols`×`rows`: a last resize no output followed is
+    /// recorded too).
+    pub fn finish(&mut self, cols: u16, rows: u16) {
         if self.file.is_some() {
-            let out = self.encoder.finish(self.now());
+            let t = self.now();
+            let mut out = self.encoder.finish(t);
+            if (cols, rows) != self.size {
+                self.size = (cols, rows);
+                out.extend(self.encoder.resize(t, cols, rows));
+            }
             self.write(&out);
         }
     }

@@ -369,7 +369,8 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         im.record(&mut e, &mut writer, &mut lines);
     }
     if let Some(c) = cast.as_mut() {
-        c.finish();
+        let w = unpack(winsize.load(Ordering::Relaxed));
+        c.finish(w.ws_col, w.ws_row);
     }
     let status = child.wait()?;
     Ok(status.code().unwrap_or(1))
