@@ -108,8 +108,14 @@ async fn an_exported_recording_plays_to_the_screen_the_client_shows() {
     }
 
     // The shell exits: the recording goes with the session.
-    mosh.type_bytes(b"exit\n");
     let cast = state.path().join(format!("sessions/{}.cast", ready.session));
+    let mode = |p: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&cast), 0o600);
+    assert_eq!(mode(&state.path().join("sessions")), 0o700);
+    mosh.type_bytes(b"exit\n");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while cast.exists() && std::time::Instant::now() < deadline {
         mosh.run_until(Duration::from_millis(200), |_| false).await;
