@@ -271,7 +271,7 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     });
     let winsize = Arc::new(AtomicU64::new(pack(size)));
     // No recording file (a full disk, a bad directory): the session goes on unrecorded.
-    let mut cast = args.cast_bytes.and_then(|cap| {
+    let cast = args.cast_bytes.and_then(|cap| {
         super::cast::Recording::create(
             &args.history_dir,
             &args.session,
@@ -304,7 +304,7 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     // Output: to the outer terminal as it is (images lifted out), and through the emulator into
     // the history.
     let mut from_shell = File::from(master);
-    let mut stdout = io::stdout().lock();
+    let mut stdout = Output { out: io::stdout().lock(), cast, winsize: Arc::clone(&winsize) };
     let mut buf = vec![0u8; 16 * 1024];
     let mut last_size = pack(size);
     loop {
@@ -317,7 +317,6 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
             im.release();
             stdout.write_all(&im.out)?;
             stdout.flush()?;
-            record_cast(&mut cast, &im.out, &winsize);
             let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
             im.record(&mut e, &mut writer, &mut lines);
             continue;
@@ -337,7 +336,6 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         let Some(im) = images.as_mut().filter(|_| !plain) else {
             stdout.write_all(&buf[..n])?;
             stdout.flush()?;
-            record_cast(&mut cast, &buf[..n], &winsize);
             let rows = {
                 let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
                 e.feed(&buf[..n]);
@@ -357,30 +355,55 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         im.lift(&buf[..n], false);
         stdout.write_all(&im.out)?;
         stdout.flush()?;
-        record_cast(&mut cast, &im.out, &winsize);
         let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
         im.record(&mut e, &mut writer, &mut lines);
     }
     if let Some(im) = images.as_mut() {
         im.lift(&[], true);
         let _ = stdout.write_all(&im.out).and_then(|()| stdout.flush());
-        record_cast(&mut cast, &im.out, &winsize);
         let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
         im.record(&mut e, &mut writer, &mut lines);
-    }
-    if let Some(c) = cast.as_mut() {
-        let w = unpack(winsize.load(Ordering::Relaxed));
-        c.finish(w.ws_col, w.ws_row);
     }
     let status = child.wait()?;
     Ok(status.code().unwrap_or(1))
 }
 
-/// Adds output that went to mosh-server to the session's recording (at the terminal's size now).
-fn record_cast(cast: &mut Option<super::cast::Recording>, out: &[u8], winsize: &AtomicU64) {
-    if let Some(c) = cast.as_mut() {
-        let w = unpack(winsize.load(Ordering::Relaxed));
-        c.output(out, w.ws_col, w.ws_row);
+/// The recorder's stdout (mosh-server's pty): every byte written to it also goes to the session's
+/// recording, if any (`--cast-bytes`), at the terminal's size then; dropped, it ends the recording.
+struct Output {
+    out: io::StdoutLock<'static>,
+    cast: Option<super::cast::Recording>,
+    winsize: Arc<AtomicU64>,
+}
+
+impl Output {
+    fn size(&self) -> (u16, u16) {
+        let w = unpack(self.winsize.load(Ordering::Relaxed));
+        (w.ws_col, w.ws_row)
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(bytes)?;
+        let (cols, rows) = self.size();
+        if let Some(c) = self.cast.as_mut() {
+            c.output(&bytes[..n], cols, rows);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        let (cols, rows) = self.size();
+        if let Some(c) = self.cast.as_mut() {
+            c.finish(cols, rows);
+        }
     }
 }
 
