@@ -127,7 +127,8 @@ impl Encoder {
 }
 
 fn line(time: f64, kind: &str, data: &str) -> Vec<u8> {
-    let data = serde_json::Value::from(data);
+    // A string always serializes.
+    let data = serde_json::to_string(data).unwrap_or_default();
     format!("[{time:.6}, \"{kind}\", {data}]\n").into_bytes()
 }
 
