@@ -38,9 +38,10 @@ APT_RUN=(mosh)
 # of the history), pebble (ACME test server), nginx (the reverse proxy of relay/tests/base_path.rs
 # and tests/browser/tests/tls.test.mjs), libnss3-tools (certutil: tls.test.mjs trusts a test CA),
 # debootstrap (the clean Debian root the package test installs into), qemu-user-static (runs the
-# aarch64 release binary), python3-venv (the venv of the dist tools).
+# aarch64 release binary), python3-venv (the venv of the dist tools), asciinema
+# (`asciinema cat` reads the session recordings, relay/tests/record_cast.rs).
 APT_TEST=(libsixel-bin chafa tmux chromium chromium-driver pebble nginx libnss3-tools openssl iproute2 util-linux vim-tiny less
-  openssh-server openssh-client debootstrap qemu-user-static file python3-venv)
+  openssh-server openssh-client debootstrap qemu-user-static file python3-venv asciinema)
 # Installed with them, but a failure only warns: the Firefox browser tests (tests/browser/firefox/)
 # skip with a printed reason when /usr/bin/firefox-esr is missing.
 APT_TEST_OPTIONAL=(firefox-esr)

@@ -413,6 +413,11 @@ pub struct RecorderEcho {
     /// The recorder with `--no-images` (no image lifting), in the same run.
     pub no_images_median_us: f64,
     pub no_images_p99_us: f64,
+    /// The recorder recording the session (`--cast-bytes`, `--record-sessions`), same run.
+    #[serde(default)]
+    pub cast_median_us: Option<f64>,
+    #[serde(default)]
+    pub cast_p99_us: Option<f64>,
 }
 
 /// The recorder's cost on a key's echo, side by side with a pty without it (`release`: built

@@ -15,6 +15,9 @@ const HISTORY_SEARCH_MS: f64 = 300.0;
 const RECORDER_ECHO_ADDED_US: f64 = 500.0;
 /// ...and its image lifting at most this much more than the recorder without it (issue 34).
 const RECORDER_IMAGES_RATIO: f64 = 1.10;
+/// ...and recording the session (`--record-sessions`) at most this more than the recorder
+/// without it (issue 35: one JSON line written per read).
+const RECORDING_ADDED_US: f64 = 50.0;
 
 /// The suite's `history` part: rows and details into `report`.
 pub fn rows(options: &Options, report: &mut Report) {
@@ -91,6 +94,18 @@ pub fn rows(options: &Options, report: &mut Report) {
                 run.no_images_median_us,
                 "µs",
             );
+            // Issue 35: recording the session (--record-sessions) against the recorder without.
+            if let Some(cast) = run.cast_median_us {
+                let added = cast - run.recorded_median_us;
+                report.row(
+                    "recorder: added per key by --record-sessions, median".to_string(),
+                    added,
+                    "µs",
+                    format!("≤ {RECORDING_ADDED_US:.0} µs"),
+                    added <= RECORDING_ADDED_US,
+                );
+                report.detail(g, "echo with the recorder recording, median", cast, "µs");
+            }
             report.detail(g, "echo without the recorder, median", run.direct_median_us, "µs");
             report.detail(g, "echo with the recorder, median", run.recorded_median_us, "µs");
             report.detail(g, "echo without the recorder, p99", run.direct_p99_us, "µs");

@@ -3,11 +3,13 @@
 //! Three programs echo each key they read, each on a pty of its own whose master this benchmark
 //! holds (as mosh-server holds the user's): `cat -u` on a raw terminal, directly, under the
 //! recorder with its image lifting (issue 34; the default) and under the recorder with
-//! `--no-images` (every byte through as it came, the recorder before image lifting); the
-//! recorder then runs `cat -u` on a raw pty of its own. The echo goes through
+//! `--no-images` (every byte through as it came, the recorder before image lifting), and under
+//! the recorder recording the session (`--cast-bytes`, the relay's `--record-sessions`, issue
+//! 35); the recorder then runs `cat -u` on a raw pty of its own. The echo goes through
 //! the program, not the line discipline, as a shell's (readline's) does. One byte is written to
-//! the master and timed until it comes back; the setups take turns in batches (in each of the
-//! six orders in turn), so that the machine's noise falls on all alike. Prints the median, p90 and
+//! the master and timed until it comes back; the setups take turns in batches (each first, second,
+//! third and last in turn, forwards and backwards), so that the machine's noise falls on all
+//! alike. Prints the median, p90 and
 //! p99 of each and the difference of the medians; asserts nothing.
 //!
 //! `cargo run --release -p tern-relay --example recorder_echo [KEYS] [GAP_US] [--json] [--aa]`:
@@ -55,39 +57,45 @@ fn main() {
     let history = tempfile::tempdir().expect("a temporary directory");
     let me = std::env::current_exe().expect("this executable");
     let direct = Echo::start(Command::new("sh").args(["-c", ECHO]));
-    let recorder = |session: &str, images: bool| {
+    let recorder = |session: &str, images: bool, cast: bool| {
         let mut c = Command::new(&me);
         c.arg("record").arg("--history-dir").arg(history.path()).args(["--session", session]);
         if !images {
             c.arg("--no-images");
         }
+        if cast {
+            c.args(["--cast-bytes", "67108864"]);
+        }
         Echo::start(c.args(["--", "sh", "-c", ECHO]))
     };
     // `--aa`: both recorders without images, to see the noise between two identical setups.
     let aa = std::env::args().any(|a| a == "--aa");
-    let recorded = recorder("0123456789abcdef", !aa);
-    let plain = recorder("0123456789abcdee", false);
-    let mut setups = [direct, recorded, plain];
+    let recorded = recorder("0123456789abcdef", !aa, false);
+    let plain = recorder("0123456789abcdee", false, false);
+    let cast = recorder("0123456789abcded", !aa, true);
+    let mut setups = [direct, recorded, plain, cast];
 
     for _ in 0..WARMUP {
         for e in setups.iter_mut() {
             e.key(gap);
         }
     }
-    let mut times: [Vec<Duration>; 3] = Default::default();
+    let mut times: [Vec<Duration>; 4] = Default::default();
     for batch in 0..keys.div_ceil(BATCH) {
         let n = BATCH.min(keys - batch * BATCH);
-        // Every order in turn: each setup comes first, second and last, after each other one,
-        // equally often.
-        const ORDERS: [[usize; 3]; 6] =
-            [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
-        for which in ORDERS[batch % 6] {
+        // Rotations, forwards then backwards: each setup comes first, second, third and last,
+        // after and before each neighbour, equally often.
+        let mut order: Vec<usize> = (0..4).map(|i| (i + batch) % 4).collect();
+        if (batch / 4) % 2 == 1 {
+            order.reverse();
+        }
+        for which in order {
             (0..n).for_each(|_| times[which].push(setups[which].key(gap)));
         }
     }
     setups.into_iter().for_each(Echo::stop);
 
-    let [d, r, p] = times.map(Stats::of);
+    let [d, r, p, c] = times.map(Stats::of);
     println!(
         "key-to-echo latency through a pty, {keys} keys each, {} µs between keys, \
          interleaved in batches of {BATCH}",
@@ -100,6 +108,10 @@ fn main() {
         "recorded (tern-relay record cat -u)", r.median, r.p90, r.p99
     );
     println!("{:<38}{:>10.1}{:>10.1}{:>10.1}", "recorded --no-images", p.median, p.p90, p.p99);
+    println!(
+        "{:<38}{:>10.1}{:>10.1}{:>10.1}",
+        "recorded, recording (--cast-bytes)", c.median, c.p90, c.p99
+    );
     println!(
         "{:<38}{:>+10.1}{:>+10.1}{:>+10.1}",
         "recorder adds",
@@ -114,13 +126,20 @@ fn main() {
         p.p90 - d.p90,
         p.p99 - d.p99
     );
+    println!(
+        "{:<38}{:>+10.1}{:>+10.1}{:>+10.1}",
+        "recording adds (to the recorder)",
+        c.median - r.median,
+        c.p90 - r.p90,
+        c.p99 - r.p99
+    );
     if json {
         // For tern-bench's `history` rows: one JSON object on the last line.
         println!(
             "{{\"keys\":{keys},\"directMedianUs\":{:.1},\"recordedMedianUs\":{:.1},\
              \"directP99Us\":{:.1},\"recordedP99Us\":{:.1},\"noImagesMedianUs\":{:.1},\
-             \"noImagesP99Us\":{:.1}}}",
-            d.median, r.median, d.p99, r.p99, p.median, p.p99
+             \"noImagesP99Us\":{:.1},\"castMedianUs\":{:.1},\"castP99Us\":{:.1}}}",
+            d.median, r.median, d.p99, r.p99, p.median, p.p99, c.median, c.p99
         );
     }
 }

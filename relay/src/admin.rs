@@ -1,4 +1,4 @@
-//! `tern-relay token add|list|revoke` and `tern-relay audit`: they work on the state directory
+//! `tern-relay token add|list|revoke`, `tern-relay audit` and `tern-relay export`: they work on the state directory
 //! only ([`crate::tokens`], [`crate::audit`]), so they run with or without a relay; a running
 //! relay sees a token change within [`crate::tokens::WATCH_INTERVAL`].
 
@@ -186,6 +186,61 @@ pub fn audit_main(args: impl Iterator<Item = std::ffi::OsString>) -> std::proces
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tern-relay export",
+    about = "Prints a session's recording (asciicast v2; the relay's --record-sessions)"
+)]
+pub struct ExportArgs {
+    /// The relay's state directory (as the relay's --state-dir).
+    #[arg(long, env = "TERN_RELAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// The session's id (as the page and `tern-relay audit` show it).
+    pub session: String,
+}
+
+/// `tern-relay export SESSION > s.cast`.
+pub fn export_main(args: impl Iterator<Item = std::ffi::OsString>) -> std::process::ExitCode {
+    use clap::Parser as _;
+    let args = ExportArgs::parse_from(std::iter::once("tern-relay export".into()).chain(args));
+    match export(args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tern-relay export: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn export(args: ExportArgs) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let id = &args.session;
+    if !crate::ids::valid_id(id) {
+        anyhow::bail!("{id:?} is not a session id (hex digits, as the session list shows)");
+    }
+    let sessions = state_dir(args.state_dir)?.join("sessions");
+    let path = crate::history::cast::path_of(&sessions, id);
+    let mut file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if sessions.join(format!("{id}.json")).exists() {
+                anyhow::bail!(
+                    "session {id} was not recorded (the relay records sessions started with \
+                     --record-sessions)"
+                );
+            }
+            anyhow::bail!(
+                "no session {id} in {} (ended sessions' recordings are removed with them)",
+                sessions.display()
+            );
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let mut out = std::io::stdout().lock();
+    std::io::copy(&mut file, &mut out).context("writing the recording")?;
+    Ok(())
 }
 
 /// A duration back from now (`30m`) or a unix time in seconds.

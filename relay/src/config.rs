@@ -150,6 +150,17 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_HISTORY_BYTES", default_value = "32MiB")]
     pub history_bytes: ByteSize,
 
+    /// Record each spawned session's output (never its keystrokes) as an asciicast v2 file in
+    /// the state directory, for `tern-relay export SESSION`; removed with the session. Needs the
+    /// recorder (--history-lines above 0).
+    #[arg(long, env = "TERN_RELAY_RECORD_SESSIONS")]
+    pub record_sessions: bool,
+
+    /// Most bytes of one session's recording: past it the recording stops with a last marker
+    /// event (and an audit line).
+    #[arg(long, env = "TERN_RELAY_RECORD_BYTES", default_value = "64MiB")]
+    pub record_bytes: ByteSize,
+
     /// Largest file `tern send` offers to the browser, in bytes (the page holds a download in
     /// memory until its SHA-256 is checked and it is saved).
     #[arg(long, env = "TERN_RELAY_SEND_LIMIT", default_value_t = 512 << 20)]
@@ -483,6 +494,7 @@ impl Config {
                 },
                 history_lines: self.history_lines,
                 history_bytes: self.history_bytes.0,
+                record_bytes: self.record_sessions.then_some(self.record_bytes.0),
                 recorder: self.recorder.clone(),
                 state_dir: self.state_dir(),
             },

@@ -286,6 +286,14 @@ impl Relay {
         if config.mode() == Mode::Spawn {
             check_mosh_server(&config, ssh.is_some())?;
         }
+        // The recordings are the recorder's: without it (bridge mode, `--history-lines 0`) there
+        // are none, which a person asking for them should hear.
+        if config.record_sessions && (config.mode() == Mode::Bridge || config.history_lines == 0) {
+            tracing::warn!(
+                "--record-sessions records nothing in bridge mode or with --history-lines 0 \
+                 (the recordings are made by the history recorder)"
+            );
+        }
         let token = match (&config.token, &config.token_file) {
             (Some(t), _) if !t.is_empty() => Token::new(t.clone()),
             (_, Some(file)) => Token::load_or_create(file)?,

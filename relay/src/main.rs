@@ -30,6 +30,11 @@ fn main() -> std::process::ExitCode {
         args.next();
         return tern_relay::admin::audit_main(args);
     }
+    // `tern-relay export SESSION`: a session's recording (--record-sessions).
+    if args.peek().is_some_and(|a| a == "export") {
+        args.next();
+        return tern_relay::admin::export_main(args);
+    }
     relay_main()
 }
 

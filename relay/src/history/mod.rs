@@ -18,6 +18,7 @@
 //! search holds the lines it returns and one line more (each capped at [`MAX_READ_LINE`], even in
 //! a file an older recorder wrote without a cap).
 
+pub mod cast;
 pub mod images;
 pub mod record;
 
@@ -54,9 +55,16 @@ fn paths(dir: &Path, id: &str) -> Paths {
 
 /// Whether `file_name` is one of a history's files, and whose (for pruning leftovers).
 pub fn owner_of(file_name: &str) -> Option<&str> {
-    [".history", ".history.1", ".history.base", ".history.base.tmp", images::DIR_SUFFIX]
-        .iter()
-        .find_map(|suffix| file_name.strip_suffix(suffix))
+    [
+        ".history",
+        ".history.1",
+        ".history.base",
+        ".history.base.tmp",
+        images::DIR_SUFFIX,
+        cast::SUFFIX,
+    ]
+    .iter()
+    .find_map(|suffix| file_name.strip_suffix(suffix))
 }
 
 /// Appends lines (the recorder's side).
@@ -377,10 +385,10 @@ pub fn search(
     Err(io::Error::other("the history kept rotating while being searched"))
 }
 
-/// Removes session `id`'s history (with the session).
+/// Removes session `id`'s history and recording (with the session).
 pub fn remove(dir: &Path, id: &str) {
     let p = paths(dir, id);
-    for f in [p.current, p.previous, p.base] {
+    for f in [p.current, p.previous, p.base, cast::path_of(dir, id)] {
         let _ = fs::remove_file(f);
     }
     let _ = fs::remove_dir_all(images::dir_of(dir, id));
@@ -489,6 +497,7 @@ mod tests {
         assert_eq!(owner_of("ab12.history"), Some("ab12"));
         assert_eq!(owner_of("ab12.history.1"), Some("ab12"));
         assert_eq!(owner_of("ab12.history.base"), Some("ab12"));
+        assert_eq!(owner_of("ab12.cast"), Some("ab12"));
         assert_eq!(owner_of("ab12.shadow"), None);
     }
 }

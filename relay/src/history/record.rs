@@ -21,7 +21,8 @@
 //! in the history. `--no-images` lets every byte through as it came.
 //!
 //! Usage: `tern-relay record --history-dir DIR --session ID --history-lines N
-//! [--history-bytes B] [--images-quota B] [--image-max-bytes B] [--no-images] -- COMMAND...`
+//! [--history-bytes B] [--images-quota B] [--image-max-bytes B] [--no-images] [--cast-bytes B]
+//! -- COMMAND...` (`--cast-bytes`: also record the output as an asciicast file, [`super::cast`])
 //!
 //! Its memory is bounded whatever the shell prints: a line longer than
 //! `tern::terminal::MAX_HISTORY_LINE_BYTES` keeps its start and ends with a mark saying how many
@@ -65,6 +66,9 @@ pub struct RecordArgs {
     pub images_quota: u64,
     /// Most encoded bytes of one image.
     pub image_max_bytes: usize,
+    /// `--cast-bytes B`: record the output as an asciicast file of at most B bytes
+    /// ([`super::cast`]; the relay's `--record-sessions`).
+    pub cast_bytes: Option<u64>,
     pub command: Vec<OsString>,
 }
 
@@ -77,6 +81,7 @@ impl RecordArgs {
         let mut login = false;
         let (mut images, mut images_quota) = (true, DEFAULT_QUOTA);
         let mut image_max_bytes = DEFAULT_MAX_IMAGE_BYTES;
+        let mut cast_bytes = None;
         while let Some(a) = args.next() {
             match a.to_str() {
                 Some("--") => break,
@@ -96,6 +101,13 @@ impl RecordArgs {
                         .ok_or("--history-bytes wants a number")?;
                 }
                 Some("--no-images") => images = false,
+                Some("--cast-bytes") => {
+                    cast_bytes = Some(
+                        args.next()
+                            .and_then(|n| n.to_str()?.parse().ok())
+                            .ok_or("--cast-bytes wants a number")?,
+                    );
+                }
                 Some("--images-quota") => {
                     images_quota = args
                         .next()
@@ -126,12 +138,13 @@ impl RecordArgs {
                     images,
                     images_quota,
                     image_max_bytes,
+                    cast_bytes,
                     command,
                 })
             }
             _ => Err("usage: tern-relay record --history-dir DIR --session HEX-ID \
                       [--history-lines N] [--history-bytes B] [--images-quota B] \
-                      [--image-max-bytes B] [--no-images] (--login | -- COMMAND...)"
+                      [--image-max-bytes B] [--no-images] [--cast-bytes B] (--login | -- COMMAND...)"
                 .into()),
         }
     }
@@ -257,6 +270,17 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         events: Vec::new(),
     });
     let winsize = Arc::new(AtomicU64::new(pack(size)));
+    // No recording file (a full disk, a bad directory): the session goes on unrecorded.
+    let cast = args.cast_bytes.and_then(|cap| {
+        super::cast::Recording::create(
+            &args.history_dir,
+            &args.session,
+            cap,
+            size.ws_col,
+            size.ws_row,
+        )
+        .ok()
+    });
 
     // Keys: the outer terminal to the shell's pty, byte for byte.
     let mut to_shell = File::from(master.try_clone()?);
@@ -280,7 +304,7 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     // Output: to the outer terminal as it is (images lifted out), and through the emulator into
     // the history.
     let mut from_shell = File::from(master);
-    let mut stdout = io::stdout().lock();
+    let mut stdout = Output { out: io::stdout().lock(), cast, winsize: Arc::clone(&winsize) };
     let mut buf = vec![0u8; 16 * 1024];
     let mut last_size = pack(size);
     loop {
@@ -342,6 +366,45 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     }
     let status = child.wait()?;
     Ok(status.code().unwrap_or(1))
+}
+
+/// The recorder's stdout (mosh-server's pty): every byte written to it also goes to the session's
+/// recording, if any (`--cast-bytes`), at the terminal's size then; dropped, it ends the recording.
+struct Output {
+    out: io::StdoutLock<'static>,
+    cast: Option<super::cast::Recording>,
+    winsize: Arc<AtomicU64>,
+}
+
+impl Output {
+    fn size(&self) -> (u16, u16) {
+        let w = unpack(self.winsize.load(Ordering::Relaxed));
+        (w.ws_col, w.ws_row)
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(bytes)?;
+        let (cols, rows) = self.size();
+        if let Some(c) = self.cast.as_mut() {
+            c.output(&bytes[..n], cols, rows);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        let (cols, rows) = self.size();
+        if let Some(c) = self.cast.as_mut() {
+            c.finish(cols, rows);
+        }
+    }
 }
 
 /// How long the recorder waits for more output before it lets undecided bytes through as text
@@ -478,12 +541,14 @@ fn follow_resizes(
             let Ok(now) = tcgetwinsize(stdin.as_fd()) else { return };
             if pack(now) != pack(last) {
                 last = now;
+                // The image lifter's cells (and their pixels) follow, and the recording's size:
+                // before the shell's SIGWINCH, so that what it redraws is recorded after the
+                // resize.
+                winsize.store(pack(now), Ordering::Relaxed);
                 if tcsetwinsize(master, now).is_err() {
                     return;
                 }
                 emulator.lock().unwrap_or_else(|p| p.into_inner()).resize(size_of(now));
-                // The image lifter's cells (and their pixels) follow.
-                winsize.store(pack(now), Ordering::Relaxed);
             }
             if winch.recv().await.is_none() {
                 return;

@@ -31,6 +31,8 @@ pub(crate) struct TargetSettings {
     pub history_lines: usize,
     /// `--history-bytes`: bytes per history file.
     pub history_bytes: u64,
+    /// `--record-sessions` (with `--record-bytes`): each session's recording cap, if recorded.
+    pub record_bytes: Option<u64>,
     /// `--recorder`: the tern-relay to run as the recorder (`None`: this executable).
     pub recorder: Option<PathBuf>,
     /// The state directory, where `tern send`'s socket and the `tern` link live.
@@ -300,6 +302,7 @@ pub(super) fn local_spec(shared: &SessionContext, state: &StateStore, id: &str) 
             session: id.to_owned(),
             max_lines,
             max_bytes: c.history_bytes,
+            cast_bytes: c.record_bytes,
         }),
         (_, Err(e)) => {
             tracing::warn!("no history for new sessions: cannot find tern-relay itself: {e}");

@@ -81,6 +81,8 @@ pub struct Recorder {
     pub max_lines: usize,
     /// Bytes per history file.
     pub max_bytes: u64,
+    /// `--record-sessions`: the recording's cap in bytes (`None`: not recorded).
+    pub cast_bytes: Option<u64>,
 }
 
 impl Recorder {
@@ -98,6 +100,9 @@ impl Recorder {
             "--history-bytes".into(),
             self.max_bytes.to_string(),
         ];
+        if let Some(cap) = self.cast_bytes {
+            argv.extend(["--cast-bytes".into(), cap.to_string()]);
+        }
         if command.is_empty() {
             argv.push("--login".into());
         } else {
@@ -247,6 +252,7 @@ mod tests {
             session: "ab12cd34".into(),
             max_lines: 500,
             max_bytes: 1 << 20,
+            cast_bytes: None,
         };
         let with_command = SpawnSpec { recorder: Some(recorder.clone()), ..spec("mosh-server") };
         assert_eq!(
@@ -260,6 +266,15 @@ mod tests {
             arguments(&login)
                 .join(" ")
                 .ends_with("--history-lines 500 --history-bytes 1048576 --login")
+        );
+        let recorded = SpawnSpec {
+            recorder: Some(Recorder { cast_bytes: Some(4096), ..recorder }),
+            ..spec("mosh-server")
+        };
+        assert!(
+            arguments(&recorded)
+                .join(" ")
+                .ends_with("--history-bytes 1048576 --cast-bytes 4096 -- /bin/sh")
         );
     }
 
