@@ -26,7 +26,7 @@ pub(crate) use context::{SessionContext, SessionSettings};
 pub(crate) use slots::{HandshakeSlot, HandshakeSlots, NoSlot, Pool};
 pub(crate) use spare::{Spare, keep as keep_spare};
 pub use target::AllowRule;
-pub(crate) use target::TargetSettings;
+pub(crate) use target::{NOT_YOURS, TargetSettings};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -340,7 +340,18 @@ async fn open(
     let Admitted { hello, slot, who } =
         handshake::admit(shared, control, pre_authed, peer, source).await?;
     let t1 = std::time::Instant::now();
-    let target = target::attach(shared, &hello).await?;
+    let target = target::attach(shared, &hello, &who).await.inspect_err(|r| {
+        if r.code == crate::control::ErrorCode::NotYourSession {
+            shared.audit.event(
+                "refused",
+                &crate::audit::Fields::new()
+                    .who(who.name())
+                    .addr(peer.ip())
+                    .session(hello.resume.as_deref().unwrap_or_default())
+                    .reason("another identity's session"),
+            );
+        }
+    })?;
     let t2 = std::time::Instant::now();
     let mut target = target;
     let (udp, prestarted) = match target.prestarted.take() {
