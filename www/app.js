@@ -447,7 +447,9 @@ async function main() {
       // WebTransport, the only way when it has none (a Unix socket behind ssh -L).
       link: (kind, fallback) => {
         document.body.dataset.link = kind;
-        if (kind === 'websocket' && fallback) pill('TCP fallback', 'quiet');
+        // Behind a front door the WebSocket is the way by design (WebTransport does not pass the
+        // proxy): nothing to point out.
+        if (kind === 'websocket' && fallback && token !== '') pill('TCP fallback', 'quiet');
       },
       session: holdSession,
       title: (t) => bell.title(t),
