@@ -189,6 +189,11 @@ async fn another_identity_can_neither_list_resume_take_over_nor_read_a_session()
         .filter(|l| l["event"] == "refused" && l["who"] == "bob" && l["session"] == a.as_str())
         .count();
     assert_eq!(refusals, 6, "4 attaches and 2 history reads refused: {audit}");
+    for link in ["webtransport", "websocket"] {
+        let on_link = format!("\"link\":\"{link}\"");
+        let n = audit.lines().filter(|l| l.contains("another identity") && l.contains(&on_link));
+        assert_eq!(n.count(), 2, "a take-over and a resume over {link}: {audit}");
+    }
     assert!(audit.contains("another identity's session"), "{audit}");
     relay.stop().await;
 }

@@ -265,7 +265,9 @@ async fn serve(
             return;
         }
     };
-    let opened = open(&shared, &mut control, pre_authed, peer, source).await;
+    let opened =
+        open(&shared, &mut control, pre_authed, peer, source, (conn.kind(), agent.as_deref()))
+            .await;
     drop(slot);
     let session = match opened {
         Ok(s) => s,
@@ -335,6 +337,7 @@ async fn open(
     pre_authed: Option<crate::tokens::Who>,
     peer: SocketAddr,
     source: SourceKey,
+    (link, agent): (&str, Option<&str>),
 ) -> Result<Attached, Stop> {
     let t0 = std::time::Instant::now();
     let Admitted { hello, slot, who } =
@@ -347,6 +350,8 @@ async fn open(
                 &crate::audit::Fields::new()
                     .who(who.name())
                     .addr(peer.ip())
+                    .agent(agent)
+                    .link(link)
                     .session(hello.resume.as_deref().unwrap_or_default())
                     .reason("another identity's session"),
             );
