@@ -44,8 +44,6 @@ pub(crate) struct HttpSettings {
     pub header_timeout: Duration,
     /// `--trust-proxy`: peers whose forwarded client address the limiters count against.
     pub trust_proxy: Vec<std::net::IpAddr>,
-    /// `--identity-header`: from a trusted proxy, who the person is (no token needed).
-    pub identity_header: Option<String>,
 }
 
 /// What every HTTP connection's task shares.
@@ -457,26 +455,25 @@ fn proxied_identity(
     req: &Request<Incoming>,
     peer: SocketAddr,
 ) -> Option<crate::tokens::Who> {
-    let name = shared.settings.identity_header.as_deref()?;
-    let value = req.headers().get(name)?;
-    let ip = peer.ip().to_canonical();
-    let agent = req.headers().get(header::USER_AGENT).and_then(|a| a.to_str().ok());
-    if !shared.settings.trust_proxy.iter().any(|t| t.to_canonical() == ip) {
-        tracing::warn!(%peer, header = name, "an identity header from a peer that is not a trusted proxy ignored");
-        shared.sessions.audit.event(
-            "refused",
-            &crate::audit::Fields::new()
-                .addr(ip)
-                .agent(agent)
-                .reason("identity header from a peer that is not a trusted proxy: ignored"),
-        );
-        return None;
+    let front_door = &shared.sessions.settings.front_door;
+    let name = front_door.header.as_deref()?;
+    let value = req.headers().get(name).map(HeaderValue::as_bytes);
+    match front_door.vouch(peer.ip(), value) {
+        crate::security::Vouch::Person(who) => Some(who),
+        crate::security::Vouch::Nobody => None,
+        crate::security::Vouch::Untrusted => {
+            let agent = req.headers().get(header::USER_AGENT).and_then(|a| a.to_str().ok());
+            tracing::warn!(%peer, header = name, "an identity header from a peer that is not a trusted proxy ignored");
+            shared.sessions.audit.event(
+                "refused",
+                &crate::audit::Fields::new()
+                    .addr(peer.ip().to_canonical())
+                    .agent(agent)
+                    .reason("identity header from a peer that is not a trusted proxy: ignored"),
+            );
+            None
+        }
     }
-    let user = value.to_str().ok().map(str::trim).filter(|u| {
-        (1..=128).contains(&u.len()) && u.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
-    })?;
-    // Prefixed: no token name has a colon, so an identity never reads as a token or `owner`.
-    Some(crate::tokens::Who::Proxied { user: format!("proxy:{user}") })
 }
 
 /// Who a request counts against in the limiters (`--trust-proxy`: the forwarded client).

@@ -204,3 +204,57 @@ fn a_record_from_before_owners_belongs_to_the_owner() {
     let r: tern_relay::state::SessionRecord = serde_json::from_str(old).unwrap();
     assert_eq!(r.owner_name(), "owner");
 }
+
+/// A WebTransport client connecting from `bind` with `X-Forwarded-User: user` on its CONNECT.
+async fn wt_with_identity(relay: &TestRelay, bind: [u8; 4], user: &str) -> wtransport::Connection {
+    let config = wtransport::ClientConfig::builder()
+        .with_bind_address(std::net::SocketAddr::from((bind, 0)))
+        .with_server_certificate_hashes(cert_digests(relay))
+        .build();
+    let endpoint = wtransport::Endpoint::client(config).unwrap();
+    let url = format!("https://127.0.0.1:{}/wt", relay.addr().port());
+    let options = wtransport::endpoint::ConnectOptions::builder(url)
+        .add_header("X-Forwarded-User", user)
+        .build();
+    let conn = endpoint.connect(options).await.expect("WebTransport connects");
+    std::mem::forget(endpoint);
+    conn
+}
+
+/// A WebTransport CONNECT through a trusted front door (an HTTP/3 proxy that passes WebTransport
+/// on) names its person as an HTTP request does; from any other address the header is ignored.
+#[tokio::test]
+async fn a_webtransport_connect_from_a_trusted_proxy_names_its_person() {
+    require_mosh_server();
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let owner = test_token("owners-wt");
+    let mut config = spawn_config(state.path(), &owner);
+    config.trust_proxy = vec!["127.0.0.2".parse().unwrap()];
+    config.identity_header = Some("X-Forwarded-User".into());
+    let relay = TestRelay::start(config).await;
+
+    // From the proxy's address: carol, with no token; her session is hers.
+    let conn = wt_with_identity(&relay, [127, 0, 0, 2], "carol").await;
+    let (_c, answer) = hello(&conn, spawn_hello(None, None)).await;
+    let carol = expect_ready(answer).session;
+    let record =
+        std::fs::read_to_string(state.path().join(format!("sessions/{carol}.json"))).unwrap();
+    let record: serde_json::Value = serde_json::from_str(&record).unwrap();
+    assert_eq!(record["owner"], "proxy:carol");
+    // Dave, through the same door, may not take it.
+    let conn = wt_with_identity(&relay, [127, 0, 0, 2], "dave").await;
+    not_yours(hello(&conn, spawn_hello(None, Some(&carol))).await.1, "dave over WebTransport");
+
+    // The same header from another address: ignored, so no token, no session.
+    let conn = wt_with_identity(&relay, [127, 0, 0, 1], "carol").await;
+    match hello(&conn, spawn_hello(None, Some(&carol))).await.1 {
+        ServerMessage::Error { code: ErrorCode::BadToken, .. } => {}
+        other => panic!("a spoofed identity opens nothing: {other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let audit = std::fs::read_to_string(state.path().join("audit.log")).unwrap();
+    assert!(audit.contains("\"who\":\"proxy:carol\""), "{audit}");
+    assert!(audit.contains("not a trusted proxy"), "the spoof is audited: {audit}");
+    relay.stop().await;
+}

@@ -185,8 +185,32 @@ async fn handle_incoming(
     // A token in the URL is checked before the session is accepted; without one, the hello
     // must carry it and nothing happens before that check either.
     let agent = request.user_agent().map(str::to_string);
+    // A CONNECT through a trusted front door that names its person (an HTTP/3 proxy that
+    // passes WebTransport on; nginx does not): that person, as for an HTTP request.
+    let named = shared.settings.front_door.header.as_deref().map(|h| {
+        // HTTP/3 names are lowercase on the wire; a client library may keep another case.
+        let value = request
+            .headers()
+            .iter()
+            .find_map(|(k, v)| k.eq_ignore_ascii_case(h).then_some(v.as_bytes()));
+        shared.settings.front_door.vouch(peer.ip(), value)
+    });
+    if named == Some(crate::security::Vouch::Untrusted) {
+        tracing::warn!(%peer, "an identity header from a peer that is not a trusted proxy ignored");
+        shared.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .addr(peer.ip().to_canonical())
+                .agent(agent.as_deref())
+                .link("webtransport")
+                .reason("identity header from a peer that is not a trusted proxy: ignored"),
+        );
+    }
     let pre_authed = match query_token(request.path()) {
-        None => None,
+        None => match named {
+            Some(crate::security::Vouch::Person(who)) => Some(who),
+            _ => None,
+        },
         Some(t) => {
             let (credential, who) = shared.check_plain(Some(&t));
             match shared.auth.judge(credential, source, std::time::Instant::now()) {
