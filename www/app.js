@@ -192,6 +192,12 @@ function onStatus(kind, message, code) {
         notice('error', 'The relay could not be verified', message, { label: 'Try again', run: () => location.reload() });
         break;
       }
+      if (code === 'not_your_session') {
+        // Someone else started it: the relay's owner token may open any session, others only
+        // their own. A new one of this person's own is what is left to offer.
+        notice('error', 'Not your session', message, newSession);
+        break;
+      }
       if (code === 'spawn_failed') {
         // mosh-server did not start (here, or on an ssh host: the message says why). A reload
         // offers the choice again, since nothing was saved.
@@ -352,14 +358,31 @@ function wireEndButton() {
 // Before anything else: the service worker may say at once that this page is an old one.
 const worker = wireServiceWorker();
 
+// Whether the relay answers this page's API without a token: it trusts the proxy in front of it
+// to name the person (the browser sends the proxy's login along, as to any page of the site).
+async function behindFrontDoor() {
+  try {
+    const r = await fetch('api/info', { cache: 'no-store' });
+    return r.ok;
+  } catch {
+    return false;
+  }
+}
+
 async function main() {
   await init();
   performance.mark('tern:wasm');
-  const { token, bridge, wtPort, prediction, session, renderer } = takeParams();
-  if (!token) {
+  const params = takeParams();
+  const { bridge, wtPort, prediction, session, renderer } = params;
+  // No token: perhaps a trusted front door (a reverse proxy that logged the person in and names
+  // them to the relay, --identity-header) stands before the relay. Then the relay answers the
+  // API without one, and the page runs with the empty token (web/src/relay_link.rs front_door).
+  const token = params.token || (await behindFrontDoor() ? '' : null);
+  if (token === null) {
     notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
     return;
   }
+  document.body.dataset.frontDoor = token === '' ? '1' : '0';
   if (!window.isSecureContext) {
     notice('error', 'This page needs a secure address',
       'Open http://127.0.0.1:… or http://localhost:… (as printed), or https: the browser keeps its cryptography from other pages.');
@@ -424,7 +447,9 @@ async function main() {
       // WebTransport, the only way when it has none (a Unix socket behind ssh -L).
       link: (kind, fallback) => {
         document.body.dataset.link = kind;
-        if (kind === 'websocket' && fallback) pill('TCP fallback', 'quiet');
+        // Behind a front door the WebSocket is the way by design (WebTransport does not pass the
+        // proxy): nothing to point out.
+        if (kind === 'websocket' && fallback && token !== '') pill('TCP fallback', 'quiet');
       },
       session: holdSession,
       title: (t) => bell.title(t),

@@ -479,6 +479,10 @@ impl Config {
             datagram_rate: self.datagram_rate,
             datagram_burst: self.datagram_burst,
             idle_timeout: self.idle_timeout(),
+            front_door: crate::security::FrontDoor {
+                trust_proxy: self.trust_proxy.clone(),
+                header: self.identity_header.clone().filter(|h| !h.is_empty()),
+            },
             targets: TargetSettings {
                 allow: self.allow.clone(),
                 max_spawned: self.max_spawned,
@@ -507,7 +511,6 @@ impl Config {
             base_path: self.base_path.clone(),
             header_timeout: self.header_timeout(),
             trust_proxy: self.trust_proxy.clone(),
-            identity_header: self.identity_header.clone().filter(|h| !h.is_empty()),
         }
     }
 

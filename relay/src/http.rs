@@ -44,8 +44,6 @@ pub(crate) struct HttpSettings {
     pub header_timeout: Duration,
     /// `--trust-proxy`: peers whose forwarded client address the limiters count against.
     pub trust_proxy: Vec<std::net::IpAddr>,
-    /// `--identity-header`: from a trusted proxy, who the person is (no token needed).
-    pub identity_header: Option<String>,
 }
 
 /// What every HTTP connection's task shares.
@@ -457,26 +455,25 @@ fn proxied_identity(
     req: &Request<Incoming>,
     peer: SocketAddr,
 ) -> Option<crate::tokens::Who> {
-    let name = shared.settings.identity_header.as_deref()?;
-    let value = req.headers().get(name)?;
-    let ip = peer.ip().to_canonical();
-    let agent = req.headers().get(header::USER_AGENT).and_then(|a| a.to_str().ok());
-    if !shared.settings.trust_proxy.iter().any(|t| t.to_canonical() == ip) {
-        tracing::warn!(%peer, header = name, "an identity header from a peer that is not a trusted proxy ignored");
-        shared.sessions.audit.event(
-            "refused",
-            &crate::audit::Fields::new()
-                .addr(ip)
-                .agent(agent)
-                .reason("identity header from a peer that is not a trusted proxy: ignored"),
-        );
-        return None;
+    let front_door = &shared.sessions.settings.front_door;
+    let name = front_door.header.as_deref()?;
+    let value = req.headers().get(name).map(HeaderValue::as_bytes);
+    match front_door.vouch(peer.ip(), value) {
+        crate::security::Vouch::Person(who) => Some(who),
+        crate::security::Vouch::Nobody => None,
+        crate::security::Vouch::Untrusted => {
+            let agent = req.headers().get(header::USER_AGENT).and_then(|a| a.to_str().ok());
+            tracing::warn!(%peer, header = name, "an identity header from a peer that is not a trusted proxy ignored");
+            shared.sessions.audit.event(
+                "refused",
+                &crate::audit::Fields::new()
+                    .addr(peer.ip().to_canonical())
+                    .agent(agent)
+                    .reason("identity header from a peer that is not a trusted proxy: ignored"),
+            );
+            None
+        }
     }
-    let user = value.to_str().ok().map(str::trim).filter(|u| {
-        (1..=128).contains(&u.len()) && u.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
-    })?;
-    // Prefixed: no token name has a colon, so an identity never reads as a token or `owner`.
-    Some(crate::tokens::Who::Proxied { user: format!("proxy:{user}") })
 }
 
 /// Who a request counts against in the limiters (`--trust-proxy`: the forwarded client).
@@ -648,9 +645,10 @@ fn api(
     if let Err(refused) = check_origin(shared, req.headers(), peer, "api request") {
         return refused;
     }
-    if let Err(refused) = authorize(shared, req, peer) {
-        return refused;
-    }
+    let who = match authorize(shared, req, peer) {
+        Ok(who) => who,
+        Err(refused) => return refused,
+    };
     if req.method() != Method::GET {
         return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only GET");
     }
@@ -660,7 +658,7 @@ fn api(
             shared.sessions.spare.want();
             json(StatusCode::OK, &info(shared))
         }
-        tern::relay_proto::SESSIONS_PATH => json(StatusCode::OK, &sessions(shared)),
+        tern::relay_proto::SESSIONS_PATH => json(StatusCode::OK, &sessions(shared, &who)),
         _ => error(StatusCode::NOT_FOUND, "not_found", "no such API route"),
     }
 }
@@ -679,12 +677,18 @@ async fn history(
     if let Err(refused) = check_origin(shared, req.headers(), peer, "history request") {
         return refused;
     }
-    if let Err(refused) = authorize(shared, &req, peer) {
-        return refused;
-    }
+    let who = match authorize(shared, &req, peer) {
+        Ok(who) => who,
+        Err(refused) => return refused,
+    };
     if req.method() != Method::POST {
         return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only POST");
     }
+    let source = client_source(shared, &req, peer);
+    let agent = req
+        .headers()
+        .get(header::USER_AGENT)
+        .map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned());
     let body = match http_body_util::Limited::new(req.into_body(), MAX_REQUEST).collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, "bad_request", "request too large"),
@@ -698,6 +702,27 @@ async fn history(
     };
     let dir = state.dir().to_path_buf();
     let known = |id: &str| crate::ids::valid_id(id) && state.get(id).is_some();
+    // Another identity's session: refused as a resume is (`NotYourSession`), and audited.
+    let not_yours = |id: &str| {
+        let record = state.get(id)?;
+        if who.may_use(record.owner_name()) {
+            return None;
+        }
+        shared.sessions.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .who(who.name())
+                .addr(source)
+                .agent(agent.as_deref())
+                .session(id)
+                .reason("history of another identity's session"),
+        );
+        Some(error(
+            StatusCode::FORBIDDEN,
+            tern::relay_proto::control::ErrorCode::NotYourSession.as_str(),
+            crate::session::NOT_YOURS,
+        ))
+    };
     let bad = |e: tern::relay_proto::DecodeError| {
         error(StatusCode::BAD_REQUEST, "bad_request", &format!("malformed request: {e}"))
     };
@@ -709,6 +734,9 @@ async fn history(
         };
         if !known(&r.session) {
             return unknown();
+        }
+        if let Some(refused) = not_yours(&r.session) {
+            return refused;
         }
         let count = r.count.min(MAX_PAGE_LINES) as usize;
         tokio::task::spawn_blocking(move || {
@@ -723,6 +751,9 @@ async fn history(
         };
         if !known(&s.session) {
             return unknown();
+        }
+        if let Some(refused) = not_yours(&s.session) {
+            return refused;
         }
         let query = match tern::terminal::SearchQuery::new(&s.pattern, s.case_sensitive, s.regex) {
             Ok(q) => q,
@@ -803,11 +834,11 @@ fn authorize(
     shared: &HttpContext,
     req: &Request<Incoming>,
     peer: SocketAddr,
-) -> Result<(), Response<Body>> {
+) -> Result<crate::tokens::Who, Response<Body>> {
     let value = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let now = Instant::now();
-    if proxied_identity(shared, req, peer).is_some() {
-        return Ok(());
+    if let Some(who) = proxied_identity(shared, req, peer) {
+        return Ok(who);
     }
     let (credential, who) = match value {
         None => (Credential::Absent, None),
@@ -825,9 +856,13 @@ fn authorize(
         shared.sessions.tokens.used(who);
     }
     let source = client_source(shared, req, peer);
-    match shared.sessions.auth.judge(credential, source, now) {
-        AuthOutcome::Ok => Ok(()),
-        AuthOutcome::BadToken => {
+    match (shared.sessions.auth.judge(credential, source, now), who) {
+        (AuthOutcome::Ok, Some(who)) => Ok(who),
+        // Judged right only with a token's identity; anything else is a refusal.
+        (AuthOutcome::Ok, None) => {
+            Err(error(StatusCode::UNAUTHORIZED, "bad_token", "missing or wrong token"))
+        }
+        (AuthOutcome::BadToken, _) => {
             tracing::info!(%peer, %source, "api request with a missing or wrong credential");
             if credential == Credential::Wrong {
                 let agent = req.headers().get(header::USER_AGENT).and_then(|a| a.to_str().ok());
@@ -843,7 +878,7 @@ fn authorize(
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Tern"));
             Err(r)
         }
-        AuthOutcome::RateLimited(wait) => {
+        (AuthOutcome::RateLimited(wait), _) => {
             let retry = wait.as_secs() + 1;
             let body = ApiError {
                 error: "rate_limited".into(),
@@ -906,8 +941,9 @@ fn info(shared: &HttpContext) -> RelayInfo {
     }
 }
 
-/// Spawned mosh-servers still alive, without their keys.
-fn sessions(shared: &HttpContext) -> SessionList {
+/// Spawned mosh-servers still alive that `who` may open (its own; all for the owner's token),
+/// without their keys.
+fn sessions(shared: &HttpContext, who: &crate::tokens::Who) -> SessionList {
     let ssh_hosts = shared.sessions.ssh.as_ref().map(|h| h.names()).unwrap_or_default();
     let Some(store) = shared.sessions.state.as_ref() else {
         return SessionList { sessions: Vec::new(), ssh_hosts };
@@ -915,6 +951,7 @@ fn sessions(shared: &HttpContext) -> SessionList {
     let sessions = store
         .alive()
         .into_iter()
+        .filter(|r| who.may_use(r.owner_name()))
         .map(|r| {
             let s = shared.sessions.registry.summary(store, &r);
             SessionSummary {

@@ -661,6 +661,7 @@ mod tests {
             created: 5,
             seq_reserved: 0,
             remote: None,
+            owner: None,
         }
     }
 

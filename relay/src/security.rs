@@ -282,6 +282,46 @@ fn parse_forwarded_node(s: &str) -> Option<IpAddr> {
 /// any port of the host it was loaded from (`host`: the request's `Host` without its port; the
 /// relay's UDP port differs from the page's behind a proxy). Workers: the page's own service worker
 /// (`sw.js`, which caches the page's files). Nothing may frame the page.
+/// A trusted front door (`--trust-proxy` with `--identity-header`): who a request's identity
+/// header names, if the peer may say it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FrontDoor {
+    /// `--trust-proxy`: the only peers whose identity header counts.
+    pub trust_proxy: Vec<IpAddr>,
+    /// `--identity-header`: none, no front door.
+    pub header: Option<String>,
+}
+
+/// What a request's identity header says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Vouch {
+    /// No front door, or no header.
+    Nobody,
+    /// The header from a peer that is not a trusted proxy: ignored (the caller logs and audits).
+    Untrusted,
+    /// A trusted proxy named this person (`proxy:USER`; no token name has a colon, so it never
+    /// reads as a token or `owner`). A malformed value names nobody.
+    Person(crate::tokens::Who),
+}
+
+impl FrontDoor {
+    /// `value`: the header's value as the request carried it (looked up by [`Self::header`]).
+    pub fn vouch(&self, peer: IpAddr, value: Option<&[u8]>) -> Vouch {
+        let (Some(_), Some(value)) = (&self.header, value) else { return Vouch::Nobody };
+        let ip = peer.to_canonical();
+        if !self.trust_proxy.iter().any(|t| t.to_canonical() == ip) {
+            return Vouch::Untrusted;
+        }
+        let user = std::str::from_utf8(value).ok().map(str::trim).filter(|u| {
+            (1..=128).contains(&u.len()) && u.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+        });
+        match user {
+            Some(u) => Vouch::Person(crate::tokens::Who::Proxied { user: format!("proxy:{u}") }),
+            None => Vouch::Nobody,
+        }
+    }
+}
+
 pub(crate) fn content_security_policy(host: Option<&str>) -> String {
     let connect = match host.and_then(split_host_port) {
         Some((host, _)) => format!("'self' https://{host}:*"),
@@ -327,6 +367,27 @@ pub(crate) fn add_response_headers(headers: &mut HeaderMap, host: Option<&str>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_trusted_proxy_names_a_person() {
+        let door = FrontDoor {
+            trust_proxy: vec!["127.0.0.2".parse().unwrap()],
+            header: Some("X-Forwarded-User".into()),
+        };
+        let proxy: IpAddr = "127.0.0.2".parse().unwrap();
+        let mapped: IpAddr = "::ffff:127.0.0.2".parse().unwrap();
+        let who =
+            |u: &str| Vouch::Person(crate::tokens::Who::Proxied { user: format!("proxy:{u}") });
+        assert_eq!(door.vouch(proxy, Some(b" alice ")), who("alice"));
+        assert_eq!(door.vouch(mapped, Some(b"alice")), who("alice"), "a dual-stack socket's view");
+        assert_eq!(door.vouch("127.0.0.1".parse().unwrap(), Some(b"alice")), Vouch::Untrusted);
+        assert_eq!(door.vouch(proxy, None), Vouch::Nobody);
+        assert_eq!(door.vouch(proxy, Some(b"")), Vouch::Nobody, "an empty login names nobody");
+        assert_eq!(door.vouch(proxy, Some(b"a\nb")), Vouch::Nobody);
+        assert_eq!(door.vouch(proxy, Some(&[b'x'; 129])), Vouch::Nobody);
+        let closed = FrontDoor { header: None, ..door };
+        assert_eq!(closed.vouch(proxy, Some(b"alice")), Vouch::Nobody, "no front door");
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -38,6 +38,18 @@ pub struct SessionRecord {
     /// machine, on loopback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteServer>,
+    /// Who started it (`crate::tokens::Who::name`: `owner`, a named token's name, or
+    /// `proxy:USER`). Only they and the owner's token may list, resume, take over or read it.
+    /// `None`: a record from before sessions had owners, which belongs to the owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+impl SessionRecord {
+    /// Whose session this is: `owner` for a record from before sessions had owners.
+    pub fn owner_name(&self) -> &str {
+        self.owner.as_deref().unwrap_or(crate::tokens::OWNER)
+    }
 }
 
 /// A mosh-server the relay started on another host over ssh.
@@ -61,6 +73,7 @@ impl std::fmt::Debug for SessionRecord {
             .field("created", &self.created)
             .field("seq_reserved", &self.seq_reserved)
             .field("remote", &self.remote)
+            .field("owner", &self.owner)
             .finish()
     }
 }
@@ -455,6 +468,7 @@ mod tests {
             created: 1,
             seq_reserved: 0,
             remote: None,
+            owner: None,
         }
     }
 

@@ -28,6 +28,10 @@ pub const WATCH_INTERVAL: Duration = Duration::from_millis(200);
 /// At most this often a token's last use is written.
 const USED_INTERVAL: u64 = 60;
 
+/// The owner token's name in logs, the audit trail and session records; no named token may
+/// take it.
+pub const OWNER: &str = "owner";
+
 /// Who a link or request is: the owner's token, or a named one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Who {
@@ -53,10 +57,16 @@ impl Who {
     /// For logs and the audit trail: `owner`, or the token's name.
     pub fn name(&self) -> &str {
         match self {
-            Who::Owner => "owner",
+            Who::Owner => OWNER,
             Who::Named { name, .. } => name,
             Who::Proxied { user } => user,
         }
+    }
+
+    /// Whether this caller may list, resume, take over or read a session `owner` started
+    /// (`SessionRecord::owner_name`): its own, or any for the owner's token.
+    pub fn may_use(&self, owner: &str) -> bool {
+        matches!(self, Who::Owner) || self.name() == owner
     }
 
     pub fn id(&self) -> Option<&str> {
@@ -122,7 +132,9 @@ pub fn unix_now() -> u64 {
 }
 
 fn valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
+    // `owner` is the owner token's name in session records: a token so named would own them.
+    name != OWNER
+        && (1..=64).contains(&name.len())
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b))
 }
 
@@ -379,6 +391,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_session_is_its_starters_and_the_owners() {
+        let phone =
+            Who::Named { name: "phone".into(), id: "0123456789ab".into(), read_only: false };
+        let alice = Who::Proxied { user: "proxy:alice".into() };
+        assert!(phone.may_use("phone") && !phone.may_use(OWNER) && !phone.may_use("proxy:alice"));
+        assert!(alice.may_use("proxy:alice") && !alice.may_use("alice") && !alice.may_use("phone"));
+        assert!(Who::Owner.may_use("phone") && Who::Owner.may_use("proxy:alice"));
+    }
+
+    #[test]
     fn tokens_are_added_stored_hashed_privately_found_and_revoked() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
@@ -392,6 +414,10 @@ mod tests {
         assert_eq!(mode, 0o600);
         assert!(matches!(add(&state, "phone", false, None), Err(TokenError::Exists(_))));
         assert!(matches!(add(&state, "a b", false, None), Err(TokenError::BadName)));
+        assert!(
+            matches!(add(&state, OWNER, false, None), Err(TokenError::BadName)),
+            "a token named owner would own the owner's sessions"
+        );
 
         let store = TokenStore::open(Some(state.clone())).unwrap();
         let who = store.check_plain(&token).unwrap();

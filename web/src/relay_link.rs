@@ -125,6 +125,15 @@ pub async fn history_call<Req: Message, Resp: Message>(
     }
 }
 
+/// Whether the page has no token because a trusted front door names the person
+/// (`--identity-header` behind a reverse proxy that logs people in): then nothing is proved in
+/// either direction, requests carry no `Authorization`, and the link is the WebSocket through
+/// the proxy (WebTransport's CONNECT does not pass it). What protects such a page is the
+/// proxy's TLS and login (docs/SECURITY.md, "A trusted front door").
+pub fn front_door(token: &str) -> bool {
+    token.is_empty()
+}
+
 async fn get_api(token: &str, route: &str) -> Result<(u16, Vec<u8>), ConnectError> {
     call_api(token, "GET", route, None).await
 }
@@ -138,6 +147,9 @@ async fn call_api(
     route: &str,
     body: Option<&[u8]>,
 ) -> Result<(u16, Vec<u8>), ConnectError> {
+    if front_door(token) {
+        return fetch(route, method, None, body).await;
+    }
     let mut attempt = 1;
     loop {
         let (nonce, proof) = prove(token).await?;
@@ -363,6 +375,7 @@ impl RelayLink {
     ) -> Result<(RelayLink, Ready), ConnectError> {
         let verifier = relay_client::Verifier::new(random_or_retry()?);
         let has_webtransport = info.has_webtransport()
+            && !front_door(token)
             && Reflect::has(&js_sys::global(), &"WebTransport".into()).unwrap_or(false);
         let link = match has_webtransport {
             true => match Self::webtransport(info, port, patience).await {
@@ -387,6 +400,11 @@ impl RelayLink {
         crate::clock::mark_once("tern:link");
         let closer = link.closer();
         let _deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, closer);
+        if front_door(token) {
+            // The proxy named the person on the upgrade: the hello is the first line, no proofs.
+            link.control_out.write(&ClientMessage::Hello(hello(link.max_datagram_size)).to_line());
+            return link.answer().await;
+        }
         link.control_out.write(&verifier.greet(token).to_line());
         let challenge = link.control_in.next_line().await;
         crate::clock::mark_once("tern:challenge");
@@ -400,6 +418,12 @@ impl RelayLink {
         let mut hello = hello(link.max_datagram_size);
         hello.proof = Some(proof);
         link.control_out.write(&ClientMessage::Hello(hello).to_line());
+        link.answer().await
+    }
+
+    /// The relay's answer to the hello: `ready`, or why not (the link closed then).
+    async fn answer(self) -> Result<(RelayLink, Ready), ConnectError> {
+        let link = self;
         let answer = link.control_in.next_line().await;
         crate::clock::mark_once("tern:ready");
         match relay_client::answer(answer.as_deref()) {
@@ -491,9 +515,14 @@ impl RelayLink {
     /// The WebSocket fallback to the page's own origin; its upgrade carries a proof over a fresh
     /// challenge (so it takes its handshake slot from the pool others cannot fill).
     async fn websocket(token: &str) -> Result<RelayLink, ConnectError> {
-        let (nonce, proof) = prove(token).await?;
-        let offered = tern::relay_proto::websocket::proof_subprotocol(&nonce, &proof);
-        let carrier = WsCarrier::open(&offered).await.map_err(ConnectError::Retry)?;
+        let offered = match front_door(token) {
+            true => None,
+            false => {
+                let (nonce, proof) = prove(token).await?;
+                Some(tern::relay_proto::websocket::proof_subprotocol(&nonce, &proof))
+            }
+        };
+        let carrier = WsCarrier::open(offered.as_deref()).await.map_err(ConnectError::Retry)?;
         let control_out = StreamWriter::WebSocket(carrier.control_writer());
         let control_in =
             StreamLines::new(Source::WebSocket(carrier.control_reader()), MAX_SESSION_MESSAGE);

@@ -163,8 +163,9 @@ impl WsReader {
 /// `ws://` or `wss://` to the page's own host and directory (`/ws`, or `/tern/ws` under a base
 /// path), offering `tern` and `proof` (`relay_proto::websocket::proof_subprotocol`: a one-time
 /// proof over a challenge the relay answered first). No token, anywhere; the control stream's
-/// challenge proves both sides again.
-fn open_socket(proof: &str) -> Result<WebSocket, String> {
+/// challenge proves both sides again. Behind a trusted front door (`proof` none) it offers
+/// `tern` alone: the proxy's login names the person on the upgrade.
+fn open_socket(proof: Option<&str>) -> Result<WebSocket, String> {
     let location = web_sys::window().ok_or("no window")?.location();
     let host = location.host().map_err(|_| "no host")?;
     let scheme =
@@ -172,15 +173,19 @@ fn open_socket(proof: &str) -> Result<WebSocket, String> {
     let pathname = location.pathname().map_err(|_| "no path")?;
     let path = tern::relay_client::route_under_page(&pathname, WEBSOCKET_PATH);
     let url = format!("{scheme}://{host}{path}");
-    let protocols =
-        js_sys::Array::of2(&tern::relay_proto::websocket::SUBPROTOCOL.into(), &proof.into());
+    let protocols = match proof {
+        Some(proof) => {
+            js_sys::Array::of2(&tern::relay_proto::websocket::SUBPROTOCOL.into(), &proof.into())
+        }
+        None => js_sys::Array::of1(&tern::relay_proto::websocket::SUBPROTOCOL.into()),
+    };
     let socket = WebSocket::new_with_str_sequence(&url, &protocols);
     socket.map_err(|e| crate::js::describe(&e))
 }
 
 impl WsCarrier {
     /// Opens the WebSocket and waits until it is open (or failed).
-    pub async fn open(proof: &str) -> Result<WsCarrier, String> {
+    pub async fn open(proof: Option<&str>) -> Result<WsCarrier, String> {
         let socket = open_socket(proof)?;
         socket.set_binary_type(BinaryType::Arraybuffer);
         let mux = Rc::new(Multiplexer {

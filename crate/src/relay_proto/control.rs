@@ -267,6 +267,9 @@ pub enum ErrorCode {
     ShuttingDown,
     /// The page and the relay speak different [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION)s.
     VersionMismatch,
+    /// The session belongs to another identity (`relay/src/session/target.rs`): only its owner
+    /// and the relay's owner token may list, resume, take over or read it.
+    NotYourSession,
     Internal,
     /// A code this build does not know (sent by a newer relay); treated as final.
     Unknown,
@@ -291,7 +294,7 @@ impl ErrorCode {
     }
 
     /// Every code, for tests and tables.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 17] = [
         ErrorCode::BadToken,
         ErrorCode::RateLimited,
         ErrorCode::TooManySessions,
@@ -306,6 +309,7 @@ impl ErrorCode {
         ErrorCode::IdleTimeout,
         ErrorCode::ShuttingDown,
         ErrorCode::VersionMismatch,
+        ErrorCode::NotYourSession,
         ErrorCode::Internal,
         ErrorCode::Unknown,
     ];
@@ -332,6 +336,7 @@ impl ErrorCode {
             ErrorCode::IdleTimeout => "idle_timeout",
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::VersionMismatch => "version_mismatch",
+            ErrorCode::NotYourSession => "not_your_session",
             ErrorCode::Internal => "internal",
             ErrorCode::Unknown => "unknown",
         }

@@ -43,6 +43,9 @@ pub(crate) struct SessionSettings {
     pub idle_timeout: Duration,
     /// Where sessions' datagrams go.
     pub targets: TargetSettings,
+    /// `--trust-proxy` with `--identity-header`: a WebTransport CONNECT through such a proxy
+    /// names its person as an HTTP request does.
+    pub front_door: crate::security::FrontDoor,
 }
 
 /// What every session task shares.

@@ -26,7 +26,7 @@ pub(crate) use context::{SessionContext, SessionSettings};
 pub(crate) use slots::{HandshakeSlot, HandshakeSlots, NoSlot, Pool};
 pub(crate) use spare::{Spare, keep as keep_spare};
 pub use target::AllowRule;
-pub(crate) use target::TargetSettings;
+pub(crate) use target::{NOT_YOURS, TargetSettings};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -185,8 +185,32 @@ async fn handle_incoming(
     // A token in the URL is checked before the session is accepted; without one, the hello
     // must carry it and nothing happens before that check either.
     let agent = request.user_agent().map(str::to_string);
+    // A CONNECT through a trusted front door that names its person (an HTTP/3 proxy that
+    // passes WebTransport on; nginx does not): that person, as for an HTTP request.
+    let named = shared.settings.front_door.header.as_deref().map(|h| {
+        // HTTP/3 names are lowercase on the wire; a client library may keep another case.
+        let value = request
+            .headers()
+            .iter()
+            .find_map(|(k, v)| k.eq_ignore_ascii_case(h).then_some(v.as_bytes()));
+        shared.settings.front_door.vouch(peer.ip(), value)
+    });
+    if named == Some(crate::security::Vouch::Untrusted) {
+        tracing::warn!(%peer, "an identity header from a peer that is not a trusted proxy ignored");
+        shared.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .addr(peer.ip().to_canonical())
+                .agent(agent.as_deref())
+                .link("webtransport")
+                .reason("identity header from a peer that is not a trusted proxy: ignored"),
+        );
+    }
     let pre_authed = match query_token(request.path()) {
-        None => None,
+        None => match named {
+            Some(crate::security::Vouch::Person(who)) => Some(who),
+            _ => None,
+        },
         Some(t) => {
             let (credential, who) = shared.check_plain(Some(&t));
             match shared.auth.judge(credential, source, std::time::Instant::now()) {
@@ -265,7 +289,9 @@ async fn serve(
             return;
         }
     };
-    let opened = open(&shared, &mut control, pre_authed, peer, source).await;
+    let opened =
+        open(&shared, &mut control, pre_authed, peer, source, (conn.kind(), agent.as_deref()))
+            .await;
     drop(slot);
     let session = match opened {
         Ok(s) => s,
@@ -335,12 +361,26 @@ async fn open(
     pre_authed: Option<crate::tokens::Who>,
     peer: SocketAddr,
     source: SourceKey,
+    (link, agent): (&str, Option<&str>),
 ) -> Result<Attached, Stop> {
     let t0 = std::time::Instant::now();
     let Admitted { hello, slot, who } =
         handshake::admit(shared, control, pre_authed, peer, source).await?;
     let t1 = std::time::Instant::now();
-    let target = target::attach(shared, &hello).await?;
+    let target = target::attach(shared, &hello, &who).await.inspect_err(|r| {
+        if r.code == crate::control::ErrorCode::NotYourSession {
+            shared.audit.event(
+                "refused",
+                &crate::audit::Fields::new()
+                    .who(who.name())
+                    .addr(peer.ip())
+                    .agent(agent)
+                    .link(link)
+                    .session(hello.resume.as_deref().unwrap_or_default())
+                    .reason("another identity's session"),
+            );
+        }
+    })?;
     let t2 = std::time::Instant::now();
     let mut target = target;
     let (udp, prestarted) = match target.prestarted.take() {

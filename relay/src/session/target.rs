@@ -16,6 +16,7 @@ use crate::ids::{new_session_id, valid_id};
 use crate::spawn::ssh::SshHost;
 use crate::spawn::{PortRange, Recorder, SpawnSpec, Spawned, spawn_mosh_server};
 use crate::state::{RemoteServer, SessionRecord, StateStore};
+use crate::tokens::Who;
 
 /// What the targets of sessions are made from: the relay's configuration as the top of the relay
 /// hands it over.
@@ -111,8 +112,12 @@ impl Target {
     }
 }
 
-/// Finds or starts the hello's mosh-server.
-pub(super) async fn attach(shared: &SessionContext, hello: &Hello) -> Result<Target, Refusal> {
+/// Finds or starts the hello's mosh-server for `who` (a new one is theirs; one to resume must be).
+pub(super) async fn attach(
+    shared: &SessionContext,
+    hello: &Hello,
+    who: &Who,
+) -> Result<Target, Refusal> {
     match shared.settings.mode {
         Mode::Spawn => {
             let state = shared
@@ -120,9 +125,9 @@ pub(super) async fn attach(shared: &SessionContext, hello: &Hello) -> Result<Tar
                 .as_ref()
                 .ok_or_else(|| Refusal::new(ErrorCode::Internal, "spawn mode without state"))?;
             match (&hello.resume, &hello.ssh_host) {
-                (Some(id), _) => resume(shared, state, id).await,
-                (None, None) => spawn(shared, state).await,
-                (None, Some(host)) => spawn_over_ssh(shared, state, host).await,
+                (Some(id), _) => resume(shared, state, id, who).await,
+                (None, None) => spawn(shared, state, who).await,
+                (None, Some(host)) => spawn_over_ssh(shared, state, host, who).await,
             }
         }
         Mode::Bridge => bridge(shared, hello).await,
@@ -146,8 +151,14 @@ pub(super) async fn connect_udp(target: SocketAddr) -> Result<UdpSocket, Refusal
         .map_err(|e| Refusal::new(ErrorCode::Internal, format!("cannot open a UDP socket: {e}")))
 }
 
-/// Re-attaches to a spawned mosh-server that is still alive.
-async fn resume(shared: &SessionContext, state: &StateStore, id: &str) -> Result<Target, Refusal> {
+/// Re-attaches to a spawned mosh-server that is still alive, if it is `who`'s (taking it over
+/// from another page is a resume too, so the same check covers both).
+async fn resume(
+    shared: &SessionContext,
+    state: &StateStore,
+    id: &str,
+    who: &Who,
+) -> Result<Target, Refusal> {
     if !valid_id(id) {
         return Err(Refusal::new(ErrorCode::UnknownSession, "malformed session id"));
     }
@@ -155,6 +166,7 @@ async fn resume(shared: &SessionContext, state: &StateStore, id: &str) -> Result
     let record = state.check_alive(id).ok_or_else(|| {
         gone("that session's mosh-server is gone (its shell exited, or nobody connected within 60 s)")
     })?;
+    check_owner(&record, who)?;
     // A server on an ssh host is asked after (this machine's are checked by pid above); a host
     // that cannot answer now keeps the session: mosh sessions outlive their network.
     if let (Some(remote), Some(hosts)) = (&record.remote, &shared.ssh)
@@ -168,6 +180,21 @@ async fn resume(shared: &SessionContext, state: &StateStore, id: &str) -> Result
     }
     Ok(Target::spawned(record, true))
 }
+
+/// Refuses a session that someone else started: only its owner and the relay's owner
+/// token may resume or take it over.
+fn check_owner(record: &SessionRecord, who: &Who) -> Result<(), Refusal> {
+    if who.may_use(record.owner_name()) {
+        return Ok(());
+    }
+    tracing::info!(session = %record.id, who = who.name(), "refused: another identity's session");
+    // Audited by the caller (`session::open`), which knows the link's address.
+    Err(Refusal::new(ErrorCode::NotYourSession, NOT_YOURS))
+}
+
+/// What a caller is told about a session that is not theirs (the page shows it).
+pub(crate) const NOT_YOURS: &str =
+    "this session was started by someone else: only they and the relay's owner may open it";
 
 /// Refuses a new mosh-server beyond `--max-spawned` (hosts' ones count too).
 fn check_spawn_limit(shared: &SessionContext, state: &StateStore) -> Result<(), Refusal> {
@@ -198,6 +225,7 @@ fn record_spawned(
     spawned: Spawned,
     remote: Option<RemoteServer>,
     seq_reserved: u64,
+    who: &Who,
 ) -> Target {
     let record = SessionRecord {
         id,
@@ -207,6 +235,7 @@ fn record_spawned(
         created: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs(),
         seq_reserved,
         remote,
+        owner: Some(who.name().to_owned()),
     };
     tracing::info!(session = %record.id, port = record.port, pid = ?spawned.pid, host = ?record.remote.as_ref().map(|r| &r.host), "spawned mosh-server");
     let started = std::time::Instant::now();
@@ -223,6 +252,7 @@ async fn spawn_over_ssh(
     shared: &SessionContext,
     state: &StateStore,
     name: &str,
+    who: &Who,
 ) -> Result<Target, Refusal> {
     let Some((hosts, host)) = shared.ssh.as_ref().and_then(|h| Some((h, h.find(name)?))) else {
         return Err(Refusal::new(
@@ -240,12 +270,12 @@ async fn spawn_over_ssh(
             Refusal::new(ErrorCode::SpawnFailed, message)
         })?;
     let remote = RemoteServer { host: host.to_string(), ip: started.ip, pid: started.spawned.pid };
-    Ok(record_spawned(state, new_session_id(), started.spawned, Some(remote), 0))
+    Ok(record_spawned(state, new_session_id(), started.spawned, Some(remote), 0, who))
 }
 
 /// Starts a mosh-server (within `--max-spawned`), or takes the warm spare, and records it for a
 /// restarted relay.
-async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Refusal> {
+async fn spawn(shared: &SessionContext, state: &StateStore, who: &Who) -> Result<Target, Refusal> {
     let _guard = shared.spawn_lock.lock().await;
     check_spawn_limit(shared, state)?;
     // The spare was started as this very spawn would start it, with its id chosen then.
@@ -257,7 +287,7 @@ async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Re
         let released = warm.release().await;
         let reserved = released.as_ref().map_or(0, |r| r.point.next_seq);
         let super::spare::Warm { id, spawned, .. } = warm;
-        let mut target = record_spawned(state, id, spawned, None, reserved);
+        let mut target = record_spawned(state, id, spawned, None, reserved, who);
         target.prestarted = released;
         return Ok(target);
     }
@@ -268,7 +298,7 @@ async fn spawn(shared: &SessionContext, state: &StateStore) -> Result<Target, Re
         Refusal::new(ErrorCode::SpawnFailed, format!("{e:#}"))
     })?;
     tracing::debug!(took_ms = started.elapsed().as_millis() as u64, "mosh-server started");
-    Ok(record_spawned(state, id, spawned, None, 0))
+    Ok(record_spawned(state, id, spawned, None, 0, who))
 }
 
 /// What a new session `id` on this machine is started with: the relay's spec, the recorder and
