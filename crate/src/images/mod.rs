@@ -22,6 +22,7 @@ mod cells;
 mod iterm;
 mod kitty;
 mod lifter;
+pub mod marker;
 mod probe;
 mod sixel;
 
