@@ -91,7 +91,8 @@ mod tests {
 
     #[test]
     fn at_the_last_two_columns_the_cursor_comes_back_exactly() {
-        let bytes = [b"\x1b[1;19H".as_slice(), &marker_bytes(7, Renditions::DEFAULT, 18, 20)].concat();
+        let bytes =
+            [b"\x1b[1;19H".as_slice(), &marker_bytes(7, Renditions::DEFAULT, 18, 20)].concat();
         let e = screen(&bytes);
         assert_eq!(e.framebuffer().cursor().col, 18);
         assert_eq!(find(e.framebuffer().row(0).unwrap().cells()), vec![(18, 7)]);

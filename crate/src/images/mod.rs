@@ -19,6 +19,7 @@
 
 mod anchor;
 mod cells;
+pub mod convert;
 mod iterm;
 mod kitty;
 mod lifter;
