@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use rustix::termios::{Winsize, tcsetwinsize};
-use tern::images::marker::marker_bytes;
-use tern::terminal::Renditions;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use tern::images::marker::marker_bytes;
+use tern::terminal::Renditions;
 
 const SESSION: &str = "0123456789abcdef";
 /// The outer pty: 80 × 24 cells of 10 × 20 pixels.
