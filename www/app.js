@@ -13,6 +13,7 @@ import { wireHardwareKeys } from './hardware_keys.js';
 import { wireVisualViewport } from './viewport.js';
 import { wireBell } from './bell.js';
 import { wireOffers } from './offers.js';
+import { wireImages } from './images.js';
 import { wireServiceWorker } from './service_worker.js';
 
 // When the page's script started (its modules loaded): the resume benchmark times the restored
@@ -457,6 +458,8 @@ async function main() {
     endSession: () => client.endSession(),
     takeBack: () => client.takeBack(),
     history: wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte }),
+    // Images from the shell (docs/IMAGES.md); `placed()` for the tests.
+    images: wireImages({ client, term, $ }),
   };
   wirePaste(client);
   const setPrediction = ({ mode, overwrite }) => {

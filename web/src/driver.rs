@@ -313,6 +313,11 @@ impl Driver {
         self.call(|c, _| c.answer(id, answer));
     }
 
+    /// The image markers in the core's screen: `[row, col, id, ...]`.
+    pub fn image_markers(&self) -> Vec<u32> {
+        self.client.borrow().image_markers()
+    }
+
     /// The core's screen (not xterm.js's) as text.
     pub fn screen_text(&self) -> String {
         self.client.borrow().screen_text()

@@ -104,6 +104,37 @@ impl Client {
         self.driver.screen_text()
     }
 
+    /// Where images are in the core's screen (their markers, docs/IMAGES.md): a flat
+    /// `Uint32Array` of `[row, col, id, ...]`, rows of the screen from its top.
+    #[wasm_bindgen(js_name = imageMarkers)]
+    pub fn image_markers(&self) -> js_sys::Uint32Array {
+        js_sys::Uint32Array::from(&self.driver.image_markers()[..])
+    }
+
+    /// Image `id` of this session from the relay: `{ cols, rows, width, height, name, blob }`
+    /// (`blob` a `Blob` of its MIME type, drawn by the browser). Rejects with a message (an
+    /// image evicted by the session's quota, say).
+    #[wasm_bindgen(js_name = image)]
+    pub async fn image(&self, id: f64) -> Result<JsValue, JsValue> {
+        let (token, session) = self.history_target()?;
+        let request = tern::relay_proto::ImageRequest { session, image: id as u64 };
+        let (info, bytes) =
+            relay_link::image_call(&token, &request).await.map_err(|e| JsValue::from_str(&e))?;
+        let parts = js_sys::Array::of1(&Uint8Array::from(&bytes[..]));
+        let options = web_sys::BlobPropertyBag::new();
+        options.set_type(&info.mime);
+        let blob = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options)?;
+        let name = info.name.as_deref().map_or(JsValue::NULL, JsValue::from_str);
+        Ok(hooks::object(&[
+            ("cols", info.cols.into()),
+            ("rows", info.rows.into()),
+            ("width", info.width.into()),
+            ("height", info.height.into()),
+            ("name", name),
+            ("blob", blob.into()),
+        ]))
+    }
+
     /// Before the page resizes the terminal: clears xterm.js's screen and holds drawing, so that
     /// xterm.js's own resize moves nothing between its screen and its scrollback. Call
     /// [`end_resize`](Self::end_resize) once xterm.js has parsed what was written and resized.

@@ -125,6 +125,25 @@ pub async fn history_call<Req: Message, Resp: Message>(
     }
 }
 
+/// One image of the session (`tern::relay_proto::image`): its header and bytes.
+pub async fn image_call(
+    token: &str,
+    request: &tern::relay_proto::ImageRequest,
+) -> Result<(tern::relay_proto::ImageInfo, Vec<u8>), String> {
+    let body = tern::relay_proto::encode(request);
+    match call_api(token, "POST", tern::relay_proto::IMAGE_PATH, Some(&body)).await {
+        Ok((200, body)) => tern::relay_proto::image::split_answer(&body)
+            .map(|(info, bytes)| (info, bytes.to_vec())),
+        Ok((status, body)) => Err(relay_client::history_response::<tern::relay_proto::ImageInfo>(
+            status, &body,
+        )
+        .err()
+        .unwrap_or_else(|| format!("the relay answered HTTP {status}"))),
+        Err(ConnectError::Retry(e)) => Err(format!("the relay cannot be reached ({e})")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 async fn get_api(token: &str, route: &str) -> Result<(u16, Vec<u8>), ConnectError> {
     call_api(token, "GET", route, None).await
 }

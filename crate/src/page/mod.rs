@@ -394,6 +394,20 @@ impl PageClient {
             .unwrap_or_default()
     }
 
+    /// The image markers in the core's screen (docs/IMAGES.md): `[row, col, id, ...]`, top to
+    /// bottom.
+    pub fn image_markers(&self) -> Vec<u32> {
+        let Some(session) = self.session.as_ref() else { return Vec::new() };
+        let fb = session.server_state().framebuffer();
+        let mut out = Vec::new();
+        for (row, r) in fb.rows().iter().enumerate() {
+            for (col, id) in crate::images::marker::find(r.cells()) {
+                out.extend([row as u32, u32::from(col), id as u32]);
+            }
+        }
+        out
+    }
+
     // --- Settings -----------------------------------------------------------------------
 
     /// Another prediction mode (the page's settings).
