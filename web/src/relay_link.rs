@@ -134,11 +134,11 @@ pub async fn image_call(
     match call_api(token, "POST", tern::relay_proto::IMAGE_PATH, Some(&body)).await {
         Ok((200, body)) => tern::relay_proto::image::split_answer(&body)
             .map(|(info, bytes)| (info, bytes.to_vec())),
-        Ok((status, body)) => Err(relay_client::history_response::<tern::relay_proto::ImageInfo>(
-            status, &body,
-        )
-        .err()
-        .unwrap_or_else(|| format!("the relay answered HTTP {status}"))),
+        Ok((status, body)) => {
+            Err(relay_client::history_response::<tern::relay_proto::ImageInfo>(status, &body)
+                .err()
+                .unwrap_or_else(|| format!("the relay answered HTTP {status}")))
+        }
         Err(ConnectError::Retry(e)) => Err(format!("the relay cannot be reached ({e})")),
         Err(e) => Err(e.to_string()),
     }

@@ -233,7 +233,14 @@ fn unpack(v: u64) -> Winsize {
 }
 
 fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> io::Result<i32> {
-    let mut child = Command::new("setsid")
+    let mut shell = Command::new("setsid");
+    if args.images {
+        // `tern show` prints only where a recorder lifts its picture.
+        shell.env(crate::send::show::IMAGES_ENV, args.image_max_bytes.to_string());
+    } else {
+        shell.env_remove(crate::send::show::IMAGES_ENV);
+    }
+    let mut child = shell
         .arg("--ctty")
         .arg("--wait")
         .args(&args.command)

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod command;
 mod download;
 pub mod offers;
+pub mod show;
 pub(crate) mod socket;
 
 use std::path::{Path, PathBuf};
