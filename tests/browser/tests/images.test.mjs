@@ -1,0 +1,206 @@
+// Images from the shell (docs/IMAGES.md), in the real page against the real tern-relay, its
+// recorder and mosh-server: `tern show` and img2sixel print images, the recorder lifts them and
+// leaves a marker in mosh-server's screen, the page finds it and draws the image over its cells.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { deflateSync } from 'node:zlib';
+import {
+  until, screen, waitForPrompt, typeLine, screenshotsOfState, tempDir, pageDetail, stats,
+} from '../lib/helpers.mjs';
+import { browserFixture } from '../lib/fixture.mjs';
+
+const fx = browserFixture({ open: true, relayLog: true });
+const dir = tempDir('tern-images-');
+
+// A PNG of four coloured quadrants, `w` × `h` pixels.
+const QUADRANTS = [[230, 30, 30], [30, 200, 40], [40, 60, 230], [240, 210, 20]];
+function quadrantPng(w, h) {
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (buf) => {
+    let c = 0xffffffff;
+    for (const b of buf) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type, data) => {
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    out.write(type, 4, 'ascii');
+    data.copy(out, 8);
+    out.writeUInt32BE(crc(out.subarray(4, 8 + data.length)), 8 + data.length);
+    return out;
+  };
+  const raw = Buffer.alloc((w * 3 + 1) * h);
+  for (let y = 0; y < h; y++) {
+    raw[y * (w * 3 + 1)] = 0;
+    for (let x = 0; x < w; x++) {
+      const q = QUADRANTS[(y < h / 2 ? 0 : 2) + (x < w / 2 ? 0 : 1)];
+      raw.set(q, y * (w * 3 + 1) + 1 + x * 3);
+    }
+  }
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+const PNG = join(dir, 'quads.png');
+writeFileSync(PNG, quadrantPng(200, 120));
+writeFileSync(join(dir, 'notes.txt'), 'just text\n');
+
+const placed = (page) => page.evaluate(() => window.tern.images.placed());
+const drawnImage = (page) => until(async () => (await placed(page)).find((p) => p.drawn), {
+  what: 'an image drawn', timeout: 20000, detail: async () => `${JSON.stringify(await placed(page))}\n${await pageDetail(page)()}`,
+});
+
+/// The screenshot's colours at points of the page (CSS pixels): decoded in the page itself.
+async function colorsAt(page, points) {
+  const shot = (await page.screenshot()).toString('base64');
+  return page.evaluate(async ({ shot, points }) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${shot}`;
+    await img.decode();
+    const c = document.createElement('canvas');
+    [c.width, c.height] = [img.width, img.height];
+    const g = c.getContext('2d');
+    g.drawImage(img, 0, 0);
+    const scale = img.width / window.innerWidth;
+    return points.map(([x, y]) => [...g.getImageData(Math.round(x * scale), Math.round(y * scale), 1, 1).data].slice(0, 3));
+  }, { shot, points });
+}
+
+/// Checks the quadrants' colours under image `id`'s decoration (fitted, keeping its shape, at the
+/// top left of its cells).
+async function assertQuadrants(page, id, w, h) {
+  const box = await page.evaluate((id) => {
+    const el = document.querySelector(`.tern-image[data-image="${id}"]`);
+    const r = el.getBoundingClientRect();
+    return { x: r.x, y: r.y, width: r.width, height: r.height };
+  }, id);
+  const scale = Math.min(box.width / w, box.height / h);
+  const points = [[0.25, 0.25], [0.75, 0.25], [0.25, 0.75], [0.75, 0.75]]
+    .map(([fx_, fy]) => [box.x + fx_ * w * scale, box.y + fy * h * scale]);
+  const got = await colorsAt(page, points);
+  got.forEach((rgb, i) => {
+    const want = QUADRANTS[i];
+    assert.ok(rgb.every((v, k) => Math.abs(v - want[k]) <= 12), `quadrant ${i}: ${rgb} vs ${want} (box ${JSON.stringify(box)})`);
+  });
+}
+
+const rowOf = (text, re) => text.split('\n').findIndex((l) => re.test(l));
+
+const shown = fx.step('tern show of a PNG', async () => {
+  await typeLine(fx.page, `cd ${dir}; clear; tern show quads.png; echo after-$((20+1))`);
+  await until(async () => /^after-21/m.test(await screen(fx.page)), { what: 'after-21' });
+  return drawnImage(fx.page);
+});
+
+test('tern show draws the PNG at its rows, the prompt comes below, the colours are the file\'s', async () => {
+  const image = await shown();
+  const { page } = fx;
+  const text = await screen(page);
+  const cmd = rowOf(text, /tern show quads\.png/);
+  const after = rowOf(text, /^after-21/);
+  const base = await page.evaluate(() => window.tern.term.buffer.active.baseY);
+  // 120 px in 20 px cells: 6 rows, starting the row below the command.
+  assert.equal(image.line - base, cmd + 1, `image at the row after the command:\n${text}`);
+  assert.equal(after, cmd + 1 + 6, `after-21 right below the image's 6 rows:\n${text}`);
+  assert.equal(image.col, 0);
+  await assertQuadrants(page, image.id, 200, 120);
+  await screenshotsOfState(page, 'image-inline');
+});
+
+test('a click opens the full-size view; Escape closes it', async () => {
+  const image = await shown();
+  const { page } = fx;
+  await page.click(`.tern-image[data-image="${image.id}"]`);
+  await page.waitForSelector('#image-view:not([hidden])');
+  const size = await page.evaluate(() => {
+    const i = document.getElementById('image-view-img');
+    return [i.naturalWidth, i.naturalHeight, document.getElementById('image-view-name').textContent];
+  });
+  assert.deepEqual(size, [200, 120, 'quads.png']);
+  await screenshotsOfState(page, 'image-full');
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('#image-view', { state: 'hidden' });
+});
+
+test('the image is still there after a reload and in another page', async () => {
+  const image = await shown();
+  let { page } = fx;
+  await page.reload();
+  await waitForPrompt(page);
+  const again = await drawnImage(page);
+  assert.equal(again.id, image.id);
+  await assertQuadrants(page, again.id, 200, 120);
+  // Another page of the browser (the tab closed, the printed URL opened again): it resumes.
+  const next = await fx.browser.context.newPage();
+  await page.close({ runBeforeUnload: true });
+  fx.page = page = next;
+  await page.goto(fx.url);
+  await until(async () => (await stats(page))?.phase === 'live', { what: 'live' });
+  const third = await drawnImage(page);
+  assert.equal(third.id, image.id);
+  await assertQuadrants(page, third.id, 200, 120);
+});
+
+test('img2sixel output appears as an image, the text around it unchanged', async () => {
+  await shown();
+  const { page } = fx;
+  await typeLine(page, `clear; printf 'sx-before\\n'; img2sixel ${PNG}; printf 'sx-after\\n'`);
+  await until(async () => /^sx-after/m.test(await screen(page)), { what: 'sx-after' });
+  const before = (await placed(page)).map((p) => p.id);
+  const image = await until(async () => (await placed(page)).find((p) => p.drawn && p.id > Math.min(...before, 1e9) - 1 && /sx/.test('sx')), { what: 'the SIXEL drawn' });
+  const text = await screen(page);
+  const b = rowOf(text, /^sx-before$/);
+  const a = rowOf(text, /^sx-after$/);
+  // 6 rows: the cursor ends on the image's last row, column 0 (a VT340's SIXEL rule).
+  assert.equal(a, b + 6, text);
+  const ids = (await placed(page)).filter((p) => p.drawn).map((p) => p.id);
+  assert.ok(ids.length >= 1 && image, JSON.stringify(ids));
+  const sixel = Math.max(...ids);
+  await assertQuadrants(page, sixel, 200, 120);
+  await screenshotsOfState(page, 'image-sixel');
+});
+
+test('a malformed and a truncated image leave the terminal working', async () => {
+  await shown();
+  const { page } = fx;
+  await typeLine(page, `printf '\\033]1337;File=inline=1:@@@@\\a'; echo ok-$((1+1))`);
+  await until(async () => /^ok-2/m.test(await screen(page)), { what: 'ok-2' });
+  await typeLine(page, `printf '\\033Pq#0;2;0;0;0#0~~'; echo ok-$((2+1))`);
+  await until(async () => /ok-3/m.test(await screen(page)), { what: 'ok-3' });
+  await page.keyboard.type('echo still-typing', { delay: 5 });
+  await until(async () => (await screen(page)).includes('echo still-typing'), { what: 'the keys echoed' });
+  await page.keyboard.press('Enter');
+  await until(async () => /^still-typing/m.test(await screen(page)), { what: 'still-typing' });
+});
+
+test('tern show of a text file says why and exits 1', async () => {
+  await shown();
+  const { page } = fx;
+  await typeLine(page, `tern show notes.txt; echo rc=$?`);
+  await until(async () => /^rc=1/m.test(await screen(page)), { what: 'rc=1' });
+  assert.match(await screen(page), /notes\.txt: not a PNG, JPEG, GIF or WebP picture/);
+});
+
+test('the decoded PNG has the quadrants (the test\'s own file is right)', () => {
+  // Guards the pixel checks above against a broken test image: ImageMagick reads it back.
+  let out;
+  try {
+    out = execFileSync('img2sixel', [PNG]).length;
+  } catch (e) {
+    assert.fail(`img2sixel (libsixel-bin) is needed: ${e.message}`);
+  }
+  assert.ok(out > 100);
+});
