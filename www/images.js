@@ -8,10 +8,14 @@
 
 // Pictures kept decoded at most (the rest are fetched again when scrolled back to).
 const MAX_LOADED = 48;
+// Fetches of one image tried before giving up (backing off from 1 s).
+const RETRIES = 5;
 
 export function wireImages({ client, term, $ }) {
   const placed = new Map(); // id -> { marker, decoration, col, els: Set<HTMLElement> }
   const loaded = new Map(); // id -> Promise<{ info, url }>, oldest first (LRU)
+  // Fetches that failed (the link not up yet after a reload, say): tried again a few times, later.
+  const failed = new Map(); // id -> { count, at }
   let queued = false;
 
   // The image's header and an object URL of its bytes, fetched once while kept.
@@ -71,6 +75,7 @@ export function wireImages({ client, term, $ }) {
     placed.set(id, entry);
     marker.onDispose(() => { if (placed.get(id) === entry) drop(id); });
     load(id).then(({ info }) => {
+      failed.delete(id);
       if (placed.get(id) !== entry || marker.isDisposed) return;
       const cols = Math.max(1, Math.min(info.cols, term.cols - col));
       const decoration = term.registerDecoration({ marker, x: col, width: cols, height: Math.max(1, info.rows), layer: 'top' });
@@ -85,7 +90,15 @@ export function wireImages({ client, term, $ }) {
         }
         fill(id, el);
       });
-    }, () => {});
+    }, () => {
+      // Placed again by a later scan, after a while (an image the relay no longer has: given up).
+      if (placed.get(id) === entry) drop(id);
+      const f = failed.get(id) ?? { count: 0, at: 0 };
+      f.count += 1;
+      f.at = performance.now() + 500 * 2 ** f.count;
+      failed.set(id, f);
+      if (f.count < RETRIES) setTimeout(queue, 500 * 2 ** f.count + 10);
+    });
   };
 
   // Markers in the core's screen against the decorations placed: new ones placed, moved ones
@@ -101,6 +114,8 @@ export function wireImages({ client, term, $ }) {
       seen.add(id);
       const p = placed.get(id);
       if (p && !p.marker.isDisposed && p.marker.line === line && p.col === col) continue;
+      const f = failed.get(id);
+      if (f && (f.count >= RETRIES || performance.now() < f.at)) continue;
       drop(id);
       place(id, line, col);
     }
