@@ -71,14 +71,15 @@ export function wireImages({ client, term, $ }) {
     const buf = term.buffer.active;
     const marker = term.registerMarker(line - (buf.baseY + buf.cursorY));
     if (!marker) return;
-    const entry = { marker, decoration: null, col, els: new Set() };
+    const entry = { marker, decoration: null, col, cols: 0, rows: 0, clip: 0, els: new Set() };
     placed.set(id, entry);
     marker.onDispose(() => { if (placed.get(id) === entry) drop(id); });
     load(id).then(({ info }) => {
       failed.delete(id);
       if (placed.get(id) !== entry || marker.isDisposed) return;
       const cols = Math.max(1, Math.min(info.cols, term.cols - col));
-      const decoration = term.registerDecoration({ marker, x: col, width: cols, height: Math.max(1, info.rows), layer: 'top' });
+      [entry.cols, entry.rows] = [cols, Math.max(1, info.rows)];
+      const decoration = term.registerDecoration({ marker, x: col, width: cols, height: entry.rows, layer: 'top' });
       if (!decoration) return;
       entry.decoration = decoration;
       decoration.onRender((el) => {
@@ -89,6 +90,7 @@ export function wireImages({ client, term, $ }) {
           el.addEventListener('click', () => openFull(id));
         }
         fill(id, el);
+        clipText(entry, el);
       });
     }, () => {
       // Placed again by a later scan, after a while (an image the relay no longer has: given up).
@@ -99,6 +101,22 @@ export function wireImages({ client, term, $ }) {
       failed.set(id, f);
       if (f.count < RETRIES) setTimeout(queue, 500 * 2 ** f.count + 10);
     });
+  };
+
+  // Text printed over an image's cells (after a SIXEL image the cursor is on its last row, so the
+  // next line is written there) shows through: the image is cut above the first row holding
+  // text below its marker, as a terminal's image addon erases the image cells text lands on.
+  const clipText = (entry, el) => {
+    const rows = entry.rows - textRows(entry);
+    el.style.clipPath = rows < entry.rows ? `inset(0 0 ${((entry.rows - rows) * 100) / entry.rows}% 0)` : '';
+  };
+  const textRows = (entry) => {
+    const buf = term.buffer.active;
+    for (let r = 1; r < entry.rows; r++) {
+      const line = buf.getLine(entry.marker.line + r);
+      if (line?.translateToString(true, entry.col, entry.col + entry.cols).trim()) return entry.rows - r;
+    }
+    return 0;
   };
 
   // Markers in the core's screen against the decorations placed: new ones placed, moved ones
@@ -121,6 +139,7 @@ export function wireImages({ client, term, $ }) {
     }
     for (const [id, p] of placed) {
       if (!seen.has(id) && (p.marker.isDisposed || p.marker.line >= buf.baseY)) drop(id);
+      else if (p.rows && p.marker.line >= buf.baseY) for (const el of p.els) clipText(p, el);
     }
     // Far above the viewport: let the pictures go (fetched again when drawn).
     const far = buf.viewportY - 3 * term.rows;

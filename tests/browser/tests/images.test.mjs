@@ -121,13 +121,13 @@ test('tern show draws the PNG at its rows, the prompt comes below, the colours a
   const image = await shown();
   const { page } = fx;
   const text = await screen(page);
-  const cmd = rowOf(text, /bin\/tern show quads\.png/);
   const after = rowOf(text, /^after-21/);
-  assert.ok(cmd >= 0, text);
   const base = await page.evaluate(() => window.tern.term.buffer.active.baseY);
-  // 120 px in 20 px cells: 6 rows, starting the row below the command.
-  assert.equal(image.line - base, cmd + 1, `image at the row after the command:\n${text}`);
-  assert.equal(after, cmd + 1 + 6, `after-21 right below the image's 6 rows:\n${text}`);
+  const top = image.line - base;
+  // The command's last row (it may wrap) right above the picture; 120 px in 20 px cells: 6 rows,
+  // and after-21 right below them.
+  assert.match(text.split('\n')[top - 1] ?? '', /1\)\)$/, `the command right above the picture:\n${text}`);
+  assert.equal(after, top + 6, `after-21 right below the picture's 6 rows:\n${text}`);
   assert.equal(image.col, 0);
   await assertQuadrants(page, image.id, 200, 120);
   await screenshotsOfState(page, 'image-inline');
@@ -181,7 +181,10 @@ test('img2sixel output appears as an image, the text around it unchanged', async
   assert.equal(a, b + 6, text);
   const base = await page.evaluate(() => window.tern.term.buffer.active.baseY);
   assert.equal(image.line - base, b + 1, text);
-  await assertQuadrants(page, image.id, 200, 120);
+  // The image's last row holds sx-after: the picture is cut above it, the text shows.
+  const clip = () => page.evaluate((id) => document.querySelector(`.tern-image[data-image="${id}"]`).style.clipPath, image.id);
+  await until(async () => /16\.66\d*%/.test(await clip()), { what: 'the picture cut above sx-after', detail: clip });
+  await assertQuadrants(page, image.id, 200, 100);
   await screenshotsOfState(page, 'image-sixel');
 });
 
