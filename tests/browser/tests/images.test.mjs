@@ -167,6 +167,26 @@ test('the image is still there after a reload and in another page', async () => 
   await assertQuadrants(page, third.id, 200, 120);
 });
 
+test('the picture scrolls into the scrollback with its text and is drawn there when scrolled back to', async () => {
+  await shown();
+  const { page } = fx;
+  // Paced output (mosh sends screens, not output: a page sees rows scroll only between frames it
+  // draws; lines faster than frames are only in the history).
+  await typeLine(page, `${tern()} show quads.png; for i in $(seq 1 60); do echo $i; sleep 0.03; done; echo scrolled-$((1+1))`);
+  await until(async () => /^scrolled-2/m.test(await screen(page)), { what: 'scrolled-2' });
+  const base = await page.evaluate(() => window.tern.term.buffer.active.baseY);
+  const newest = async () => (await placed(page)).sort((a, b) => b.id - a.id)[0];
+  const gone = await until(async () => { const p = await newest(); return p && p.id > 1 && p.line < base ? p : null; }, { what: 'an image above the screen', detail: async () => JSON.stringify({ base, placed: await placed(page), now: await page.evaluate(() => window.tern.term.buffer.active.baseY) }) });
+  // Back up to it, as a person scrolls: drawn again there, over the same line.
+  await page.evaluate((line) => window.tern.term.scrollToLine(line), gone.line);
+  const back = await until(async () => (await placed(page)).find((p) => p.id === gone.id && p.drawn), { what: 'the picture drawn in the scrollback' });
+  assert.equal(back.line, gone.line);
+  const row = await page.evaluate((line) => window.tern.term.buffer.active.getLine(line + 6)?.translateToString(true), gone.line);
+  assert.equal(row, '1', 'the text after it scrolled with it');
+  await assertQuadrants(page, gone.id, 200, 120);
+  await page.evaluate(() => window.tern.term.scrollToBottom());
+});
+
 test('img2sixel output appears as an image, the text around it unchanged', async () => {
   await shown();
   const { page } = fx;
