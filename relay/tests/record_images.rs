@@ -103,7 +103,7 @@ fn start_recorder(dir: &Path, script: &str) -> (std::process::Child, File) {
         .unwrap()
         .into();
     tcsetwinsize(&master, SIZE).unwrap();
-    let mut child = Command::new("setsid")
+    let child = Command::new("setsid")
         .arg("--ctty")
         .arg(env!("CARGO_BIN_EXE_tern-relay"))
         .args(["record", "--history-dir"])

@@ -46,6 +46,6 @@ mod tests {
         assert_eq!((at.line, at.row, at.col, at.alternate), (5, 3, 0, false));
         e.feed(b"xy\x1b[?1049h");
         let at = anchor(&e, 3);
-        assert_eq!(at.alternate, true);
+        assert!(at.alternate);
     }
 }
