@@ -440,6 +440,8 @@ async function main() {
     },
   });
 
+  // Images from the shell (docs/IMAGES.md): on the terminal and in the history view.
+  const images = wireImages({ client, term, $ });
   // Test and benchmark hooks (docs/BROWSER.md).
   window.tern = {
     // xterm.js's renderer: 'dom' until the WebGL addon is loaded (if it is); rendererChosen is
@@ -457,9 +459,9 @@ async function main() {
     setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
     endSession: () => client.endSession(),
     takeBack: () => client.takeBack(),
-    history: wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte }),
-    // Images from the shell (docs/IMAGES.md); `placed()` for the tests.
-    images: wireImages({ client, term, $ }),
+    history: wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte, images }),
+    // `placed()` for the tests.
+    images,
   };
   wirePaste(client);
   const setPrediction = ({ mode, overwrite }) => {

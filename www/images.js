@@ -192,7 +192,24 @@ export function wireImages({ client, term, $ }) {
     a.remove();
   };
 
+  // A picture in the history view (history.js): `el` placed at its marker's line and column;
+  // sized here to its cells (`lh` the view's line height; a column is 1ch of its font).
+  const fillHistory = (el, id, lh) => {
+    el.addEventListener('click', () => openFull(id));
+    load(id).then(({ info, url }) => {
+      if (!el.isConnected) return;
+      el.style.width = `${info.cols}ch`;
+      el.style.height = `${info.rows * lh}px`;
+      const img = new Image();
+      img.src = url;
+      img.alt = info.name ?? `image ${id}`;
+      img.draggable = false;
+      el.replaceChildren(img);
+    }, () => {});
+  };
+
   return {
+    fillHistory,
     // Tests: the ids drawn, with their decorations' elements.
     placed: () => [...placed.entries()].map(([id, p]) => ({ id, line: p.marker.line, col: p.col, drawn: [...p.els].some((e) => e.isConnected && e.querySelector('img')) })),
     open: openFull,

@@ -385,6 +385,17 @@ impl Client {
     /// One history line as HTML for the history view: colours as classes (`f1`, `b4`, ...) or
     /// inline styles, `marks` (flat `[start, end, ...]`) wrapped in `<mark>`, the `current` one
     /// with class `current`.
+    /// The image markers in a history line (docs/IMAGES.md): `[offset, id, ...]`, offsets in
+    /// characters of the line without its escapes.
+    #[wasm_bindgen(js_name = lineImageMarkers)]
+    pub fn line_image_markers(line: &str) -> js_sys::Uint32Array {
+        let flat: Vec<u32> = tern::terminal::line_image_markers(line)
+            .into_iter()
+            .flat_map(|(at, id)| [at as u32, id as u32])
+            .collect();
+        js_sys::Uint32Array::from(&flat[..])
+    }
+
     #[wasm_bindgen(js_name = lineHtml)]
     pub fn line_html(line: &str, marks: Vec<u32>, current: Option<u32>) -> String {
         let marks: Vec<(usize, usize)> =

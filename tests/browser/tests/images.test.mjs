@@ -187,6 +187,34 @@ test('the picture scrolls into the scrollback with its text and is drawn there w
   await page.evaluate(() => window.tern.term.scrollToBottom());
 });
 
+test('the history view draws the pictures in its lines', async () => {
+  await shown();
+  const { page } = fx;
+  // Enough lines after a picture that it left the recorder's screen into the history.
+  await typeLine(page, `${tern()} show quads.png; seq -f 'hist-%g' 1 80`);
+  await until(async () => /^hist-80/m.test(await screen(page)), { what: 'hist-80' });
+  const { first } = await page.evaluate(() => window.tern.history.page(null, 1));
+  const lines = await page.evaluate(() => window.tern.history.lines());
+  const cmd = lines.findLastIndex((l) => /show quads\.png; seq/.test(l));
+  assert.ok(cmd >= 0, 'the command in the history');
+  await page.evaluate((line) => window.tern.history.open(line), first + cmd + 1);
+  const id = await until(() => page.evaluate(() => {
+    const el = [...document.querySelectorAll('#history .hl-image')].at(-1);
+    const img = el?.querySelector('img');
+    return img?.complete && img.naturalWidth === 200 ? Number(el.dataset.image) : null;
+  }), { what: 'the picture in the history view' });
+  const box = await page.evaluate((id) => {
+    const r = [...document.querySelectorAll(`#history .hl-image[data-image="${id}"]`)].at(-1).getBoundingClientRect();
+    return { x: r.x, y: r.y, width: r.width, height: r.height };
+  }, id);
+  const scale = Math.min(box.width / 200, box.height / 120);
+  const got = await colorsAt(page, [[0.25, 0.25], [0.75, 0.25], [0.25, 0.75], [0.75, 0.75]]
+    .map(([a, b]) => [box.x + a * 200 * scale, box.y + b * 120 * scale]));
+  got.forEach((rgb, i) => assert.ok(rgb.every((v, k) => Math.abs(v - QUADRANTS[i][k]) <= 12), `quadrant ${i}: ${rgb} (box ${JSON.stringify(box)})`));
+  await screenshotsOfState(page, 'image-history');
+  await page.evaluate(() => window.tern.history.close());
+});
+
 test('img2sixel output appears as an image, the text around it unchanged', async () => {
   await shown();
   const { page } = fx;
