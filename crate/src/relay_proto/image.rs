@@ -4,8 +4,14 @@
 //! SIXEL and raw pixels to PNG), to the end of the body. Refusals are an `ApiError` (404
 //! `unknown_image`: never stored, evicted by the quota, or dropped).
 //!
+//! The same request may open a stream of the session's link instead (the first line of a
+//! `StreamRequest::Image`): then the bytes are paced as a `tern send` download (the page
+//! acknowledges them with `DownloadAck` lines), so a large picture never queues in front of keys.
+//!
 //! ```text
-//!  page ─ POST IMAGE_PATH {session, image} ─▶ relay ─▶ {cols, rows, width, height, mime, name}\n BYTES
+//!  page ─ POST IMAGE_PATH {session, image} ─▶ relay ─▶ {cols, rows, width, height, mime, name, size}\n BYTES
+//!  page ══ stream: {session, image}\n ══▶ relay ─▶ ImageInfo\n BYTES (paced) ◀─ DownloadAck … ─ page
+//!                                           (or one ApiError line: {error, message})
 //! ```
 
 use super::json::{DecodeError, Fields, ObjectWriter};
@@ -31,6 +37,8 @@ pub struct ImageInfo {
     pub height: u32,
     pub mime: String,
     pub name: Option<String>,
+    /// Bytes that follow.
+    pub size: u64,
 }
 
 impl Message for ImageRequest {
@@ -51,7 +59,8 @@ impl Message for ImageInfo {
             .u64("width", self.width.into())
             .u64("height", self.height.into())
             .str("mime", &self.mime)
-            .opt_str("name", self.name.as_deref());
+            .opt_str("name", self.name.as_deref())
+            .u64("size", self.size);
     }
 
     fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
@@ -62,6 +71,7 @@ impl Message for ImageInfo {
             height: f.int("height")?,
             mime: f.str("mime")?,
             name: f.opt_str("name")?,
+            size: f.u64("size")?,
         })
     }
 }
@@ -90,11 +100,18 @@ mod tests {
             height: 23,
             mime: "image/png".into(),
             name: Some("a.png".into()),
+            size: 7,
         };
         let mut body = encode_line(&info);
         body.extend_from_slice(b"\x89PNG\n..");
         let (back, bytes) = split_answer(&body).unwrap();
         assert_eq!((back, bytes), (info, &b"\x89PNG\n.."[..]));
         assert!(split_answer(b"no newline").is_err());
+        // On a stream: told from uploads and downloads by its `image` key.
+        let line = encode_line(&crate::relay_proto::StreamRequest::Image(r.clone()));
+        assert_eq!(
+            decode::<crate::relay_proto::StreamRequest>(&line).unwrap(),
+            crate::relay_proto::StreamRequest::Image(r)
+        );
     }
 }

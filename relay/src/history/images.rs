@@ -265,10 +265,12 @@ pub fn read_image(
         height,
         mime: String::new(),
         name: entry["name"].as_str().map(str::to_owned),
+        size: 0,
     };
     let converted = match format {
         "png" | "jpeg" | "gif" | "webp" => {
             info.mime = format!("image/{format}");
+            info.size = data.len() as u64;
             return Ok((info, data));
         }
         "sixel" => convert::sixel_to_rgba(&data, width, height),
@@ -278,13 +280,19 @@ pub fn read_image(
     };
     info.mime = "image/png".into();
     match converted {
-        Ok(rgba) => Ok((info, convert::png(&rgba))),
+        Ok(rgba) => {
+            let png = convert::png(&rgba);
+            info.size = png.len() as u64;
+            Ok((info, png))
+        }
         Err(why) => {
             // A grey tile; the page shows `name` over it.
             info.name = Some(format!("[{why}]"));
             let (w, h) = (width.clamp(1, 256), height.clamp(1, 256));
             let pixels = [96, 96, 96, 255].repeat((w * h) as usize);
-            Ok((info, convert::png(&convert::Rgba { width: w, height: h, pixels })))
+            let png = convert::png(&convert::Rgba { width: w, height: h, pixels });
+            info.size = png.len() as u64;
+            Ok((info, png))
         }
     }
 }

@@ -10,7 +10,7 @@ use super::SessionContext;
 use super::target::Target;
 use crate::link::{RecvHalf, SendHalf};
 use crate::paste::{Onward, read_first_line, serve_upload};
-use crate::send::serve_download;
+use crate::send::{serve_download, serve_image};
 
 /// Spawns the task that serves one stream of `target`'s session.
 pub(super) fn serve(shared: &SessionContext, target: &Target, send: SendHalf, mut recv: RecvHalf) {
@@ -21,10 +21,14 @@ pub(super) fn serve(shared: &SessionContext, target: &Target, send: SendHalf, mu
     };
     let session = target.session.clone();
     let (pastes, offers) = (shared.pastes.clone(), Arc::clone(&shared.offers));
+    let state = shared.state.clone();
     tokio::spawn(async move {
         match read_first_line::<StreamRequest, _>(&mut recv).await {
             Ok((StreamRequest::Download(request), rest)) => {
                 serve_download(offers, session, request, send, recv, rest).await;
+            }
+            Ok((StreamRequest::Image(request), rest)) => {
+                serve_image(state, session, request, send, recv, rest).await;
             }
             Ok((StreamRequest::Upload(header), rest)) => {
                 serve_upload(pastes, onward, send, recv, Ok((header, rest))).await;
