@@ -17,6 +17,7 @@ export function wireImages({ client, term, $ }) {
   // Fetches that failed (the link not up yet after a reload, say): tried again a few times, later.
   const failed = new Map(); // id -> { count, at }
   let queued = false;
+  const via = new Map(); // id -> 'stream' | 'http': how its bytes came last (tests)
 
   // The image's header and an object URL of its bytes, fetched once while kept.
   const load = (id) => {
@@ -26,7 +27,10 @@ export function wireImages({ client, term, $ }) {
       loaded.set(id, p);
       return p;
     }
-    p = client.image(id).then((info) => ({ info, url: URL.createObjectURL(info.blob) }));
+    p = client.image(id).then((info) => {
+      via.set(id, info.via);
+      return { info, url: URL.createObjectURL(info.blob) };
+    });
     p.catch(() => loaded.delete(id));
     loaded.set(id, p);
     while (loaded.size > MAX_LOADED) release(loaded.keys().next().value);
@@ -211,7 +215,7 @@ export function wireImages({ client, term, $ }) {
   return {
     fillHistory,
     // Tests: the ids drawn, with their decorations' elements.
-    placed: () => [...placed.entries()].map(([id, p]) => ({ id, line: p.marker.line, col: p.col, drawn: [...p.els].some((e) => e.isConnected && e.querySelector('img')) })),
+    placed: () => [...placed.entries()].map(([id, p]) => ({ id, via: via.get(id), line: p.marker.line, col: p.col, drawn: [...p.els].some((e) => e.isConnected && e.querySelector('img')) })),
     open: openFull,
     close: closeFull,
   };

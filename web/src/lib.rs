@@ -111,16 +111,27 @@ impl Client {
         js_sys::Uint32Array::from(&self.driver.image_markers()[..])
     }
 
-    /// Image `id` of this session from the relay: `{ cols, rows, width, height, name, blob }`
-    /// (`blob` a `Blob` of its MIME type, drawn by the browser). Rejects with a message (an
-    /// image evicted by the session's quota, say).
+    /// Image `id` of this session from the relay: `{ cols, rows, width, height, name, blob, via }`
+    /// (`blob` a `Blob` of its MIME type, drawn by the browser; `via` `stream` or `http`).
+    /// Rejects with a message (an image evicted by the session's quota, say).
     #[wasm_bindgen(js_name = image)]
     pub async fn image(&self, id: f64) -> Result<JsValue, JsValue> {
         let (token, session) = self.history_target()?;
         let request = tern::relay_proto::ImageRequest { session, image: id as u64 };
-        let (info, bytes) =
-            relay_link::image_call(&token, &request).await.map_err(|e| JsValue::from_str(&e))?;
-        let parts = js_sys::Array::of1(&Uint8Array::from(&bytes[..]));
+        // On a stream of the link, paced as a download (typing stays fast while it comes);
+        // over HTTP when no link is up yet (a reload draws before it connects).
+        let (info, parts, via) = match self.driver.current_link() {
+            Some(link) => match relay_link::image_stream(&link, &request).await {
+                Ok((info, parts)) => (info, parts, "stream"),
+                Err(e) => return Err(JsValue::from_str(&e)),
+            },
+            None => {
+                let (info, bytes) = relay_link::image_call(&token, &request)
+                    .await
+                    .map_err(|e| JsValue::from_str(&e))?;
+                (info, js_sys::Array::of1(&Uint8Array::from(&bytes[..])), "http")
+            }
+        };
         let options = web_sys::BlobPropertyBag::new();
         options.set_type(&info.mime);
         let blob = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options)?;
@@ -132,6 +143,7 @@ impl Client {
             ("height", info.height.into()),
             ("name", name),
             ("blob", blob.into()),
+            ("via", JsValue::from_str(via)),
         ]))
     }
 

@@ -129,6 +129,8 @@ test('tern show draws the PNG at its rows, the prompt comes below, the colours a
   assert.match(text.split('\n')[top - 1] ?? '', /1\)\)$/, `the command right above the picture:\n${text}`);
   assert.equal(after, top + 6, `after-21 right below the picture's 6 rows:\n${text}`);
   assert.equal(image.col, 0);
+  // Its bytes came on a stream of the session's link, paced as a download.
+  assert.equal(image.via, 'stream');
   await assertQuadrants(page, image.id, 200, 120);
   await screenshotsOfState(page, 'image-inline');
 });
