@@ -173,7 +173,8 @@ pub async fn image_stream(
         };
         got += u64::from(chunk.length());
         chunks.push(&chunk);
-        let ack = DownloadAck { acked: got, page_time_us: (crate::clock::now_ms() * 1000.0) as u64 };
+        let ack =
+            DownloadAck { acked: got, page_time_us: (crate::clock::now_ms() * 1000.0) as u64 };
         writer.write(&encode_line(&ack));
     }
     writer.close();

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import {
-  until, screen, waitForPrompt, typeLine, screenshotsOfState, tempDir, pageDetail, stats,
+  until, screen, waitForPrompt, typeLine, screenshotsOfState, tempDir, pageDetail, stats, freePort,
 } from '../lib/helpers.mjs';
 import { browserFixture } from '../lib/fixture.mjs';
 
@@ -92,11 +92,15 @@ async function colorsAt(page, points) {
 /// Checks the quadrants' colours under image `id`'s decoration (fitted, keeping its shape, at the
 /// top left of its cells).
 async function assertQuadrants(page, id, w, h) {
-  const box = await page.evaluate((id) => {
-    const el = document.querySelector(`.tern-image[data-image="${id}"]`);
-    const r = el.getBoundingClientRect();
-    return { x: r.x, y: r.y, width: r.width, height: r.height };
-  }, id);
+  // The decoration's element shown now (xterm.js hides those off the viewport; a picture placed
+  // again leaves its old element behind for a moment).
+  const box = await until(() => page.evaluate((id) => {
+    for (const el of document.querySelectorAll(`.tern-image[data-image="${id}"]`)) {
+      const r = el.getBoundingClientRect();
+      if (r.width > 0 && r.height > 0 && el.querySelector('img')?.complete) return { x: r.x, y: r.y, width: r.width, height: r.height };
+    }
+    return null;
+  }, id), { what: `image ${id} shown` });
   const scale = Math.min(box.width / w, box.height / h);
   const points = [[0.25, 0.25], [0.75, 0.25], [0.25, 0.75], [0.75, 0.75]]
     .map(([fx_, fy]) => [box.x + fx_ * w * scale, box.y + fy * h * scale]);
@@ -259,4 +263,22 @@ test('tern show of a text file says why and exits 1', async () => {
   await typeLine(page, `${tern()} show notes.txt; echo rc=$?`);
   await until(async () => /^rc=1/m.test(await screen(page)), { what: 'rc=1', detail: pageDetail(page) });
   assert.match(await screen(page), /notes\.txt: not a PNG, JPEG, GIF or WebP picture/);
+});
+
+test('over the WebSocket fallback the picture comes on a stream of it too', async () => {
+  await shown();
+  // WebTransport pointed at a UDP port where nothing listens (test-only `wt_port`): the page falls
+  // back to the WebSocket on its own origin (tests/browser/tests/fallback.test.mjs).
+  const page = await fx.browser.context.newPage();
+  try {
+    await page.goto(`${fx.origin}/#session=new&token=${fx.token}&wt_port=${await freePort()}`);
+    await waitForPrompt(page);
+    assert.equal((await stats(page)).transport, 'websocket');
+    await typeLine(page, `cd ${dir}; ${tern()} show quads.png`);
+    const image = await drawnImage(page);
+    assert.equal(image.via, 'stream');
+    await assertQuadrants(page, image.id, 200, 120);
+  } finally {
+    await page.close();
+  }
 });
