@@ -51,11 +51,28 @@ export function wireImages({ client, term, $ }) {
     p.marker.dispose();
   };
 
-  // Draws image `id` into a decoration's element (again after a release).
+  // A fetch of `id` failed: tried again later (backing off), a few times.
+  const failedOnce = (id) => {
+    const f = failed.get(id) ?? { count: 0, at: 0 };
+    f.count += 1;
+    f.at = performance.now() + 500 * 2 ** f.count;
+    failed.set(id, f);
+    if (f.count < RETRIES) {
+      setTimeout(() => { queue(); term.refresh(0, term.rows - 1); }, 500 * 2 ** f.count + 10);
+    }
+  };
+  const waiting = (id) => {
+    const f = failed.get(id);
+    return f && (f.count >= RETRIES || performance.now() < f.at);
+  };
+
+  // Draws image `id` into a decoration's element (again after a release, or a failed fetch: the
+  // element then says why until the next try).
   const fill = (id, el) => {
-    if (el.firstChild) return;
+    if (el.querySelector('img') || waiting(id)) return;
     load(id).then(({ info, url }) => {
-      if (el.firstChild || !loaded.has(id)) return;
+      failed.delete(id);
+      if (el.querySelector('img') || !loaded.has(id)) return;
       const img = new Image();
       img.src = url;
       img.alt = info.name ?? `image ${id}`;
@@ -67,6 +84,7 @@ export function wireImages({ client, term, $ }) {
         el.append(note);
       }
     }, (e) => {
+      failedOnce(id);
       el.replaceChildren(Object.assign(document.createElement('span'), { textContent: `[image ${id}: ${e}]` }));
     });
   };
@@ -99,11 +117,7 @@ export function wireImages({ client, term, $ }) {
     }, () => {
       // Placed again by a later scan, after a while (an image the relay no longer has: given up).
       if (placed.get(id) === entry) drop(id);
-      const f = failed.get(id) ?? { count: 0, at: 0 };
-      f.count += 1;
-      f.at = performance.now() + 500 * 2 ** f.count;
-      failed.set(id, f);
-      if (f.count < RETRIES) setTimeout(queue, 500 * 2 ** f.count + 10);
+      failedOnce(id);
     });
   };
 
@@ -136,8 +150,7 @@ export function wireImages({ client, term, $ }) {
       seen.add(id);
       const p = placed.get(id);
       if (p && !p.marker.isDisposed && p.marker.line === line && p.col === col) continue;
-      const f = failed.get(id);
-      if (f && (f.count >= RETRIES || performance.now() < f.at)) continue;
+      if (waiting(id)) continue;
       drop(id);
       place(id, line, col);
     }
@@ -216,6 +229,8 @@ export function wireImages({ client, term, $ }) {
     fillHistory,
     // Tests: the ids drawn, with their decorations' elements.
     placed: () => [...placed.entries()].map(([id, p]) => ({ id, via: via.get(id), line: p.marker.line, col: p.col, drawn: [...p.els].some((e) => e.isConnected && e.querySelector('img')) })),
+    // Pictures held decoded now (bounded by MAX_LOADED).
+    loadedCount: () => loaded.size,
     open: openFull,
     close: closeFull,
   };

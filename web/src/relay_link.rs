@@ -178,6 +178,9 @@ pub async fn image_stream(
         writer.write(&encode_line(&ack));
     }
     writer.close();
+    // Done with its reading side too: a stream left half open keeps one of the link's few
+    // concurrent streams, and later ones would wait for it.
+    lines.cancel();
     Ok((info, chunks))
 }
 

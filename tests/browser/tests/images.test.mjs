@@ -130,7 +130,7 @@ test('tern show draws the PNG at its rows, the prompt comes below, the colours a
   const top = image.line - base;
   // The command's last row (it may wrap) right above the picture; 120 px in 20 px cells: 6 rows,
   // and after-21 right below them.
-  assert.match(text.split('\n')[top - 1] ?? '', /1\)\)$/, `the command right above the picture:\n${text}`);
+  assert.match(text.split('\n')[top - 1] ?? '', /\)$/, `the command right above the picture:\n${text}`);
   assert.equal(after, top + 6, `after-21 right below the picture's 6 rows:\n${text}`);
   assert.equal(image.col, 0);
   // Its bytes came on a stream of the session's link, paced as a download.
@@ -219,6 +219,30 @@ test('the history view draws the pictures in its lines', async () => {
   got.forEach((rgb, i) => assert.ok(rgb.every((v, k) => Math.abs(v - QUADRANTS[i][k]) <= 12), `quadrant ${i}: ${rgb} (box ${JSON.stringify(box)})`));
   await screenshotsOfState(page, 'image-history');
   await page.evaluate(() => window.tern.history.close());
+});
+
+test('sixty pictures: at most 48 held decoded, the old ones fetched again when scrolled back to', async () => {
+  await shown();
+  const { page } = fx;
+  const before = new Set((await placed(page)).map((p) => p.id));
+  // One row each, paced so that frames see the scroll (a row that scrolls past between two frames
+  // mosh sends never reaches the page, picture or text: only the history has it).
+  await typeLine(page, `for i in $(seq 1 60); do ${tern()} show --rows 1 quads.png; sleep 0.05; done; echo sixty-$((30*2))`);
+  await until(async () => /^sixty-60/m.test(await screen(page)), { what: 'sixty-60', timeout: 30000 });
+  const fresh = await until(async () => {
+    const p = (await placed(page)).filter((x) => !before.has(x.id));
+    return p.length > 48 ? p : null;
+  }, { what: 'more than 48 of the pictures placed', detail: async () => `${(await placed(page)).length} placed` });
+  assert.ok(await page.evaluate(() => window.tern.images.loadedCount()) <= 48);
+  // The first of them, far above now: drawn again when scrolled to.
+  const first = fresh.sort((a, b) => a.id - b.id)[0];
+  await page.evaluate((line) => window.tern.term.scrollToLine(line), first.line);
+  await until(async () => (await placed(page)).find((p) => p.id === first.id && p.drawn), {
+    what: 'the first picture drawn again',
+    detail: async () => JSON.stringify({ first, now: (await placed(page)).find((p) => p.id === first.id), view: await page.evaluate(() => window.tern.term.buffer.active.viewportY), els: await page.evaluate((id) => [...document.querySelectorAll(`.tern-image[data-image="${id}"]`)].map((e) => [e.style.display, e.textContent, e.getBoundingClientRect().y]), first.id) }),
+  });
+  assert.ok(await page.evaluate(() => window.tern.images.loadedCount()) <= 48);
+  await page.evaluate(() => window.tern.term.scrollToBottom());
 });
 
 test('img2sixel output appears as an image, the text around it unchanged', async () => {
