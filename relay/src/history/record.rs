@@ -248,6 +248,9 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         .stdout(Stdio::from(slave.try_clone()?))
         .stderr(Stdio::from(slave))
         .spawn()?;
+    // The command holds the shell's side of the pty: closed here, so that its end (EIO on the
+    // master) ends the output loop.
+    drop(shell);
     let mut emulator = Emulator::new(size_of(size));
     emulator.keep_scrolled_off(true);
     let emulator = Arc::new(Mutex::new(emulator));
