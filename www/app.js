@@ -13,6 +13,7 @@ import { wireHardwareKeys } from './hardware_keys.js';
 import { wireVisualViewport } from './viewport.js';
 import { wireBell } from './bell.js';
 import { wireOffers } from './offers.js';
+import { wireImages } from './images.js';
 import { wireServiceWorker } from './service_worker.js';
 
 // When the page's script started (its modules loaded): the resume benchmark times the restored
@@ -464,6 +465,8 @@ async function main() {
     },
   });
 
+  // Images from the shell (docs/IMAGES.md): on the terminal and in the history view.
+  const images = wireImages({ client, term, $ });
   // Test and benchmark hooks (docs/BROWSER.md).
   window.tern = {
     // xterm.js's renderer: 'dom' until the WebGL addon is loaded (if it is); rendererChosen is
@@ -483,7 +486,9 @@ async function main() {
     setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
     endSession: () => client.endSession(),
     takeBack: () => client.takeBack(),
-    history: wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte }),
+    history: wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte, images }),
+    // `placed()` for the tests.
+    images,
   };
   wirePaste(client);
   const setPrediction = ({ mode, overwrite }) => {

@@ -47,8 +47,10 @@ function keyData(e, ctrlByte) {
 }
 
 export class History {
-  constructor({ client, term, Client, $, ctrlByte }) {
+  constructor({ client, term, Client, $, ctrlByte, images }) {
     this.client = client;
+    // Pictures in history lines (their markers, docs/IMAGES.md), drawn by images.js.
+    this.images = images;
     this.ctrlByte = ctrlByte;
     this.term = term;
     this.Client = Client;
@@ -168,11 +170,16 @@ export class History {
       }
       const html = this.Client.lineHtml(raw, Uint32Array.from(marks), current);
       parts.push(`<div class="hl" style="top:${(n - this.first) * lh}px" data-line="${n}">${html || ' '}</div>`);
+      const pics = this.images ? this.Client.lineImageMarkers(raw) : [];
+      for (let i = 0; i + 1 < pics.length; i += 2) {
+        parts.push(`<div class="hl-image" style="top:${(n - this.first) * lh}px;left:${pics[i]}ch" data-image="${pics[i + 1]}"></div>`);
+      }
     }
     const key = parts.join('');
     if (key !== this.drawn) {
       this.linesBox.innerHTML = key;
       this.drawn = key;
+      for (const el of this.linesBox.querySelectorAll('.hl-image')) this.images.fillHistory(el, Number(el.dataset.image), lh);
     }
     if (missing.length) this.fetch(missing[missing.length - 1] + 1);
   }
@@ -436,8 +443,8 @@ function flatten(matches) {
 }
 
 // Wires the view, the bar and their keys; returns the test hooks (window.tern.history).
-export function wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte }) {
-  const history = new History({ client, term, Client, $, ctrlByte });
+export function wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte, images }) {
+  const history = new History({ client, term, Client, $, ctrlByte, images });
   const finder = new Finder({ client, term, Client, history, $ });
   const isFind = (e) => (e.ctrlKey && e.shiftKey && e.code === 'KeyF') ||
     (e.metaKey && !e.ctrlKey && e.code === 'KeyF' && /Mac|iPhone|iPad/.test(navigator.platform));

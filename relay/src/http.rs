@@ -256,6 +256,8 @@ where
                         websocket(&shared, req, peer)
                     } else if path == HISTORY_PATH || path == HISTORY_SEARCH_PATH {
                         history(&shared, req, &path, peer).await
+                    } else if path == tern::relay_proto::IMAGE_PATH {
+                        image(&shared, req, peer).await
                     } else if path == CHALLENGE_PATH {
                         challenge(&shared, req, peer).await
                     } else {
@@ -772,6 +774,93 @@ async fn history(
             error(StatusCode::INTERNAL_SERVER_ERROR, "io", "the history could not be read")
         }
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the history read failed"),
+    }
+}
+
+/// An image the session's recorder lifted (`tern::relay_proto::image`): its [`ImageInfo`]
+/// line, then its bytes as a browser draws them. Behind the same Origin check and credential as
+/// the history.
+async fn image(shared: &HttpContext, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+    use http_body_util::BodyExt;
+    use tern::relay_proto::ImageRequest;
+    if let Err(refused) = check_origin(shared, req.headers(), peer, "image request") {
+        return refused;
+    }
+    let who = match authorize(shared, &req, peer) {
+        Ok(who) => who,
+        Err(refused) => return refused,
+    };
+    let source = client_source(shared, &req, peer);
+    let agent = req
+        .headers()
+        .get(header::USER_AGENT)
+        .map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned());
+    if req.method() != Method::POST {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only POST");
+    }
+    let body = match http_body_util::Limited::new(req.into_body(), MAX_REQUEST).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, "bad_request", "request too large"),
+    };
+    let Some(state) = shared.sessions.state.as_ref() else {
+        return error(StatusCode::NOT_FOUND, "unknown_image", "no images in bridge mode");
+    };
+    let r = match tern::relay_proto::decode::<ImageRequest>(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                &format!("malformed request: {e}"),
+            );
+        }
+    };
+    let Some(record) = state.get(&r.session).filter(|_| crate::ids::valid_id(&r.session)) else {
+        return error(StatusCode::NOT_FOUND, "unknown_session", "no such session");
+    };
+    // Another identity's session: refused as its history is, and audited.
+    if !who.may_use(record.owner_name()) {
+        shared.sessions.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .who(who.name())
+                .addr(source)
+                .agent(agent.as_deref())
+                .session(&r.session)
+                .reason("image of another identity's session"),
+        );
+        return error(
+            StatusCode::FORBIDDEN,
+            tern::relay_proto::control::ErrorCode::NotYourSession.as_str(),
+            crate::session::NOT_YOURS,
+        );
+    }
+    let dir = state.dir().to_path_buf();
+    let read = tokio::task::spawn_blocking(move || {
+        crate::history::images::read_image(&dir, &r.session, r.image)
+    })
+    .await;
+    use crate::history::images::ReadImageError;
+    match read {
+        Ok(Ok((info, bytes))) => {
+            let mut out = tern::relay_proto::encode_line(&info);
+            out.extend_from_slice(&bytes);
+            let mut r = Response::new(Body::new(Bytes::from(out)));
+            let h = r.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            r
+        }
+        Ok(Err(ReadImageError::Unknown)) => error(
+            StatusCode::NOT_FOUND,
+            "unknown_image",
+            "no such image (never stored, or dropped for the session's image quota)",
+        ),
+        Ok(Err(ReadImageError::Io(e))) => {
+            tracing::warn!("reading an image failed: {e}");
+            error(StatusCode::INTERNAL_SERVER_ERROR, "io", "the image could not be read")
+        }
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the image read failed"),
     }
 }
 

@@ -329,7 +329,7 @@ pub(crate) fn content_security_policy(host: Option<&str>) -> String {
     };
     format!(
         "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
-         style-src 'self' 'unsafe-inline'; img-src 'self'; font-src 'self'; \
+         style-src 'self' 'unsafe-inline'; img-src 'self' blob:; font-src 'self'; \
          manifest-src 'self'; connect-src {connect}; \
          base-uri 'none'; form-action 'none'; object-src 'none'; frame-src 'none'; \
          worker-src 'self'; frame-ancestors 'none'"

@@ -20,6 +20,8 @@ use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use rustix::termios::{Winsize, tcsetwinsize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use tern::images::marker::marker_bytes;
+use tern::terminal::Renditions;
 
 const SESSION: &str = "0123456789abcdef";
 /// The outer pty: 80 × 24 cells of 10 × 20 pixels.
@@ -175,7 +177,9 @@ fn img2sixel_is_lifted_at_its_history_line_and_the_text_around_it_is_unchanged()
     );
     assert_no_image_sequence(&out);
     // 48 px in 20 px rows: 3 rows, the cursor on the last, in the column the image began.
-    assert_eq!(between(&out, b"BEFORE", b"AFTER"), b"\n\n");
+    // Before them, the image's marker (image 1 at column 6; docs/IMAGES.md).
+    let marker = marker_bytes(1, Renditions::DEFAULT, 6, SIZE.ws_col);
+    assert_eq!(between(&out, b"BEFORE", b"AFTER"), [&marker[..], b"\n\n"].concat());
     let text = String::from_utf8_lossy(&out);
     assert!(text.contains("29\r\n30\r\nBEFORE"), "{text}");
     let lines = index(dir.path());
@@ -198,7 +202,8 @@ fn img2sixel_is_lifted_at_its_history_line_and_the_text_around_it_is_unchanged()
     // The history has every line in order, the image's rows among them (blank).
     let history = tern_relay::history::read_page(dir.path(), SESSION, None, usize::MAX).unwrap();
     let plain: Vec<String> = history.lines.iter().map(|l| tern::terminal::plain(l)).collect();
-    let at = plain.iter().position(|l| l == "BEFORE").expect("BEFORE in the history");
+    // The marker's two spaces follow BEFORE (kept in the history: the history view finds it).
+    let at = plain.iter().position(|l| l == "BEFORE  ").expect("BEFORE in the history");
     assert_eq!(at as u64 + history.first, 30, "the image's line is BEFORE's");
     // The SIXEL cursor rule: the image's last row, the column the image began in.
     assert_eq!(plain[at + 2], "      AFTER");
@@ -312,7 +317,8 @@ fn a_script_printing_osc_1337_is_lifted_and_a_truncated_image_is_dropped() {
     assert_no_image_sequence(&out);
     let text = String::from_utf8_lossy(&out);
     // width=3 cells (30 px, 23 px high: 2 rows): one line feed, then right by 3.
-    assert!(text.contains("one\r\n\n\x1b[3Ctwo\r\n"), "{text:?}");
+    let marker = String::from_utf8(marker_bytes(1, Renditions::DEFAULT, 0, SIZE.ws_col)).unwrap();
+    assert!(text.contains(&format!("one\r\n{marker}\n\x1b[3Ctwo\r\n")), "{text:?}");
     assert!(text.contains("\x1b[1mthree\x1b[0m\r\n"), "the text after a cut image: {text:?}");
     let lines = index(dir.path());
     assert_eq!(lines.len(), 2, "{lines:?}");

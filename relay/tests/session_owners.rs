@@ -169,6 +169,17 @@ async fn another_identity_can_neither_list_resume_take_over_nor_read_a_session()
     assert_eq!(history(&relay, &alice, &a).await.0, 200);
     assert_eq!(history(&relay, &owner, &a).await.0, 200);
     assert_eq!(history(&relay, &alice, &b).await.0, 403, "nor Alice Bob's");
+    // Its pictures over HTTP (the page's way before a link is up): refused before the store is
+    // read (image 1 need not exist: Alice's own request gets "no such image", not a refusal).
+    let picture = tern::relay_proto::ImageRequest { session: a.clone(), image: 1 };
+    let picture = tern::relay_proto::encode(&picture);
+    let (status, body) =
+        http_post(relay.addr(), tern::relay_proto::IMAGE_PATH, Some(&bob), &picture).await;
+    assert_eq!(status, 403, "bob reads a picture of alice's session: {body}");
+    assert!(body.contains("not_your_session"), "{body}");
+    let (status, body) =
+        http_post(relay.addr(), tern::relay_proto::IMAGE_PATH, Some(&alice), &picture).await;
+    assert_eq!(status, 404, "alice's own: no such image yet: {body}");
 
     // The owner takes both, on either transport; Alice resumes her own.
     let (_c, answer) = wt_hello(&relay, &owner, Some(&a)).await;
@@ -188,7 +199,7 @@ async fn another_identity_can_neither_list_resume_take_over_nor_read_a_session()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|l| l["event"] == "refused" && l["who"] == "bob" && l["session"] == a.as_str())
         .count();
-    assert_eq!(refusals, 6, "4 attaches and 2 history reads refused: {audit}");
+    assert_eq!(refusals, 7, "4 attaches, 2 history reads and a picture refused: {audit}");
     for link in ["webtransport", "websocket"] {
         let on_link = format!("\"link\":\"{link}\"");
         let n = audit.lines().filter(|l| l.contains("another identity") && l.contains(&on_link));

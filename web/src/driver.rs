@@ -321,6 +321,16 @@ impl Driver {
         self.call(|c, _| c.answer(id, answer));
     }
 
+    /// The current link to the relay, if one is up.
+    pub fn current_link(&self) -> Option<Rc<crate::relay_link::RelayLink>> {
+        self.link.borrow().as_ref().map(|(_, l)| Rc::clone(l))
+    }
+
+    /// The image markers in the core's screen: `[row, col, id, ...]`.
+    pub fn image_markers(&self) -> Vec<u32> {
+        self.client.borrow().image_markers()
+    }
+
     /// The core's screen (not xterm.js's) as text.
     pub fn screen_text(&self) -> String {
         self.client.borrow().screen_text()

@@ -104,6 +104,49 @@ impl Client {
         self.driver.screen_text()
     }
 
+    /// Where images are in the core's screen (their markers, docs/IMAGES.md): a flat
+    /// `Uint32Array` of `[row, col, id, ...]`, rows of the screen from its top.
+    #[wasm_bindgen(js_name = imageMarkers)]
+    pub fn image_markers(&self) -> js_sys::Uint32Array {
+        js_sys::Uint32Array::from(&self.driver.image_markers()[..])
+    }
+
+    /// Image `id` of this session from the relay: `{ cols, rows, width, height, name, blob, via }`
+    /// (`blob` a `Blob` of its MIME type, drawn by the browser; `via` `stream` or `http`).
+    /// Rejects with a message (an image evicted by the session's quota, say).
+    #[wasm_bindgen(js_name = image)]
+    pub async fn image(&self, id: f64) -> Result<JsValue, JsValue> {
+        let (token, session) = self.history_target()?;
+        let request = tern::relay_proto::ImageRequest { session, image: id as u64 };
+        // On a stream of the link, paced as a download (typing stays fast while it comes);
+        // over HTTP when no link is up yet (a reload draws before it connects).
+        let (info, parts, via) = match self.driver.current_link() {
+            Some(link) => match relay_link::image_stream(&link, &request).await {
+                Ok((info, parts)) => (info, parts, "stream"),
+                Err(e) => return Err(JsValue::from_str(&e)),
+            },
+            None => {
+                let (info, bytes) = relay_link::image_call(&token, &request)
+                    .await
+                    .map_err(|e| JsValue::from_str(&e))?;
+                (info, js_sys::Array::of1(&Uint8Array::from(&bytes[..])), "http")
+            }
+        };
+        let options = web_sys::BlobPropertyBag::new();
+        options.set_type(&info.mime);
+        let blob = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options)?;
+        let name = info.name.as_deref().map_or(JsValue::NULL, JsValue::from_str);
+        Ok(hooks::object(&[
+            ("cols", info.cols.into()),
+            ("rows", info.rows.into()),
+            ("width", info.width.into()),
+            ("height", info.height.into()),
+            ("name", name),
+            ("blob", blob.into()),
+            ("via", JsValue::from_str(via)),
+        ]))
+    }
+
     /// Before the page resizes the terminal: clears xterm.js's screen and holds drawing, so that
     /// xterm.js's own resize moves nothing between its screen and its scrollback. Call
     /// [`end_resize`](Self::end_resize) once xterm.js has parsed what was written and resized.
@@ -372,6 +415,17 @@ impl Client {
     /// One history line as HTML for the history view: colours as classes (`f1`, `b4`, ...) or
     /// inline styles, `marks` (flat `[start, end, ...]`) wrapped in `<mark>`, the `current` one
     /// with class `current`.
+    /// The image markers in a history line (docs/IMAGES.md): `[offset, id, ...]`, offsets in
+    /// characters of the line without its escapes.
+    #[wasm_bindgen(js_name = lineImageMarkers)]
+    pub fn line_image_markers(line: &str) -> js_sys::Uint32Array {
+        let flat: Vec<u32> = tern::terminal::line_image_markers(line)
+            .into_iter()
+            .flat_map(|(at, id)| [at as u32, id as u32])
+            .collect();
+        js_sys::Uint32Array::from(&flat[..])
+    }
+
     #[wasm_bindgen(js_name = lineHtml)]
     pub fn line_html(line: &str, marks: Vec<u32>, current: Option<u32>) -> String {
         let marks: Vec<(usize, usize)> =

@@ -134,6 +134,65 @@ pub fn front_door(token: &str) -> bool {
     token.is_empty()
 }
 
+/// One image of the session (`tern::relay_proto::image`): its header and bytes.
+pub async fn image_call(
+    token: &str,
+    request: &tern::relay_proto::ImageRequest,
+) -> Result<(tern::relay_proto::ImageInfo, Vec<u8>), String> {
+    let body = tern::relay_proto::encode(request);
+    match call_api(token, "POST", tern::relay_proto::IMAGE_PATH, Some(&body)).await {
+        Ok((200, body)) => tern::relay_proto::image::split_answer(&body)
+            .map(|(info, bytes)| (info, bytes.to_vec())),
+        Ok((status, body)) => {
+            Err(relay_client::history_response::<tern::relay_proto::ImageInfo>(status, &body)
+                .err()
+                .unwrap_or_else(|| format!("the relay answered HTTP {status}")))
+        }
+        Err(ConnectError::Retry(e)) => Err(format!("the relay cannot be reached ({e})")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// One image of the session on a stream of `link` (`tern::relay_proto::image`): its header and
+/// its bytes as the browser's own chunks, paced by the relay as a download; the page acknowledges
+/// every chunk with its clock's time (the relay's pacer sizes its window from these).
+pub async fn image_stream(
+    link: &RelayLink,
+    request: &tern::relay_proto::ImageRequest,
+) -> Result<(tern::relay_proto::ImageInfo, js_sys::Array), String> {
+    use tern::relay_proto::{ApiError, DownloadAck, ImageInfo, StreamRequest, decode, encode_line};
+    let (writer, lines) = link.open_stream().await?;
+    writer.write(&encode_line(&StreamRequest::Image(request.clone())));
+    let head = lines.next_line().await.ok_or("the image's stream ended at once")?;
+    let info: ImageInfo = match decode(&head) {
+        Ok(info) => info,
+        Err(_) => {
+            writer.close();
+            return Err(decode::<ApiError>(&head)
+                .map(|e| e.message)
+                .unwrap_or_else(|e| format!("the image's answer could not be read: {e}")));
+        }
+    };
+    let chunks = js_sys::Array::new();
+    let mut got = 0u64;
+    while got < info.size {
+        let Some(chunk) = lines.next_js_chunk().await else {
+            writer.close();
+            return Err(format!("the image's stream ended after {got} of {} bytes", info.size));
+        };
+        got += u64::from(chunk.length());
+        chunks.push(&chunk);
+        let ack =
+            DownloadAck { acked: got, page_time_us: (crate::clock::now_ms() * 1000.0) as u64 };
+        writer.write(&encode_line(&ack));
+    }
+    writer.close();
+    // Done with its reading side too: a stream left half open keeps one of the link's few
+    // concurrent streams, and later ones would wait for it.
+    lines.cancel();
+    Ok((info, chunks))
+}
+
 async fn get_api(token: &str, route: &str) -> Result<(u16, Vec<u8>), ConnectError> {
     call_api(token, "GET", route, None).await
 }

@@ -19,9 +19,11 @@
 
 mod anchor;
 mod cells;
+pub mod convert;
 mod iterm;
 mod kitty;
 mod lifter;
+pub mod marker;
 mod probe;
 mod sixel;
 

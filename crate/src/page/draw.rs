@@ -37,6 +37,11 @@ impl Screen {
         self.server = None;
     }
 
+    /// The server's screen as of the last draw (what the terminal shows, without the overlays).
+    pub fn drawn_server(&self) -> Option<&Framebuffer> {
+        self.server.as_ref()
+    }
+
     /// The bytes that turn what the terminal shows into `frame` (the server's screen with
     /// predictions) with the bar `note`, at the terminal's `size`; rows of `server` that
     /// scrolled off since the last draw go into the terminal's scrollback first.

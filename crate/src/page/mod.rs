@@ -394,6 +394,20 @@ impl PageClient {
             .unwrap_or_default()
     }
 
+    /// The image markers in the screen last drawn into the terminal (docs/IMAGES.md; the server
+    /// screen of that draw, so rows match the terminal's, not a newer frame's): `[row, col, id,
+    /// ...]`, top to bottom.
+    pub fn image_markers(&self) -> Vec<u32> {
+        let Some(fb) = self.screen.drawn_server() else { return Vec::new() };
+        let mut out = Vec::new();
+        for (row, r) in fb.rows().iter().enumerate() {
+            for (col, id) in crate::images::marker::find(r.cells()) {
+                out.extend([row as u32, u32::from(col), id as u32]);
+            }
+        }
+        out
+    }
+
     // --- Settings -----------------------------------------------------------------------
 
     /// Another prediction mode (the page's settings).

@@ -25,6 +25,7 @@
 pub mod control;
 pub mod framing;
 pub mod history;
+pub mod image;
 pub mod info;
 pub mod json;
 pub mod line;
@@ -40,6 +41,7 @@ pub use history::{
     HISTORY_PATH, HISTORY_SEARCH_PATH, HistoryPage, HistoryRequest, HistorySearch,
     HistorySearchResult, SearchHit,
 };
+pub use image::{IMAGE_PATH, ImageInfo, ImageRequest};
 pub use info::{ApiError, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary};
 pub use json::DecodeError;
 pub use line::{LineBuffer, LineError, Message, decode, encode, encode_line};

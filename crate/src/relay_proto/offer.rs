@@ -73,6 +73,8 @@ impl OfferAnswer {
 pub enum StreamRequest {
     Upload(super::UploadHeader),
     Download(DownloadRequest),
+    /// A picture the recorder lifted (docs/IMAGES.md), paced as a download.
+    Image(super::ImageRequest),
 }
 
 impl Message for StreamRequest {
@@ -80,6 +82,7 @@ impl Message for StreamRequest {
         match self {
             StreamRequest::Upload(h) => h.write(w),
             StreamRequest::Download(d) => d.write(w),
+            StreamRequest::Image(i) => i.write(w),
         }
     }
 
@@ -88,6 +91,8 @@ impl Message for StreamRequest {
     fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
         if f.get("download").is_some() {
             DownloadRequest::read(f).map(StreamRequest::Download)
+        } else if f.get("image").is_some() {
+            super::ImageRequest::read(f).map(StreamRequest::Image)
         } else {
             super::UploadHeader::read(f).map(StreamRequest::Upload)
         }

@@ -54,6 +54,46 @@ pub fn line_html(line: &str, marks: &[(usize, usize)], current: Option<usize>) -
     w.finish()
 }
 
+/// The image markers (docs/IMAGES.md, `images::marker`) in a history line: (character offset in
+/// the line without its escapes, as [`plain`](super::plain) counts, image id), left to right.
+pub fn line_image_markers(line: &str) -> Vec<(usize, u64)> {
+    let mut pen = Pen::default();
+    let mut chars = line.chars();
+    // (offset, char, foreground) of each character, as `line_html` walks them.
+    let mut cells: Vec<(char, Color)> = Vec::new();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            cells.push((c, pen.fg));
+            continue;
+        }
+        if chars.next() != Some('[') {
+            continue;
+        }
+        let rest = chars.as_str();
+        let Some((at, end)) = rest.char_indices().find(|&(_, c)| ('\x40'..='\x7e').contains(&c))
+        else {
+            break;
+        };
+        if end == 'm' {
+            pen.apply_sgr(&rest[..at]);
+        }
+        chars = rest[at + 1..].chars();
+    }
+    let (mr, mg, mb) = crate::images::marker::MAGIC;
+    let mut found = Vec::new();
+    for (i, pair) in cells.windows(2).enumerate() {
+        if let [(' ', Color::Rgb(r, g, b)), (' ', Color::Rgb(x, y, z))] = pair
+            && (*r, *g, *b) == (mr, mg, mb)
+        {
+            let id = u64::from(*x) << 16 | u64::from(*y) << 8 | u64::from(*z);
+            if id != 0 {
+                found.push((i, id));
+            }
+        }
+    }
+    found
+}
+
 /// Attribute bits of a [`Pen`], with their classes in the order they are written.
 const BOLD: u8 = 1;
 const DIM: u8 = 1 << 1;
@@ -289,6 +329,23 @@ impl<'a> Writer<'a> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn image_markers_are_found_in_a_history_line() {
+        use crate::terminal::{Emulator, HistoryLines, Renditions, Size};
+        let mut e = Emulator::new(Size { cols: 20, rows: 2 });
+        e.keep_scrolled_off(true);
+        let mut bytes = b"ab\x1b[31m".to_vec();
+        let pen = Renditions { fg: Color::Palette(1), ..Renditions::DEFAULT };
+        bytes.extend(crate::images::marker::marker_bytes(0x0a0b0c, pen, 2, 20));
+        bytes.extend(b"\x1b[0m\r\n\r\n\r\n");
+        e.feed(&bytes);
+        let lines = HistoryLines::new().push_rows(&e.take_scrolled_off());
+        let line = &lines[0];
+        assert_eq!(line_image_markers(line), vec![(2, 0x0a0b0c)]);
+        assert!(line_image_markers("plain text").is_empty());
+    }
+
     use super::*;
     use crate::terminal::{Attrs, Emulator, HistoryLines, Renditions, SearchQuery, Size, plain};
     use proptest::prelude::*;

@@ -34,7 +34,7 @@ pub use display::Renderer;
 pub use emulator::Emulator;
 pub use framebuffer::{Framebuffer, Modes, MouseEncoding, MouseReporting, Pos, Row, Size};
 pub use history::{HistoryLines, MAX_HISTORY_LINE_BYTES, cut_mark, plain};
-pub use history_html::line_html;
+pub use history_html::{line_html, line_image_markers};
 pub use notify::{Notification, join_messages, overlay_notification};
 pub use scrollback::{push_rows, rows_scrolled_off};
 pub use search::{QueryError, SearchQuery};

@@ -27,6 +27,11 @@ fn proves(a: &Arc<Row>, b: &Arc<Row>) -> bool {
     !a.is_default_blank() && (Arc::ptr_eq(a, b) || a == b)
 }
 
+/// The same row (blank ones included).
+fn same(a: &Arc<Row>, b: &Arc<Row>) -> bool {
+    Arc::ptr_eq(a, b) || a == b
+}
+
 /// How many rows left the top of the screen from `prev` to `next` (0 when it did not scroll, a
 /// full-screen program scrolled under a fixed bottom line, or the size changed).
 pub fn rows_scrolled_off(prev: &Framebuffer, next: &Framebuffer) -> usize {
@@ -34,14 +39,20 @@ pub fn rows_scrolled_off(prev: &Framebuffer, next: &Framebuffer) -> usize {
         return 0;
     }
     let height = next.rows.len();
-    let Some(shift) = (0..height).find(|&k| proves(&next.rows[0], &prev.rows[k])) else {
+    // The first row that can prove a shift: blank rows at the top (an image's rows, docs/IMAGES.md,
+    // or blank lines printed) prove nothing, but they must have moved with it.
+    let Some(first) = (0..height).find(|&j| !next.rows[j].is_default_blank()) else {
         return 0;
     };
-    if shift == 0 {
+    let Some(shift) = (first + 1..height)
+        .find(|&k| proves(&next.rows[first], &prev.rows[k]))
+        .map(|k| k - first)
+        .filter(|&shift| (0..first).all(|i| same(&next.rows[i], &prev.rows[shift + i])))
+    else {
         return 0;
-    }
+    };
     let matched =
-        (0..height - shift).take_while(|&i| proves(&next.rows[i], &prev.rows[shift + i])).count();
+        (0..height - shift).take_while(|&i| same(&next.rows[i], &prev.rows[shift + i])).count();
     // A pager or editor moving its text under a fixed status line: every row above the bottom
     // one moved, and more of them moved than came in. (A shell's output can look the same when
     // its prompt repeats at the bottom; it then scrolls in more rows than stayed.)
@@ -108,6 +119,18 @@ mod tests {
         let before = e.framebuffer().clone();
         e.feed(b"\r\n$ ");
         assert_eq!(rows_scrolled_off(&before, e.framebuffer()), 1);
+    }
+
+    #[test]
+    fn blank_rows_at_the_top_scroll_with_the_text_below_them() {
+        // An image's blank rows (docs/IMAGES.md) or blank lines printed: the new top row is blank.
+        let mut e = screen(b"a\r\n\r\n\r\nb\r\n$ ");
+        let before = e.framebuffer().clone();
+        e.feed(b"\r\n");
+        assert_eq!(rows_scrolled_off(&before, e.framebuffer()), 1);
+        // Only blank rows: nothing proves a scroll.
+        let before = screen(b"").framebuffer().clone();
+        assert_eq!(rows_scrolled_off(&before, screen(b"\r\n").framebuffer()), 0);
     }
 
     #[test]

@@ -215,6 +215,88 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Why [`read_image`] has no image to give.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadImageError {
+    /// Never stored, or evicted by the quota since.
+    Unknown,
+    /// The store could not be read.
+    Io(String),
+}
+
+/// The page's side: image `id` of session `session` as a browser draws it, with its index
+/// entry (`tern::relay_proto::image`). PNG, JPEG, GIF and WebP as stored; SIXEL and raw pixels
+/// converted to PNG; anything else (TIFF) or a conversion that fails becomes a small placeholder
+/// picture whose `name` says why.
+pub fn read_image(
+    dir: &Path,
+    session: &str,
+    id: u64,
+) -> Result<(tern::relay_proto::ImageInfo, Vec<u8>), ReadImageError> {
+    use tern::images::convert;
+    let dir = dir_of(dir, session);
+    let index = match fs::read_to_string(dir.join(INDEX)) {
+        Ok(s) => s,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ReadImageError::Unknown),
+        Err(e) => return Err(ReadImageError::Io(e.to_string())),
+    };
+    let entry = index
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["id"].as_u64() == Some(id))
+        .ok_or(ReadImageError::Unknown)?;
+    let file = entry["file"].as_str().unwrap_or_default();
+    // Only a name the recorder makes (`<n>.<format>`), never a path.
+    if file.is_empty() || file.contains('/') || file.starts_with('.') {
+        return Err(ReadImageError::Unknown);
+    }
+    let data = match fs::read(dir.join(file)) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ReadImageError::Unknown),
+        Err(e) => return Err(ReadImageError::Io(e.to_string())),
+    };
+    let num = |k: &str| entry[k].as_u64().and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
+    let (width, height) = (num("width"), num("height"));
+    let format = entry["format"].as_str().unwrap_or_default();
+    let mut info = tern::relay_proto::ImageInfo {
+        cols: num("cols"),
+        rows: num("rows"),
+        width,
+        height,
+        mime: String::new(),
+        name: entry["name"].as_str().map(str::to_owned),
+        size: 0,
+    };
+    let converted = match format {
+        "png" | "jpeg" | "gif" | "webp" => {
+            info.mime = format!("image/{format}");
+            info.size = data.len() as u64;
+            return Ok((info, data));
+        }
+        "sixel" => convert::sixel_to_rgba(&data, width, height),
+        "rgb" => convert::raw_to_rgba(&data, width, height, 3),
+        "rgba" => convert::raw_to_rgba(&data, width, height, 4),
+        other => Err(format!("{other} images cannot be shown in a browser yet")),
+    };
+    info.mime = "image/png".into();
+    match converted {
+        Ok(rgba) => {
+            let png = convert::png(&rgba);
+            info.size = png.len() as u64;
+            Ok((info, png))
+        }
+        Err(why) => {
+            // A grey tile; the page shows `name` over it.
+            info.name = Some(format!("[{why}]"));
+            let (w, h) = (width.clamp(1, 256), height.clamp(1, 256));
+            let pixels = [96, 96, 96, 255].repeat((w * h) as usize);
+            let png = convert::png(&convert::Rgba { width: w, height: h, pixels });
+            info.size = png.len() as u64;
+            Ok((info, png))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,6 +368,38 @@ mod tests {
         // Removing the history removes the images.
         crate::history::remove(tmp.path(), "ab");
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn the_page_gets_stored_images_converted_and_unknown_or_evicted_ones_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let at = Anchor { line: 0, row: 0, col: 0, alternate: false };
+        let mut s = ImageStore::open(tmp.path(), "ab", 100).unwrap();
+        assert_eq!(s.store(&image(40), &at).unwrap(), Some(1));
+        let (info, bytes) = read_image(tmp.path(), "ab", 1).unwrap();
+        assert_eq!((info.mime.as_str(), bytes), ("image/png", vec![40u8; 40]));
+        assert_eq!(read_image(tmp.path(), "ab", 9), Err(ReadImageError::Unknown));
+        assert_eq!(read_image(tmp.path(), "cd", 1), Err(ReadImageError::Unknown));
+        // Evicted by the quota: gone.
+        s.store(&image(40), &at).unwrap();
+        s.store(&image(40), &at).unwrap();
+        assert_eq!(read_image(tmp.path(), "ab", 1), Err(ReadImageError::Unknown));
+        // A SIXEL becomes a PNG of its size.
+        let mut sixel = image(0);
+        sixel.format = ImageFormat::Sixel;
+        sixel.data = b"\x1bPq\"1;1;5;7#1;2;0;0;100#1!5~-!5@\x1b\\".to_vec();
+        (sixel.width, sixel.height) = (5, 7);
+        let id = s.store(&sixel, &at).unwrap().unwrap();
+        let (info, png) = read_image(tmp.path(), "ab", id).unwrap();
+        assert_eq!(info.mime, "image/png");
+        assert_eq!(tern::images::pixel_size(&png), Some((ImageFormat::Png, 5, 7)));
+        // A TIFF: a placeholder saying so.
+        let mut tiff = image(10);
+        tiff.format = ImageFormat::Tiff;
+        let id = s.store(&tiff, &at).unwrap().unwrap();
+        let (info, png) = read_image(tmp.path(), "ab", id).unwrap();
+        assert!(info.name.unwrap().contains("tiff"), "says the format");
+        assert!(png.starts_with(b"\x89PNG"));
     }
 }
 

@@ -46,6 +46,7 @@ use rustix::termios::{
 };
 use tern::images::{
     DEFAULT_MAX_IMAGE_BYTES, Dropped, Geometry, LiftedImage, Lifter, LifterConfig, Piece, anchor,
+    marker,
 };
 use tern::terminal::{Emulator, HistoryLines, Size};
 
@@ -245,7 +246,14 @@ fn unpack(v: u64) -> Winsize {
 }
 
 fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> io::Result<i32> {
-    let mut child = Command::new("setsid")
+    let mut shell = Command::new("setsid");
+    if args.images {
+        // `tern show` prints only where a recorder lifts its picture.
+        shell.env(crate::send::show::IMAGES_ENV, args.image_max_bytes.to_string());
+    } else {
+        shell.env_remove(crate::send::show::IMAGES_ENV);
+    }
+    let mut child = shell
         .arg("--ctty")
         .arg("--wait")
         .args(&args.command)
@@ -253,6 +261,9 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         .stdout(Stdio::from(slave.try_clone()?))
         .stderr(Stdio::from(slave))
         .spawn()?;
+    // The command holds the shell's side of the pty: closed here, so that its end (EIO on the
+    // master) ends the output loop.
+    drop(shell);
     let mut emulator = Emulator::new(size_of(size));
     emulator.keep_scrolled_off(true);
     let emulator = Arc::new(Mutex::new(emulator));
@@ -315,10 +326,12 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
             && !output_within(&from_shell, UNDECIDED_QUIET)
         {
             im.release();
+            {
+                let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
+                im.record(&mut e, &mut writer, &mut lines);
+            }
             stdout.write_all(&im.out)?;
             stdout.flush()?;
-            let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
-            im.record(&mut e, &mut writer, &mut lines);
             continue;
         }
         let n = match from_shell.read(&mut buf) {
@@ -353,16 +366,18 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
             im.lifter.set_geometry(geometry_of(unpack(now)));
         }
         im.lift(&buf[..n], false);
+        {
+            let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
+            im.record(&mut e, &mut writer, &mut lines);
+        }
         stdout.write_all(&im.out)?;
         stdout.flush()?;
-        let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
-        im.record(&mut e, &mut writer, &mut lines);
     }
     if let Some(im) = images.as_mut() {
         im.lift(&[], true);
-        let _ = stdout.write_all(&im.out).and_then(|()| stdout.flush());
         let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
         im.record(&mut e, &mut writer, &mut lines);
+        let _ = stdout.write_all(&im.out).and_then(|()| stdout.flush());
     }
     let status = child.wait()?;
     Ok(status.code().unwrap_or(1))
@@ -437,14 +452,17 @@ enum Event {
 struct Images {
     lifter: Lifter,
     store: Option<ImageStore>,
-    /// The read's bytes for mosh-server: the text, and each image's layout bytes in its place.
+    /// The read's bytes for mosh-server: its text ([`Images::lift`]), then with each image's
+    /// marker and layout bytes in its place ([`Images::record`]).
     out: Vec<u8>,
-    /// Where in `out` each image came (before its layout bytes), and what it was.
+    /// Where in the text each image came, and what it was.
     events: Vec<(usize, Event)>,
 }
 
 impl Images {
-    /// Lifts the images out of one read (`end`: the output ended) into `out` and `events`.
+    /// Lifts the images out of one read (`end`: the output ended): its text into `out`, each
+    /// image (or drop) into `events` with where in `out` it came. [`Images::record`] then puts
+    /// the marker and layout bytes in.
     fn lift(&mut self, read: &[u8], end: bool) {
         self.out.clear();
         self.events.clear();
@@ -461,21 +479,6 @@ impl Images {
         } else {
             self.lifter.feed(read, &mut take);
         }
-        // The layout bytes go in after the text before each image.
-        let mut with_layout = Vec::with_capacity(self.out.len());
-        let mut from = 0;
-        for (at, event) in self.events.iter_mut() {
-            with_layout.extend_from_slice(&self.out[from..*at]);
-            from = *at;
-            *at = with_layout.len();
-            if let Event::Image(image) = event {
-                with_layout.extend_from_slice(&image.layout_bytes());
-            }
-        }
-        if !self.events.is_empty() {
-            with_layout.extend_from_slice(&self.out[from..]);
-            self.out = with_layout;
-        }
     }
 
     /// Lets the lifter's undecided bytes through into `out` (after a quiet while).
@@ -490,8 +493,10 @@ impl Images {
         });
     }
 
-    /// Feeds what went to mosh-server to the emulator, into the history; stores each image at
-    /// the cursor where it came.
+    /// Feeds the read's text to the emulator, into the history, and at each image stores it at
+    /// the cursor, then puts in `out` the image's marker (docs/IMAGES.md: where the page finds it
+    /// in mosh-server's screen) and the cursor moves it makes, fed to the emulator too. `out` is
+    /// then what goes to mosh-server.
     fn record(&mut self, e: &mut Emulator, writer: &mut HistoryWriter, lines: &mut HistoryLines) {
         // A full disk loses history and images, never the session.
         let mut scrolled = |e: &mut Emulator| {
@@ -501,21 +506,44 @@ impl Images {
             }
             writer.next_line()
         };
+        if self.events.is_empty() {
+            e.feed(&self.out);
+            scrolled(e);
+            return;
+        }
+        let mut with_layout = Vec::with_capacity(self.out.len() + 64 * self.events.len());
         let mut from = 0;
         for (at, event) in &self.events {
-            e.feed(&self.out[from..*at]);
+            let text = &self.out[from..*at];
+            e.feed(text);
+            with_layout.extend_from_slice(text);
             from = *at;
             let completed = scrolled(e);
             let at = anchor(e, completed);
-            if let Some(store) = self.store.as_mut() {
-                let _ = match event {
-                    Event::Image(image) => store.store(image, &at).map(drop),
-                    Event::Dropped(d) => store.dropped(d, &at),
+            let id = match (self.store.as_mut(), event) {
+                (Some(store), Event::Image(image)) => store.store(image, &at).ok().flatten(),
+                (Some(store), Event::Dropped(d)) => {
+                    let _ = store.dropped(d, &at);
+                    None
+                }
+                (None, _) => None,
+            };
+            if let Event::Image(image) = event {
+                let fb = e.framebuffer();
+                let mut moves = match id {
+                    Some(id) => marker::marker_bytes(id, fb.pen(), fb.cursor().col, fb.size().cols),
+                    None => Vec::new(),
                 };
+                moves.extend_from_slice(&image.layout_bytes());
+                e.feed(&moves);
+                with_layout.extend_from_slice(&moves);
             }
         }
-        e.feed(&self.out[from..]);
+        let rest = &self.out[from..];
+        e.feed(rest);
+        with_layout.extend_from_slice(rest);
         scrolled(e);
+        self.out = with_layout;
     }
 }
 

@@ -13,13 +13,19 @@ use super::command::{Reply, Request, SESSION_ENV, SOCKET_ENV, line};
 
 const USAGE: &str = "\
 usage: tern send FILE...   download FILE(s) in the browser of this Tern session
-       tern open URL       open URL (http or https) in a new tab, once the person allows it";
+       tern open URL       open URL (http or https) in a new tab, once the person allows it
+       tern show FILE... [--cols N] [--rows N]
+                           show PNG, JPEG, GIF or WebP pictures inline in the terminal";
 /// How long `tern` tries to reach a relay that went away while it waited (a restart).
 const RECONNECT_FOR: Duration = Duration::from_secs(60);
 
 /// `tern ARGS`: exits 0 when everything was saved or opened.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let args: Vec<String> = args.into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    // Needs no relay: the recorder carries the picture (docs/IMAGES.md).
+    if args.first().map(String::as_str) == Some("show") {
+        return super::show::main(&args[1..]);
+    }
     let (Some(socket), Some(session)) =
         (std::env::var_os(SOCKET_ENV), std::env::var(SESSION_ENV).ok())
     else {

@@ -72,7 +72,8 @@ pub(crate) async fn serve_download(
         return;
     }
     tracing::info!(%session, offer = %request.download, size, from = request.from, "download");
-    match pump(&file, size, request.from, &mut send, &mut recv, rest).await {
+    let read = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
+    match pump(read, size, request.from, &mut send, &mut recv, rest).await {
         Ok(()) => {
             let _ = send.finish().await;
         }
@@ -82,9 +83,76 @@ pub(crate) async fn serve_download(
     }
 }
 
-/// Sends `from..size` of `file` as the pacer allows until the page acknowledged all of it.
+/// Serves a picture the recorder lifted (`tern::relay_proto::image`) on a stream of `session`:
+/// its `ImageInfo` line, then its bytes paced as a download (or one `ApiError` line).
+pub(crate) async fn serve_image(
+    state: Option<Arc<crate::state::StateStore>>,
+    session: String,
+    request: tern::relay_proto::ImageRequest,
+    mut send: SendHalf,
+    mut recv: RecvHalf,
+    rest: Vec<u8>,
+) {
+    use crate::history::images::{ReadImageError, read_image};
+    let refuse = |error: &str, message: &str| {
+        tern::relay_proto::encode_line(&tern::relay_proto::ApiError {
+            error: error.into(),
+            message: message.into(),
+            retry_after_secs: None,
+        })
+    };
+    let read = match state {
+        // Only this stream's own session: a page asks for the pictures it is showing.
+        Some(state) if request.session == session => {
+            let dir = state.dir().to_path_buf();
+            let id = request.image;
+            tokio::task::spawn_blocking(move || read_image(&dir, &session, id))
+                .await
+                .unwrap_or_else(|_| Err(ReadImageError::Io("the read failed".into())))
+        }
+        Some(_) => Err(ReadImageError::Unknown),
+        None => Err(ReadImageError::Io("no images in bridge mode".into())),
+    };
+    let (info, bytes) = match read {
+        Ok(found) => found,
+        Err(e) => {
+            let line = match e {
+                ReadImageError::Unknown => refuse(
+                    "unknown_image",
+                    "no such image (never stored, or dropped for the session's image quota)",
+                ),
+                ReadImageError::Io(why) => refuse("io", &why),
+            };
+            let _ = send.write_all(&line).await;
+            let _ = send.finish().await;
+            return;
+        }
+    };
+    if send.write_all(&tern::relay_proto::encode_line(&info)).await.is_err() {
+        return;
+    }
+    let read = |buf: &mut [u8], at: u64| {
+        let at = usize::try_from(at).unwrap_or(usize::MAX);
+        match bytes.get(at..at.saturating_add(buf.len())) {
+            Some(part) => {
+                buf.copy_from_slice(part);
+                Ok(())
+            }
+            None => Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)),
+        }
+    };
+    match pump(read, bytes.len() as u64, 0, &mut send, &mut recv, rest).await {
+        Ok(()) => {
+            let _ = send.finish().await;
+        }
+        Err(why) => tracing::info!(image = request.image, "image stream ended: {why}"),
+    }
+}
+
+/// Sends `from..size` (read with `read(buf, at)`) as the pacer allows until the page
+/// acknowledged all of it.
 async fn pump(
-    file: &std::fs::File,
+    read: impl Fn(&mut [u8], u64) -> std::io::Result<()>,
     size: u64,
     from: u64,
     send: &mut SendHalf,
@@ -116,7 +184,7 @@ async fn pump(
         }
         while let Some(range) = pacer.poll_chunk(now()) {
             chunk.resize(usize::try_from(range.end - range.start).unwrap_or(0), 0);
-            file.read_exact_at(&mut chunk, range.start).map_err(|e| format!("reading: {e}"))?;
+            read(&mut chunk, range.start).map_err(|e| format!("reading: {e}"))?;
             send.write_all(&chunk).await.map_err(|e| format!("writing: {e}"))?;
         }
         let timer = pacer.poll_timeout();

@@ -15,11 +15,12 @@ pub mod cli;
 pub mod command;
 mod download;
 pub mod offers;
+pub mod show;
 pub(crate) mod socket;
 
 use std::path::{Path, PathBuf};
 
-pub(crate) use download::serve_download;
+pub(crate) use download::{serve_download, serve_image};
 pub use offers::Offers;
 
 /// The environment a shell on this machine gets so that `tern` reaches this relay: the socket,

@@ -10,7 +10,7 @@ use super::SessionContext;
 use super::target::Target;
 use crate::link::{RecvHalf, SendHalf};
 use crate::paste::{Onward, read_first_line, serve_upload};
-use crate::send::serve_download;
+use crate::send::{serve_download, serve_image};
 
 /// What a read-only link is told when it pastes or downloads.
 pub(super) const READ_ONLY: &str =
@@ -39,11 +39,15 @@ pub(super) fn serve(
         tokio::spawn(async move { refuse(send, recv, &audit, fields).await });
         return;
     }
+    let state = shared.state.clone();
     tokio::spawn(async move {
         match read_first_line::<StreamRequest, _>(&mut recv).await {
             Ok((StreamRequest::Download(request), rest)) => {
                 audit.event("download", &fields.file(&request.download));
                 serve_download(offers, session, request, send, recv, rest).await;
+            }
+            Ok((StreamRequest::Image(request), rest)) => {
+                serve_image(state, session, request, send, recv, rest).await;
             }
             Ok((StreamRequest::Upload(header), rest)) => {
                 audit.event("upload", &fields.bytes(header.size));
