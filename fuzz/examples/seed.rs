@@ -342,7 +342,8 @@ fn main() {
         Frame::Control(&encode_line(&ClientMessage::Ping)).encode(),
         Frame::Datagram(&captures[0].1[0].wire).encode(),
         Frame::Open(1).encode(),
-        Frame::Data(1, &encode_line(&UploadHeader { hash, size: 3, mime: None, eager: false })).encode(),
+        Frame::Data(1, &encode_line(&UploadHeader { hash, size: 3, mime: None, eager: false }))
+            .encode(),
         Frame::Data(1, b"abc").encode(),
         Frame::Fin(1).encode(),
         Frame::Reset(u32::MAX).encode(),

@@ -36,7 +36,13 @@ fn lift(config: LifterConfig, reads: &mut dyn Iterator<Item = &[u8]>) -> Vec<Out
             let lf = layout.iter().take_while(|&&b| b == b'\n').count();
             let rest = &layout[lf..];
             assert!(rest.is_empty() || (rest.starts_with(b"\x1b[") && rest.ends_with(b"C")));
-            outs.push(Out::Other(format!("{:?} {}x{} {}", i.format, i.width, i.height, i.data.len())));
+            outs.push(Out::Other(format!(
+                "{:?} {}x{} {}",
+                i.format,
+                i.width,
+                i.height,
+                i.data.len()
+            )));
         }
         Piece::Dropped(d) => outs.push(Out::Other(format!("{d:?}"))),
     };
