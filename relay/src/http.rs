@@ -704,26 +704,9 @@ async fn history(
     };
     let dir = state.dir().to_path_buf();
     let known = |id: &str| crate::ids::valid_id(id) && state.get(id).is_some();
-    // Another identity's session: refused as a resume is (`NotYourSession`), and audited.
     let not_yours = |id: &str| {
-        let record = state.get(id)?;
-        if who.may_use(record.owner_name()) {
-            return None;
-        }
-        shared.sessions.audit.event(
-            "refused",
-            &crate::audit::Fields::new()
-                .who(who.name())
-                .addr(source)
-                .agent(agent.as_deref())
-                .session(id)
-                .reason("history of another identity's session"),
-        );
-        Some(error(
-            StatusCode::FORBIDDEN,
-            tern::relay_proto::control::ErrorCode::NotYourSession.as_str(),
-            crate::session::NOT_YOURS,
-        ))
+        let caller = Caller { who: &who, source, agent: agent.as_deref() };
+        not_your_session(shared, &caller, state.get(id)?.owner_name(), id, "history")
     };
     let bad = |e: tern::relay_proto::DecodeError| {
         error(StatusCode::BAD_REQUEST, "bad_request", &format!("malformed request: {e}"))
@@ -818,22 +801,11 @@ async fn image(shared: &HttpContext, req: Request<Incoming>, peer: SocketAddr) -
     let Some(record) = state.get(&r.session).filter(|_| crate::ids::valid_id(&r.session)) else {
         return error(StatusCode::NOT_FOUND, "unknown_session", "no such session");
     };
-    // Another identity's session: refused as its history is, and audited.
-    if !who.may_use(record.owner_name()) {
-        shared.sessions.audit.event(
-            "refused",
-            &crate::audit::Fields::new()
-                .who(who.name())
-                .addr(source)
-                .agent(agent.as_deref())
-                .session(&r.session)
-                .reason("image of another identity's session"),
-        );
-        return error(
-            StatusCode::FORBIDDEN,
-            tern::relay_proto::control::ErrorCode::NotYourSession.as_str(),
-            crate::session::NOT_YOURS,
-        );
+    let caller = Caller { who: &who, source, agent: agent.as_deref() };
+    if let Some(refused) =
+        not_your_session(shared, &caller, record.owner_name(), &r.session, "image")
+    {
+        return refused;
     }
     let dir = state.dir().to_path_buf();
     let read = tokio::task::spawn_blocking(move || {
@@ -913,6 +885,42 @@ async fn challenge(
         Ok(answer) => json(StatusCode::OK, &answer),
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "no randomness"),
     }
+}
+
+/// Who made an API request: the credential's identity, the address it came from, its browser.
+struct Caller<'a> {
+    who: &'a crate::tokens::Who,
+    source: SourceKey,
+    agent: Option<&'a str>,
+}
+
+/// A request for `what` (its history, an image) of another identity's session: refused as a
+/// resume is (`NotYourSession`), and audited; `None` when the caller may use it (its own, or the
+/// owner's token).
+fn not_your_session(
+    shared: &HttpContext,
+    caller: &Caller<'_>,
+    owner: &str,
+    session: &str,
+    what: &str,
+) -> Option<Response<Body>> {
+    if caller.who.may_use(owner) {
+        return None;
+    }
+    shared.sessions.audit.event(
+        "refused",
+        &crate::audit::Fields::new()
+            .who(caller.who.name())
+            .addr(caller.source)
+            .agent(caller.agent)
+            .session(session)
+            .reason(&format!("{what} of another identity's session")),
+    );
+    Some(error(
+        StatusCode::FORBIDDEN,
+        tern::relay_proto::control::ErrorCode::NotYourSession.as_str(),
+        crate::session::NOT_YOURS,
+    ))
 }
 
 /// Checks the request's credential: `Authorization: Tern R.PROOF` (a page: a challenge from

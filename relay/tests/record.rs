@@ -3,49 +3,21 @@
 //! is in the history, in order; output passes through unchanged; the shell sees the outer pty's
 //! size and follows its resizes; the recorder exits with the shell's status.
 
+mod pty;
+
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use rustix::termios::{Winsize, tcsetwinsize};
-
-/// A pty pair with the given size: (master, slave).
-fn pty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave: OwnedFd = File::options()
-        .read(true)
-        .write(true)
-        .open(std::ffi::OsStr::from_bytes(name.as_bytes()))
-        .unwrap()
-        .into();
-    tcsetwinsize(&master, Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 })
-        .unwrap();
-    (master, slave)
-}
 
 /// Starts the recorder on a fresh pty (as mosh-server's child: session leader, controlling tty).
 fn record(dir: &std::path::Path, script: &str) -> (std::process::Child, File) {
-    let (master, slave) = pty(80, 24);
-    let child = Command::new("setsid")
-        .arg("--ctty")
-        .arg(env!("CARGO_BIN_EXE_tern-relay"))
-        .args(["record", "--history-dir"])
-        .arg(dir)
-        .args(["--session", "0123456789abcdef", "--history-lines", "200000", "--", "sh", "-c"])
-        .arg(script)
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave))
-        .spawn()
-        .expect("tern-relay record starts");
-    (child, File::from(master))
+    pty::start_recorder(pty::cells(80, 24), |c| {
+        c.arg("--history-dir").arg(dir);
+        c.args(["--session", "0123456789abcdef", "--history-lines", "200000", "--", "sh", "-c"]);
+        c.arg(script);
+    })
 }
 
 /// Everything the recorder printed until it exited.

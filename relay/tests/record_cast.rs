@@ -8,57 +8,30 @@
 //! and an audit line. `asciinema cat` reads it (skipped, saying so, without asciinema:
 //! scripts/setup.sh installs it).
 
+mod pty;
+
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-use rustix::termios::{Winsize, tcsetwinsize};
+use rustix::termios::tcsetwinsize;
 use serde_json::Value;
 use tern::terminal::{Emulator, Size};
 
 const SESSION: &str = "0123456789abcdef";
 const SECRET: &str = "hunter2-secret-xyzzy";
 
-fn winsize(cols: u16, rows: u16) -> Winsize {
-    Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 }
-}
-
 /// Starts `script` under the recorder (recording, at most `cap` bytes) on an 80 × 24 pty.
 fn start(dir: &Path, script: &str, cap: u64) -> (std::process::Child, File) {
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave: OwnedFd = File::options()
-        .read(true)
-        .write(true)
-        .open(std::ffi::OsStr::from_bytes(name.as_bytes()))
-        .unwrap()
-        .into();
-    tcsetwinsize(&master, winsize(80, 24)).unwrap();
-    let child = Command::new("setsid")
-        .arg("--ctty")
-        .arg(env!("CARGO_BIN_EXE_tern-relay"))
-        .args(["record", "--history-dir"])
-        .arg(dir.join("sessions"))
-        .args(["--session", SESSION, "--cast-bytes", &cap.to_string(), "--", "sh", "-c"])
-        .arg(script)
-        .current_dir(dir)
-        .env("TERM", "xterm-256color")
-        .env("SHELL", "/bin/sh")
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave))
-        .spawn()
-        .expect("tern-relay record starts");
-    (child, File::from(master))
+    pty::start_recorder(pty::cells(80, 24), |c| {
+        c.arg("--history-dir").arg(dir.join("sessions"));
+        c.args(["--session", SESSION, "--cast-bytes", &cap.to_string(), "--", "sh", "-c"]);
+        c.arg(script).current_dir(dir).env("TERM", "xterm-256color").env("SHELL", "/bin/sh");
+    })
 }
 
 fn state_dir() -> tempfile::TempDir {
@@ -194,7 +167,7 @@ fn a_recording_replays_to_the_screen_the_session_showed_and_holds_no_keystrokes(
     // Resized while less shows: it redraws at 100 × 30.
     let at = screen.settle();
     let resized_at = at;
-    tcsetwinsize(&keys, winsize(100, 30)).unwrap();
+    tcsetwinsize(&keys, pty::cells(100, 30)).unwrap();
     let at = screen.wait_for(at, "notes line 29");
     keys.write_all(b"q").unwrap();
     let at = screen.wait_for(at, "after less");

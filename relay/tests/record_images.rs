@@ -7,17 +7,16 @@
 //!
 //! Fails, never skips, without img2sixel (libsixel-bin) or chafa: scripts/setup.sh installs them.
 
+mod pty;
+
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-use rustix::termios::{Winsize, tcsetwinsize};
+use rustix::termios::Winsize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tern::images::marker::marker_bytes;
@@ -92,31 +91,10 @@ fn record(dir: &Path, script: &str) -> Vec<u8> {
 /// Starts `script` under the recorder on a pty of [`SIZE`]: the recorder, and the pty's side
 /// that mosh-server would hold.
 fn start_recorder(dir: &Path, script: &str) -> (std::process::Child, File) {
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave: OwnedFd = File::options()
-        .read(true)
-        .write(true)
-        .open(std::ffi::OsStr::from_bytes(name.as_bytes()))
-        .unwrap()
-        .into();
-    tcsetwinsize(&master, SIZE).unwrap();
-    let child = Command::new("setsid")
-        .arg("--ctty")
-        .arg(env!("CARGO_BIN_EXE_tern-relay"))
-        .args(["record", "--history-dir"])
-        .arg(dir)
-        .args(["--session", SESSION, "--", "sh", "-c"])
-        .arg(script)
-        .current_dir(dir)
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave))
-        .spawn()
-        .expect("tern-relay record starts");
-    (child, File::from(master))
+    pty::start_recorder(SIZE, |c| {
+        c.arg("--history-dir").arg(dir).args(["--session", SESSION, "--", "sh", "-c"]);
+        c.arg(script).current_dir(dir);
+    })
 }
 
 /// The store's index lines.
@@ -333,29 +311,10 @@ fn a_script_printing_osc_1337_is_lifted_and_a_truncated_image_is_dropped() {
 #[test]
 fn with_no_images_every_byte_passes_as_before() {
     let dir = tempfile::tempdir().unwrap();
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave: OwnedFd = File::options()
-        .read(true)
-        .write(true)
-        .open(std::ffi::OsStr::from_bytes(name.as_bytes()))
-        .unwrap()
-        .into();
-    tcsetwinsize(&master, SIZE).unwrap();
-    let mut child = Command::new("setsid")
-        .arg("--ctty")
-        .arg(env!("CARGO_BIN_EXE_tern-relay"))
-        .args(["record", "--no-images", "--history-dir"])
-        .arg(dir.path())
-        .args(["--session", SESSION, "--", "sh", "-c", r"printf 'a\033Pq#0~~\033\\b'"])
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave))
-        .spawn()
-        .unwrap();
-    let mut master = File::from(master);
+    let (mut child, mut master) = pty::start_recorder(SIZE, |c| {
+        c.arg("--no-images").arg("--history-dir").arg(dir.path());
+        c.args(["--session", SESSION, "--", "sh", "-c", r"printf 'a\033Pq#0~~\033\\b'"]);
+    });
     let (mut out, mut buf) = (Vec::new(), [0u8; 4096]);
     while let Ok(n) = master.read(&mut buf) {
         if n == 0 {
