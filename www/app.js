@@ -459,6 +459,8 @@ async function main() {
       flooding: (on) => blink.pause(on),
       // OSC 52 from a program: written, offered or refused as the setting says, with a notice.
       clipboard: (notice) => clipboard.remoteCopy(notice),
+      // The relay refused what this link asked (a read-only token's keys): said in the same note.
+      refused: (message) => clipboard.tell(message),
       // `tern open URL` (asks the person first) and `tern send FILE` (checked, then saved).
       offerUrl: (id, url) => offers.offerUrl(id, url),
       saveFile: (name, blob) => offers.saveFile(name, blob),

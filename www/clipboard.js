@@ -111,6 +111,8 @@ export function wireClipboard({ term, $, settings }) {
     },
     // OSC 52 from the remote program.
     remoteCopy,
+    // A sentence in the same note, for what is not the clipboard's (a read-only link's keys).
+    tell: (message) => notice({ kind: 'told', message }),
     paste,
   };
 }

@@ -106,6 +106,12 @@ impl Hooks {
         self.call("bell", &[]);
     }
 
+    /// `refused(message)`: the relay refused what this link asked (a read-only token's typing,
+    /// resize, paste or download); the page says so.
+    pub fn refused(&self, message: &str) {
+        self.call("refused", &[message.into()]);
+    }
+
     /// `clipboard({ action, text, chars, message, preview })`: a program wrote the clipboard
     /// (OSC 52); `action` is `write` (write it and show `message`), `ask` (show `message` and
     /// `preview`, write it on the person's Copy) or `refused` (show `message`; `text` is empty).

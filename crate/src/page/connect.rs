@@ -325,6 +325,10 @@ impl PageClient {
                 heard(self);
                 self.offer(now, offer);
             }
+            Some(ControlEvent::Refused(message)) => {
+                heard(self);
+                self.push(Effect::Refused(message));
+            }
             Some(ControlEvent::Held(datagrams)) => {
                 heard(self);
                 self.held_datagrams(now, &datagrams);

@@ -71,6 +71,8 @@ pub enum Effect {
     },
     Title(String),
     Bell,
+    /// The relay refused what this link asked (a read-only token's typing, say): say why.
+    Refused(String),
     /// A program wrote the clipboard (OSC 52): what the page does about it, decided.
     Clipboard(super::RemoteCopy),
     PasteProgress(Option<PasteProgress>),

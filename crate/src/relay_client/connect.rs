@@ -252,6 +252,10 @@ pub enum ControlEvent {
     Moved,
     /// The shell sent a file or a URL to the browser (the relay is alive, too).
     Offer(crate::relay_proto::Offer),
+    /// The relay refused a request this link may not make (a read-only token's typing, resize,
+    /// paste, download): the link stays; the page tells the person why (`message`), so keys typed
+    /// on a read-only page are not lost without a word.
+    Refused(String),
     /// Server datagrams the relay held as the page asked (hidden, or a long flood), oldest first,
     /// each whole: to be handled like datagrams that came one by one (the relay is alive, too).
     Held(Vec<Vec<u8>>),
@@ -267,13 +271,8 @@ pub fn control_after_ready(line: &[u8]) -> ControlEvent {
         Ok(ServerMessage::Moved) => ControlEvent::Moved,
         Ok(ServerMessage::Offer(offer)) => ControlEvent::Offer(offer),
         Ok(ServerMessage::Held { datagrams }) => ControlEvent::Held(datagrams),
-        // A refused request (a read-only link's): the link stays; the page shows nothing new.
-        Ok(
-            ServerMessage::Pong
-            | ServerMessage::Ready(_)
-            | ServerMessage::Challenge(_)
-            | ServerMessage::Refused { .. },
-        )
+        Ok(ServerMessage::Refused { message, .. }) => ControlEvent::Refused(message),
+        Ok(ServerMessage::Pong | ServerMessage::Ready(_) | ServerMessage::Challenge(_))
         | Err(_) => ControlEvent::Alive,
     }
 }
@@ -369,6 +368,14 @@ mod tests {
         let l = |m| line(&m);
         assert_eq!(control_after_ready(&l(ServerMessage::Pong)), ControlEvent::Alive);
         assert_eq!(control_after_ready(b"{\"type\":\"news\"}"), ControlEvent::Alive);
+        // A read-only link's refused keys: the page is told why, the link stays.
+        assert_eq!(
+            control_after_ready(&l(ServerMessage::Refused {
+                what: "input".into(),
+                message: "read-only".into()
+            })),
+            ControlEvent::Refused("read-only".into())
+        );
         assert_eq!(
             control_after_ready(&l(ServerMessage::Held { datagrams: vec![vec![1, 2], vec![3]] })),
             ControlEvent::Held(vec![vec![1, 2], vec![3]])

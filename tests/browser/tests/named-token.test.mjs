@@ -56,6 +56,10 @@ test("a read-only token's page cannot type: nothing it types runs", async () => 
   // them on (a page that had not got them would make this test pass for nothing).
   await until(async () => Number((await stats(page))?.core?.unackedInput ?? 0) >= 'touch '.length,
     { what: "the typed keys in the page's unacknowledged input" });
+  // The person is told why the keys do nothing (the relay's `refused` line, in the page's note).
+  await until(() => page.evaluate(() => !document.getElementById('copy-offer').hidden
+    && /read-only/.test(document.getElementById('copy-offer-text').textContent)),
+  { what: 'the page saying the link is read-only' });
   await sleep(3000); // no condition to wait for: the point is that nothing happens
   assert.ok(!existsSync(marker), "the read-only page's typing ran in the shell");
   const audit = readFileSync(join(fx.stateDir, 'audit.log'), 'utf8');
