@@ -249,9 +249,9 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
     let mut shell = Command::new("setsid");
     if args.images {
         // `tern show` prints only where a recorder lifts its picture.
-        shell.env(crate::send::show::IMAGES_ENV, args.image_max_bytes.to_string());
+        shell.env(IMAGES_ENV, args.image_max_bytes.to_string());
     } else {
-        shell.env_remove(crate::send::show::IMAGES_ENV);
+        shell.env_remove(IMAGES_ENV);
     }
     let mut child = shell
         .arg("--ctty")
@@ -421,6 +421,10 @@ impl Drop for Output {
         }
     }
 }
+
+/// Set by the recorder for its shell when it lifts images: the most encoded bytes of one image
+/// (`tern show`, relay/src/send/show.rs, prints pictures only where it is set).
+pub const IMAGES_ENV: &str = "TERN_IMAGES";
 
 /// How long the recorder waits for more output before it lets undecided bytes through as text
 /// (`Lifter::release_undecided`): programs write an escape sequence in one go, so a split one's

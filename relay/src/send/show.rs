@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use base64::Engine;
 use tern::images::{ImageFormat, pixel_size};
 
-/// Set by the recorder for its shell when it lifts images: the most encoded bytes of one image.
-pub const IMAGES_ENV: &str = "TERN_IMAGES";
+// The recorder's: `tern show` reads what the layer below it sets.
+use crate::history::record::IMAGES_ENV;
 
 /// What `tern show` was asked.
 #[derive(Debug, PartialEq, Eq)]
