@@ -51,7 +51,7 @@ const elapsed = () => (Date.now() - started) / 1000;
 const say = (msg) => console.log(`[chaos ${elapsed().toFixed(1)}s] ${msg}`);
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 
-const token = 'chaos-' + Math.random().toString(36).slice(2);
+const token = 'chaos-' + randomBytes(12).toString('hex'); // 30 characters: the relay refuses tokens under 16
 const stateDir = tempDir('tern-chaos-state-');
 const work = tempDir('tern-chaos-');
 const shellDir = join(work, 'shell');

@@ -18,7 +18,8 @@ import {
 } from './helpers.mjs';
 
 /// A random token with `prefix` (each file its own: a relay's rate limiter counts per address).
-export const randomToken = (prefix = 'test-token-') => prefix + Math.random().toString(36).slice(2);
+// 32 random hex digits after the prefix: the relay refuses tokens under 16 characters.
+export const randomToken = (prefix = 'test-token-') => prefix + globalThis.crypto.randomUUID().replaceAll('-', '');
 
 /// One tern-relay: a free port (or `port`), `token`, a temporary state dir (or `stateDir`), `args`;
 /// `env` is added to the relay's environment (e.g. `RUST_LOG`). Stopped and restarted on the same port, token and state
