@@ -47,9 +47,17 @@ def main():
                 kind, ident, path = line.decode().split(" ", 2)
                 if kind == "send":
                     result = open(os.path.join(out, f"send-{ident}.out"), "w")
-                    sends[ident] = subprocess.Popen(
-                        ["tern", "send", path], stdin=subprocess.DEVNULL, stdout=result, stderr=result
-                    )
+                    try:
+                        sends[ident] = subprocess.Popen(
+                            ["tern", "send", path], stdin=subprocess.DEVNULL, stdout=result, stderr=result
+                        )
+                    except OSError as e:
+                        # Said in the send's files (the test prints them), not a dead shell: a
+                        # shell that died here would look like a lost session.
+                        result.write(f"chaos-shell: cannot run tern: {e}\n")
+                        result.close()
+                        with open(os.path.join(out, f"send-{ident}.rc"), "w") as f:
+                            f.write("127")
         for ident, proc in list(sends.items()):
             if proc.poll() is not None:
                 with open(os.path.join(out, f"send-{ident}.rc"), "w") as f:

@@ -186,8 +186,15 @@ function startDownload(n) {
     downloads.push({ n, bytes, got: readFileSync(saved), rc: readFileSync(rcFile, 'utf8').trim(),
       out: readFileSync(join(shellDir, `send-${n}.out`), 'utf8') });
     say(`download ${n} done (${bytes.length} bytes, ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-  })().catch((e) => fail(`download ${n}: ${e.message}`)).finally(() => { jobs.delete(job); running.download = false; });
+  })().catch((e) => fail(`download ${n}: ${e.message}; ${sendSaid(n)}`)).finally(() => { jobs.delete(job); running.download = false; });
   jobs.add(job);
+}
+
+/// What `tern send` N said and its exit status so far, for a failure's message.
+function sendSaid(n) {
+  const read = (name) => { try { return readFileSync(join(shellDir, name), 'utf8').trim(); } catch { return null; } };
+  const rc = read(`send-${n}.rc`);
+  return `tern send ${n}: ${rc === null ? 'still running' : `exit ${rc}`}, said: ${JSON.stringify(read(`send-${n}.out`) ?? '')}`;
 }
 
 /// Every event and how many bytes had been typed when it came: a lost or doubled byte is named
