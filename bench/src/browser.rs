@@ -500,3 +500,91 @@ pub fn frame_cost(
     }
     node_json("frame-cost-bench.mjs", &args)
 }
+
+/// The `tern show` scenario's picture, link and counts.
+#[derive(Debug, Clone)]
+pub struct ShowSetup {
+    /// Bytes of each picture timed (a PNG of noise: nothing on the path compresses it).
+    pub size: u64,
+    pub rate: &'static str,
+    pub rtt_ms: u64,
+    pub queue: &'static str,
+    /// Pictures timed (medians over them).
+    pub shows: usize,
+    /// Keys timed while idle.
+    pub keys: usize,
+    /// Small pictures printed and scrolled past before the page's memory is read.
+    pub many: usize,
+}
+
+/// One picture's times, ms on the page's clock.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShowOne {
+    pub enter_to_marker_ms: f64,
+    pub marker_to_drawn_ms: f64,
+    pub enter_to_drawn_ms: f64,
+}
+
+/// The page after `many` pictures: bytes of proportional set size, the JS heap.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShowMany {
+    pub printed: usize,
+    pub placed: usize,
+    pub decoded_held: usize,
+    pub browser_pss_before: f64,
+    pub browser_pss_after: f64,
+    pub renderer_pss_before: f64,
+    pub renderer_pss_after: f64,
+    pub js_heap_before: Option<f64>,
+    pub js_heap_after: Option<f64>,
+}
+
+/// What `show-bench.mjs --json` prints (the fields the suite uses).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShowRun {
+    pub size: u64,
+    pub rate: String,
+    pub rtt_ms: f64,
+    pub queue: String,
+    pub shows: Vec<ShowOne>,
+    /// `size` x 8 / the link's rate.
+    pub limit_ms: f64,
+    /// Medians over `shows`.
+    pub marker_to_drawn_ms: f64,
+    pub enter_to_marker_ms: f64,
+    pub enter_to_drawn_ms: f64,
+    pub ratio: f64,
+    pub ratio_from_enter: f64,
+    pub echo_idle_ms: Summary,
+    pub echo_during_ms: Summary,
+    pub many: ShowMany,
+}
+
+/// `tern show` of pictures in a browser session behind an emulated link, then many pictures
+/// scrolled past.
+pub fn show(setup: &ShowSetup) -> anyhow::Result<ShowRun> {
+    let args = [
+        ("--size", setup.size.to_string()),
+        ("--rate", setup.rate.to_string()),
+        ("--rtt", setup.rtt_ms.to_string()),
+        ("--queue", setup.queue.to_string()),
+        ("--shows", setup.shows.to_string()),
+        ("--keys", setup.keys.to_string()),
+        ("--many", setup.many.to_string()),
+    ]
+    .into_iter()
+    .flat_map(|(k, v)| [k.to_string(), v])
+    .collect::<Vec<_>>();
+    let run: ShowRun = node_json("show-bench.mjs", &args)?;
+    if run.echo_idle_ms.n == 0 || run.echo_during_ms.n == 0 {
+        bail!(
+            "show: no keys timed ({} idle, {} while a picture came)",
+            run.echo_idle_ms.n,
+            run.echo_during_ms.n
+        );
+    }
+    Ok(run)
+}

@@ -3,7 +3,7 @@
 //!
 //! Scenarios: keystroke echo latency ([`echo`], and Tern in the browser through [`browser`]),
 //! continuous screen updates ([`frames`]), the relay's cost ([`relay`]), pasting a picture
-//! ([`paste`]) and `tern send` ([`download`]), predictive local echo on a typing trace
+//! ([`paste`]), `tern send` ([`download`]) and `tern show` ([`show`]), predictive local echo on a typing trace
 //! ([`predictive`]), reloads ([`resume`]), scrollback and search ([`history`]), the page's cost
 //! per frame ([`frame_cost`]) and the core's ([`core_frame`]), page load against the page before
 //! the settings panel, clipboard and downloads ([`page_load`]), Safari's WebTransport datagram API
@@ -38,6 +38,7 @@ pub mod report;
 pub mod resume;
 pub mod safari;
 pub mod sessions;
+pub mod show;
 pub mod stats;
 
 use std::time::{Duration, Instant};
@@ -63,10 +64,11 @@ pub enum Part {
     Sessions,
     Install,
     Safari,
+    Show,
 }
 
 impl Part {
-    pub const ALL: [Part; 15] = [
+    pub const ALL: [Part; 16] = [
         Part::Echo,
         Part::Frames,
         Part::Relay,
@@ -82,6 +84,7 @@ impl Part {
         Part::Sessions,
         Part::Install,
         Part::Safari,
+        Part::Show,
     ];
 
     pub fn parse(name: &str) -> Option<Part> {
@@ -101,6 +104,7 @@ impl Part {
             "sessions" => Some(Part::Sessions),
             "install" => Some(Part::Install),
             "safari" => Some(Part::Safari),
+            "show" => Some(Part::Show),
             _ => None,
         }
     }
@@ -135,6 +139,8 @@ pub struct Options {
     pub paste: browser::PasteSetup,
     /// `tern send FILE` in the shell: the file and the link (the paste's, roles swapped).
     pub download: browser::PasteSetup,
+    /// `tern show FILE` in the shell: the picture, the link, and the pictures scrolled past.
+    pub show: browser::ShowSetup,
     /// Links of the predictive-echo scenario, and whether it types the short trace.
     pub predict_links: Vec<LinkSetting>,
     pub predict_quick_trace: bool,
@@ -179,6 +185,16 @@ impl Options {
             safari_rounds: 2,
             paste: transfer.clone(),
             download: transfer,
+            // Issue 34's rows: a 1 MB picture over a 9 Mbit/s, 80 ms link; 200 scrolled past.
+            show: browser::ShowSetup {
+                size: 1_000_000,
+                rate: "9mbit",
+                rtt_ms: 80,
+                queue: "1s",
+                shows: 5,
+                keys: 30,
+                many: 200,
+            },
             predict_links: vec![
                 LinkSetting::rtt(60),
                 LinkSetting::rtt(200),
@@ -227,6 +243,15 @@ impl Options {
             safari_rounds: 1,
             paste: transfer.clone(),
             download: transfer,
+            show: browser::ShowSetup {
+                size: 200_000,
+                rate: "8mbit",
+                rtt_ms: 20,
+                queue: "200ms",
+                shows: 1,
+                keys: 4,
+                many: 10,
+            },
             predict_links: vec![LinkSetting::rtt(200)],
             predict_quick_trace: true,
             resume_rtts_ms: vec![0],
@@ -269,6 +294,7 @@ pub fn run(options: &Options) -> Report {
             Part::Sessions => sessions::rows(options, &mut report),
             Part::Install => install::rows(options, &mut report),
             Part::Safari => safari::rows(options, &mut report),
+            Part::Show => show::rows(options, &mut report),
         }
     }
     report.machine.load_after = machine::load();

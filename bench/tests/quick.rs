@@ -46,6 +46,8 @@ fn quick_run_produces_every_row_with_the_right_schema() {
         "recorder: added to a key's echo, median (pty, RTT 0)",
         "hidden tab during the flood, renderer + GPU CPU",
         "idle page, renderer + GPU CPU",
+        "echo while a tern show picture comes minus idle echo, median",
+        "page memory added by 10 pictures scrolled past (renderer PSS)",
     ] {
         assert!(names.contains(&expected), "no row {expected:?} in {names:#?}");
     }
@@ -54,10 +56,14 @@ fn quick_run_produces_every_row_with_the_right_schema() {
         names.iter().any(|n| n.starts_with("renderer CPU per frame, full-screen flood ")),
         "no flood cost row in {names:#?}"
     );
-    // Its name carries the link's settings.
+    // Their names carry the link's settings.
     assert!(
         names.iter().any(|n| n.starts_with("paste upload time / the link's limit (")),
         "no upload row in {names:#?}"
+    );
+    assert!(
+        names.iter().any(|n| n.starts_with("tern show: picture drawn / the link's limit (")),
+        "no tern show row in {names:#?}"
     );
 
     let rows: Value = serde_json::from_str(&report.results_json()).expect("results.json parses");
@@ -87,6 +93,7 @@ fn quick_run_produces_every_row_with_the_right_schema() {
             "browser, RTT 50 ms: key-to-screen (key to xterm.js → frame with the letter written to xterm.js) median",
         ),
         ("paste", "echo during the upload, keys timed"),
+        ("show", "echo during the picture, keys timed"),
         ("cost: flood", "mosh-client CPU per frame"),
         ("cost: flood", "page: emulator apply per frame"),
         ("predictive echo", "tern-probe, RTT 200 ms: keys displayed within 5 ms"),

@@ -23,6 +23,7 @@ import {
   freePort, startRelay, stopRelay, launchBrowser, until, stats, waitForPrompt, typeLine,
   tempDir, sleep, cleanupState, startLinkemu, cliArg, newSession, pageDetail,
 } from '../lib/helpers.mjs';
+import { keyEcho, pct, summary, fmt } from './key-echo.mjs';
 
 const arg = cliArg;
 const SIZE = Number(arg('size', 13_400_000));
@@ -38,13 +39,6 @@ const rateBps = (() => {
   return Number(m[1]) * mult;
 })();
 
-const pct = (xs, q) => {
-  if (!xs.length) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.round((s.length - 1) * q))];
-};
-const summary = (xs) => ({ n: xs.length, median: pct(xs, 0.5), p90: pct(xs, 0.9), max: pct(xs, 1) });
-const fmt = (x) => (x == null ? '-' : x.toFixed(1));
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 
 // 16 characters at least (the relay refuses a shorter token): base36 of Math.random() can be 9.
@@ -119,35 +113,9 @@ try {
     }, 20);
   });
 
-  // Echo, measured on the screen as paste-bench.mjs does: a key goes to xterm.js's input (as
-  // typing does) and the page polls the core's screen until the tty's echo of it shows, 150 ms
-  // apart. `cat >/dev/null` echoes every key; a line is ended after 30 keys.
-  let typed = 0;
-  const typeKeys = async (n, whileFn) => {
-    const samples = [];
-    while (whileFn ? await whileFn() : samples.length < n) {
-      const ms = await page.evaluate(async (i) => {
-        const ch = String.fromCharCode(97 + (i % 26));
-        const want = Array.from({ length: (i % 30) + 1 }, (_, k) => String.fromCharCode(97 + ((i - (i % 30) + k) % 26))).join('');
-        const lastLine = () => window.tern.screenText().trimEnd().split('\n').at(-1);
-        const t0 = performance.now();
-        window.tern.term.input(ch, true);
-        for (;;) {
-          if (lastLine().endsWith(want)) return performance.now() - t0;
-          if (performance.now() - t0 > 5000) return null;
-          await new Promise((r) => setTimeout(r, 1));
-        }
-      }, typed);
-      typed++;
-      if (ms != null) samples.push(ms);
-      if (typed % 30 === 0) {
-        await page.evaluate(() => window.tern.term.input('\r', true));
-        await sleep(300);
-      }
-      await sleep(150);
-    }
-    return samples;
-  };
+  // Echo, measured on the screen (key-echo.mjs) into `cat >/dev/null`.
+  const typist = keyEcho(page);
+  const typeKeys = typist.type;
 
   await typeLine(page, 'cat >/dev/null');
   await sleep(1000);
@@ -158,7 +126,7 @@ try {
   // only at the next prompt).
   await page.evaluate(() => window.tern.term.input('\r\x04', true));
   await waitForPrompt(page);
-  typed = Math.ceil(typed / 30) * 30;
+  typist.newLine();
   const downloaded = page.waitForEvent('download', { timeout: 300000 });
   downloaded.catch(() => {}); // awaited below; a failure before then is the one to report
   const nodeStart = Date.now();

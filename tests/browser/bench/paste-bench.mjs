@@ -20,6 +20,7 @@ import {
   tempDir, sleep, cleanupState, startLinkemu, cliArg,
   newSession,
 } from '../lib/helpers.mjs';
+import { keyEcho, pct, summary, fmt } from './key-echo.mjs';
 import { makePng, loadFile, pasteLoaded } from '../lib/paste.mjs';
 
 const arg = cliArg;
@@ -39,13 +40,6 @@ const rateBps = (() => {
   return Number(m[1]) * mult;
 })();
 
-const pct = (xs, q) => {
-  if (!xs.length) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.round((s.length - 1) * q))];
-};
-const summary = (xs) => ({ n: xs.length, median: pct(xs, 0.5), p90: pct(xs, 0.9), max: pct(xs, 1) });
-const fmt = (x) => (x == null ? '-' : x.toFixed(1));
 
 // 16 characters at least (the relay refuses a shorter token): base36 of Math.random() can be 9.
 const token = 'paste-dl-bench-' + Math.random().toString(36).slice(2);
@@ -70,37 +64,9 @@ try {
   await typeLine(page, 'cat >/dev/null');
   await sleep(1000);
 
-  // Echo, measured on the screen: inside the page, a key goes to xterm.js's input (as typing
-  // does) and the page polls the core's screen until the tty's echo of it shows, 150 ms apart.
-  // (The shell's own echo statistic attributes a key to the last state sent when it was typed,
-  // which reads early when the core batches keys; the screen cannot.) `cat >/dev/null` echoes
-  // every key; a line is ended after 30 keys.
-  let typed = 0;
-  const typeKeys = async (n, whileFn) => {
-    const samples = [];
-    while (whileFn ? await whileFn() : samples.length < n) {
-      const ms = await page.evaluate(async (i) => {
-        const ch = String.fromCharCode(97 + (i % 26));
-        const want = Array.from({ length: (i % 30) + 1 }, (_, k) => String.fromCharCode(97 + ((i - (i % 30) + k) % 26))).join('');
-        const lastLine = () => window.tern.screenText().trimEnd().split('\n').at(-1);
-        const t0 = performance.now();
-        window.tern.term.input(ch, true);
-        for (;;) {
-          if (lastLine().endsWith(want)) return performance.now() - t0;
-          if (performance.now() - t0 > 5000) return null;
-          await new Promise((r) => setTimeout(r, 1));
-        }
-      }, typed);
-      typed++;
-      if (ms != null) samples.push(ms);
-      if (typed % 30 === 0) {
-        await page.evaluate(() => window.tern.term.input('\r', true));
-        await sleep(300);
-      }
-      await sleep(150);
-    }
-    return samples;
-  };
+  // Echo, measured on the screen (key-echo.mjs) into `cat >/dev/null`.
+  const typist = keyEcho(page);
+  const typeKeys = typist.type;
 
   const idle = await typeKeys(KEYS);
   const idleSrtt = (await stats(page)).core.srttMs;

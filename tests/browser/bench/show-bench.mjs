@@ -1,0 +1,188 @@
+// `tern show` benchmark (docs/BENCHMARKS.md, "Pictures"): a picture printed in the shell drawn on
+// the page over an emulated slow link, in headless Chromium, through the real tern-relay (its
+// recorder lifts the picture), mosh-server and a shell; then many pictures scrolled past and the
+// page's memory.
+//
+//   node tests/browser/bench/show-bench.mjs [--size 1000000] [--rate 9mbit] [--rtt 80] [--queue 1s] [--shows 3] [--keys 30] [--many 200] [--json]
+//
+// Prints (and with --json, one JSON object on the last line), medians over `--shows` pictures:
+//   the picture's marker seen by the page → the picture drawn (its <img> decoded), against the
+//   link's limit (size x 8 / rate); Enter on `tern show FILE` → marker, and → drawn;
+//   keystroke echo while idle and while the picture arrives (key-echo.mjs, into `cat`);
+//   after `--many` small pictures printed one after another and scrolled past: the browser's
+//   memory (proportional set size of its processes, the renderers alone, the JS heap) against
+//   before them, and how many pictures the page holds decoded.
+import { readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { LINK_STATS_ARGS } from './link-usage.mjs';
+import { keyEcho, pct, summary, fmt } from './key-echo.mjs';
+import {
+  freePort, startRelay, stopRelay, launchBrowser, until, waitForPrompt, typeLine,
+  tempDir, sleep, cleanupState, startLinkemu, cliArg, newSession, pageDetail,
+} from '../lib/helpers.mjs';
+import { makePng } from '../lib/paste.mjs';
+
+const arg = cliArg;
+const SIZE = Number(arg('size', 1_000_000));
+const RATE = arg('rate', '9mbit');
+const RTT = Number(arg('rtt', 80));
+const QUEUE = arg('queue', '1s');
+const SHOWS = Number(arg('shows', 3));
+const KEYS = Number(arg('keys', 30));
+const MANY = Number(arg('many', 200));
+const JSON_OUT = process.argv.includes('--json');
+const rateBps = (() => {
+  const m = RATE.match(/^([\d.]+)\s*([kmg]?)bit$/i);
+  return Number(m[1]) * { '': 1, k: 1e3, m: 1e6, g: 1e9 }[m[2].toLowerCase()];
+})();
+
+/// Memory of the browser this process launched: every process below this one whose name is
+/// chromium's (the relay and the shells are below it too, and left out), proportional set sizes
+/// (shared pages counted once across them), in bytes.
+function browserMemory() {
+  const procs = new Map(); // pid -> { ppid, comm, cmd }
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      procs.set(Number(d), { ppid, comm, cmd: readFileSync(`/proc/${d}/cmdline`, 'utf8') });
+    } catch { /* gone meanwhile */ }
+  }
+  const mine = (pid) => {
+    for (let p = pid, i = 0; p > 1 && i < 64; p = procs.get(p)?.ppid ?? 0, i++) if (p === process.pid) return true;
+    return false;
+  };
+  let all = 0, renderers = 0, count = 0;
+  for (const [pid, p] of procs) {
+    if (!/chrom/.test(p.comm) || !mine(pid)) continue;
+    let pss = 0;
+    try {
+      const m = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/^Pss:\s+(\d+) kB/m);
+      pss = m ? Number(m[1]) * 1024 : 0;
+    } catch { continue; }
+    all += pss; count++;
+    if (p.cmd.includes('--type=renderer')) renderers += pss;
+  }
+  return { all, renderers, processes: count };
+}
+
+const token = 'show-bench-' + Math.random().toString(16).slice(2).padEnd(13, '0');
+const port = await freePort();
+const stateDir = tempDir('tern-bench-state-');
+const files = tempDir('tern-bench-show-');
+let relay, emu, browser;
+try {
+  relay = await startRelay({ port, token, stateDir });
+  const emuPort = await freePort();
+  emu = await startLinkemu({
+    listenPort: emuPort, targetPort: port,
+    link: `delay=${RTT / 2}ms,rate=${RATE},queue-delay=${QUEUE}`,
+    extraArgs: LINK_STATS_ARGS,
+  });
+  browser = await launchBrowser();
+  const page = browser.page;
+  await page.goto(newSession(relay.url.replace('#token=', `#wt_port=${emuPort}&token=`)));
+  await waitForPrompt(page, 30000);
+
+  // The page's view of pictures, on its own clock: when each id's marker was first placed and
+  // when its <img> was first decoded on the screen.
+  await page.evaluate(() => {
+    const seen = {};
+    window.__benchShow = seen;
+    seen.timer = setInterval(() => {
+      const now = performance.now();
+      for (const p of window.tern.images.placed()) {
+        const s = (seen[p.id] ??= { marker: now, drawn: null });
+        if (s.drawn == null) {
+          const img = document.querySelector(`.tern-image[data-image="${p.id}"] img`);
+          if (img?.complete && img.naturalWidth > 0) s.drawn = now;
+        }
+      }
+    }, 5);
+  });
+  const pictures = () => page.evaluate(() => Object.fromEntries(Object.entries(window.__benchShow).filter(([k]) => k !== 'timer')));
+
+  const typist = keyEcho(page);
+  await typeLine(page, 'cat >/dev/null');
+  await sleep(1000);
+  const idle = await typist.type(KEYS);
+  await page.evaluate(() => window.tern.term.input('\r\x04', true));
+  await waitForPrompt(page);
+
+  const runs = [];
+  const during = [];
+  for (let n = 0; n < SHOWS; n++) {
+    const png = makePng(SIZE, 1000 + n); // a different picture each time: nothing cached
+    const path = join(files, `show-${n}.png`);
+    writeFileSync(path, png);
+    const before = new Set(Object.keys(await pictures()));
+    typist.newLine();
+    await page.keyboard.type(`clear; tern show ${path}; cat >/dev/null`, { delay: 5 });
+    const enterAt = await page.evaluate(() => { window.tern.term.input('\r', true); return performance.now(); });
+    let id = null;
+    await until(async () => {
+      const now = await pictures();
+      id = Object.keys(now).find((k) => !before.has(k)) ?? null;
+      return id != null;
+    }, { timeout: 60000, interval: 20, what: `picture ${n}'s marker`, detail: pageDetail(page) });
+    during.push(...await typist.type(0, async () => (await pictures())[id].drawn == null));
+    await until(async () => (await pictures())[id].drawn != null, { timeout: 120000, interval: 20, what: `picture ${n} drawn`, detail: pageDetail(page) });
+    const p = (await pictures())[id];
+    runs.push({ size: png.length, enterToMarkerMs: p.marker - enterAt, markerToDrawnMs: p.drawn - p.marker, enterToDrawnMs: p.drawn - enterAt });
+    await page.evaluate(() => window.tern.term.input('\x03', true));
+    await waitForPrompt(page);
+  }
+  const limitMs = (SIZE * 8 / rateBps) * 1000;
+  const med = (k) => pct(runs.map((r) => r[k]), 0.5);
+
+  // Many pictures scrolled past: small distinct ones printed one after another (a pause between
+  // them, so that mosh's frames show each on the page's screen and the page fetches it).
+  const memBefore = browserMemory();
+  const cdp = await browser.context.newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const heap = async () => (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? null;
+  const heapBefore = await heap();
+  const many = join(files, 'many');
+  mkdirSync(many);
+  for (let i = 0; i < MANY; i++) writeFileSync(join(many, `${String(i).padStart(4, '0')}.png`), makePng(40_000, 5000 + i));
+  const placedBefore = Object.keys(await pictures()).length;
+  await typeLine(page, `clear; for f in ${many}/*.png; do tern show --rows 4 "$f"; sleep 0.1; done; echo many-done`);
+  await until(async () => /^many-done/m.test(await page.evaluate(() => window.tern.screenText())), { timeout: 600000, interval: 500, what: 'the pictures printed', detail: pageDetail(page) });
+  await sleep(3000); // the last fetches land
+  const seenMany = Object.keys(await pictures()).length - placedBefore;
+  const memAfter = browserMemory();
+  const heapAfter = await heap();
+  const loaded = await page.evaluate(() => window.tern.images.loadedCount());
+
+  const result = {
+    size: SIZE, rate: RATE, rttMs: RTT, queue: QUEUE, shows: runs,
+    limitMs, markerToDrawnMs: med('markerToDrawnMs'), enterToMarkerMs: med('enterToMarkerMs'), enterToDrawnMs: med('enterToDrawnMs'),
+    ratio: med('markerToDrawnMs') / limitMs, ratioFromEnter: med('enterToDrawnMs') / limitMs,
+    echoIdleMs: summary(idle), echoDuringMs: summary(during),
+    echoMedianDeltaMs: during.length ? pct(during, 0.5) - pct(idle, 0.5) : null,
+    many: {
+      printed: MANY, placed: seenMany, decodedHeld: loaded,
+      browserPssBefore: memBefore.all, browserPssAfter: memAfter.all,
+      rendererPssBefore: memBefore.renderers, rendererPssAfter: memAfter.renderers,
+      jsHeapBefore: heapBefore, jsHeapAfter: heapAfter, processes: memAfter.processes,
+    },
+  };
+  const mb = (b) => (b == null ? '-' : (b / 1048576).toFixed(1));
+  console.log(`tern show benchmark: ${(SIZE / 1e6).toFixed(1)} MB PNG over ${RATE}, ${RTT} ms RTT, ${QUEUE} queue (${SHOWS} pictures, medians)`);
+  console.log(`  marker on the page → drawn ${fmt(result.markerToDrawnMs)} ms; link limit ${fmt(limitMs)} ms; ratio ${result.ratio.toFixed(3)}`);
+  console.log(`  Enter → marker ${fmt(result.enterToMarkerMs)} ms; Enter → drawn ${fmt(result.enterToDrawnMs)} ms (${result.ratioFromEnter.toFixed(3)}x the limit)`);
+  console.log(`  echo idle:    median ${fmt(result.echoIdleMs.median)} ms, p90 ${fmt(result.echoIdleMs.p90)} (n=${idle.length})`);
+  console.log(`  echo picture: median ${fmt(result.echoDuringMs.median)} ms, p90 ${fmt(result.echoDuringMs.p90)} (n=${during.length}); minus idle ${fmt(result.echoMedianDeltaMs)} ms`);
+  const m = result.many;
+  console.log(`  ${MANY} pictures printed, ${m.placed} seen by the page, ${m.decodedHeld} held decoded`);
+  console.log(`  browser memory (PSS, ${m.processes} processes): ${mb(m.browserPssBefore)} → ${mb(m.browserPssAfter)} MB; renderers ${mb(m.rendererPssBefore)} → ${mb(m.rendererPssAfter)} MB; JS heap ${mb(m.jsHeapBefore)} → ${mb(m.jsHeapAfter)} MB`);
+  if (JSON_OUT) console.log(JSON.stringify(result));
+} finally {
+  await browser?.close();
+  await emu?.stop();
+  await stopRelay(relay);
+  cleanupState(stateDir);
+  cleanupState(files);
+}
