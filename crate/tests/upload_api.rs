@@ -71,6 +71,29 @@ fn chunks_are_contiguous_bounded_ranges_and_start_small() {
     assert_eq!(p.time_left, None);
 }
 
+/// With the link's round trip as a hint, the first window is not one burst: a chunk leaves, the
+/// next when the pacer's clock lets it, the whole window spread over about that round trip.
+#[test]
+fn a_round_trip_hint_spreads_the_first_window_over_it() {
+    let mut u = upload(1_000_000, 0).rtt_hint(Duration::from_millis(80));
+    let at_once = drain(&mut u, ms(0));
+    assert!(at_once.len() <= 2, "{} chunks at once", at_once.len());
+    // The driver: chunks whenever the pacer's timer says.
+    let mut sent_by = |t: u64| {
+        while let Some(at) = u.poll_timeout().filter(|at| *at <= ms(t)) {
+            drain(&mut u, at);
+        }
+        u.progress(ms(t)).sent
+    };
+    let (early, later) = (sent_by(20), sent_by(85));
+    assert!(early < MAX_CHUNK, "{early} bytes within 20 ms of an 80 ms round trip");
+    assert_eq!(later, 2 * MAX_CHUNK, "the window is out within about the round trip");
+    // Without the hint, the same window leaves at once; a zero hint is none.
+    let mut plain = upload(1_000_000, 0).rtt_hint(Duration::ZERO);
+    drain(&mut plain, ms(0));
+    assert_eq!(plain.progress(ms(0)).sent, 2 * MAX_CHUNK);
+}
+
 #[test]
 fn an_ack_for_unsent_bytes_is_a_peer_error() {
     let mut u = upload(1_000_000, 0);

@@ -366,3 +366,54 @@ fn a_shorter_queue_target_shortens_the_keystroke_wait_by_the_difference() {
         assert!(two_ratio <= five_ratio + 0.01, "{clump:?}: {two_ratio} vs {five_ratio}");
     }
 }
+
+/// A screenshot-sized transfer (a paste, a `tern show` picture) is mostly start-up, and before
+/// its first estimate the pacer has only its window: sent in one burst, 64 KiB sit in the
+/// bottleneck's queue at once (58 ms at 9 Mbit/s) and every keystroke behind them waits. With the
+/// link's round trip as a hint the window is spread over it: the same time, keystrokes waiting a
+/// few ms (200 KB: median 31.9 → 4.0 ms with immediate acks, 36.4 → 10.9 batched every 50 ms,
+/// 29.7 → 9.6 from a receiver stamping in bursts). From about 1 MB the queue probing builds
+/// after the first estimate (twice the estimate for three round trips) is most of it, hint or
+/// not: median 60 ms at 1 MB; docs/UPLOAD.md "Left open".
+#[test]
+fn a_round_trip_hint_spreads_the_first_window() {
+    for size in [200_000u64, 1_000_000, 3_000_000] {
+        for (name, link) in [
+            ("immediate", Link::mbit(9.0, 80, Clump::None)),
+            (
+                "batched 50",
+                Link::mbit(9.0, 80, Clump::Batched { every: Duration::from_millis(50) }),
+            ),
+            (
+                "bursty 20",
+                Link {
+                    relay_clock: RelayClock::Bursty { every: Duration::from_millis(20) },
+                    ..Link::mbit(9.0, 80, Clump::None)
+                },
+            ),
+        ] {
+            let measure = |pacer| {
+                let r = run(link, pacer, Duration::ZERO, Duration::from_secs(600), |_, _| {});
+                let ratio = r.finished.expect("finishes").as_secs_f64()
+                    / link.serialization(size).as_secs_f64();
+                let mut w: Vec<f64> =
+                    r.queue_series.iter().map(|(_, w)| w.as_secs_f64() * 1e3).collect();
+                w.sort_by(f64::total_cmp);
+                (ratio, w[w.len() / 2], w[w.len() - 1])
+            };
+            let (ratio, median, max) = measure(upload(size, 0));
+            let (h_ratio, h_median, h_max) = measure(upload(size, 0).rtt_hint(link.rtt()));
+            println!(
+                "{size:>8} B {name:>10}: time {ratio:.3}x → {h_ratio:.3}x with the hint, keystroke \
+                 wait median {median:.1} → {h_median:.1} ms, max {max:.1} → {h_max:.1} ms"
+            );
+            assert!(h_ratio <= ratio + 0.01, "{size} {name}: {ratio} → {h_ratio}");
+            assert!(h_median <= median + 5.0, "{size} {name}: median {median} → {h_median}");
+            if size <= 200_000 {
+                // All start-up: the burst was the queue.
+                assert!(h_median + 15.0 <= median, "{size} {name}: median {median} → {h_median}");
+                assert!(h_max + 20.0 <= max, "{size} {name}: max {max} → {h_max}");
+            }
+        }
+    }
+}

@@ -115,6 +115,10 @@ impl PageClient {
             }
         }
         self.pastes.queue.start_next(now);
+        let rtt = self.session.as_ref().and_then(|s| s.measured_rtt());
+        if let Some(job) = self.pastes.queue.active() {
+            job.rtt_hint = rtt;
+        }
         let queue = &self.pastes.queue;
         self.pastes.files.retain(|h, _| queue.needs_bytes(h));
         let link_up = self.link.current.is_some() && !self.is_over();

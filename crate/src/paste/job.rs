@@ -98,6 +98,9 @@ pub struct UploadJob {
     /// The pacer's standing-queue target, when not `transfer::QUEUE_TARGET`
     /// (`PasteQueue::queue_target`).
     pub queue_target: Option<Duration>,
+    /// The link's round trip as the session measured it, if it has: the pacer spreads its first
+    /// window over it (`transfer::Upload::rtt_hint`).
+    pub rtt_hint: Option<Duration>,
 }
 
 impl UploadJob {
@@ -120,6 +123,7 @@ impl UploadJob {
             eager: false,
             answer: Answer::Awaited,
             queue_target: None,
+            rtt_hint: None,
         }
     }
 
@@ -331,8 +335,12 @@ impl UploadJob {
 
     /// The pacer with this job's settings.
     fn tuned(&self, u: Upload) -> Upload {
-        match self.queue_target {
+        let u = match self.queue_target {
             Some(d) => u.queue_target(d),
+            None => u,
+        };
+        match self.rtt_hint {
+            Some(rtt) => u.rtt_hint(rtt),
             None => u,
         }
     }

@@ -359,6 +359,13 @@ impl<S: ServerState> ClientSession<S> {
         self.transport.rtt().srtt()
     }
 
+    /// The smoothed round trip once there was a sample (before, [`srtt`](Self::srtt) is
+    /// mosh's initial guess).
+    pub fn measured_rtt(&self) -> Option<Duration> {
+        let rtt = self.transport.rtt();
+        rtt.has_sample().then(|| rtt.srtt())
+    }
+
     pub fn send_interval(&self) -> Duration {
         self.transport.rtt().send_interval()
     }

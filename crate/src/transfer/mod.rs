@@ -278,6 +278,9 @@ pub struct Upload {
     /// The standing queue at the bottleneck: the least queueing delay (in microseconds) a chunk
     /// met over the last phase, from forward trips on the relay's clock.
     queue: WindowedMin,
+    /// The path's round trip as the caller knows it (the link's own estimate), if given: the
+    /// window before the first estimate is paced over it instead of leaving in one burst.
+    rtt_hint: Option<Duration>,
     /// The slow (integral) part of the cruise correction, in millionths of the estimate: learns
     /// how far the estimate sits from the rate that holds the queue at [`QUEUE_TARGET`] (the max
     /// filter reads a few percent high on a jittery relay). Updated on acks once settled.
@@ -322,6 +325,7 @@ impl Upload {
             settled: None,
             draining: false,
             queue: WindowedMin::default(),
+            rtt_hint: None,
             bias_ppm: 0,
             bias_at: None,
             bias_armed: false,
@@ -330,6 +334,14 @@ impl Upload {
             last_progress: now,
             terminal: (resume_from == total).then_some(UploadState::Done),
         })
+    }
+
+    /// The path's round trip as the link knows it (QUIC's, or mosh's SRTT): the first window is
+    /// spread over it. Ignored when zero.
+    #[must_use]
+    pub fn rtt_hint(mut self, rtt: Duration) -> Self {
+        self.rtt_hint = (!rtt.is_zero()).then_some(rtt);
+        self
     }
 
     /// Chunks of about `d` of link time instead of [`CHUNK_LINK_TIME`] (still within
@@ -575,10 +587,15 @@ impl Upload {
         self.path.min_rtt()
     }
 
-    /// Bytes per second the pacer releases; none before the first estimate (the small window
-    /// alone limits the start).
+    /// Bytes per second the pacer releases; before the first estimate the window over the round
+    /// trip hint, or none (the small window alone limits the start).
     fn pacing_rate(&self, now: Instant) -> Option<u64> {
-        let rate = self.rate.estimate()?;
+        let Some(rate) = self.rate.estimate() else {
+            // Before the first estimate: the window spread over the round trip the caller knows
+            // (a burst of it would queue at once on a link slower than the sender's).
+            let rtt = self.rtt_hint?;
+            return Some(bytes_per_second(self.window(), rtt));
+        };
         let Some(settled) = self.settled else {
             return Some(rate.saturating_mul(PROBE_GAIN.0) / PROBE_GAIN.1);
         };
@@ -697,6 +714,12 @@ impl Upload {
 /// Bytes delivered in `d` at `rate` bytes per second.
 fn bytes_in(rate: u64, d: Duration) -> u64 {
     u64::try_from(u128::from(rate) * d.as_micros() / 1_000_000).unwrap_or(u64::MAX)
+}
+
+/// The rate that delivers `bytes` in `d` (at least 1 byte per second).
+fn bytes_per_second(bytes: u64, d: Duration) -> u64 {
+    let micros = d.as_micros().max(1);
+    u64::try_from(u128::from(bytes) * 1_000_000 / micros).unwrap_or(u64::MAX).max(1)
 }
 
 /// Time to deliver `bytes` at `rate` bytes per second (rounded up to a microsecond).

@@ -160,6 +160,14 @@ impl BrowserLink {
         }
     }
 
+    /// The link's own round-trip estimate: QUIC's; none for the WebSocket (TCP keeps its own).
+    pub fn rtt(&self) -> Option<Duration> {
+        match self {
+            BrowserLink::WebTransport(c) => Some(c.rtt()),
+            BrowserLink::WebSocket(_) => None,
+        }
+    }
+
     /// Ends the connection; `code` 0 is a normal end.
     pub fn close(&self, code: u32, reason: &str) {
         match self {

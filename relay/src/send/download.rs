@@ -33,14 +33,14 @@ fn deadline(at: Instant) -> tokio::time::Instant {
     (origin() + Duration::from_micros(at.as_micros())).into()
 }
 
-/// Serves `request` (already read from the stream) for `session`.
+/// Serves `request` (already read from the stream) for `session`; `rtt`: the link's round trip
+/// when it knows one (the pacer spreads its first window over it).
 pub(crate) async fn serve_download(
     offers: Arc<Offers>,
     session: String,
     request: DownloadRequest,
-    mut send: SendHalf,
-    mut recv: RecvHalf,
-    rest: Vec<u8>,
+    (mut send, mut recv, rest): (SendHalf, RecvHalf, Vec<u8>),
+    rtt: Option<Duration>,
 ) {
     let refuse = |message: String, gone: bool| DownloadReply::Error { message, gone };
     let file = match offers.file(&session, &request.download) {
@@ -73,7 +73,7 @@ pub(crate) async fn serve_download(
     }
     tracing::info!(%session, offer = %request.download, size, from = request.from, "download");
     let read = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
-    match pump(read, size, request.from, &mut send, &mut recv, rest).await {
+    match pump(read, (size, request.from), (&mut send, &mut recv, rest), rtt).await {
         Ok(()) => {
             let _ = send.finish().await;
         }
@@ -89,9 +89,8 @@ pub(crate) async fn serve_image(
     state: Option<Arc<crate::state::StateStore>>,
     session: String,
     request: tern::relay_proto::ImageRequest,
-    mut send: SendHalf,
-    mut recv: RecvHalf,
-    rest: Vec<u8>,
+    (mut send, mut recv, rest): (SendHalf, RecvHalf, Vec<u8>),
+    rtt: Option<Duration>,
 ) {
     use crate::history::images::{ReadImageError, read_image};
     let refuse = |error: &str, message: &str| {
@@ -141,7 +140,7 @@ pub(crate) async fn serve_image(
             None => Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)),
         }
     };
-    match pump(read, bytes.len() as u64, 0, &mut send, &mut recv, rest).await {
+    match pump(read, (bytes.len() as u64, 0), (&mut send, &mut recv, rest), rtt).await {
         Ok(()) => {
             let _ = send.finish().await;
         }
@@ -150,19 +149,20 @@ pub(crate) async fn serve_image(
 }
 
 /// Sends `from..size` (read with `read(buf, at)`) as the pacer allows until the page
-/// acknowledged all of it.
+/// acknowledged all of it (`rest`: what was read of the acks already).
 async fn pump(
     read: impl Fn(&mut [u8], u64) -> std::io::Result<()>,
-    size: u64,
-    from: u64,
-    send: &mut SendHalf,
-    recv: &mut RecvHalf,
-    rest: Vec<u8>,
+    (size, from): (u64, u64),
+    (send, recv, rest): (&mut SendHalf, &mut RecvHalf, Vec<u8>),
+    rtt: Option<Duration>,
 ) -> Result<(), String> {
     // Short chunks: quinn packs consecutive writes into full datagrams (docs/UPLOAD.md).
     let mut pacer = Upload::new(UploadConfig::new(size, from), now())
         .map_err(|e| e.to_string())?
         .chunk_time(SHORT_CHUNK_LINK_TIME);
+    if let Some(rtt) = rtt {
+        pacer = pacer.rtt_hint(rtt);
+    }
     let mut acks = LineBuffer::new(MAX_ACK);
     acks.push(&rest);
     let mut chunk = Vec::new();

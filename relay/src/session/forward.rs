@@ -392,7 +392,16 @@ impl<'a> Bridge<'a> {
         };
         // Spawns its task; the stream's first line says whether it is an upload or a download.
         let (fields, read_only) = (self.audit_fields(), self.session.who.read_only());
-        super::streams::serve(self.shared, &self.session.target, send, recv, fields, read_only);
+        let rtt = self.conn.rtt();
+        super::streams::serve(
+            self.shared,
+            &self.session.target,
+            send,
+            recv,
+            fields,
+            read_only,
+            rtt,
+        );
         ControlFlow::Continue(())
     }
 

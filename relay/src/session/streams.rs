@@ -18,7 +18,7 @@ pub(super) const READ_ONLY: &str =
 
 /// Spawns the task that serves one stream of `target`'s session, audited (`fields`: who, which
 /// session and link; the size and offer, never the content). A read-only link's stream is
-/// answered with a refusal, whichever it is.
+/// answered with a refusal, whichever it is. `rtt`: the link's round trip, when it knows one.
 pub(super) fn serve(
     shared: &SessionContext,
     target: &Target,
@@ -26,6 +26,7 @@ pub(super) fn serve(
     mut recv: RecvHalf,
     fields: crate::audit::Fields,
     read_only: bool,
+    rtt: Option<std::time::Duration>,
 ) {
     // A paste for a session on an ssh host is copied there.
     let onward: Onward = match (&shared.ssh, &target.ssh_host) {
@@ -44,10 +45,10 @@ pub(super) fn serve(
         match read_first_line::<StreamRequest, _>(&mut recv).await {
             Ok((StreamRequest::Download(request), rest)) => {
                 audit.event("download", &fields.file(&request.download));
-                serve_download(offers, session, request, send, recv, rest).await;
+                serve_download(offers, session, request, (send, recv, rest), rtt).await;
             }
             Ok((StreamRequest::Image(request), rest)) => {
-                serve_image(state, session, request, send, recv, rest).await;
+                serve_image(state, session, request, (send, recv, rest), rtt).await;
             }
             Ok((StreamRequest::Upload(header), rest)) => {
                 audit.event("upload", &fields.bytes(header.size));

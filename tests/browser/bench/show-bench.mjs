@@ -3,7 +3,7 @@
 // recorder lifts the picture), mosh-server and a shell; then many pictures scrolled past and the
 // page's memory.
 //
-//   node tests/browser/bench/show-bench.mjs [--size 1000000] [--rate 9mbit] [--rtt 80] [--queue 1s] [--shows 3] [--keys 30] [--many 200] [--json]
+//   node tests/browser/bench/show-bench.mjs [--size 1000000] [--rate 9mbit] [--rtt 80] [--queue 1s] [--shows 3] [--keys 30] [--many 200] [--relay-bin PATH] [--json]
 //
 // Prints (and with --json, one JSON object on the last line), medians over `--shows` pictures:
 //   the picture's marker seen by the page → the picture drawn (its <img> decoded), against the
@@ -31,6 +31,8 @@ const SHOWS = Number(arg('shows', 3));
 const KEYS = Number(arg('keys', 30));
 const MANY = Number(arg('many', 200));
 const JSON_OUT = process.argv.includes('--json');
+// Another build of the relay (an A/B of a relay-side change in one session).
+const RELAY_BIN = arg('relay-bin', null);
 const rateBps = (() => {
   const m = RATE.match(/^([\d.]+)\s*([kmg]?)bit$/i);
   return Number(m[1]) * { '': 1, k: 1e3, m: 1e6, g: 1e9 }[m[2].toLowerCase()];
@@ -74,7 +76,7 @@ const stateDir = tempDir('tern-bench-state-');
 const files = tempDir('tern-bench-show-');
 let relay, emu, browser;
 try {
-  relay = await startRelay({ port, token, stateDir });
+  relay = await startRelay({ port, token, stateDir, ...(RELAY_BIN ? { bin: RELAY_BIN } : {}) });
   const emuPort = await freePort();
   emu = await startLinkemu({
     listenPort: emuPort, targetPort: port,
