@@ -126,6 +126,12 @@ impl Hooks {
         self.call("clipboard", &[notice]);
     }
 
+    /// `notify(title, body)`: a program asked for a notification (OSC 9 / 777); the page shows
+    /// it when its setting is on and the tab hidden.
+    pub fn notify(&self, title: &str, body: &str) {
+        self.call("notify", &[title.into(), body.into()]);
+    }
+
     /// `offerUrl(id, url)`: the shell asks to open `url` (`tern open`); the page asks the person
     /// and answers with `Client.answerOffer(id, opened)`.
     pub fn offer_url(&self, id: &str, url: &str) {

@@ -75,6 +75,12 @@ pub enum Effect {
     Refused(String),
     /// A program wrote the clipboard (OSC 52): what the page does about it, decided.
     Clipboard(super::RemoteCopy),
+    /// A program asked for a notification (OSC 9 / 777, through the recorder): the page shows
+    /// it when its setting allows and the tab is hidden.
+    Notify {
+        title: String,
+        body: String,
+    },
     PasteProgress(Option<PasteProgress>),
     Flooding(bool),
     /// The shell offers a URL to open (`tern open`): the page asks the person.

@@ -72,6 +72,24 @@ pub struct RemoteCopy {
     pub preview: String,
 }
 
+impl super::PageClient {
+    /// A clipboard write or notification the relay sent (a program printed it; mosh-server
+    /// drops it): the clipboard write goes through the same setting as mosh's own OSC 52; the
+    /// notification goes to the page, which shows it when its setting and the tab allow.
+    pub(super) fn signal(&mut self, signal: crate::relay_proto::PageSignal) {
+        use crate::relay_proto::PageSignal;
+        match signal {
+            PageSignal::Clipboard { text } => {
+                let copy = remote_copy(self.remote_copy, &text);
+                self.push(super::Effect::Clipboard(copy));
+            }
+            PageSignal::Notify { title, body } => {
+                self.push(super::Effect::Notify { title, body });
+            }
+        }
+    }
+}
+
 /// The preview shows at most this many characters of the text.
 pub const PREVIEW_CHARS: usize = 80;
 

@@ -45,8 +45,8 @@ use rustix::termios::{
     OptionalActions, Winsize, isatty, tcgetattr, tcgetwinsize, tcsetattr, tcsetwinsize,
 };
 use tern::images::{
-    DEFAULT_MAX_IMAGE_BYTES, Dropped, Geometry, LiftedImage, Lifter, LifterConfig, Piece, anchor,
-    marker,
+    DEFAULT_MAX_IMAGE_BYTES, Dropped, Geometry, LiftedImage, Lifter, LifterConfig, NotifyLimit,
+    Piece, Signal, anchor, marker,
 };
 use tern::terminal::{Emulator, HistoryLines, Size};
 
@@ -279,6 +279,8 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         store: ImageStore::open(&args.history_dir, &args.session, args.images_quota).ok(),
         out: Vec::new(),
         events: Vec::new(),
+        signals: Vec::new(),
+        to_relay: SignalSender::start(&args.session),
     });
     let winsize = Arc::new(AtomicU64::new(pack(size)));
     // No recording file (a full disk, a bad directory): the session goes on unrecorded.
@@ -370,6 +372,7 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
             let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
             im.record(&mut e, &mut writer, &mut lines);
         }
+        im.send_signals();
         stdout.write_all(&im.out)?;
         stdout.flush()?;
     }
@@ -461,6 +464,10 @@ struct Images {
     out: Vec<u8>,
     /// Where in the text each image came, and what it was.
     events: Vec<(usize, Event)>,
+    /// Clipboard writes and notifications of the read (no place in the screen).
+    signals: Vec<Signal>,
+    /// To the relay, which hands them to the session's page.
+    to_relay: Option<SignalSender>,
 }
 
 impl Images {
@@ -470,8 +477,9 @@ impl Images {
     fn lift(&mut self, read: &[u8], end: bool) {
         self.out.clear();
         self.events.clear();
-        let (out, events) = (&mut self.out, &mut self.events);
+        let (out, events, signals) = (&mut self.out, &mut self.events, &mut self.signals);
         let mut take = |piece: Piece<'_>| match piece {
+            Piece::Signal(s) => signals.push(s),
             Piece::Text(t) => out.extend_from_slice(t),
             Piece::Image(image) => {
                 events.push((out.len(), Event::Image(image)));
@@ -482,6 +490,16 @@ impl Images {
             self.lifter.finish(&mut take);
         } else {
             self.lifter.feed(read, &mut take);
+        }
+    }
+
+    /// Hands the read's clipboard writes and notifications to the relay (notifications paced:
+    /// [`NotifyLimit`]).
+    fn send_signals(&mut self) {
+        for s in self.signals.drain(..) {
+            if let Some(to) = self.to_relay.as_mut() {
+                to.send(s);
+            }
         }
     }
 
@@ -548,6 +566,56 @@ impl Images {
         with_layout.extend_from_slice(rest);
         scrolled(e);
         self.out = with_layout;
+    }
+}
+
+/// The recorder's end of the relay's socket (`TERN_SOCKET`, send/socket.rs) for what programs
+/// print that mosh-server drops: a thread writes each to the relay, so the output never waits for
+/// it; at most [`SignalSender::QUEUE`] wait (more are dropped), and notifications are paced.
+struct SignalSender {
+    tx: std::sync::mpsc::SyncSender<Vec<u8>>,
+    session: String,
+    limit: NotifyLimit,
+    started: std::time::Instant,
+}
+
+impl SignalSender {
+    const QUEUE: usize = 8;
+
+    /// `None` without the relay's socket in the environment (a recorder run by hand).
+    fn start(session: &str) -> Option<SignalSender> {
+        let socket = PathBuf::from(std::env::var_os(crate::send::command::SOCKET_ENV)?);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(Self::QUEUE);
+        std::thread::spawn(move || {
+            for line in rx {
+                // One request per connection; a relay that is away loses the signal.
+                if let Ok(mut s) = std::os::unix::net::UnixStream::connect(&socket) {
+                    let _ = s.write_all(&line);
+                }
+            }
+        });
+        let session = session.to_owned();
+        Some(SignalSender {
+            tx,
+            session,
+            limit: NotifyLimit::default(),
+            started: std::time::Instant::now(),
+        })
+    }
+
+    fn send(&mut self, signal: Signal) {
+        use crate::send::command::{Request, line};
+        let session = self.session.clone();
+        let request = match signal {
+            Signal::Clipboard { text, .. } => Request::Clipboard { session, text },
+            Signal::Notify { title, body } => {
+                if !self.limit.allow(self.started.elapsed().as_millis() as u64) {
+                    return;
+                }
+                Request::Notify { session, title, body }
+            }
+        };
+        let _ = self.tx.try_send(line(&request));
     }
 }
 

@@ -1,0 +1,242 @@
+//! OSC sequences mosh-server 1.4 drops or cuts, lifted by the same scanner as the images
+//! ([`super::Lifter`]) so the recorder can hand them to the relay (docs/IMAGES.md, "Clipboard
+//! and notifications").
+//!
+//! Facts from mosh 1.4.0 (`src/terminal/terminaldispatcher.cc`, `terminalfunctions.cc`):
+//! - an OSC string is kept up to 16384 characters (`MAXIMUM_CLIPBOARD_SIZE`), the rest of it is
+//!   dropped (so a longer `52;c;…` reaches mosh-client cut, as broken base64);
+//! - OSC 52 is taken only when the string begins exactly `52;c;`: any other selector (`p`, `s`,
+//!   `pc`, `0`, none) is ignored;
+//! - OSC 0, 1 and 2 set the title; every other OSC is ignored (9 and 777 notifications, 8
+//!   hyperlinks).
+//!
+//! So: `52;c;…` of at most 16384 characters goes on to mosh-server as it came (mosh-client users
+//! keep it, and the page gets it from mosh as before); any other OSC 52 write, and a longer one,
+//! is taken out and becomes a [`Signal::Clipboard`]. `9;TEXT` (not ConEmu's `9;N;…` commands)
+//! and `777;notify;TITLE;BODY` are taken out and become a [`Signal::Notify`].
+
+use super::iterm::decode_base64;
+
+/// Characters of an OSC string mosh-server 1.4 keeps.
+pub const MOSH_OSC_LIMIT: usize = 16 * 1024;
+/// Most bytes of an OSC sequence the lifter keeps for a signal (a clipboard write's base64); a
+/// longer one is dropped.
+pub const MAX_SIGNAL_BYTES: usize = 1 << 20;
+/// Most characters of a notification's title and body (the rest is cut, with `…`).
+pub const MAX_TITLE_CHARS: usize = 128;
+pub const MAX_BODY_CHARS: usize = 512;
+
+/// What a lifted OSC sequence asks of the terminal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// OSC 52: put `text` on the clipboard (`selector` as the program wrote it: `c`, `p`, `s`,
+    /// `pc`, … or empty).
+    Clipboard { selector: String, text: String },
+    /// OSC 9 (`title` empty) or OSC 777 `notify`.
+    Notify { title: String, body: String },
+}
+
+/// The OSC prefixes the lifter reads as signals.
+pub(super) const OSC_SIGNAL: [&[u8]; 3] = [b"52;", b"9;", b"777;notify;"];
+
+/// What becomes of a whole OSC string (without introducer and terminator) that began with one
+/// of [`OSC_SIGNAL`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Outcome {
+    /// To mosh-server as it came (it handles it, or ignores it harmlessly).
+    Pass,
+    /// Taken out: for the relay.
+    Signal(Signal),
+    /// Taken out and nothing done (a query, bad base64, a selector no terminal has).
+    Drop,
+}
+
+/// Decides one OSC string; `over`: it was longer than [`MAX_SIGNAL_BYTES`] (only its start is
+/// in `osc`).
+pub(super) fn decide(osc: &[u8], over: bool) -> Outcome {
+    if let Some(rest) = osc.strip_prefix(b"52;") {
+        return clipboard(osc, rest, over);
+    }
+    if over {
+        return Outcome::Drop;
+    }
+    if let Some(text) = osc.strip_prefix(b"9;") {
+        // ConEmu's OSC 9 commands (`9;4;1;50` a progress bar, …) are not notifications.
+        let digits = text.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits > 0 && matches!(text.get(digits), None | Some(b';')) {
+            return Outcome::Pass;
+        }
+        return notify(b"", text);
+    }
+    if let Some(rest) = osc.strip_prefix(b"777;notify;") {
+        let (title, body) = match rest.iter().position(|&b| b == b';') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &b""[..]),
+        };
+        return notify(title, body);
+    }
+    Outcome::Pass
+}
+
+fn clipboard(osc: &[u8], rest: &[u8], over: bool) -> Outcome {
+    let Some(semi) = rest.iter().position(|&b| b == b';') else {
+        // No data: mosh ignores it too.
+        return Outcome::Pass;
+    };
+    let (selector, data) = (&rest[..semi], &rest[semi + 1..]);
+    // Characters, as mosh counts (the UTF-8 is decoded before it is kept).
+    let chars = osc.iter().filter(|&&b| b & 0xc0 != 0x80).count();
+    if selector == b"c" && !over && chars <= MOSH_OSC_LIMIT {
+        return Outcome::Pass;
+    }
+    let known = |b: &u8| matches!(b, b'c' | b'p' | b'q' | b's' | b'0'..=b'7');
+    if over || selector.len() > 16 || !selector.iter().all(known) || data.is_empty() || data == b"?"
+    {
+        // Too long, a query (never answered: it would hand the clipboard to the program), a
+        // clear, or not a selector.
+        return Outcome::Drop;
+    }
+    let Some(bytes) = decode_base64(data) else { return Outcome::Drop };
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Outcome::Signal(Signal::Clipboard {
+        selector: String::from_utf8_lossy(selector).into_owned(),
+        text,
+    })
+}
+
+fn notify(title: &[u8], body: &[u8]) -> Outcome {
+    let (title, body) = (clean(title, MAX_TITLE_CHARS), clean(body, MAX_BODY_CHARS));
+    if title.is_empty() && body.is_empty() {
+        return Outcome::Drop;
+    }
+    Outcome::Signal(Signal::Notify { title, body })
+}
+
+/// The text as UTF-8, control characters as spaces, at most `max` characters (then `…`).
+fn clean(bytes: &[u8], max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in String::from_utf8_lossy(bytes).chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        out.push(if c.is_control() { ' ' } else { c });
+    }
+    out.trim().to_string()
+}
+
+/// At most [`NotifyLimit::BURST`] notifications at once, then one per
+/// [`NotifyLimit::EVERY_MS`]: a program printing OSC 9 in a loop must not flood the desktop.
+/// Sans-IO: the caller gives the time in milliseconds.
+#[derive(Debug, Clone, Default)]
+pub struct NotifyLimit {
+    /// Credit in milliseconds: each notification costs [`NotifyLimit::EVERY_MS`].
+    credit: u64,
+    last_ms: Option<u64>,
+}
+
+impl NotifyLimit {
+    pub const BURST: u64 = 3;
+    pub const EVERY_MS: u64 = 2000;
+
+    /// Whether a notification at `now_ms` may go (and takes its turn if so).
+    pub fn allow(&mut self, now_ms: u64) -> bool {
+        let full = Self::BURST * Self::EVERY_MS;
+        self.credit = match self.last_ms {
+            None => full,
+            Some(last) => self.credit.saturating_add(now_ms.saturating_sub(last)).min(full),
+        };
+        self.last_ms = Some(now_ms);
+        if self.credit >= Self::EVERY_MS {
+            self.credit -= Self::EVERY_MS;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b64(s: &str) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(s)
+    }
+
+    #[test]
+    fn mosh_keeps_short_c_writes_and_gets_them() {
+        assert_eq!(decide(format!("52;c;{}", b64("hi")).as_bytes(), false), Outcome::Pass);
+        let at_limit = format!("52;c;{}", "A".repeat(MOSH_OSC_LIMIT - 5));
+        assert_eq!(decide(at_limit.as_bytes(), false), Outcome::Pass);
+    }
+
+    #[test]
+    fn other_selectors_and_long_writes_are_signals() {
+        for sel in ["p", "s", "pc", "", "0", "cs"] {
+            assert_eq!(
+                decide(format!("52;{sel};{}", b64("hello")).as_bytes(), false),
+                Outcome::Signal(Signal::Clipboard { selector: sel.into(), text: "hello".into() }),
+                "{sel}"
+            );
+        }
+        let long = "x".repeat(MOSH_OSC_LIMIT);
+        assert_eq!(
+            decide(format!("52;c;{}", b64(&long)).as_bytes(), false),
+            Outcome::Signal(Signal::Clipboard { selector: "c".into(), text: long })
+        );
+    }
+
+    #[test]
+    fn queries_bad_data_and_oversized_writes_are_dropped() {
+        assert_eq!(decide(b"52;p;?", false), Outcome::Drop);
+        assert_eq!(decide(b"52;p;", false), Outcome::Drop);
+        assert_eq!(decide(b"52;p;!!!!", false), Outcome::Drop);
+        assert_eq!(decide(b"52;xyz;aGk=", false), Outcome::Drop);
+        assert_eq!(decide(b"52;c;aGk=", true), Outcome::Drop);
+        assert_eq!(decide(b"52;c", false), Outcome::Pass);
+    }
+
+    #[test]
+    fn notifications_are_cleaned_and_conemu_commands_pass() {
+        assert_eq!(
+            decide(b"9;Build done\x01!", false),
+            Outcome::Signal(Signal::Notify { title: "".into(), body: "Build done !".into() })
+        );
+        assert_eq!(decide(b"9;4;1;50", false), Outcome::Pass);
+        assert_eq!(decide(b"9;12", false), Outcome::Pass);
+        assert_eq!(
+            decide(b"777;notify;Claude;Waiting for you", false),
+            Outcome::Signal(Signal::Notify {
+                title: "Claude".into(),
+                body: "Waiting for you".into()
+            })
+        );
+        assert_eq!(
+            decide(b"777;notify;Only a title", false),
+            Outcome::Signal(Signal::Notify { title: "Only a title".into(), body: "".into() })
+        );
+        assert_eq!(decide(b"9;", false), Outcome::Drop);
+        let long = "é".repeat(MAX_BODY_CHARS + 10);
+        let Outcome::Signal(Signal::Notify { body, .. }) =
+            decide(format!("9;{long}").as_bytes(), false)
+        else {
+            panic!()
+        };
+        assert_eq!(body.chars().count(), MAX_BODY_CHARS + 1);
+        assert!(body.ends_with('…'));
+    }
+
+    #[test]
+    fn notifications_are_limited_to_a_burst_then_a_pace() {
+        let mut l = NotifyLimit::default();
+        assert!(l.allow(0) && l.allow(1) && l.allow(2));
+        assert!(!l.allow(3));
+        assert!(!l.allow(1000));
+        assert!(l.allow(2003));
+        assert!(!l.allow(2004));
+        assert!(l.allow(100_000) && l.allow(100_000) && l.allow(100_000));
+        assert!(!l.allow(100_000));
+    }
+}
