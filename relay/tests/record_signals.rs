@@ -35,7 +35,8 @@ fn clipboard_writes_and_notifications_mosh_drops_reach_the_relay_and_the_text_is
          printf '\\033]52;c;'; cat big.b64; printf '\\033\\\\three\\n'; \
          printf '\\033]9;Build finished\\007four\\n'; \
          printf '\\033]777;notify;Agent;Waiting for input\\033\\\\five\\n'; \
-         printf '\\033]52;c;{}\\007six\\n'",
+         printf '\\033]52;c;{}\\007six\\n'; \
+         printf 'see \\033]8;;https://example.com/docs\\033\\\\the docs\\033]8;;\\033\\\\ now\\n'",
         b64("primary text"),
         b64("mosh keeps this"),
     );
@@ -56,7 +57,7 @@ fn clipboard_writes_and_notifications_mosh_drops_reach_the_relay_and_the_text_is
     let kept = format!("\x1b]52;c;{}\x07", b64("mosh keeps this"));
     assert_eq!(
         text,
-        format!("one\r\ntwo\r\nthree\r\nfour\r\nfive\r\n{kept}six\r\n"),
+        format!("one\r\ntwo\r\nthree\r\nfour\r\nfive\r\n{kept}six\r\nsee the docs now\r\n"),
         "the text is unchanged; only the OSC 52 mosh keeps is still in it"
     );
     assert!(!contains(&out, b"]52;p") && !contains(&out, b"]9;") && !contains(&out, b"]777"));
@@ -65,7 +66,7 @@ fn clipboard_writes_and_notifications_mosh_drops_reach_the_relay_and_the_text_is
     listener.set_nonblocking(true).unwrap();
     let mut requests = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while requests.len() < 4 && Instant::now() < deadline {
+    while requests.len() < 5 && Instant::now() < deadline {
         match listener.accept() {
             Ok((s, _)) => {
                 s.set_nonblocking(false).unwrap();
@@ -76,7 +77,7 @@ fn clipboard_writes_and_notifications_mosh_drops_reach_the_relay_and_the_text_is
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
-    assert_eq!(requests.len(), 4, "{requests:?}");
+    assert_eq!(requests.len(), 5, "{requests:?}");
     assert_eq!(requests[0]["clipboard"]["session"], SESSION);
     assert_eq!(requests[0]["clipboard"]["text"], "primary text");
     assert_eq!(requests[1]["clipboard"]["text"].as_str().unwrap().len(), big.len());
@@ -85,4 +86,8 @@ fn clipboard_writes_and_notifications_mosh_drops_reach_the_relay_and_the_text_is
     assert_eq!(requests[2]["notify"]["body"], "Build finished");
     assert_eq!(requests[3]["notify"]["title"], "Agent");
     assert_eq!(requests[3]["notify"]["body"], "Waiting for input");
+    // The link's text as the screen shows it, and its column.
+    assert_eq!(requests[4]["link"]["url"], "https://example.com/docs");
+    assert_eq!(requests[4]["link"]["text"], "the docs");
+    assert_eq!(requests[4]["link"]["col"], 4);
 }

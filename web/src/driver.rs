@@ -178,6 +178,7 @@ impl Driver {
             Effect::Bell => self.hooks.bell(),
             Effect::Clipboard(copy) => self.hooks.clipboard(&copy),
             Effect::Notify { title, body } => self.hooks.notify(&title, &body),
+            Effect::Link { url, text, col } => self.hooks.link_text(&url, &text, col),
             Effect::Refused(message) => self.hooks.refused(&message),
             Effect::PasteProgress(progress) => self.hooks.paste(progress.as_ref()),
             Effect::Flooding(on) => self.hooks.flooding(on),

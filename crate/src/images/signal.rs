@@ -13,9 +13,13 @@
 //! So: `52;c;…` of at most 16384 characters goes on to mosh-server as it came (mosh-client users
 //! keep it, and the page gets it from mosh as before); any other OSC 52 write, and a longer one,
 //! is taken out and becomes a [`Signal::Clipboard`]. `9;TEXT` (not ConEmu's `9;N;…` commands)
-//! and `777;notify;TITLE;BODY` are taken out and become a [`Signal::Notify`].
+//! and `777;notify;TITLE;BODY` are taken out and become a [`Signal::Notify`]. OSC 8 hyperlinks
+//! (`8;PARAMS;URL` opens one, `8;;` closes it) are taken out and become [`Signal::Link`]: the
+//! recorder reads the link's text off its own screen between the two.
 
 use super::iterm::decode_base64;
+use crate::relay_proto::signal::linkable_url;
+use crate::terminal::{Framebuffer, Pos};
 
 /// Characters of an OSC string mosh-server 1.4 keeps.
 pub const MOSH_OSC_LIMIT: usize = 16 * 1024;
@@ -34,10 +38,14 @@ pub enum Signal {
     Clipboard { selector: String, text: String },
     /// OSC 9 (`title` empty) or OSC 777 `notify`.
     Notify { title: String, body: String },
+    /// OSC 8: a hyperlink begins (`Some(url)`, a URL the page may open:
+    /// [`linkable_url`](crate::relay_proto::signal::linkable_url)) or ends (`None`; also for a
+    /// URL not allowed, so its text stays plain).
+    Link { url: Option<String> },
 }
 
 /// The OSC prefixes the lifter reads as signals.
-pub(super) const OSC_SIGNAL: [&[u8]; 3] = [b"52;", b"9;", b"777;notify;"];
+pub(super) const OSC_SIGNAL: [&[u8]; 4] = [b"52;", b"9;", b"777;notify;", b"8;"];
 
 /// What becomes of a whole OSC string (without introducer and terminator) that began with one
 /// of [`OSC_SIGNAL`].
@@ -59,6 +67,12 @@ pub(super) fn decide(osc: &[u8], over: bool) -> Outcome {
     }
     if over {
         return Outcome::Drop;
+    }
+    if let Some(rest) = osc.strip_prefix(b"8;") {
+        // `8;PARAMS;URL`: the URL is after the second `;` (it may hold `;` itself).
+        let url = rest.iter().position(|&b| b == b';').map(|i| &rest[i + 1..]).unwrap_or(b"");
+        let url = std::str::from_utf8(url).ok().filter(|u| linkable_url(u));
+        return Outcome::Signal(Signal::Link { url: url.map(str::to_owned) });
     }
     if let Some(text) = osc.strip_prefix(b"9;") {
         // ConEmu's OSC 9 commands (`9;4;1;50` a progress bar, …) are not notifications.
@@ -123,6 +137,32 @@ fn clean(bytes: &[u8], max: usize) -> String {
         out.push(if c.is_control() { ' ' } else { c });
     }
     out.trim().to_string()
+}
+
+/// The text of a hyperlink that began at `start` and ends at `fb`'s cursor, and its column: the
+/// cells of that row between the two (a wide character once). Only a link on one row is kept (a
+/// program prints a link as a word or a path; one that wrapped or moved to another row is let
+/// go); `None` when nothing is between.
+pub fn link_text(fb: &Framebuffer, start: Pos) -> Option<(String, u16)> {
+    let end = fb.cursor();
+    // After a character in the last column the cursor stays on it, waiting to wrap.
+    let end_col = usize::from(end.col) + usize::from(fb.wrap_pending());
+    if end.row != start.row || end_col <= usize::from(start.col) {
+        return None;
+    }
+    let row = fb.row(usize::from(start.row))?;
+    let mut text = String::new();
+    let mut x = usize::from(start.col);
+    while x < end_col.min(row.cells().len()) {
+        let cell = &row.cells()[x];
+        text.push_str(if cell.text().is_empty() { " " } else { cell.text() });
+        x += cell.width().max(1);
+    }
+    let text = text.trim_end().to_string();
+    if text.is_empty() || text.len() > crate::relay_proto::signal::MAX_LINK_TEXT {
+        return None;
+    }
+    Some((text, start.col))
 }
 
 /// At most [`NotifyLimit::BURST`] notifications at once, then one per
@@ -226,6 +266,44 @@ mod tests {
         };
         assert_eq!(body.chars().count(), MAX_BODY_CHARS + 1);
         assert!(body.ends_with('…'));
+    }
+
+    #[test]
+    fn hyperlinks_open_with_a_safe_url_and_close() {
+        let link = |u: Option<&str>| Outcome::Signal(Signal::Link { url: u.map(str::to_owned) });
+        assert_eq!(
+            decide(b"8;;https://example.com/a;b", false),
+            link(Some("https://example.com/a;b"))
+        );
+        assert_eq!(decide(b"8;id=x;mailto:a@b.c", false), link(Some("mailto:a@b.c")));
+        assert_eq!(decide(b"8;;", false), link(None));
+        assert_eq!(decide(b"8;", false), link(None));
+        for bad in
+            [&b"8;;javascript:alert(1)"[..], b"8;;file:///etc/passwd", b"8;;data:text/html,x"]
+        {
+            assert_eq!(decide(bad, false), link(None), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_links_text_is_read_off_the_screen_between_its_start_and_end() {
+        use crate::terminal::{Emulator, Size};
+        let mut e = Emulator::new(Size { cols: 20, rows: 4 });
+        e.feed(b"see \x1b[1m");
+        let start = e.framebuffer().cursor();
+        e.feed("d\u{e9}\u{4e2d}cs".as_bytes());
+        assert_eq!(link_text(e.framebuffer(), start), Some(("d\u{e9}\u{4e2d}cs".into(), 4)));
+        // Up to the last column (the cursor waits there to wrap).
+        e.feed(b"\r\n");
+        e.feed(b"0123456789012345");
+        let start = e.framebuffer().cursor();
+        e.feed(b"last");
+        assert_eq!(link_text(e.framebuffer(), start), Some(("last".into(), 16)));
+        // Nothing between, or another row: none.
+        let start = e.framebuffer().cursor();
+        assert_eq!(link_text(e.framebuffer(), start), None);
+        e.feed(b"\r\nab");
+        assert_eq!(link_text(e.framebuffer(), start), None);
     }
 
     #[test]

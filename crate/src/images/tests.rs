@@ -402,6 +402,8 @@ fn clipboard_and_notifications_mosh_drops_are_lifted_at_every_split() {
     input.extend_from_slice(b"\xc2\x9d777;notify;Agent;Waiting for you\x07f");
     input.extend_from_slice(b"\x1b]9;4;1;50\x07\x1b]52;p;?\x07\x1b]52;s;!!\x07g");
     input.extend_from_slice(b"\x1b]777;other\x07\x1b]99;x\x07\x1b]9;cut\x1b[0mh");
+    input.extend_from_slice(b"\x1b]8;id=1;https://example.com/x\x1b\\link\x1b]8;;\x07i");
+    input.extend_from_slice(b"\x1b]8;;javascript:alert(1)\x07j\x1b]8;;\x07");
     let whole = lift(&input);
     assert_eq!(
         signals(&whole),
@@ -410,11 +412,15 @@ fn clipboard_and_notifications_mosh_drops_are_lifted_at_every_split() {
             &Signal::Clipboard { selector: "c".into(), text: big.clone() },
             &Signal::Notify { title: "".into(), body: "Build done".into() },
             &Signal::Notify { title: "Agent".into(), body: "Waiting for you".into() },
+            &Signal::Link { url: Some("https://example.com/x".into()) },
+            &Signal::Link { url: None },
+            &Signal::Link { url: None },
+            &Signal::Link { url: None },
         ]
     );
     assert_eq!(
         text(&whole),
-        b"a\x1b]52;c;aGk=\x07bcdef\x1b]9;4;1;50\x07g\x1b]777;other\x07\x1b]99;x\x07\x1b[0mh"
+        b"a\x1b]52;c;aGk=\x07bcdef\x1b]9;4;1;50\x07g\x1b]777;other\x07\x1b]99;x\x07\x1b[0mhlinkij"
     );
     assert!(drops(&whole).is_empty());
     // The 20 kB write makes every-cut quadratic: check the cuts on a shorter stream, and the

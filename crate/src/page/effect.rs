@@ -81,6 +81,13 @@ pub enum Effect {
         title: String,
         body: String,
     },
+    /// A program printed `text` at column `col` as a hyperlink to `url` (OSC 8, through the
+    /// recorder; the URL is one a page may open): the page makes it a link where its row shows it.
+    Link {
+        url: String,
+        text: String,
+        col: u16,
+    },
     PasteProgress(Option<PasteProgress>),
     Flooding(bool),
     /// The shell offers a URL to open (`tern open`): the page asks the person.

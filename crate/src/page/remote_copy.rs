@@ -86,6 +86,9 @@ impl super::PageClient {
             PageSignal::Notify { title, body } => {
                 self.push(super::Effect::Notify { title, body });
             }
+            PageSignal::Link { url, text, col } => {
+                self.push(super::Effect::Link { url, text, col });
+            }
         }
     }
 }

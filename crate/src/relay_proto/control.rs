@@ -515,7 +515,7 @@ impl Message for ServerMessage {
             }
             "moved" => Ok(ServerMessage::Moved),
             "offer" => super::offer::Offer::read_fields(&f).map(ServerMessage::Offer),
-            kind @ ("clipboard" | "notify") => {
+            kind @ ("clipboard" | "notify" | "link") => {
                 super::signal::PageSignal::read_fields(kind, &f).map(ServerMessage::Signal)
             }
             "held" => {

@@ -46,8 +46,10 @@ use rustix::termios::{
 };
 use tern::images::{
     DEFAULT_MAX_IMAGE_BYTES, Dropped, Geometry, LiftedImage, Lifter, LifterConfig, NotifyLimit,
-    Piece, Signal, anchor, marker,
+    Piece, Signal, anchor, link_text, marker,
 };
+use tern::relay_proto::PageSignal;
+use tern::terminal::Pos;
 use tern::terminal::{Emulator, HistoryLines, Size};
 
 use super::images::{DEFAULT_QUOTA, ImageStore};
@@ -280,6 +282,7 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         out: Vec::new(),
         events: Vec::new(),
         signals: Vec::new(),
+        open_link: None,
         to_relay: SignalSender::start(&args.session),
     });
     let winsize = Arc::new(AtomicU64::new(pack(size)));
@@ -453,6 +456,8 @@ fn output_within(from_shell: &File, wait: std::time::Duration) -> bool {
 enum Event {
     Image(LiftedImage),
     Dropped(Dropped),
+    /// OSC 8: a hyperlink to this URL begins here (`None`: the one open ends).
+    Link(Option<String>),
 }
 
 /// The recorder's image lifting: the lifter, the store, and one read's output.
@@ -464,8 +469,10 @@ struct Images {
     out: Vec<u8>,
     /// Where in the text each image came, and what it was.
     events: Vec<(usize, Event)>,
-    /// Clipboard writes and notifications of the read (no place in the screen).
-    signals: Vec<Signal>,
+    /// Clipboard writes, notifications and links of the read, for the relay.
+    signals: Vec<PageSignal>,
+    /// The hyperlink open (OSC 8): its URL and where on the screen its text began.
+    open_link: Option<(String, Pos)>,
     /// To the relay, which hands them to the session's page.
     to_relay: Option<SignalSender>,
 }
@@ -479,7 +486,13 @@ impl Images {
         self.events.clear();
         let (out, events, signals) = (&mut self.out, &mut self.events, &mut self.signals);
         let mut take = |piece: Piece<'_>| match piece {
-            Piece::Signal(s) => signals.push(s),
+            Piece::Signal(Signal::Link { url }) => events.push((out.len(), Event::Link(url))),
+            Piece::Signal(Signal::Clipboard { text, .. }) => {
+                signals.push(PageSignal::Clipboard { text })
+            }
+            Piece::Signal(Signal::Notify { title, body }) => {
+                signals.push(PageSignal::Notify { title, body })
+            }
             Piece::Text(t) => out.extend_from_slice(t),
             Piece::Image(image) => {
                 events.push((out.len(), Event::Image(image)));
@@ -540,6 +553,17 @@ impl Images {
             e.feed(text);
             with_layout.extend_from_slice(text);
             from = *at;
+            if let Event::Link(url) = event {
+                // The link's text is what the screen shows between its start and its end.
+                let fb = e.framebuffer();
+                if let Some((url, start)) = self.open_link.take()
+                    && let Some((text, col)) = link_text(fb, start)
+                {
+                    self.signals.push(PageSignal::Link { url, text, col });
+                }
+                self.open_link = url.clone().map(|url| (url, fb.cursor()));
+                continue;
+            }
             let completed = scrolled(e);
             let at = anchor(e, completed);
             let id = match (self.store.as_mut(), event) {
@@ -548,7 +572,8 @@ impl Images {
                     let _ = store.dropped(d, &at);
                     None
                 }
-                (None, _) => None,
+                // Taken before (a link has no place in the store).
+                (_, Event::Link(_)) | (None, _) => None,
             };
             if let Event::Image(image) = event {
                 let fb = e.framebuffer();
@@ -603,17 +628,18 @@ impl SignalSender {
         })
     }
 
-    fn send(&mut self, signal: Signal) {
+    fn send(&mut self, signal: PageSignal) {
         use crate::send::command::{Request, line};
         let session = self.session.clone();
         let request = match signal {
-            Signal::Clipboard { text, .. } => Request::Clipboard { session, text },
-            Signal::Notify { title, body } => {
+            PageSignal::Clipboard { text } => Request::Clipboard { session, text },
+            PageSignal::Notify { title, body } => {
                 if !self.limit.allow(self.started.elapsed().as_millis() as u64) {
                     return;
                 }
                 Request::Notify { session, title, body }
             }
+            PageSignal::Link { url, text, col } => Request::Link { session, url, text, col },
         };
         let _ = self.tx.try_send(line(&request));
     }

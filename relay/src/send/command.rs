@@ -35,6 +35,8 @@ pub enum Request {
     Clipboard { session: String, text: String },
     /// From the recorder: a program asked for a notification (OSC 9 / 777).
     Notify { session: String, title: String, body: String },
+    /// From the recorder: a program printed `text` at column `col` as a hyperlink (OSC 8).
+    Link { session: String, url: String, text: String, col: u16 },
     /// Wait for the answer to an offer made before (after the relay restarted).
     Wait { session: String, offer: String },
 }

@@ -110,7 +110,13 @@ pub struct Offers {
     /// Clipboard writes and notifications from each session's recorder, for the pages attached
     /// when they come (not kept: a notification is about now).
     signals: Mutex<HashMap<String, broadcast::Sender<PageSignal>>>,
+    /// Each session's last [`MAX_LINKS`] hyperlinks (OSC 8), for a page that attaches later (a
+    /// reload, another browser): the text stays on the screen and in the scrollback.
+    links: Mutex<HashMap<String, std::collections::VecDeque<PageSignal>>>,
 }
+
+/// Hyperlinks kept per session for pages that attach later.
+pub const MAX_LINKS: usize = 200;
 
 /// Why an offer was not made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -150,6 +156,7 @@ impl Offers {
             dir: dir.map(Path::to_path_buf),
             sessions: Mutex::new(sessions),
             signals: Mutex::new(HashMap::new()),
+            links: Mutex::new(HashMap::new()),
         })
     }
 
@@ -249,8 +256,22 @@ impl Offers {
 
     /// Hands `signal` to the pages attached to `session` now; false when none is.
     pub fn signal(&self, session: &str, signal: PageSignal) -> bool {
+        if let PageSignal::Link { .. } = &signal {
+            let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+            let kept = links.entry(session.to_owned()).or_default();
+            if kept.len() == MAX_LINKS {
+                kept.pop_front();
+            }
+            kept.push_back(signal.clone());
+        }
         let signals = self.signals.lock().unwrap_or_else(|p| p.into_inner());
         signals.get(session).is_some_and(|tx| tx.send(signal).is_ok())
+    }
+
+    /// The hyperlinks `session`'s programs printed (the last [`MAX_LINKS`]), oldest first.
+    pub fn links(&self, session: &str) -> Vec<PageSignal> {
+        let links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+        links.get(session).map(|l| l.iter().cloned().collect()).unwrap_or_default()
     }
 
     /// The clipboard writes and notifications of `session` from now on.
@@ -263,6 +284,7 @@ impl Offers {
     /// The session is over: its offers go, and whoever waits hears why.
     pub fn end_session(&self, session: &str) {
         self.signals.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
+        self.links.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
         let Some(s) = self.lock().remove(session) else { return };
         for p in s.list {
             for w in p.waiters {

@@ -85,6 +85,9 @@ async fn serve_one(socket: &CommandSocket, offers: &Offers, mut stream: UnixStre
         Request::Notify { session, title, body } => {
             return signal(socket, offers, session, PageSignal::Notify { title, body });
         }
+        Request::Link { session, url, text, col } => {
+            return signal(socket, offers, session, PageSignal::Link { url, text, col });
+        }
         r => r,
     };
     let (session, waiting) = match handle(socket, offers, request).await {
@@ -128,7 +131,11 @@ fn signal(socket: &CommandSocket, offers: &Offers, session: String, signal: Page
         tracing::debug!(%session, "a signal for a session that is not this relay's");
         return;
     }
-    let kind = if matches!(signal, PageSignal::Clipboard { .. }) { "clipboard" } else { "notify" };
+    let kind = match signal {
+        PageSignal::Clipboard { .. } => "clipboard",
+        PageSignal::Notify { .. } => "notify",
+        PageSignal::Link { .. } => "link",
+    };
     let sent = offers.signal(&session, signal);
     tracing::debug!(%session, kind, sent, "a program's signal mosh-server drops");
 }
@@ -175,7 +182,7 @@ async fn handle(
         | Request::Open { session, .. }
         | Request::Wait { session, .. } => session.clone(),
         // Handled before (serve_one): they wait for nothing.
-        Request::Clipboard { .. } | Request::Notify { .. } => {
+        Request::Clipboard { .. } | Request::Notify { .. } | Request::Link { .. } => {
             return Err("not a request that waits".into());
         }
     };
@@ -207,7 +214,7 @@ async fn handle(
             let rx = offers.wait(&session, &offer).map_err(|e| e.to_string())?;
             Waiting::Again { offer, rx }
         }
-        Request::Clipboard { .. } | Request::Notify { .. } => {
+        Request::Clipboard { .. } | Request::Notify { .. } | Request::Link { .. } => {
             return Err("not a request that waits".into());
         }
     };

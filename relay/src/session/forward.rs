@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
+use tern::relay_proto::PageSignal;
 use tern::relay_proto::framing::{MAX_PARTS, Splitter};
 
 use super::handshake::Control;
@@ -94,6 +95,12 @@ pub(super) async fn run(
     // What programs printed that mosh-server drops (clipboard, notifications), from now on.
     let mut signals = shared.offers.signals(&session.target.session);
     let mut signals_open = true;
+    // The links printed before this page attached (a reload, another browser).
+    for link in shared.offers.links(&session.target.session) {
+        if control.send.write_all(&ServerMessage::Signal(link).to_line()).await.is_err() {
+            break;
+        }
+    }
     // A named token's link ends within a watch interval of `tern-relay token revoke`, or when
     // the token expires.
     let mut tokens = shared.tokens.changed();
@@ -426,14 +433,16 @@ impl<'a> Bridge<'a> {
     /// read-only link gets neither: the clipboard is the owner's, and so is the attention).
     async fn signal(
         &mut self,
-        s: Result<tern::relay_proto::PageSignal, tokio::sync::broadcast::error::RecvError>,
+        s: Result<PageSignal, tokio::sync::broadcast::error::RecvError>,
         send: &mut SendHalf,
     ) -> Step {
         let Ok(signal) = s else {
             // Lagged (more than the channel holds came at once) or closed (the session ended).
             return ControlFlow::Continue(());
         };
-        if self.session.who.read_only() {
+        // A link is text on the screen, for every page that shows it; the clipboard and
+        // notifications are for the owner.
+        if self.session.who.read_only() && !matches!(signal, PageSignal::Link { .. }) {
             return ControlFlow::Continue(());
         }
         if send.write_all(&ServerMessage::Signal(signal).to_line()).await.is_err() {
