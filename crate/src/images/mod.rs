@@ -33,7 +33,7 @@ pub use anchor::{Anchor, anchor};
 pub use cells::{CursorAfter, DEFAULT_CELL_HEIGHT, DEFAULT_CELL_WIDTH, Geometry};
 pub use lifter::Lifter;
 pub use probe::pixel_size;
-pub use signal::{NotifyLimit, Signal, link_text};
+pub use signal::{NotifyLimit, Signal, link_start, link_text};
 
 /// Most encoded bytes one image may have by default (base64 or SIXEL as it came).
 pub const DEFAULT_MAX_IMAGE_BYTES: usize = 16 << 20;

@@ -139,7 +139,13 @@ fn clean(bytes: &[u8], max: usize) -> String {
     out.trim().to_string()
 }
 
-/// The text of a hyperlink that began at `start` and ends at `fb`'s cursor, and its column: the
+/// Where a hyperlink that begins now starts: the cursor, or `None` when the cursor waits to wrap
+/// (its text would begin on the next row, which may scroll: such a link is let go).
+pub fn link_start(fb: &Framebuffer) -> Option<Pos> {
+    (!fb.wrap_pending()).then(|| fb.cursor())
+}
+
+/// The text of a hyperlink that began at `start` ([`link_start`]) and ends at `fb`'s cursor, and its column: the
 /// cells of that row between the two (a wide character once). Only a link on one row is kept (a
 /// program prints a link as a word or a path; one that wrapped or moved to another row is let
 /// go); `None` when nothing is between.
@@ -299,8 +305,11 @@ mod tests {
         let start = e.framebuffer().cursor();
         e.feed(b"last");
         assert_eq!(link_text(e.framebuffer(), start), Some(("last".into(), 16)));
+        // Begun where the cursor waits to wrap: none.
+        assert_eq!(link_start(e.framebuffer()), None);
         // Nothing between, or another row: none.
-        let start = e.framebuffer().cursor();
+        e.feed(b"\r\n");
+        let start = link_start(e.framebuffer()).unwrap();
         assert_eq!(link_text(e.framebuffer(), start), None);
         e.feed(b"\r\nab");
         assert_eq!(link_text(e.framebuffer(), start), None);

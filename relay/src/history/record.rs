@@ -46,7 +46,7 @@ use rustix::termios::{
 };
 use tern::images::{
     DEFAULT_MAX_IMAGE_BYTES, Dropped, Geometry, LiftedImage, Lifter, LifterConfig, NotifyLimit,
-    Piece, Signal, anchor, link_text, marker,
+    Piece, Signal, anchor, link_start, link_text, marker,
 };
 use tern::relay_proto::PageSignal;
 use tern::terminal::Pos;
@@ -561,7 +561,7 @@ impl Images {
                 {
                     self.signals.push(PageSignal::Link { url, text, col });
                 }
-                self.open_link = url.clone().map(|url| (url, fb.cursor()));
+                self.open_link = url.clone().zip(link_start(fb));
                 continue;
             }
             let completed = scrolled(e);
