@@ -2,11 +2,13 @@
 // "Clipboard and notifications"): real tern-relay (spawn mode, its recorder), mosh-server and
 // Chromium. OSC 52 with a selector mosh ignores (`p`) and one over mosh's 16384 characters reach
 // the clipboard with the setting "on"; OSC 9 and OSC 777 make a browser notification only while
-// the tab is hidden and the setting "Programs may notify me" allows it.
+// the tab is hidden and the setting "Programs may notify me" allows it; an OSC 8 hyperlink is a
+// link (its URL on hover, a click opens it), a javascript: one is not.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import {
-  until, screen, waitForPrompt, typeLine, screenshotsOfState, setPageHidden,
+  until, screen, waitForPrompt, typeLine, screenshotsOfState, setPageHidden, sleep, ARTIFACTS,
 } from '../lib/helpers.mjs';
 import { browserFixture, onlyChromium } from '../lib/fixture.mjs';
 
@@ -96,4 +98,73 @@ test('OSC 9 and OSC 777 make a notification while the tab is hidden, as the sett
   ]);
   assert.deepEqual(await page.evaluate(() => ({ ...window.tern.programNotes })), { received: 4, shown: 2 });
   await setPageHidden(page, false);
+});
+
+/// The page position of the middle of cell (col, row) of xterm.js's screen (0-based).
+async function cellCenter(p, col, row) {
+  return p.evaluate(([c, r]) => {
+    const { term } = window.tern;
+    const box = term.element.querySelector('.xterm-screen').getBoundingClientRect();
+    return { x: box.left + (c + 0.5) * (box.width / term.cols), y: box.top + (r + 0.5) * (box.height / term.rows) };
+  }, [col, row]);
+}
+
+/// The viewport row (0-based) whose text is `text`.
+async function rowOf(p, text) {
+  return until(() => p.evaluate((t) => {
+    const { term } = window.tern;
+    const buf = term.buffer.active;
+    for (let y = 0; y < term.rows; y++) {
+      if ((buf.getLine(buf.viewportY + y)?.translateToString(true) ?? '').trimEnd() === t) return y + 1;
+    }
+    return 0;
+  }, text), { what: `the row "${text}"` }).then((r) => r - 1);
+}
+
+test('an OSC 8 hyperlink is a link on the page: its URL on hover, a click opens it', chromiumOnly, async () => {
+  const { page } = fx;
+  await waitForPrompt(page);
+  await run(page, "printf 'see \\033]8;;https://example.invalid/docs\\033\\\\the docs\\033]8;;\\033\\\\ now\\n'; printf '\\033]8;;javascript:alert(1)\\007evil link\\033]8;;\\007\\n'", 'osc8');
+  await until(() => page.evaluate(() => window.tern.programLinks.count() >= 1), { what: 'the link to reach the page' });
+  const row = await rowOf(page, 'see the docs now');
+  // Off the link ("see"): no pointer, no tip.
+  const off = await cellCenter(page, 1, row);
+  await page.mouse.move(off.x, off.y);
+  const at = await cellCenter(page, 6, row);
+  await page.mouse.move(at.x, at.y);
+  await until(() => page.evaluate(() => !document.getElementById('link-hover').hidden), { what: 'the URL on hover' });
+  assert.equal(await page.textContent('#link-hover'), 'https://example.invalid/docs');
+  // The javascript: link was never made one: its text is plain.
+  const evil = await cellCenter(page, 2, await rowOf(page, 'evil link'));
+  await page.mouse.move(evil.x, evil.y);
+  await until(() => page.evaluate(() => document.getElementById('link-hover').hidden), { what: 'the tip to go' });
+  assert.equal(await page.evaluate(() => window.tern.programLinks.count()), 1);
+  for (const scheme of ['dark', 'light']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const [size, viewport] of [['desktop', { width: 1100, height: 700 }], ['phone', { width: 390, height: 844 }]]) {
+      await page.setViewportSize(viewport);
+      await sleep(200);
+      const r = await rowOf(page, 'see the docs now');
+      const c = await cellCenter(page, 6, r);
+      await page.mouse.move(c.x + 1, c.y, { steps: 4 });
+      await until(() => page.evaluate(() => !document.getElementById('link-hover').hidden), { what: `the tip again (${scheme} ${size}, row ${r})` });
+      await page.screenshot({ path: join(ARTIFACTS, `signals-link-hover-${scheme}-${size}.png`) });
+      await page.mouse.move(0, 0);
+    }
+  }
+  await page.setViewportSize({ width: 1100, height: 700 });
+  await page.emulateMedia({ colorScheme: null });
+  await sleep(200);
+  // A click opens it in a new page (the test answers the address).
+  await fx.browser.context.route('https://example.invalid/**', (r) => r.fulfill({ contentType: 'text/html', body: '<title>docs</title>opened' }));
+  const c = await cellCenter(page, 6, await rowOf(page, 'see the docs now'));
+  await page.mouse.move(c.x, c.y, { steps: 4 });
+  await until(() => page.evaluate(() => !document.getElementById('link-hover').hidden), { what: 'the tip before the click' });
+  const opened = fx.browser.context.waitForEvent('page', { timeout: 10000 });
+  await page.mouse.click(c.x, c.y);
+  const other = await opened;
+  await until(() => other.url() !== 'about:blank', { what: 'the new page to navigate' });
+  assert.equal(other.url(), 'https://example.invalid/docs');
+  assert.equal(await other.evaluate(() => window.opener).catch(() => null), null);
+  await other.close();
 });
