@@ -385,6 +385,9 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         im.record(&mut e, &mut writer, &mut lines);
         let _ = stdout.write_all(&im.out).and_then(|()| stdout.flush());
     }
+    if let Some(to) = images.and_then(|im| im.to_relay) {
+        to.finish(std::time::Duration::from_secs(2));
+    }
     let status = child.wait()?;
     Ok(status.code().unwrap_or(1))
 }
@@ -602,6 +605,8 @@ struct SignalSender {
     session: String,
     limit: NotifyLimit,
     started: std::time::Instant,
+    /// Closed by the thread when it has written everything (the recorder's end waits for it).
+    done: std::sync::mpsc::Receiver<()>,
 }
 
 impl SignalSender {
@@ -611,7 +616,9 @@ impl SignalSender {
     fn start(session: &str) -> Option<SignalSender> {
         let socket = PathBuf::from(std::env::var_os(crate::send::command::SOCKET_ENV)?);
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(Self::QUEUE);
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
         std::thread::spawn(move || {
+            let _done = done_tx;
             for line in rx {
                 // One request per connection; a relay that is away loses the signal.
                 if let Ok(mut s) = std::os::unix::net::UnixStream::connect(&socket) {
@@ -625,7 +632,15 @@ impl SignalSender {
             session,
             limit: NotifyLimit::default(),
             started: std::time::Instant::now(),
+            done,
         })
+    }
+
+    /// The output ended: what is queued goes to the relay first (waiting at most `wait`: a relay
+    /// that does not read must not keep the recorder, and so the session, from ending).
+    fn finish(self, wait: std::time::Duration) {
+        drop(self.tx);
+        let _ = self.done.recv_timeout(wait);
     }
 
     fn send(&mut self, signal: PageSignal) {
