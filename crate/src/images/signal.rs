@@ -24,8 +24,10 @@ use crate::terminal::{Framebuffer, Pos};
 /// Characters of an OSC string mosh-server 1.4 keeps.
 pub const MOSH_OSC_LIMIT: usize = 16 * 1024;
 /// Most bytes of an OSC sequence the lifter keeps for a signal (a clipboard write's base64); a
-/// longer one is dropped.
-pub const MAX_SIGNAL_BYTES: usize = 1 << 20;
+/// longer one is dropped. Its text (at most
+/// [`MAX_CLIPBOARD_TEXT`](crate::relay_proto::signal::MAX_CLIPBOARD_TEXT)) stays within the control
+/// stream's line limit however it is escaped.
+pub const MAX_SIGNAL_BYTES: usize = 700 * 1024;
 /// Most characters of a notification's title and body (the rest is cut, with `…`).
 pub const MAX_TITLE_CHARS: usize = 128;
 pub const MAX_BODY_CHARS: usize = 512;
@@ -112,6 +114,10 @@ fn clipboard(osc: &[u8], rest: &[u8], over: bool) -> Outcome {
     }
     let Some(bytes) = decode_base64(data) else { return Outcome::Drop };
     let text = String::from_utf8_lossy(&bytes).into_owned();
+    // Bytes that are not UTF-8 grow (each a U+FFFD of 3 bytes): bounded again.
+    if text.len() > crate::relay_proto::signal::MAX_CLIPBOARD_TEXT {
+        return Outcome::Drop;
+    }
     Outcome::Signal(Signal::Clipboard {
         selector: String::from_utf8_lossy(selector).into_owned(),
         text,
@@ -242,6 +248,10 @@ mod tests {
         assert_eq!(decide(b"52;xyz;aGk=", false), Outcome::Drop);
         assert_eq!(decide(b"52;c;aGk=", true), Outcome::Drop);
         assert_eq!(decide(b"52;c", false), Outcome::Pass);
+        // Not UTF-8: each byte a U+FFFD of 3, over the text's limit.
+        use base64::Engine;
+        let junk = base64::engine::general_purpose::STANDARD.encode(vec![0xffu8; 300 * 1024]);
+        assert_eq!(decide(format!("52;p;{junk}").as_bytes(), false), Outcome::Drop);
     }
 
     #[test]
