@@ -1,7 +1,7 @@
 // What mosh-server drops, through the recorder's channel (issue 34 item 3, docs/IMAGES.md
 // "Clipboard and notifications"): real tern-relay (spawn mode, its recorder), mosh-server and
 // Chromium. OSC 52 with a selector mosh ignores (`p`) and one over mosh's 16384 characters reach
-// the clipboard with the setting "on"; OSC 9 and OSC 777 make a browser notification only while
+// the clipboard with the setting "on", ask first with "ask", never with "off"; OSC 9 and OSC 777 make a browser notification only while
 // the tab is hidden and the setting "Programs may notify me" allows it; an OSC 8 hyperlink is a
 // link (its URL on hover, a click opens it), a javascript: one is not.
 import { test } from 'node:test';
@@ -26,7 +26,7 @@ async function run(p, command, marker) {
   await until(async () => new RegExp(`^${marker}-42$`, 'm').test(await screen(p)), { what: `${marker} to run` });
 }
 
-test('OSC 52 that mosh-server drops reaches the clipboard with the setting on', chromiumOnly, async () => {
+test('OSC 52 that mosh-server drops goes by the clipboard setting: on writes, ask asks, off refuses', chromiumOnly, async () => {
   const { page } = fx;
   await waitForPrompt(page);
   await page.evaluate(() => window.tern.settings.set({ remoteCopy: 'on' }));
@@ -43,11 +43,20 @@ test('OSC 52 that mosh-server drops reaches the clipboard with the setting on', 
   assert.match(await clipboardText(page), /^q{200000}$/);
   // The screen shows only the command and its marker: no base64, no escape left over.
   assert.doesNotMatch(await screen(page), /cXFxcXFx|52;c/);
+  // Ask: the prompt with the text's start; written on Copy.
+  await page.click('#copy-offer-close');
+  await page.evaluate(() => window.tern.settings.set({ remoteCopy: 'ask' }));
+  await run(page, `printf '\\033]52;s;%s\\007' "$(printf 'asked text' | base64)"`, 'osc52ask');
+  await until(async () => (await page.textContent('#copy-offer-text')) === 'The program wants to copy 10 characters:', { what: 'the prompt' });
+  assert.equal(await page.textContent('#copy-offer-preview'), 'asked text');
+  assert.equal((await clipboardText(page)).length, 200000, 'written before Copy');
+  await page.click('#copy-offer-button');
+  await until(async () => (await clipboardText(page)) === 'asked text', { what: 'Copy to write it' });
   // Off: refused and said so, the clipboard kept.
   await page.evaluate(() => window.tern.settings.set({ remoteCopy: 'off' }));
   await run(page, `printf '\\033]52;s;%s\\007' "$(printf 'nope' | base64)"`, 'osc52off');
   await until(async () => /settings do not allow it/.test(await page.textContent('#copy-offer-text')), { what: 'the refusal notice' });
-  assert.equal((await clipboardText(page)).length, 200000);
+  assert.equal(await clipboardText(page), 'asked text');
   await page.click('#copy-offer-close');
 });
 
