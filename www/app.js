@@ -8,6 +8,8 @@ import init, { Client } from './pkg/tern.js';
 import { wireHistory } from './history.js';
 import { FONTS, loadSettings, wireSettings } from './settings.js';
 import { wireClipboard } from './clipboard.js';
+import { wireProgramNotifications } from './notify.js';
+import { wireLinks } from './links.js';
 import { ctrlByte, parseBarLayout, wireFullscreen, wireKeys } from './keys.js';
 import { wireHardwareKeys } from './hardware_keys.js';
 import { wireVisualViewport } from './viewport.js';
@@ -432,6 +434,8 @@ async function main() {
   const bell = wireBell({ settings: () => settings });
   const clipboard = wireClipboard({ term, $, settings: () => settings });
   addKeyHandler(clipboard.key);
+  const programNotes = wireProgramNotifications({ settings: () => settings });
+  const programLinks = wireLinks({ term });
   const offers = wireOffers({ $, client: () => client, term });
   if (bridge) {
     $('settings-send').textContent = 'tern send and tern open are not available in bridge mode: this relay did not start the shell, so it has no way to hear from it.';
@@ -461,6 +465,10 @@ async function main() {
       clipboard: (notice) => clipboard.remoteCopy(notice),
       // The relay refused what this link asked (a read-only token's keys): said in the same note.
       refused: (message) => clipboard.tell(message),
+      // OSC 9 / 777 from a program (through the recorder): a notification while hidden.
+      notify: (title, body) => programNotes.notify(title, body),
+      // OSC 8 from a program (through the recorder): its text becomes a link.
+      linkText: (url, text, col) => programLinks.add(url, text, col),
       // `tern open URL` (asks the person first) and `tern send FILE` (checked, then saved).
       offerUrl: (id, url) => offers.offerUrl(id, url),
       saveFile: (name, blob) => offers.saveFile(name, blob),
@@ -491,6 +499,9 @@ async function main() {
     history: wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte, images }),
     // `placed()` for the tests.
     images,
+    // Notifications programs asked for (OSC 9 / 777): { received, shown }.
+    programNotes: programNotes.count,
+    programLinks,
   };
   wirePaste(client);
   const setPrediction = ({ mode, overwrite }) => {

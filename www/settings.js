@@ -27,6 +27,7 @@ export const DEFAULTS = Object.freeze({
   scrollback: 2000,
   macOptionIsMeta: false,
   notifications: false,
+  programNotify: 'off', // OSC 9 / 777 from a program: 'off', 'hidden' (when the tab is hidden)
   confirmClose: true,
   // The extra-keys bar (touch devices): one line per row, key names or single characters
   // (keys.js, parseBarLayout).
@@ -62,6 +63,7 @@ export function loadSettings(checks = {}) {
     scrollback: clamp(Number(saved.scrollback), SCROLLBACK, DEFAULTS.scrollback),
     macOptionIsMeta: saved.macOptionIsMeta === true,
     notifications: saved.notifications === true,
+    programNotify: oneOf(saved.programNotify, ['off', 'hidden'], DEFAULTS.programNotify),
     confirmClose: typeof saved.confirmClose === 'boolean' ? saved.confirmClose : DEFAULTS.confirmClose,
     extraKeys: (typeof saved.extraKeys === 'string' && checks.extraKeys?.(saved.extraKeys).text) || DEFAULTS.extraKeys,
   };
@@ -152,6 +154,10 @@ export function wireSettings({ $, apply, initial, relay = () => undefined, check
     if (el.name === 'notifications' && value) {
       // Asked for here, from the person's click: a browser only asks from a gesture.
       askNotifications().then((granted) => set({ notifications: granted }));
+      return;
+    }
+    if (el.name === 'programNotify' && value === 'hidden') {
+      askNotifications().then((granted) => set({ programNotify: granted ? 'hidden' : 'off' }));
       return;
     }
     set({ [el.name]: value });

@@ -45,6 +45,7 @@ fn lift(config: LifterConfig, reads: &mut dyn Iterator<Item = &[u8]>) -> Vec<Out
             )));
         }
         Piece::Dropped(d) => outs.push(Out::Other(format!("{d:?}"))),
+        Piece::Signal(x) => outs.push(Out::Other(format!("{x:?}"))),
     };
     for read in reads {
         lifter.feed(read, &mut push);

@@ -177,6 +177,8 @@ impl Driver {
             Effect::Title(title) => self.hooks.title(&title),
             Effect::Bell => self.hooks.bell(),
             Effect::Clipboard(copy) => self.hooks.clipboard(&copy),
+            Effect::Notify { title, body } => self.hooks.notify(&title, &body),
+            Effect::Link { url, text, col } => self.hooks.link_text(&url, &text, col),
             Effect::Refused(message) => self.hooks.refused(&message),
             Effect::PasteProgress(progress) => self.hooks.paste(progress.as_ref()),
             Effect::Flooding(on) => self.hooks.flooding(on),

@@ -126,6 +126,18 @@ impl Hooks {
         self.call("clipboard", &[notice]);
     }
 
+    /// `notify(title, body)`: a program asked for a notification (OSC 9 / 777); the page shows
+    /// it when its setting is on and the tab hidden.
+    pub fn notify(&self, title: &str, body: &str) {
+        self.call("notify", &[title.into(), body.into()]);
+    }
+
+    /// `linkText(url, text, col)`: a program printed `text` at column `col` as a hyperlink to
+    /// `url` (OSC 8; http, https or mailto only); the page makes it a link where a row shows it.
+    pub fn link_text(&self, url: &str, text: &str, col: u16) {
+        self.call("linkText", &[url.into(), text.into(), f64::from(col).into()]);
+    }
+
     /// `offerUrl(id, url)`: the shell asks to open `url` (`tern open`); the page asks the person
     /// and answers with `Client.answerOffer(id, opened)`.
     pub fn offer_url(&self, id: &str, url: &str) {

@@ -16,6 +16,7 @@
 use super::cells::{CursorAfter, Geometry};
 use super::iterm::Iterm;
 use super::kitty::Kitty;
+use super::signal::{self, MAX_SIGNAL_BYTES, OSC_SIGNAL, Outcome};
 use super::sixel::sixel_size;
 use super::{DropReason, Dropped, ImageFormat, LiftedImage, LifterConfig, Piece, Protocol};
 
@@ -37,6 +38,8 @@ enum Kind {
     Dcs,
     Osc,
     Apc,
+    /// An OSC that mosh-server drops or cuts (`super::signal`): clipboard, notifications.
+    Signal,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,18 +193,18 @@ impl Lifter {
                             || b == C1
                             || b == CAN
                             || b == SUB
-                            || (kind == Kind::Osc && b == BEL)
+                            || (matches!(kind, Kind::Osc | Kind::Signal) && b == BEL)
                     };
                     let run = input[i..].iter().position(|&b| ends(b));
                     let end = run.map_or(input.len(), |n| i + n);
-                    self.keep(&input[i..end]);
+                    self.keep(kind, &input[i..end]);
                     i = end;
                     let Some(&b) = input.get(i) else { break };
                     i += 1;
                     match b {
                         ESC => self.state = State::BodyEsc(kind),
                         C1 => self.state = State::BodyC1(kind),
-                        BEL => self.complete(kind, out),
+                        BEL => self.complete(kind, b"\x07", out),
                         _ => {
                             // CAN / SUB cancel the sequence; they go on to the terminal.
                             self.drop_current(kind, DropReason::Interrupted, out);
@@ -212,7 +215,7 @@ impl Lifter {
                 State::BodyEsc(kind) => {
                     if input[i] == b'\\' {
                         i += 1;
-                        self.complete(kind, out);
+                        self.complete(kind, b"\x1b\\", out);
                     } else {
                         // A new escape sequence: the image is cut; the ESC starts the next.
                         self.drop_current(kind, DropReason::Interrupted, out);
@@ -222,9 +225,9 @@ impl Lifter {
                 State::BodyC1(kind) => {
                     if input[i] == 0x9c {
                         i += 1;
-                        self.complete(kind, out);
+                        self.complete(kind, b"\xc2\x9c", out);
                     } else {
-                        self.keep(&[C1]);
+                        self.keep(kind, &[C1]);
                         self.state = State::Body(kind);
                     }
                 }
@@ -264,18 +267,21 @@ impl Lifter {
                 _ => None,
             },
             Kind::Apc => (b == b'G').then_some(State::Body(kind)),
-            Kind::Osc => {
+            Kind::Osc | Kind::Signal => {
                 let n = so_far.len();
-                let p =
-                    OSC_IMAGE.iter().find(|p| p.len() > n && p[..n] == so_far[..] && p[n] == b)?;
-                Some(if p.len() == n + 1 { State::Body(kind) } else { State::Prefix(kind) })
+                let lifted = OSC_IMAGE.iter().map(|p| (p, Kind::Osc));
+                let (p, k) = lifted
+                    .chain(OSC_SIGNAL.iter().map(|p| (p, Kind::Signal)))
+                    .find(|(p, _)| p.len() > n && p[..n] == so_far[..] && p[n] == b)?;
+                Some(if p.len() == n + 1 { State::Body(k) } else { State::Prefix(kind) })
             }
         }
     }
 
     /// Keeps body bytes up to the cap; counts the rest.
-    fn keep(&mut self, bytes: &[u8]) {
-        let room = self.config.max_image_bytes.saturating_sub(self.body.len());
+    fn keep(&mut self, kind: Kind, bytes: &[u8]) {
+        let cap = if kind == Kind::Signal { MAX_SIGNAL_BYTES } else { self.config.max_image_bytes };
+        let room = cap.saturating_sub(self.body.len());
         let (kept, past) = bytes.split_at(bytes.len().min(room));
         self.body.extend_from_slice(kept);
         self.over += past.len() as u64;
@@ -286,10 +292,18 @@ impl Lifter {
             Kind::Dcs => Protocol::Sixel,
             Kind::Osc => Protocol::Iterm,
             Kind::Apc => Protocol::Kitty,
+            // Never asked: a signal is never reported as a dropped image.
+            Kind::Signal => Protocol::Iterm,
         }
     }
 
     fn drop_current(&mut self, kind: Kind, reason: DropReason, out: &mut dyn FnMut(Piece<'_>)) {
+        if kind == Kind::Signal {
+            // A cut clipboard write or notification is let go quietly (mosh ignores what it
+            // cannot parse too).
+            self.reset_body();
+            return;
+        }
         let bytes = self.body.len() as u64 + self.over;
         out(Piece::Dropped(Dropped { protocol: Self::protocol(kind), reason, bytes }));
         self.reset_body();
@@ -307,8 +321,24 @@ impl Lifter {
         self.over = 0;
     }
 
-    /// The image sequence ended (ST or BEL).
-    fn complete(&mut self, kind: Kind, out: &mut dyn FnMut(Piece<'_>)) {
+    /// The image sequence ended (ST or BEL: `term`).
+    fn complete(&mut self, kind: Kind, term: &[u8], out: &mut dyn FnMut(Piece<'_>)) {
+        if kind == Kind::Signal {
+            match signal::decide(&self.body, self.over > 0) {
+                Outcome::Pass => {
+                    // mosh-server handles it: on as it came (introducer, string, terminator).
+                    let mut raw = Vec::with_capacity(self.body.len() + 4);
+                    raw.extend_from_slice(&self.held[..2]);
+                    raw.extend_from_slice(&self.body);
+                    raw.extend_from_slice(term);
+                    out(Piece::Text(&raw));
+                }
+                Outcome::Signal(s) => out(Piece::Signal(s)),
+                Outcome::Drop => {}
+            }
+            self.reset_body();
+            return;
+        }
         let (g, cap) = (self.config.geometry, self.config.max_image_bytes);
         let over = self.over > 0;
         let protocol = Self::protocol(kind);
@@ -320,6 +350,7 @@ impl Lifter {
             }),
             Kind::Osc => self.iterm.complete(&self.body, over, &g, cap),
             Kind::Apc => self.kitty.complete(&self.body, over, &g, cap),
+            Kind::Signal => None,
         };
         let over_bytes = self.over;
         match outcome {

@@ -7,6 +7,7 @@
 //!  pty output ──▶ Lifter::feed (any chunks) ──▶ Piece::Text   bytes that are not an image, as they came
 //!                                          ├──▶ Piece::Image  the image, its size in pixels and cells,
 //!                                          │                  and layout_bytes(): the cursor moves it makes
+//!                                          ├──▶ Piece::Signal  an OSC 52 / 9 / 777 mosh-server drops (signal.rs)
 //!                                          └──▶ Piece::Dropped an image that was too large, malformed,
 //!                                                             truncated or of a kind not lifted, and why
 //! ```
@@ -25,12 +26,14 @@ mod kitty;
 mod lifter;
 pub mod marker;
 mod probe;
+pub mod signal;
 mod sixel;
 
 pub use anchor::{Anchor, anchor};
 pub use cells::{CursorAfter, DEFAULT_CELL_HEIGHT, DEFAULT_CELL_WIDTH, Geometry};
 pub use lifter::Lifter;
 pub use probe::pixel_size;
+pub use signal::{NotifyLimit, Signal, link_start, link_text};
 
 /// Most encoded bytes one image may have by default (base64 or SIXEL as it came).
 pub const DEFAULT_MAX_IMAGE_BYTES: usize = 16 << 20;
@@ -173,6 +176,8 @@ pub enum Piece<'a> {
     Text(&'a [u8]),
     Image(LiftedImage),
     Dropped(Dropped),
+    /// A clipboard write or notification mosh-server would drop ([`signal`]).
+    Signal(Signal),
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ enum Out {
     Text(Vec<u8>),
     Image(LiftedImage),
     Dropped(Dropped),
+    Signal(Signal),
 }
 
 fn lift_chunks<'a>(config: LifterConfig, chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<Out> {
@@ -23,6 +24,7 @@ fn lift_chunks<'a>(config: LifterConfig, chunks: impl IntoIterator<Item = &'a [u
         },
         Piece::Image(i) => outs.push(Out::Image(i)),
         Piece::Dropped(d) => outs.push(Out::Dropped(d)),
+        Piece::Signal(x) => outs.push(Out::Signal(x)),
     };
     for c in chunks {
         lifter.feed(c, &mut push);
@@ -373,11 +375,69 @@ fn undecided_bytes_are_released_and_images_in_progress_are_not() {
         Piece::Text(t) => outs.push(Out::Text(t.to_vec())),
         Piece::Image(i) => outs.push(Out::Image(i)),
         Piece::Dropped(d) => outs.push(Out::Dropped(d)),
+        Piece::Signal(x) => outs.push(Out::Signal(x)),
     };
     lifter.feed(b"\x1bPq\"1;1;2;6#0;2;0;0;0#0~~", &mut push);
     assert!(!lifter.is_undecided());
     lifter.release_undecided(&mut push);
     lifter.feed(b"\x1b\\after", &mut push);
     assert_eq!(images(&outs).len(), 1, "{outs:?}");
+    assert_eq!(text(&outs), b"after");
+}
+
+fn signals(outs: &[Out]) -> Vec<&Signal> {
+    outs.iter().filter_map(|o| if let Out::Signal(s) = o { Some(s) } else { None }).collect()
+}
+
+/// OSC 52 that mosh-server keeps passes byte for byte; what it drops or cuts (another selector,
+/// over 16384 characters) and OSC 9 / 777 notifications are lifted, BEL or ST (both forms)
+/// terminated, at every cut into reads.
+#[test]
+fn clipboard_and_notifications_mosh_drops_are_lifted_at_every_split() {
+    let big = "y".repeat(20_000);
+    let mut input = b"a\x1b]52;c;aGk=\x07b".to_vec();
+    input.extend_from_slice(format!("\x1b]52;p;{}\x1b\\c", b64(b"primary")).as_bytes());
+    input.extend_from_slice(format!("\x1b]52;c;{}\x07d", b64(big.as_bytes())).as_bytes());
+    input.extend_from_slice(b"\x1b]9;Build done\xc2\x9ce");
+    input.extend_from_slice(b"\xc2\x9d777;notify;Agent;Waiting for you\x07f");
+    input.extend_from_slice(b"\x1b]9;4;1;50\x07\x1b]52;p;?\x07\x1b]52;s;!!\x07g");
+    input.extend_from_slice(b"\x1b]777;other\x07\x1b]99;x\x07\x1b]9;cut\x1b[0mh");
+    input.extend_from_slice(b"\x1b]8;id=1;https://example.com/x\x1b\\link\x1b]8;;\x07i");
+    input.extend_from_slice(b"\x1b]8;;javascript:alert(1)\x07j\x1b]8;;\x07");
+    let whole = lift(&input);
+    assert_eq!(
+        signals(&whole),
+        [
+            &Signal::Clipboard { selector: "p".into(), text: "primary".into() },
+            &Signal::Clipboard { selector: "c".into(), text: big.clone() },
+            &Signal::Notify { title: "".into(), body: "Build done".into() },
+            &Signal::Notify { title: "Agent".into(), body: "Waiting for you".into() },
+            &Signal::Link { url: Some("https://example.com/x".into()) },
+            &Signal::Link { url: None },
+            &Signal::Link { url: None },
+            &Signal::Link { url: None },
+        ]
+    );
+    assert_eq!(
+        text(&whole),
+        b"a\x1b]52;c;aGk=\x07bcdef\x1b]9;4;1;50\x07g\x1b]777;other\x07\x1b]99;x\x07\x1b[0mhlinkij"
+    );
+    assert!(drops(&whole).is_empty());
+    // The 20 kB write makes every-cut quadratic: check the cuts on a shorter stream, and the
+    // whole one in reads of a few sizes.
+    let short: Vec<u8> = input.iter().copied().filter(|&b| b != b'y').collect();
+    assert_split_invariant(&short);
+    for step in [1, 5, 4096] {
+        assert_eq!(lift_chunks(LifterConfig::default(), input.chunks(step)), whole, "{step}");
+    }
+}
+
+#[test]
+fn a_clipboard_write_over_the_signal_cap_is_dropped_and_the_text_goes_on() {
+    let mut input = b"\x1b]52;p;".to_vec();
+    input.extend(std::iter::repeat_n(b'A', signal::MAX_SIGNAL_BYTES + 10));
+    input.extend_from_slice(b"\x07after");
+    let outs = lift_chunks(LifterConfig::default(), input.chunks(8192));
+    assert!(signals(&outs).is_empty());
     assert_eq!(text(&outs), b"after");
 }

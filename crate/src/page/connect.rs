@@ -333,6 +333,10 @@ impl PageClient {
                 heard(self);
                 self.held_datagrams(now, &datagrams);
             }
+            Some(ControlEvent::Signal(signal)) => {
+                heard(self);
+                self.signal(signal);
+            }
             Some(ControlEvent::LinkOver) | None => return false,
         }
         true

@@ -75,6 +75,19 @@ pub enum Effect {
     Refused(String),
     /// A program wrote the clipboard (OSC 52): what the page does about it, decided.
     Clipboard(super::RemoteCopy),
+    /// A program asked for a notification (OSC 9 / 777, through the recorder): the page shows
+    /// it when its setting allows and the tab is hidden.
+    Notify {
+        title: String,
+        body: String,
+    },
+    /// A program printed `text` at column `col` as a hyperlink to `url` (OSC 8, through the
+    /// recorder; the URL is one a page may open): the page makes it a link where its row shows it.
+    Link {
+        url: String,
+        text: String,
+        col: u16,
+    },
     PasteProgress(Option<PasteProgress>),
     Flooding(bool),
     /// The shell offers a URL to open (`tern open`): the page asks the person.

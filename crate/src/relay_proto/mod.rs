@@ -9,6 +9,7 @@
 //!    datagrams: page→relay raw mosh datagrams; relay→page framed                      framing
 //!    every further bidi stream: one paste upload, or one download (`tern send`)       upload, offer
 //!    control stream after ready: ◀ offer (a file or URL from the shell) ▶ answer     offer
+//!                                  ◀ clipboard, notify (OSC mosh drops; owner only)  signal
 //!  page ─POST /api/history, /api/history/search (Tern proof)─▶ relay: pages, matches  history
 //!  page ══WebSocket /ws (when WebTransport cannot work)══▶ relay: the same, as frames   websocket
 //! ```
@@ -33,6 +34,7 @@ pub mod offer;
 pub mod point;
 pub mod proof;
 pub mod sha256;
+pub mod signal;
 pub mod upload;
 pub mod websocket;
 
@@ -51,6 +53,7 @@ pub use offer::{
 pub use point::CarriedPoint;
 pub use proof::{CHALLENGE_PATH, Challenge, ChallengeRequest, Proof, ProofNonce, Prover};
 pub use sha256::{NotSha256, RunningSha256, Sha256};
+pub use signal::PageSignal;
 pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).

@@ -45,9 +45,11 @@ use rustix::termios::{
     OptionalActions, Winsize, isatty, tcgetattr, tcgetwinsize, tcsetattr, tcsetwinsize,
 };
 use tern::images::{
-    DEFAULT_MAX_IMAGE_BYTES, Dropped, Geometry, LiftedImage, Lifter, LifterConfig, Piece, anchor,
-    marker,
+    DEFAULT_MAX_IMAGE_BYTES, Dropped, Geometry, LiftedImage, Lifter, LifterConfig, NotifyLimit,
+    Piece, Signal, anchor, link_start, link_text, marker,
 };
+use tern::relay_proto::PageSignal;
+use tern::terminal::Pos;
 use tern::terminal::{Emulator, HistoryLines, Size};
 
 use super::images::{DEFAULT_QUOTA, ImageStore};
@@ -279,6 +281,9 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         store: ImageStore::open(&args.history_dir, &args.session, args.images_quota).ok(),
         out: Vec::new(),
         events: Vec::new(),
+        signals: Vec::new(),
+        open_link: None,
+        to_relay: SignalSender::start(&args.session),
     });
     let winsize = Arc::new(AtomicU64::new(pack(size)));
     // No recording file (a full disk, a bad directory): the session goes on unrecorded.
@@ -370,6 +375,7 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
             let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
             im.record(&mut e, &mut writer, &mut lines);
         }
+        im.send_signals();
         stdout.write_all(&im.out)?;
         stdout.flush()?;
     }
@@ -378,6 +384,9 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         let mut e = emulator.lock().unwrap_or_else(|p| p.into_inner());
         im.record(&mut e, &mut writer, &mut lines);
         let _ = stdout.write_all(&im.out).and_then(|()| stdout.flush());
+    }
+    if let Some(to) = images.and_then(|im| im.to_relay) {
+        to.finish(std::time::Duration::from_secs(2));
     }
     let status = child.wait()?;
     Ok(status.code().unwrap_or(1))
@@ -450,6 +459,8 @@ fn output_within(from_shell: &File, wait: std::time::Duration) -> bool {
 enum Event {
     Image(LiftedImage),
     Dropped(Dropped),
+    /// OSC 8: a hyperlink to this URL begins here (`None`: the one open ends).
+    Link(Option<String>),
 }
 
 /// The recorder's image lifting: the lifter, the store, and one read's output.
@@ -461,6 +472,12 @@ struct Images {
     out: Vec<u8>,
     /// Where in the text each image came, and what it was.
     events: Vec<(usize, Event)>,
+    /// Clipboard writes, notifications and links of the read, for the relay.
+    signals: Vec<PageSignal>,
+    /// The hyperlink open (OSC 8): its URL and where on the screen its text began.
+    open_link: Option<(String, Pos)>,
+    /// To the relay, which hands them to the session's page.
+    to_relay: Option<SignalSender>,
 }
 
 impl Images {
@@ -470,8 +487,15 @@ impl Images {
     fn lift(&mut self, read: &[u8], end: bool) {
         self.out.clear();
         self.events.clear();
-        let (out, events) = (&mut self.out, &mut self.events);
+        let (out, events, signals) = (&mut self.out, &mut self.events, &mut self.signals);
         let mut take = |piece: Piece<'_>| match piece {
+            Piece::Signal(Signal::Link { url }) => events.push((out.len(), Event::Link(url))),
+            Piece::Signal(Signal::Clipboard { text, .. }) => {
+                signals.push(PageSignal::Clipboard { text })
+            }
+            Piece::Signal(Signal::Notify { title, body }) => {
+                signals.push(PageSignal::Notify { title, body })
+            }
             Piece::Text(t) => out.extend_from_slice(t),
             Piece::Image(image) => {
                 events.push((out.len(), Event::Image(image)));
@@ -482,6 +506,16 @@ impl Images {
             self.lifter.finish(&mut take);
         } else {
             self.lifter.feed(read, &mut take);
+        }
+    }
+
+    /// Hands the read's clipboard writes and notifications to the relay (notifications paced:
+    /// [`NotifyLimit`]).
+    fn send_signals(&mut self) {
+        for s in self.signals.drain(..) {
+            if let Some(to) = self.to_relay.as_mut() {
+                to.send(s);
+            }
         }
     }
 
@@ -522,6 +556,17 @@ impl Images {
             e.feed(text);
             with_layout.extend_from_slice(text);
             from = *at;
+            if let Event::Link(url) = event {
+                // The link's text is what the screen shows between its start and its end.
+                let fb = e.framebuffer();
+                if let Some((url, start)) = self.open_link.take()
+                    && let Some((text, col)) = link_text(fb, start)
+                {
+                    self.signals.push(PageSignal::Link { url, text, col });
+                }
+                self.open_link = url.clone().zip(link_start(fb));
+                continue;
+            }
             let completed = scrolled(e);
             let at = anchor(e, completed);
             let id = match (self.store.as_mut(), event) {
@@ -530,7 +575,8 @@ impl Images {
                     let _ = store.dropped(d, &at);
                     None
                 }
-                (None, _) => None,
+                // Taken before (a link has no place in the store).
+                (_, Event::Link(_)) | (None, _) => None,
             };
             if let Event::Image(image) = event {
                 let fb = e.framebuffer();
@@ -548,6 +594,69 @@ impl Images {
         with_layout.extend_from_slice(rest);
         scrolled(e);
         self.out = with_layout;
+    }
+}
+
+/// The recorder's end of the relay's socket (`TERN_SOCKET`, send/socket.rs) for what programs
+/// print that mosh-server drops: a thread writes each to the relay, so the output never waits for
+/// it; at most [`SignalSender::QUEUE`] wait (more are dropped), and notifications are paced.
+struct SignalSender {
+    tx: std::sync::mpsc::SyncSender<Vec<u8>>,
+    session: String,
+    limit: NotifyLimit,
+    started: std::time::Instant,
+    /// Closed by the thread when it has written everything (the recorder's end waits for it).
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+impl SignalSender {
+    const QUEUE: usize = 8;
+
+    /// `None` without the relay's socket in the environment (a recorder run by hand).
+    fn start(session: &str) -> Option<SignalSender> {
+        let socket = PathBuf::from(std::env::var_os(crate::send::command::SOCKET_ENV)?);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(Self::QUEUE);
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let _done = done_tx;
+            for line in rx {
+                // One request per connection; a relay that is away loses the signal.
+                if let Ok(mut s) = std::os::unix::net::UnixStream::connect(&socket) {
+                    let _ = s.write_all(&line);
+                }
+            }
+        });
+        let session = session.to_owned();
+        Some(SignalSender {
+            tx,
+            session,
+            limit: NotifyLimit::default(),
+            started: std::time::Instant::now(),
+            done,
+        })
+    }
+
+    /// The output ended: what is queued goes to the relay first (waiting at most `wait`: a relay
+    /// that does not read must not keep the recorder, and so the session, from ending).
+    fn finish(self, wait: std::time::Duration) {
+        drop(self.tx);
+        let _ = self.done.recv_timeout(wait);
+    }
+
+    fn send(&mut self, signal: PageSignal) {
+        use crate::send::command::{Request, line};
+        let session = self.session.clone();
+        let request = match signal {
+            PageSignal::Clipboard { text } => Request::Clipboard { session, text },
+            PageSignal::Notify { title, body } => {
+                if !self.limit.allow(self.started.elapsed().as_millis() as u64) {
+                    return;
+                }
+                Request::Notify { session, title, body }
+            }
+            PageSignal::Link { url, text, col } => Request::Link { session, url, text, col },
+        };
+        let _ = self.tx.try_send(line(&request));
     }
 }
 

@@ -7,13 +7,16 @@
 //!  tern ◀─ {"offered":{"offer":ID,"name":N,"size":B}}      (or {"error":{"message":M}})
 //!  tern ◀─ {"answer":{"answer":"saved","message":null}}   (when the page answered)
 //!  a relay restart in between: tern reconnects and sends {"wait":{"session":S,"offer":ID}}
+//!  the recorder (`tern-relay record`): {"clipboard":{"session":S,"text":T}} or
+//!    {"notify":{"session":S,"title":T,"body":B}}, no answer (what mosh-server drops, for the page)
 //! ```
 
 use serde::{Deserialize, Serialize};
 use tern::relay_proto::OfferAnswer;
 
-/// Longest request line (a path or a URL and a little JSON).
-pub const MAX_REQUEST: usize = 16 * 1024;
+/// Longest request line (a path or a URL and a little JSON; a clipboard write from the recorder,
+/// at most `tern::relay_proto::signal::MAX_CLIPBOARD_TEXT` bytes, escaped).
+pub const MAX_REQUEST: usize = 4 << 20;
 /// The socket's name in the state directory.
 pub const SOCKET_NAME: &str = "tern.sock";
 /// The environment of a session's shell: the socket...
@@ -28,6 +31,12 @@ pub enum Request {
     Send { session: String, path: String },
     /// Offer this URL to the session's browser, to open once the person allows it.
     Open { session: String, url: String },
+    /// From the recorder: a program wrote the clipboard in a way mosh-server drops (OSC 52).
+    Clipboard { session: String, text: String },
+    /// From the recorder: a program asked for a notification (OSC 9 / 777).
+    Notify { session: String, title: String, body: String },
+    /// From the recorder: a program printed `text` at column `col` as a hyperlink (OSC 8).
+    Link { session: String, url: String, text: String, col: u16 },
     /// Wait for the answer to an offer made before (after the relay restarted).
     Wait { session: String, offer: String },
 }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use tern::relay_proto::{Offer, OfferAnswer, Offered};
-use tokio::sync::{oneshot, watch};
+use tern::relay_proto::{Offer, OfferAnswer, Offered, PageSignal};
+use tokio::sync::{broadcast, oneshot, watch};
 
 /// Offers one session may have waiting at once (a runaway loop of `tern open` stops here).
 pub const MAX_PENDING: usize = 32;
@@ -107,7 +107,16 @@ pub struct Offers {
     /// which has no shell to send anything).
     dir: Option<PathBuf>,
     sessions: Mutex<HashMap<String, SessionOffers>>,
+    /// Clipboard writes and notifications from each session's recorder, for the pages attached
+    /// when they come (not kept: a notification is about now).
+    signals: Mutex<HashMap<String, broadcast::Sender<PageSignal>>>,
+    /// Each session's last [`MAX_LINKS`] hyperlinks (OSC 8), for a page that attaches later (a
+    /// reload, another browser): the text stays on the screen and in the scrollback.
+    links: Mutex<HashMap<String, std::collections::VecDeque<PageSignal>>>,
 }
+
+/// Hyperlinks kept per session for pages that attach later.
+pub const MAX_LINKS: usize = 200;
 
 /// Why an offer was not made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -143,7 +152,12 @@ impl Offers {
                 }
             }
         }
-        Arc::new(Offers { dir: dir.map(Path::to_path_buf), sessions: Mutex::new(sessions) })
+        Arc::new(Offers {
+            dir: dir.map(Path::to_path_buf),
+            sessions: Mutex::new(sessions),
+            signals: Mutex::new(HashMap::new()),
+            links: Mutex::new(HashMap::new()),
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionOffers>> {
@@ -240,8 +254,37 @@ impl Offers {
         Ok(())
     }
 
+    /// Hands `signal` to the pages attached to `session` now; false when none is.
+    pub fn signal(&self, session: &str, signal: PageSignal) -> bool {
+        if let PageSignal::Link { .. } = &signal {
+            let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+            let kept = links.entry(session.to_owned()).or_default();
+            if kept.len() == MAX_LINKS {
+                kept.pop_front();
+            }
+            kept.push_back(signal.clone());
+        }
+        let signals = self.signals.lock().unwrap_or_else(|p| p.into_inner());
+        signals.get(session).is_some_and(|tx| tx.send(signal).is_ok())
+    }
+
+    /// The hyperlinks `session`'s programs printed (the last [`MAX_LINKS`]), oldest first.
+    pub fn links(&self, session: &str) -> Vec<PageSignal> {
+        let links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+        links.get(session).map(|l| l.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    /// The clipboard writes and notifications of `session` from now on.
+    pub fn signals(&self, session: &str) -> broadcast::Receiver<PageSignal> {
+        let mut signals = self.signals.lock().unwrap_or_else(|p| p.into_inner());
+        // A few at once: more than a page's forwarding can fall behind are dropped (lagged).
+        signals.entry(session.to_owned()).or_insert_with(|| broadcast::channel(16).0).subscribe()
+    }
+
     /// The session is over: its offers go, and whoever waits hears why.
     pub fn end_session(&self, session: &str) {
+        self.signals.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
+        self.links.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
         let Some(s) = self.lock().remove(session) else { return };
         for p in s.list {
             for w in p.waiters {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use tern::relay_proto::offer::{offered_name, openable_url};
-use tern::relay_proto::{LineBuffer, OfferAnswer};
+use tern::relay_proto::{LineBuffer, OfferAnswer, PageSignal};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
@@ -78,6 +78,18 @@ async fn serve_one(socket: &CommandSocket, offers: &Offers, mut stream: UnixStre
             return;
         }
     };
+    let request = match request {
+        Request::Clipboard { session, text } => {
+            return signal(socket, offers, session, PageSignal::Clipboard { text });
+        }
+        Request::Notify { session, title, body } => {
+            return signal(socket, offers, session, PageSignal::Notify { title, body });
+        }
+        Request::Link { session, url, text, col } => {
+            return signal(socket, offers, session, PageSignal::Link { url, text, col });
+        }
+        r => r,
+    };
     let (session, waiting) = match handle(socket, offers, request).await {
         Ok(w) => w,
         Err(message) => {
@@ -110,6 +122,22 @@ async fn serve_one(socket: &CommandSocket, offers: &Offers, mut stream: UnixStre
         // The relay stops: the offer stays for the next one, and the command waits on there.
         _ = socket.shutdown.cancelled() => {}
     }
+}
+
+/// The recorder's clipboard write or notification: to the session's attached pages, if any (no
+/// answer: the recorder does not wait).
+fn signal(socket: &CommandSocket, offers: &Offers, session: String, signal: PageSignal) {
+    if socket.state.get(&session).is_none() {
+        tracing::debug!(%session, "a signal for a session that is not this relay's");
+        return;
+    }
+    let kind = match signal {
+        PageSignal::Clipboard { .. } => "clipboard",
+        PageSignal::Notify { .. } => "notify",
+        PageSignal::Link { .. } => "link",
+    };
+    let sent = offers.signal(&session, signal);
+    tracing::debug!(%session, kind, sent, "a program's signal mosh-server drops");
 }
 
 fn withdraw(offers: &Offers, session: &str, offer: &str) {
@@ -153,6 +181,10 @@ async fn handle(
         Request::Send { session, .. }
         | Request::Open { session, .. }
         | Request::Wait { session, .. } => session.clone(),
+        // Handled before (serve_one): they wait for nothing.
+        Request::Clipboard { .. } | Request::Notify { .. } | Request::Link { .. } => {
+            return Err("not a request that waits".into());
+        }
     };
     let record = socket.state.get(&session);
     if record.is_none() {
@@ -181,6 +213,9 @@ async fn handle(
         Request::Wait { offer, .. } => {
             let rx = offers.wait(&session, &offer).map_err(|e| e.to_string())?;
             Waiting::Again { offer, rx }
+        }
+        Request::Clipboard { .. } | Request::Notify { .. } | Request::Link { .. } => {
+            return Err("not a request that waits".into());
         }
     };
     Ok((session, waiting))

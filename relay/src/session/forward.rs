@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
+use tern::relay_proto::PageSignal;
 use tern::relay_proto::framing::{MAX_PARTS, Splitter};
 
 use super::handshake::Control;
@@ -91,6 +92,15 @@ pub(super) async fn run(
     // What the session's shell sent to the browser: all of it now, then whatever comes.
     let mut offers = shared.offers.watch(&session.target.session);
     offers.mark_changed();
+    // What programs printed that mosh-server drops (clipboard, notifications), from now on.
+    let mut signals = shared.offers.signals(&session.target.session);
+    let mut signals_open = true;
+    // The links printed before this page attached (a reload, another browser).
+    for link in shared.offers.links(&session.target.session) {
+        if control.send.write_all(&ServerMessage::Signal(link).to_line()).await.is_err() {
+            break;
+        }
+    }
     // A named token's link ends within a watch interval of `tern-relay token revoke`, or when
     // the token expires.
     let mut tokens = shared.tokens.changed();
@@ -114,6 +124,11 @@ pub(super) async fn run(
             _ = liveness.tick(), if watch_pid => bridge.check_alive(),
             _ = moved.fired() => ControlFlow::Break(End::Moved),
             _ = offers.changed() => bridge.offer(&mut control.send).await,
+            s = signals.recv(), if signals_open => {
+                // Closed: the session's signals are gone (it ended); not polled again.
+                signals_open = !matches!(s, Err(tokio::sync::broadcast::error::RecvError::Closed));
+                bridge.signal(s, &mut control.send).await
+            }
             _ = tokens.changed() => bridge.check_token(),
             _ = sleep_until_some(expires) => bridge.check_token_at(true),
             _ = save.tick(), if store.is_some() => {
@@ -419,6 +434,28 @@ impl<'a> Bridge<'a> {
                 return ControlFlow::Break(End::BrowserGone("control stream closed"));
             }
             self.offered.insert(offer.id);
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// A clipboard write or notification a program printed, to a page that may act on it (a
+    /// read-only link gets neither: the clipboard is the owner's, and so is the attention).
+    async fn signal(
+        &mut self,
+        s: Result<PageSignal, tokio::sync::broadcast::error::RecvError>,
+        send: &mut SendHalf,
+    ) -> Step {
+        let Ok(signal) = s else {
+            // Lagged (more than the channel holds came at once) or closed (the session ended).
+            return ControlFlow::Continue(());
+        };
+        // A link is text on the screen, for every page that shows it; the clipboard and
+        // notifications are for the owner.
+        if self.session.who.read_only() && !matches!(signal, PageSignal::Link { .. }) {
+            return ControlFlow::Continue(());
+        }
+        if send.write_all(&ServerMessage::Signal(signal).to_line()).await.is_err() {
+            return ControlFlow::Break(End::BrowserGone("control stream closed"));
         }
         ControlFlow::Continue(())
     }
