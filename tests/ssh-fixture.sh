@@ -6,6 +6,7 @@
 #   needs-password  an sshd on PORT_PW that takes passwords only
 #   wrong-key       PORT_KEY again, but known_hosts holds another key for it (a changed host key)
 #   down            PORT_DOWN, where nothing listens
+#   other-arch      `good` again, whose `uname -s -m` says aarch64 under --ssh-program DIR/ssh-other-arch
 #
 #   bash tests/ssh-fixture.sh start DIR PORT_KEY PORT_PW PORT_DOWN   # files in DIR, two sshds
 #   bash tests/ssh-fixture.sh stop DIR
@@ -90,7 +91,20 @@ EOF
   host needs-password "$port_pw" tern-pw
   host wrong-key "$port_key" tern-wrong-key
   host down "$port_down" tern-down
+  host other-arch "$port_key" tern-good
 } > "$dir/ssh_config"
+# `other-arch` is `good` on a machine of another architecture: run with `--ssh-program
+# DIR/ssh-other-arch`, its `uname -s -m` says aarch64 (the host's sshd resets PATH, so a fake
+# uname cannot be put there); everything else goes to ssh.
+cat > "$dir/ssh-other-arch" <<'EOF'
+#!/bin/sh
+for a; do last=$a; done
+case " $* " in
+  *" other-arch -- "*) [ "$last" = "uname -s -m" ] && { echo "Linux aarch64"; exit 0; } ;;
+esac
+exec ssh "$@"
+EOF
+chmod 755 "$dir/ssh-other-arch"
 
 stop
 "$sshd" -f "$dir/sshd_key_config" -E "$dir/sshd-key.log"

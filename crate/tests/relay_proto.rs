@@ -112,6 +112,7 @@ fn server_messages() {
         resumed: false,
         seq_floor: 0,
         point: None,
+        off: None,
     };
     round_trip(
         &ServerMessage::Ready(ready.clone()),
@@ -122,13 +123,30 @@ fn server_messages() {
         resumed: true,
         seq_floor: 4096,
         point: Some("VFJQMQ==".into()),
-        ..ready
+        ..ready.clone()
     };
     round_trip(
         &ServerMessage::Ready(spawned.clone()),
         r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"key":"PWSoCIVurTVBGXAj873xNg","max_datagram_size":1211,"framing":1,"resumed":true,"seq_floor":4096,"point":"VFJQMQ=="}"#,
     );
     assert!(!format!("{spawned:?}").contains("VFJQ"), "Debug hides the point");
+    // A session on an ssh host whose recorder cannot run says which features are off and why.
+    let off = FeaturesOff {
+        host: "devbox".into(),
+        features: vec!["history".into(), "pictures".into(), "signals".into()],
+        why: "its machine is aarch64, this relay is x86_64".into(),
+    };
+    let on_host = Ready { off: Some(off.clone()), ..ready.clone() };
+    round_trip(
+        &ServerMessage::Ready(on_host),
+        r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"max_datagram_size":1211,"framing":1,"resumed":false,"seq_floor":0,"off":{"host":"devbox","features":["history","pictures","signals"],"why":"its machine is aarch64, this relay is x86_64"}}"#,
+    );
+    assert_eq!(
+        off.sentence(),
+        "History, pictures and signals are off on devbox: its machine is aarch64, this relay is x86_64."
+    );
+    let one = FeaturesOff { features: vec!["history".into()], why: "no sha256sum.".into(), ..off };
+    assert_eq!(one.sentence(), "History is off on devbox: no sha256sum.");
     round_trip(&ServerMessage::Moved, r#"{"type":"moved"}"#);
     round_trip(
         &ClientMessage::Seed { point: "VFJQMQ==".into() },

@@ -61,6 +61,10 @@ pub struct RemoteServer {
     pub ip: std::net::IpAddr,
     /// Its pid on that host (not this machine's: `pid` is `None` for such a record).
     pub pid: Option<u32>,
+    /// Why the session has no recorder there (no history, pictures or signals), as the page is
+    /// told on every `ready`; `None` when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorder_off: Option<String>,
 }
 
 impl std::fmt::Debug for SessionRecord {
@@ -475,7 +479,12 @@ mod tests {
     #[test]
     fn only_records_of_servers_on_other_hosts_wait_for_the_disk() {
         assert!(!durable(&record("0123456789abcdef", Some(7))));
-        let remote = RemoteServer { host: "h".into(), ip: [10, 0, 0, 2].into(), pid: Some(7) };
+        let remote = RemoteServer {
+            host: "h".into(),
+            ip: [10, 0, 0, 2].into(),
+            pid: Some(7),
+            recorder_off: Some("no recorder".into()),
+        };
         assert!(durable(&SessionRecord {
             remote: Some(remote),
             ..record("0123456789abcdef", None)

@@ -297,3 +297,63 @@ async fn ssh_starts_at_once_stay_within_max_spawned() {
     assert_eq!(refused[0].0, "too_many_sessions", "{refused:?}");
     relay.stop().await;
 }
+
+/// The host's mosh-server pid from the relay's record, whatever the host.
+fn host_pid(state: &Path, session: &str) -> u32 {
+    let file = state.join("sessions").join(format!("{session}.json"));
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    record["remote"]["pid"].as_u64().expect("the host's pid is recorded") as u32
+}
+
+/// A session on an ssh host has no recorder (no history, pictures or OSC signals): `ready` says
+/// which features are off and why, from what the host says it is (`other-arch`'s `uname` says
+/// aarch64: tests/ssh-fixture.sh), on the first `ready` and on a resume after a relay restart alike; the
+/// session works all the same.
+#[tokio::test]
+async fn a_host_without_the_recorder_gets_which_features_are_off_and_why() {
+    let sshd = Sshd::start();
+    let token = test_token("ssh-off");
+    let state = tempfile::tempdir().unwrap();
+    let config = || {
+        let mut c = sshd.relay_config(state.path(), &token);
+        c.ssh_host.push("other-arch".parse().unwrap());
+        c.ssh_program = sshd.path("ssh-other-arch");
+        c
+    };
+    let relay = TestRelay::start(config()).await;
+    let conn = connect(&relay, None).await.expect("connects");
+    let (control, reply) = hello(&conn, host_hello(&token, "other-arch")).await;
+    let ready = expect_ready(reply);
+    let _cleanup = KillOnDrop(host_pid(state.path(), &ready.session));
+    let off = ready.off.clone().expect("the features that are off are named");
+    assert_eq!(off.host, "other-arch");
+    assert_eq!(off.features, ["history", "pictures", "signals"]);
+    let (os, arch) = (std::env::consts::OS, std::env::consts::ARCH);
+    assert_eq!(off.why, format!("its machine is linux aarch64, this relay is {os} {arch}"));
+    assert!(off.sentence().starts_with("History, pictures and signals are off on other-arch: "));
+    let mut mosh = MoshOverRelay::new(conn, control, ready.key.as_deref().unwrap(), CLIENT_MTU);
+    mosh.type_bytes(b"echo works-$((6*7))\n");
+    assert!(
+        mosh.run_until(Duration::from_secs(15), |s| s.server_state().contains(b"works-42")).await,
+        "the session works without the recorder: {:?}",
+        mosh.screen_text()
+    );
+
+    // A host of the relay's own machine: still off (the recorder does not run on hosts yet).
+    let conn = connect(&relay, None).await.expect("connects");
+    let (_control, reply) = hello(&conn, host_hello(&token, "good")).await;
+    let good = expect_ready(reply);
+    let _cleanup_good = KillOnDrop(host_pid(state.path(), &good.session));
+    let why = good.off.expect("off on a matching host too").why;
+    assert!(why.contains("does not run on ssh hosts yet"), "{why}");
+
+    // A restarted relay says it again on resume, from the session's record.
+    relay.stop().await;
+    let relay = TestRelay::start(config()).await;
+    let conn = connect(&relay, None).await.expect("connects again");
+    let (_control, reply) = hello(&conn, spawn_hello(Some(&token), Some(&ready.session))).await;
+    let again = expect_ready(reply);
+    assert!(again.resumed);
+    assert_eq!(again.off, Some(off));
+    relay.stop().await;
+}

@@ -342,6 +342,7 @@ mod tests {
             resumed: false,
             seq_floor: 0,
             point: None,
+            off: None,
         };
         let ok = answer(Some(&line(&ServerMessage::Ready(ready.clone())))).unwrap();
         assert_eq!(target(false).session_key(&ok).unwrap().1, "PWSoCIVurTVBGXAj873xNg");

@@ -152,6 +152,47 @@ pub struct Ready {
     /// nothing saved or with a point older than what another page did since. A secret, like the
     /// key.
     pub point: Option<CarriedPoint>,
+    /// Spawn mode: what this session lacks that a session on the relay's own machine has, and
+    /// why (a session on an `--ssh-host` host without the recorder). The page says it once.
+    pub off: Option<FeaturesOff>,
+}
+
+/// Features a session lacks and why: `history`, `pictures`, `signals` (the recorder's), on
+/// `host`, because `why` ("its machine is aarch64, this relay is x86_64").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeaturesOff {
+    pub host: String,
+    pub features: Vec<String>,
+    pub why: String,
+}
+
+impl FeaturesOff {
+    /// What the page says, once: "History, pictures and signals are off on devbox: WHY."
+    pub fn sentence(&self) -> String {
+        let mut list = match self.features.as_slice() {
+            [] => "Some features".to_owned(),
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        };
+        if let Some(first) = list.get(..1) {
+            list = first.to_uppercase() + &list[1..];
+        }
+        let verb = if self.features.len() == 1 { "is" } else { "are" };
+        let why = self.why.trim_end_matches('.');
+        format!("{list} {verb} off on {}: {why}.", self.host)
+    }
+
+    fn write(&self, w: &mut ObjectWriter<'_>) {
+        w.str("host", &self.host).strings("features", &self.features).str("why", &self.why);
+    }
+
+    fn read(f: &Fields<'_>) -> Result<Self, DecodeError> {
+        Ok(FeaturesOff {
+            host: f.str("host")?,
+            features: f.strings("features")?,
+            why: f.str("why")?,
+        })
+    }
 }
 
 impl std::fmt::Debug for Ready {
@@ -166,6 +207,7 @@ impl std::fmt::Debug for Ready {
             .field("resumed", &self.resumed)
             .field("seq_floor", &self.seq_floor)
             .field("point", &self.point)
+            .field("off", &self.off)
             .finish()
     }
 }
@@ -465,6 +507,9 @@ impl Message for ServerMessage {
                     .bool("resumed", r.resumed)
                     .u64("seq_floor", r.seq_floor)
                     .opt_str("point", r.point.as_ref().map(CarriedPoint::to_text).as_deref());
+                if let Some(off) = &r.off {
+                    w.object("off", |w| off.write(w));
+                }
             }
             ServerMessage::Error { code, message } | ServerMessage::Ended { code, message } => {
                 let kind =
@@ -506,6 +551,10 @@ impl Message for ServerMessage {
                 resumed: f.bool("resumed")?,
                 seq_floor: f.u64("seq_floor")?,
                 point: f.opt_str("point")?.as_deref().map(CarriedPoint::from_text),
+                off: f
+                    .get("off")
+                    .map(|v| Fields::of(v, "off").and_then(|o| FeaturesOff::read(&o)))
+                    .transpose()?,
             })),
             "error" => Ok(ServerMessage::Error { code: code()?, message: f.str("message")? }),
             "ended" => Ok(ServerMessage::Ended { code: code()?, message: f.str("message")? }),

@@ -38,7 +38,7 @@ pub mod signal;
 pub mod upload;
 pub mod websocket;
 
-pub use control::{ClientMessage, ErrorCode, Hello, Mode, ServerMessage};
+pub use control::{ClientMessage, ErrorCode, FeaturesOff, Hello, Mode, ServerMessage};
 pub use history::{
     HISTORY_PATH, HISTORY_SEARCH_PATH, HistoryPage, HistoryRequest, HistorySearch,
     HistorySearchResult, SearchHit,

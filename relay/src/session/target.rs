@@ -91,6 +91,8 @@ pub(super) struct Target {
     /// A warm spare whose shell the relay released: the socket it sent from (the session
     /// forwards on it) and the point its client stopped at (the page continues from there).
     pub prestarted: Option<super::spare::Released>,
+    /// What the session lacks and why (an ssh host without the recorder): the page is told.
+    pub off: Option<tern::relay_proto::FeaturesOff>,
 }
 
 impl Target {
@@ -106,6 +108,10 @@ impl Target {
             pid: record.pid,
             resumed,
             ssh_host: record.remote.as_ref().and_then(|r| r.host.parse().ok()),
+            off: record.remote.as_ref().and_then(|r| {
+                let why = r.recorder_off.as_deref()?;
+                Some(crate::spawn::ssh_recorder::features_off(&r.host, why))
+            }),
             record: Some(record),
             prestarted: None,
         }
@@ -264,12 +270,21 @@ async fn spawn_over_ssh(
     // both start a server.
     let _guard = shared.spawn_lock.lock().await;
     check_spawn_limit(shared, state)?;
-    let started =
-        hosts.start(host, &spawn_spec(shared, None, Vec::new())).await.map_err(|message| {
-            tracing::warn!(%host, "starting mosh-server over ssh failed: {message}");
-            Refusal::new(ErrorCode::SpawnFailed, message)
-        })?;
-    let remote = RemoteServer { host: host.to_string(), ip: started.ip, pid: started.spawned.pid };
+    // Whether the host could have the recorder is asked beside the start (a second ssh
+    // connection, not a second wait).
+    let spec = spawn_spec(shared, None, Vec::new());
+    let (started, recorder_off) = tokio::join!(hosts.start(host, &spec), hosts.recorder_off(host));
+    let started = started.map_err(|message| {
+        tracing::warn!(%host, "starting mosh-server over ssh failed: {message}");
+        Refusal::new(ErrorCode::SpawnFailed, message)
+    })?;
+    tracing::info!(%host, "no recorder on the host: {recorder_off}");
+    let remote = RemoteServer {
+        host: host.to_string(),
+        ip: started.ip,
+        pid: started.spawned.pid,
+        recorder_off: Some(recorder_off),
+    };
     Ok(record_spawned(state, new_session_id(), started.spawned, Some(remote), 0, who))
 }
 
@@ -372,6 +387,7 @@ async fn bridge(shared: &SessionContext, hello: &Hello) -> Result<Target, Refusa
         record: None,
         ssh_host: None,
         prestarted: None,
+        off: None,
     })
 }
 

@@ -266,6 +266,17 @@ impl SshHosts {
         }
     }
 
+    /// Why a session on `host` has no recorder (its history, pictures and signals), asked of
+    /// the host (`uname`): the page is told on `ready`.
+    pub async fn recorder_off(&self, host: &SshHost) -> String {
+        let uname = self.run(host, super::ssh_recorder::UNAME, None, QUICK_TIMEOUT).await;
+        super::ssh_recorder::recorder_off(
+            uname.as_deref().map_err(String::as_str),
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+        )
+    }
+
     /// Whether mosh-server `pid` still runs on `host`: `None` when the host cannot tell now
     /// (unreachable: the session may well be alive, as mosh sessions outlive their network).
     pub async fn is_running(&self, host: &SshHost, pid: u32) -> Option<bool> {
