@@ -75,6 +75,19 @@ function pasteOffNote() {
   pasteOffTimer = setTimeout(() => { if ($('pill').classList.contains('paste-off')) pill(''); }, 8000);
 }
 
+// What this session lacks and why (a session on an ssh host without the recorder: no history,
+// pictures or signals), said once per session: the sentence is remembered for the tab, so a
+// reload or a reconnect of the same session does not say it again.
+let featuresOffTimer;
+function featuresOffNote() {
+  const why = client?.featuresOff();
+  if (!why || sessionStorage.getItem('tern.featuresOffSaid') === why) return;
+  sessionStorage.setItem('tern.featuresOffSaid', why);
+  pill(why, 'quiet features-off');
+  clearTimeout(featuresOffTimer);
+  featuresOffTimer = setTimeout(() => { if ($('pill').classList.contains('features-off')) pill(''); }, 15000);
+}
+
 // Files pasted (a screenshot) or dropped on the terminal go to the relay's paste directory and
 // their path is typed; text pastes stay xterm.js's. Capture phase: before xterm.js's textarea.
 function wirePaste(client) {
@@ -158,6 +171,7 @@ function onStatus(kind, message, code) {
       $('notice').hidden = true;
       document.body.classList.add('live');
       pasteOffNote();
+      featuresOffNote();
       settle();
       break;
     case 'reconnecting':

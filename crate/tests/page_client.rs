@@ -399,6 +399,32 @@ fn a_new_link_goes_up_in_order() {
     assert!(offline_keys_sent);
 }
 
+/// A session on an ssh host without the recorder: the `ready` says which features are off and
+/// why, and the page has the sentence to show; a later `ready` without it clears it.
+#[test]
+fn features_off_on_ready_become_the_pages_sentence() {
+    let mut w = World::new();
+    w.start();
+    assert_eq!(w.client.features_off(), None);
+    let off = tern::relay_proto::FeaturesOff {
+        host: "devbox".into(),
+        features: vec!["history".into(), "pictures".into()],
+        why: "its machine is linux aarch64, this relay is linux x86_64".into(),
+    };
+    w.link_up(&Ready { off: Some(off), ..ready(false, 0) });
+    assert_eq!(
+        w.client.features_off(),
+        Some(
+            "History and pictures are off on devbox: its machine is linux aarch64, this relay is \
+             linux x86_64."
+        )
+    );
+    w.link_lost();
+    w.run_for(Duration::from_secs(6));
+    w.link_up(&ready(true, 0));
+    assert_eq!(w.client.features_off(), None);
+}
+
 /// An idle page (the shell prints nothing, mosh's heartbeats come every 3 s) wakes only for
 /// what is due: the session's heartbeat, the link's liveness check, one save left waiting after
 /// the heartbeat's ack, and the overlay clock only when the notification bar would change. It

@@ -252,6 +252,10 @@ impl Driver {
         self.client.borrow().paste_unavailable().map(str::to_string)
     }
 
+    pub fn features_off(&self) -> Option<String> {
+        self.client.borrow().features_off().map(str::to_string)
+    }
+
     pub fn start_on_host(&self, name: &str) {
         self.client.borrow_mut().start_on_host(name);
     }

@@ -295,6 +295,13 @@ impl Client {
 
     /// Why files pasted or dropped here cannot reach the shell (bridge mode without a paste
     /// directory), once connected; `undefined` when they can. The page says so up front.
+    /// What this session lacks and why ("History, pictures and signals are off on devbox:
+    /// ..."), once connected; `undefined` when nothing is off. The page says it once.
+    #[wasm_bindgen(js_name = featuresOff)]
+    pub fn features_off(&self) -> Option<String> {
+        self.driver.features_off()
+    }
+
     #[wasm_bindgen(js_name = pasteUnavailable)]
     pub fn paste_unavailable(&self) -> Option<String> {
         self.driver.paste_unavailable()

@@ -164,6 +164,7 @@ impl PageClient {
         let id = LinkId(self.link.next_id);
         self.link.next_id += 1;
         self.link.counters.readies += 1;
+        self.features_off = ready.off.as_ref().map(|off| off.sentence());
         self.link.kind = Some(up.kind);
         if up.kind == "websocket" {
             self.link.counters.websocket_links += 1;

@@ -157,6 +157,9 @@ pub struct PageClient {
     /// Why the relay cannot take pasted files (its `/api/info`), when it cannot: a paste then
     /// fails at once, uploading nothing.
     paste_unavailable: Option<String>,
+    /// What this session lacks and why, as the relay's `ready` said (a session on an ssh host
+    /// without the recorder): the page says it once.
+    features_off: Option<String>,
     /// Which relay this is (`tern-relay 0.1.0 (1a2b3c4d5e6f)`), once its `/api/info` came.
     relay_build: Option<String>,
     /// The relay's `/api/info` offered WebTransport (so a WebSocket link is a fallback).
@@ -213,6 +216,7 @@ impl PageClient {
             session_id: None,
             ssh_host: None,
             paste_unavailable: None,
+            features_off: None,
             relay_build: None,
             relay_has_webtransport: true,
             history_lines: 0,
@@ -314,6 +318,11 @@ impl PageClient {
     /// Why pasted files cannot reach this session's shell, once the relay said so.
     pub fn paste_unavailable(&self) -> Option<&str> {
         self.paste_unavailable.as_deref()
+    }
+
+    /// "History, pictures and signals are off on devbox: WHY.", when the relay said so.
+    pub fn features_off(&self) -> Option<&str> {
+        self.features_off.as_deref()
     }
 
     /// The session whose history the relay keeps, once the relay said it keeps one.

@@ -1,7 +1,7 @@
 // Sessions on other hosts over ssh, against a real sshd on loopback
 // (tests/ssh-fixture.sh) and the real mosh-server: the page lists the relay's ssh hosts, starts a
-// session on one, a pasted PNG lands on the host with its path there typed, and each usual ssh
-// failure is said in the page, at once.
+// session on one (saying which features are off there and why), a pasted PNG lands on the host
+// with its path there typed, and each usual ssh failure is said in the page, at once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -47,6 +47,11 @@ const onGood = fx.step('a session on the ssh host good', async () => {
   assert.deepEqual(offered, ['New session on down', 'New session on good', 'New session on needs-password', 'New session on wrong-key']);
   await screenshotsOfState(page, 'ssh-chooser');
   await chooseHost(page, 'good');
+  // The host has no recorder: the page says once what is off there and why.
+  await page.waitForSelector('#pill.features-off:not([hidden])', { timeout: 30000 });
+  assert.equal(await page.textContent('#pill'),
+    'History, pictures and signals are off on good: the recorder (tern-relay record) does not run on ssh hosts yet.');
+  await screenshotsOfState(page, 'ssh-features-off');
   await waitForPrompt(page, 30000);
 });
 
