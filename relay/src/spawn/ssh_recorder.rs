@@ -22,9 +22,16 @@ pub fn recorder_off(uname: Result<&str, &str>, os: &str, arch: &str) -> String {
         Ok(out) => out,
         Err(why) => return format!("the relay could not ask it what machine it is ({why})"),
     };
+    // The host's words end up in the page's text: only short plain names are taken.
+    let plain = |w: &&str| {
+        w.len() <= 32 && w.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    };
     let mut words = out.split_whitespace();
-    let (Some(kernel), Some(machine)) = (words.next(), words.next()) else {
-        return format!("it did not say what machine it is (`{UNAME}` printed {:?})", out.trim());
+    let (Some(kernel), Some(machine)) = (words.next().filter(plain), words.next().filter(plain))
+    else {
+        return format!(
+            "it did not say what machine it is (`{UNAME}` printed no kernel and machine)"
+        );
     };
     let (kernel, machine) = (kernel.to_ascii_lowercase(), normal_arch(machine));
     if kernel != os || machine != arch {
@@ -65,6 +72,8 @@ mod tests {
         let same = recorder_off(Ok("Linux x86_64\n"), "linux", "x86_64");
         assert!(same.contains("does not run on ssh hosts yet"), "{same}");
         assert!(recorder_off(Ok(""), "linux", "x86_64").contains("did not say"));
+        let odd = recorder_off(Ok("Linux \u{202e}x86_64\n"), "linux", "x86_64");
+        assert!(odd.contains("did not say") && !odd.contains('\u{202e}'), "{odd}");
         let down = recorder_off(Err("timed out"), "linux", "x86_64");
         assert!(down.contains("timed out"), "{down}");
         let off = features_off("devbox", &other);
