@@ -20,6 +20,12 @@ fn main() -> std::process::ExitCode {
         args.next();
         return tern_relay::history::record::main(args);
     }
+    // `tern-relay record-follow ...`: on an ssh host, the recorder's files back to the relay
+    // (relay/src/history/follow.rs); its stdout is the ssh channel.
+    if args.peek().is_some_and(|a| a == "record-follow") {
+        args.next();
+        return tern_relay::history::follow::main(args);
+    }
     // `tern-relay token add|list|revoke`, `tern-relay audit`: the state directory's named
     // tokens and audit trail, with or without a running relay.
     if args.peek().is_some_and(|a| a == "token") {

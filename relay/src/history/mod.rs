@@ -19,6 +19,7 @@
 //! a file an older recorder wrote without a cap).
 
 pub mod cast;
+pub mod follow;
 pub mod images;
 pub mod record;
 

@@ -277,6 +277,35 @@ impl SshHosts {
         )
     }
 
+    /// Copies this relay's executable `local` (SHA-256 `hash`, hex) to `host` as its recorder,
+    /// unless the right one is there already (checked by `sha256sum` on the host each time); its
+    /// path on the host.
+    pub async fn install_recorder(
+        &self,
+        host: &SshHost,
+        local: &Path,
+        hash: &str,
+    ) -> Result<String, String> {
+        let remote = [
+            "sh",
+            "-c",
+            super::ssh_recorder::INSTALL_RECORDER,
+            "tern-install",
+            super::ssh_recorder::BIN_DIR,
+            hash,
+            "tern-relay",
+        ]
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+        let out = self.run(host, &remote, Some(local), QUICK_TIMEOUT + COPY_TIMEOUT).await?;
+        out.lines()
+            .find_map(|l| l.strip_prefix("have "))
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{host} did not confirm the recorder's copy"))
+    }
+
     /// Whether mosh-server `pid` still runs on `host`: `None` when the host cannot tell now
     /// (unreachable: the session may well be alive, as mosh sessions outlive their network).
     pub async fn is_running(&self, host: &SshHost, pid: u32) -> Option<bool> {

@@ -40,6 +40,44 @@ pub fn recorder_off(uname: Result<&str, &str>, os: &str, arch: &str) -> String {
     "the recorder (tern-relay record) does not run on ssh hosts yet".to_owned()
 }
 
+/// Where the recorder goes on a host, under the remote user's home: one directory per build,
+/// named by the executable's SHA-256 (its first 16 hex digits), so two relay versions never
+/// overwrite each other's and a new build is copied once.
+pub const BIN_DIR: &str = ".cache/tern/bin";
+
+/// The host's side of the recorder's copy, run by `sh -c` with the directory (relative: under
+/// `$HOME`), the executable's SHA-256 and its name: refuses a directory others may write to
+/// (each level Tern made: anyone there could swap the file between its check and its use), keeps
+/// an executable there whose `sha256sum` is right (and reads nothing), else takes stdin into a
+/// `mktemp` file in the same directory, checks its hash, makes it executable and renames it
+/// into place (a tampered or half-written one is replaced). Prints `have PATH`. POSIX sh and
+/// coreutils only.
+pub const INSTALL_RECORDER: &str = r#"set -e
+umask 077
+case $1 in /*) base=$1 ;; *) base=$HOME/$1 ;; esac
+dir=$base/$(printf %s "$2" | cut -c1-16)
+mkdir -p "$dir"
+for d in "$base" "$dir"; do
+  case $(ls -ldL "$d" | cut -c6,9) in
+    *w*) echo "the recorder's directory $d is writable by other users: refused (chmod go-w it)" >&2; exit 4 ;;
+  esac
+done
+file=$dir/$3
+sum() { sha256sum < "$1" | cut -c1-64; }
+if [ -f "$file" ] && [ ! -L "$file" ] && [ -x "$file" ] && [ "$(sum "$file")" = "$2" ]; then
+  :
+else
+  part=$(mktemp "$dir/.tern-relay.XXXXXX")
+  trap 'rm -f "$part"' EXIT
+  cat > "$part"
+  if [ "$(sum "$part")" != "$2" ]; then echo "the recorder arrived damaged" >&2; exit 3; fi
+  chmod 700 "$part"
+  mv -f "$part" "$file"
+  trap - EXIT
+fi
+echo "have $file"
+"#;
+
 /// `uname -m`'s names for the architectures Rust calls otherwise.
 fn normal_arch(machine: &str) -> &str {
     match machine {
@@ -62,6 +100,60 @@ pub fn features_off(host: &str, why: &str) -> FeaturesOff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs the install script here with `sh` as ssh would on the host: `base`, `bytes` on
+    /// stdin; success, stdout, stderr.
+    fn install_locally(base: &std::path::Path, bytes: &[u8]) -> (bool, String, String) {
+        use sha2::Digest;
+        use std::io::Write;
+        let hash: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", INSTALL_RECORDER, "tern-install"])
+            .arg(base)
+            .args([&hash, "tern-relay"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = child.stdin.take().unwrap().write_all(bytes);
+        let out = child.wait_with_output().unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    }
+
+    #[test]
+    fn the_recorder_is_copied_once_checked_replaced_when_tampered_and_refused_in_a_shared_dir() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let base = home.path().join("bin");
+        let binary = b"#!/bin/sh\necho recorder\n".repeat(100);
+        let (ok, out, err) = install_locally(&base, &binary);
+        assert!(ok, "{err}");
+        let path = out.trim().strip_prefix("have ").expect("`have PATH`").to_owned();
+        assert_eq!(std::fs::read(&path).unwrap(), binary);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "executable by its owner only");
+        let dir = std::path::Path::new(&path).parent().unwrap().to_owned();
+        assert_eq!(dir.parent().unwrap(), base, "a directory per build");
+        let mtime = || std::fs::metadata(&path).unwrap().modified().unwrap();
+        let first = mtime();
+        // Again: kept, nothing written.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let (ok, again, err) = install_locally(&base, &binary);
+        assert!(ok && again == out, "{err}");
+        assert_eq!(mtime(), first, "reused, not rewritten");
+        // Tampered with: replaced by the right bytes.
+        std::fs::write(&path, b"#!/bin/sh\necho evil\n").unwrap();
+        let (ok, _, err) = install_locally(&base, &binary);
+        assert!(ok, "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), binary, "the tampered copy was replaced");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no part file left behind");
+        // A directory others may write: refused before anything is written.
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let (ok, _, err) = install_locally(&base, &binary);
+        assert!(!ok && err.contains("writable by other users"), "{err}");
+    }
 
     #[test]
     fn a_host_of_another_machine_is_named_and_a_matching_one_still_says_why() {
