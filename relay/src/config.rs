@@ -202,6 +202,12 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_SSH_PASTE_DIR", default_value = ".cache/tern/pastes")]
     pub ssh_paste_dir: String,
 
+    /// Where the recorder goes on an ssh host (`bin/`, one directory per build) and writes its
+    /// sessions' files (`sessions/`); relative: under the remote user's home. Empty: no recorder
+    /// on hosts (their sessions have no history or pictures).
+    #[arg(long, env = "TERN_RELAY_SSH_RECORDER_DIR", default_value = ".cache/tern")]
+    pub ssh_recorder_dir: String,
+
     /// PEM certificate chain for HTTPS and WebTransport (instead of the self-signed one).
     #[arg(long, env = "TERN_RELAY_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -523,6 +529,7 @@ impl Config {
             config_file: self.ssh_config.clone(),
             mosh_server: self.ssh_mosh_server.clone(),
             paste_dir: self.ssh_paste_dir.clone(),
+            recorder_dir: self.ssh_recorder_dir.clone(),
         }
     }
 

@@ -634,6 +634,13 @@ async fn prune_sessions(sessions: Arc<SessionContext>) {
             }
             alive.retain(|r| !gone.contains(&r.id));
         }
+        // The recorders on ssh hosts: their files followed back (again, after a relay restart
+        // or a channel that gave up).
+        if let Some(hosts) = &sessions.ssh {
+            for record in &alive {
+                spawn::ssh_follow::ensure(hosts, state, record, &sessions.shutdown);
+            }
+        }
         sessions.registry.retain_spawned(&alive);
         sessions.offers.retain(&alive.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
     }

@@ -65,6 +65,17 @@ pub struct RemoteServer {
     /// told on every `ready`; `None` when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorder_off: Option<String>,
+    /// The recorder there, when it has one: its files are followed back into this state
+    /// directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorder: Option<RemoteRecorder>,
+}
+
+/// The recorder on an ssh host: the relay's copy there, and the directory of its sessions' files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteRecorder {
+    pub program: String,
+    pub dir: String,
 }
 
 impl std::fmt::Debug for SessionRecord {
@@ -484,6 +495,7 @@ mod tests {
             ip: [10, 0, 0, 2].into(),
             pid: Some(7),
             recorder_off: Some("no recorder".into()),
+            recorder: None,
         };
         assert!(durable(&SessionRecord {
             remote: Some(remote),

@@ -61,6 +61,7 @@ impl Sshd {
             .collect();
         c.ssh_config = Some(self.path("ssh_config"));
         c.ssh_paste_dir = self.path("host-pastes").to_string_lossy().into_owned();
+        c.ssh_recorder_dir = self.path("host-tern").to_string_lossy().into_owned();
         c.paste_dir = Some(self.path("relay-pastes"));
         c
     }
@@ -339,13 +340,8 @@ async fn a_host_without_the_recorder_gets_which_features_are_off_and_why() {
         mosh.screen_text()
     );
 
-    // A host of the relay's own machine: still off (the recorder does not run on hosts yet).
-    let conn = connect(&relay, None).await.expect("connects");
-    let (_control, reply) = hello(&conn, host_hello(&token, "good")).await;
-    let good = expect_ready(reply);
-    let _cleanup_good = KillOnDrop(host_pid(state.path(), &good.session));
-    let why = good.off.expect("off on a matching host too").why;
-    assert!(why.contains("does not run on ssh hosts yet"), "{why}");
+    // Nothing was copied to a host of another machine.
+    assert!(!sshd.path("host-tern/bin").exists(), "no recorder copied to other-arch");
 
     // A restarted relay says it again on resume, from the session's record.
     relay.stop().await;
@@ -355,5 +351,159 @@ async fn a_host_without_the_recorder_gets_which_features_are_off_and_why() {
     let again = expect_ready(reply);
     assert!(again.resumed);
     assert_eq!(again.off, Some(off));
+    relay.stop().await;
+}
+
+/// The files of the relay's copy of the recorder on the host (`host-tern/bin/<hash>/`).
+fn host_recorders(sshd: &Sshd) -> Vec<PathBuf> {
+    let Ok(dirs) = std::fs::read_dir(sshd.path("host-tern/bin")) else { return Vec::new() };
+    dirs.flatten().map(|d| d.path().join("tern-relay")).filter(|p| p.exists()).collect()
+}
+
+fn sha256_file(path: &Path) -> String {
+    use sha2::Digest;
+    hex_of(&sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The whole history of `session` as plain text, from the relay's history API.
+async fn history_text(relay: &TestRelay, session: &str) -> Vec<String> {
+    use tern::relay_proto::{HISTORY_PATH, HistoryPage, HistoryRequest, decode, encode};
+    let req = HistoryRequest { session: session.into(), before: None, count: 2000 };
+    let (status, body) =
+        http_post(relay.addr(), HISTORY_PATH, Some(&relay.token()), &encode(&req)).await;
+    assert_eq!(status, 200, "{body}");
+    let page: HistoryPage = decode(body.as_bytes()).expect("a history page");
+    page.lines.iter().map(|l| tern::terminal::plain(l)).collect()
+}
+
+/// Waits until the relay's history of `session` holds `want` (its last line), up to 20 s.
+async fn history_until(
+    relay: &TestRelay,
+    mosh: &mut MoshOverRelay<tern::terminal::Complete>,
+    session: &str,
+    want: &str,
+) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let lines = history_text(relay, session).await;
+        if lines.iter().any(|l| l == want) || Instant::now() > deadline {
+            return lines;
+        }
+        mosh.run_until(Duration::from_millis(200), |_| false).await;
+    }
+}
+
+/// The pid of the follower on the host for `session` (`tern-relay record-follow ... --session
+/// ID`): the host is this machine.
+fn follower_pid(session: &str) -> Option<u32> {
+    std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+        let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+        let c = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let c = String::from_utf8_lossy(&c);
+        let mut argv = c.split('\0');
+        let is = argv.next()?.ends_with("tern-relay")
+            && argv.next()? == "record-follow"
+            && c.contains(&format!("\0--session\0{session}\0"));
+        is.then_some(pid)
+    })
+}
+
+/// A session on a host of the relay's machine gets the recorder: the relay's executable is
+/// copied there once (checked by hash; a tampered copy is replaced on the next start), the
+/// lines typed there reach the relay's history API, a SIXEL printed there is a picture the relay
+/// serves, and a follow channel killed mid-session comes back without losing or doubling a line.
+#[tokio::test]
+async fn a_session_on_an_ssh_host_has_the_recorder_history_and_pictures() {
+    let sshd = Sshd::start();
+    let token = test_token("ssh-recorder");
+    let state = tempfile::tempdir().unwrap();
+    let relay = TestRelay::start(sshd.relay_config(state.path(), &token)).await;
+    let conn = connect(&relay, None).await.expect("connects");
+    let (control, reply) = hello(&conn, host_hello(&token, "good")).await;
+    let ready = expect_ready(reply);
+    let _cleanup = KillOnDrop(host_pid(state.path(), &ready.session));
+    assert_eq!(ready.off, None, "nothing is off on a host of the relay's machine");
+    let copies = host_recorders(&sshd);
+    assert_eq!(copies.len(), 1, "one copy of the recorder: {copies:?}");
+    let relay_bin = Path::new(env!("CARGO_BIN_EXE_tern-relay"));
+    let hash = sha256_file(relay_bin);
+    assert_eq!(sha256_file(&copies[0]), hash, "the relay's own executable");
+    assert!(copies[0].parent().unwrap().ends_with(&hash[..16]), "{copies:?}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&copies[0]).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o700);
+    let copied_at = std::fs::metadata(&copies[0]).unwrap().modified().unwrap();
+
+    let mut mosh = MoshOverRelay::with_screen(conn, control, ready.key.as_deref().unwrap());
+    assert!(mosh.run_until(Duration::from_secs(15), |s| s.has_heard_server()).await);
+    // The history holds the lines that scrolled off the screen: 30 more push the last one off.
+    mosh.type_bytes(b"seq -f 'host-line-%g' 1 80; seq -f 'pad-%g' 1 30\n");
+    let lines = history_until(&relay, &mut mosh, &ready.session, "host-line-80").await;
+    assert!(
+        lines.iter().any(|l| l == "host-line-1"),
+        "the host's lines in the relay's history: {lines:?}"
+    );
+    assert!(lines.iter().any(|l| l == "host-line-80"), "{lines:?}");
+
+    // A SIXEL printed on the host: lifted there, served by the relay as a PNG.
+    mosh.type_bytes(
+        b"printf 'pic:\\033Pq\"1;1;30;30#1;2;100;0;0#1!30~-!30~-!30~-!30~-!30~\\033\\\\done\\n'\n",
+    );
+    let ask = tern::relay_proto::encode(&tern::relay_proto::ImageRequest {
+        session: ready.session.clone(),
+        image: 1,
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (status, body) = loop {
+        let (status, body) =
+            http_post(relay.addr(), tern::relay_proto::IMAGE_PATH, Some(&token), &ask).await;
+        if status == 200 || Instant::now() > deadline {
+            break (status, body);
+        }
+        mosh.run_until(Duration::from_millis(200), |_| false).await;
+    };
+    assert_eq!(status, 200, "the picture printed on the host: {body}");
+    assert!(body.contains("IHDR\0\0\0\x1e\0\0\0\x1e"), "a 30 × 30 PNG");
+
+    // The follow channel dies mid-session (its process on the host is killed); lines printed
+    // meanwhile arrive once the relay started it again, each once.
+    let pid = follower_pid(&ready.session).expect("the follower runs on the host");
+    kill_pid(pid);
+    mosh.type_bytes(b"seq -f 'after-drop-%g' 1 50; seq -f 'pad2-%g' 1 30\n");
+    let lines = history_until(&relay, &mut mosh, &ready.session, "after-drop-50").await;
+    for n in 1..=50 {
+        let want = format!("after-drop-{n}");
+        assert_eq!(lines.iter().filter(|l| **l == want).count(), 1, "{want} once: {lines:?}");
+    }
+    for n in 1..=80 {
+        let want = format!("host-line-{n}");
+        assert_eq!(lines.iter().filter(|l| **l == want).count(), 1, "{want} once");
+    }
+    assert_ne!(follower_pid(&ready.session), Some(pid), "a new follower");
+
+    // A second session reuses the copy (its hash checked, not copied again); a tampered copy is
+    // replaced on the next start.
+    let conn = connect(&relay, None).await.expect("connects");
+    let (_control, reply) = hello(&conn, host_hello(&token, "good")).await;
+    let second = expect_ready(reply);
+    let _cleanup2 = KillOnDrop(host_pid(state.path(), &second.session));
+    assert_eq!(second.off, None);
+    assert_eq!(host_recorders(&sshd), copies);
+    assert_eq!(std::fs::metadata(&copies[0]).unwrap().modified().unwrap(), copied_at, "reused");
+    // (Replaced by another file: the running copy cannot be written to.)
+    let evil = copies[0].with_file_name("evil");
+    std::fs::write(&evil, b"#!/bin/sh\necho tampered\n").unwrap();
+    std::fs::rename(&evil, &copies[0]).unwrap();
+    let conn = connect(&relay, None).await.expect("connects");
+    let (_control, reply) = hello(&conn, host_hello(&token, "good")).await;
+    let third = expect_ready(reply);
+    let _cleanup3 = KillOnDrop(host_pid(state.path(), &third.session));
+    assert_eq!(third.off, None);
+    assert_eq!(sha256_file(&copies[0]), hash, "the tampered copy was replaced");
     relay.stop().await;
 }

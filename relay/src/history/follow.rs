@@ -194,7 +194,7 @@ impl Follower {
                 .find(|(other, old)| {
                     *other != name
                         && old.ino == k.ino
-                        && !now.get(*other).is_some_and(|n| n.ino == k.ino)
+                        && now.get(*other).is_none_or(|n| n.ino != k.ino)
                 })
                 .map(|(other, _)| other.clone());
             if let Some(from) = from {
@@ -342,7 +342,8 @@ const IDLE_EVERY: u32 = 25;
 
 /// `tern-relay record-follow --history-dir DIR --session ID [--pid PID] [--have NAME=INO:LEN]...`:
 /// the host's side. Ends when its stdout is gone (the relay or the channel went away) or, after
-/// a last scan, when process PID (the session's mosh-server) has ended.
+/// a last scan, when process PID (the session's mosh-server) has ended: then the session's files
+/// on the host are removed.
 pub fn main(args: impl Iterator<Item = std::ffi::OsString>) -> std::process::ExitCode {
     let mut dir = None;
     let mut session = None;
@@ -386,7 +387,13 @@ pub fn main(args: impl Iterator<Item = std::ffi::OsString>) -> std::process::Exi
                 return std::process::ExitCode::SUCCESS;
             }
         }
-        if out.flush().is_err() || !alive {
+        if out.flush().is_err() {
+            return std::process::ExitCode::SUCCESS;
+        }
+        if !alive {
+            // The session is over and the relay has its last lines: the host keeps nothing of
+            // it (the relay drops its own copy with the session's record).
+            super::remove(&dir, &session);
             return std::process::ExitCode::SUCCESS;
         }
         std::thread::sleep(POLL);

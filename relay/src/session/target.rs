@@ -270,22 +270,44 @@ async fn spawn_over_ssh(
     // both start a server.
     let _guard = shared.spawn_lock.lock().await;
     check_spawn_limit(shared, state)?;
-    // Whether the host could have the recorder is asked beside the start (a second ssh
-    // connection, not a second wait).
-    let spec = spawn_spec(shared, None, Vec::new());
-    let (started, recorder_off) = tokio::join!(hosts.start(host, &spec), hosts.recorder_off(host));
-    let started = started.map_err(|message| {
-        tracing::warn!(%host, "starting mosh-server over ssh failed: {message}");
-        Refusal::new(ErrorCode::SpawnFailed, message)
-    })?;
-    tracing::info!(%host, "no recorder on the host: {recorder_off}");
+    // The recorder goes there when the host can run it (this relay's machine), copied once per
+    // build; else the session starts without it and the page is told why.
+    let id = new_session_id();
+    let c = &shared.settings.targets;
+    let prepared = if c.history_lines == 0 {
+        Err("the relay keeps no history (--history-lines 0)".to_owned())
+    } else {
+        let local = crate::spawn::ssh_recorder::this_executable(c.recorder.clone()).await;
+        hosts.prepare_recorder(host, local).await
+    };
+    let recorder = prepared.as_ref().ok().map(|r| Recorder {
+        program: r.program.clone().into(),
+        history_dir: r.dir.clone().into(),
+        session: id.clone(),
+        max_lines: c.history_lines,
+        max_bytes: c.history_bytes,
+        cast_bytes: c.record_bytes,
+    });
+    if let Err(why) = &prepared {
+        tracing::info!(%host, "no recorder on the host: {why}");
+    }
+    let started =
+        hosts.start(host, &spawn_spec(shared, recorder, Vec::new())).await.map_err(|message| {
+            tracing::warn!(%host, "starting mosh-server over ssh failed: {message}");
+            Refusal::new(ErrorCode::SpawnFailed, message)
+        })?;
     let remote = RemoteServer {
         host: host.to_string(),
         ip: started.ip,
         pid: started.spawned.pid,
-        recorder_off: Some(recorder_off),
+        recorder_off: prepared.as_ref().err().cloned(),
+        recorder: prepared.ok(),
     };
-    Ok(record_spawned(state, new_session_id(), started.spawned, Some(remote), 0, who))
+    let target = record_spawned(state, id, started.spawned, Some(remote), 0, who);
+    if let (Some(record), Some(state)) = (&target.record, &shared.state) {
+        crate::spawn::ssh_follow::ensure(hosts, state, record, &shared.shutdown);
+    }
+    Ok(target)
 }
 
 /// Starts a mosh-server (within `--max-spawned`), or takes the warm spare, and records it for a

@@ -7,6 +7,7 @@
 //! [`ssh`] starts it on other hosts the same way.
 
 pub mod ssh;
+pub mod ssh_follow;
 pub mod ssh_recorder;
 
 use std::net::Ipv4Addr;

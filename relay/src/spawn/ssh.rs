@@ -18,6 +18,7 @@ use tern_native::{Bind, MoshServer, StartError, shell_quote};
 use tokio::io::AsyncWriteExt;
 
 use super::{SpawnSpec, Spawned};
+pub use crate::state::RemoteRecorder;
 
 /// How long ssh may take to connect before it gives up (`ConnectTimeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -73,6 +74,8 @@ pub struct SshSettings {
     pub mosh_server: String,
     /// `--ssh-paste-dir`.
     pub paste_dir: String,
+    /// `--ssh-recorder-dir` (empty: no recorder on hosts).
+    pub recorder_dir: String,
 }
 
 /// The hosts of `--ssh-host` and `--ssh-hosts-file`, and how to reach them.
@@ -87,6 +90,8 @@ pub struct SshHosts {
     mosh_server: String,
     /// Where pastes land on the host; relative paths are under the remote user's home.
     paste_dir: String,
+    /// Where the recorder and its files go on the host (empty: nowhere).
+    recorder_dir: String,
 }
 
 /// A mosh-server started on a host.
@@ -123,6 +128,7 @@ impl SshHosts {
             config_file: c.config_file,
             mosh_server: c.mosh_server,
             paste_dir: c.paste_dir,
+            recorder_dir: c.recorder_dir,
         }))
     }
 
@@ -231,14 +237,13 @@ impl SshHosts {
         }
     }
 
-    /// Starts mosh-server on `host` with `spec`'s locale, ports and idle timeout (the login
-    /// shell; the relay's own `-- COMMAND` and its history recorder are for its own machine).
+    /// Starts mosh-server on `host` with `spec`'s locale, ports, idle timeout and recorder (the
+    /// login shell; the relay's own `-- COMMAND` is for its own machine).
     pub async fn start(&self, host: &SshHost, spec: &SpawnSpec) -> Result<RemoteSpawned, String> {
         let ip = self.address(host).await?;
         let mut options = super::options(&SpawnSpec {
             program: self.mosh_server.clone().into(),
             command: Vec::new(),
-            recorder: None,
             ..spec.clone()
         });
         options.bind = Bind::SshConnection;
@@ -266,32 +271,36 @@ impl SshHosts {
         }
     }
 
-    /// Why a session on `host` has no recorder (its history, pictures and signals), asked of
-    /// the host (`uname`): the page is told on `ready`.
-    pub async fn recorder_off(&self, host: &SshHost) -> String {
+    /// The recorder on `host` for a new session, copied there if needed: this relay's
+    /// executable `local` when the host is of its machine (`uname`), once per build, checked by
+    /// `sha256sum` there on every start. `Err`: why the session goes without it (the page is
+    /// told on `ready`).
+    pub async fn prepare_recorder(
+        &self,
+        host: &SshHost,
+        local: Result<&(PathBuf, String), &String>,
+    ) -> Result<RemoteRecorder, String> {
+        if self.recorder_dir.is_empty() {
+            return Err(
+                "the relay runs no recorder on ssh hosts (--ssh-recorder-dir is empty)".into()
+            );
+        }
         let uname = self.run(host, super::ssh_recorder::UNAME, None, QUICK_TIMEOUT).await;
-        super::ssh_recorder::recorder_off(
+        if let Some(why) = super::ssh_recorder::machine_mismatch(
             uname.as_deref().map_err(String::as_str),
             std::env::consts::OS,
             std::env::consts::ARCH,
-        )
-    }
-
-    /// Copies this relay's executable `local` (SHA-256 `hash`, hex) to `host` as its recorder,
-    /// unless the right one is there already (checked by `sha256sum` on the host each time); its
-    /// path on the host.
-    pub async fn install_recorder(
-        &self,
-        host: &SshHost,
-        local: &Path,
-        hash: &str,
-    ) -> Result<String, String> {
+        ) {
+            return Err(why);
+        }
+        let (path, hash) =
+            local.map_err(|e| format!("the relay cannot read its own executable ({e})"))?;
         let remote = [
             "sh",
             "-c",
             super::ssh_recorder::INSTALL_RECORDER,
             "tern-install",
-            super::ssh_recorder::BIN_DIR,
+            &self.recorder_dir,
             hash,
             "tern-relay",
         ]
@@ -299,11 +308,30 @@ impl SshHosts {
         .map(|w| shell_quote(w))
         .collect::<Vec<_>>()
         .join(" ");
-        let out = self.run(host, &remote, Some(local), QUICK_TIMEOUT + COPY_TIMEOUT).await?;
-        out.lines()
-            .find_map(|l| l.strip_prefix("have "))
-            .map(str::to_owned)
-            .ok_or_else(|| format!("{host} did not confirm the recorder's copy"))
+        let out = self
+            .run(host, &remote, Some(path), QUICK_TIMEOUT + COPY_TIMEOUT)
+            .await
+            .map_err(|e| format!("copying the recorder there failed: {e}"))?;
+        let field = |name: &str| out.lines().find_map(|l| l.strip_prefix(name)).map(str::to_owned);
+        match (field("have "), field("sessions ")) {
+            (Some(program), Some(dir)) => Ok(RemoteRecorder { program, dir }),
+            _ => Err("it did not confirm the recorder's copy".to_owned()),
+        }
+    }
+
+    /// `ssh HOST -- remote` for a long-lived channel (the recorder's files coming back): with
+    /// keepalives, so a channel whose network went away ends rather than hangs.
+    pub fn channel(&self, host: &SshHost, remote: &str) -> tokio::process::Command {
+        let mut argv = self.ssh(host);
+        let host_at = argv.len() - 2;
+        for option in ["ServerAliveInterval=15", "ServerAliveCountMax=3"] {
+            argv.insert(host_at, option.to_owned());
+            argv.insert(host_at, "-o".to_owned());
+        }
+        let mut command = tokio::process::Command::new(&argv[0]);
+        command.args(&argv[1..]).arg(remote).kill_on_drop(true);
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        command
     }
 
     /// Whether mosh-server `pid` still runs on `host`: `None` when the host cannot tell now
@@ -541,6 +569,7 @@ mod tests {
             config_file: Some("/etc/tern/ssh_config".into()),
             mosh_server: "mosh-server".into(),
             paste_dir: ".cache/tern/pastes".into(),
+            recorder_dir: ".cache/tern".into(),
         };
         let argv = hosts.ssh(&host("devbox")).join(" ");
         assert!(argv.starts_with("ssh -F /etc/tern/ssh_config -T -o BatchMode=yes"), "{argv}");

@@ -2,9 +2,11 @@
 //! history, pictures and OSC signals), and if not, why, in words the page shows.
 //!
 //! The recorder is this very executable, so it can only run on a host of the relay's own
-//! operating system and architecture; the host says which it is (`uname -s -m`). Until the
-//! recorder is copied to hosts and followed from the relay (docs/RELAY.md, "What does not work
-//! on a host"), a host that matches lacks it too, and is told so plainly.
+//! operating system and architecture; the host says which it is (`uname -s -m`). On such a host
+//! the relay copies itself there once per build ([`INSTALL_RECORDER`]), starts mosh-server with
+//! the recorder as its command, and follows the recorder's files back
+//! ([`crate::history::follow`]); anywhere else the session starts without it, and the page is
+//! told which features are off and why.
 
 use tern::relay_proto::FeaturesOff;
 
@@ -16,11 +18,11 @@ pub const UNAME: &str = "uname -s -m";
 
 /// Why the recorder cannot run on a host that answered `uname -s -m` with `uname` (`Err`: the
 /// host could not be asked, with why), for the relay built for `os`/`arch`
-/// (`std::env::consts`).
-pub fn recorder_off(uname: Result<&str, &str>, os: &str, arch: &str) -> String {
+/// (`std::env::consts`); `None` when it can.
+pub fn machine_mismatch(uname: Result<&str, &str>, os: &str, arch: &str) -> Option<String> {
     let out = match uname {
         Ok(out) => out,
-        Err(why) => return format!("the relay could not ask it what machine it is ({why})"),
+        Err(why) => return Some(format!("the relay could not ask it what machine it is ({why})")),
     };
     // The host's words end up in the page's text: only short plain names are taken.
     let plain = |w: &&str| {
@@ -29,35 +31,33 @@ pub fn recorder_off(uname: Result<&str, &str>, os: &str, arch: &str) -> String {
     let mut words = out.split_whitespace();
     let (Some(kernel), Some(machine)) = (words.next().filter(plain), words.next().filter(plain))
     else {
-        return format!(
+        return Some(format!(
             "it did not say what machine it is (`{UNAME}` printed no kernel and machine)"
-        );
+        ));
     };
     let (kernel, machine) = (kernel.to_ascii_lowercase(), normal_arch(machine));
-    if kernel != os || machine != arch {
-        return format!("its machine is {kernel} {machine}, this relay is {os} {arch}");
-    }
-    "the recorder (tern-relay record) does not run on ssh hosts yet".to_owned()
+    (kernel != os || machine != arch)
+        .then(|| format!("its machine is {kernel} {machine}, this relay is {os} {arch}"))
 }
 
-/// Where the recorder goes on a host, under the remote user's home: one directory per build,
-/// named by the executable's SHA-256 (its first 16 hex digits), so two relay versions never
-/// overwrite each other's and a new build is copied once.
-pub const BIN_DIR: &str = ".cache/tern/bin";
-
-/// The host's side of the recorder's copy, run by `sh -c` with the directory (relative: under
-/// `$HOME`), the executable's SHA-256 and its name: refuses a directory others may write to
-/// (each level Tern made: anyone there could swap the file between its check and its use), keeps
-/// an executable there whose `sha256sum` is right (and reads nothing), else takes stdin into a
-/// `mktemp` file in the same directory, checks its hash, makes it executable and renames it
-/// into place (a tampered or half-written one is replaced). Prints `have PATH`. POSIX sh and
-/// coreutils only.
+/// The host's side of the recorder's copy, run by `sh -c` with the recorder's directory
+/// (`--ssh-recorder-dir`; relative: under `$HOME`), the executable's SHA-256 and its name. The
+/// executable goes to `DIR/bin/<first 16 hex digits of its hash>/` (one directory per build: two
+/// relay versions never overwrite each other's, and a build is copied once), the sessions' files
+/// to `DIR/sessions/`. Refuses a directory others may write to (each level Tern made: anyone
+/// there could swap the file between its check and its use, or read the history), keeps an
+/// executable there whose `sha256sum` is right (and reads nothing), else takes stdin into a
+/// `mktemp` file in the same directory, checks its hash, makes it executable and renames it into
+/// place (a tampered or half-written one is replaced). Prints `have PATH` and `sessions DIR`.
+/// POSIX sh and coreutils only.
 pub const INSTALL_RECORDER: &str = r#"set -e
 umask 077
-case $1 in /*) base=$1 ;; *) base=$HOME/$1 ;; esac
+case $1 in /*) root=$1 ;; *) root=$HOME/$1 ;; esac
+base=$root/bin
 dir=$base/$(printf %s "$2" | cut -c1-16)
-mkdir -p "$dir"
-for d in "$base" "$dir"; do
+sessions=$root/sessions
+mkdir -p "$dir" "$sessions"
+for d in "$root" "$base" "$dir" "$sessions"; do
   case $(ls -ldL "$d" | cut -c6,9) in
     *w*) echo "the recorder's directory $d is writable by other users: refused (chmod go-w it)" >&2; exit 4 ;;
   esac
@@ -76,7 +76,37 @@ else
   trap - EXIT
 fi
 echo "have $file"
+echo "sessions $sessions"
 "#;
+
+/// This relay's executable (`--recorder`, else itself) and its SHA-256 (hex), read once: what is
+/// copied to hosts.
+pub async fn this_executable(
+    configured: Option<std::path::PathBuf>,
+) -> Result<&'static (std::path::PathBuf, String), &'static String> {
+    static THIS: tokio::sync::OnceCell<Result<(std::path::PathBuf, String), String>> =
+        tokio::sync::OnceCell::const_new();
+    THIS.get_or_init(|| async move {
+        let path = match configured {
+            Some(p) => p,
+            None => std::env::current_exe().map_err(|e| e.to_string())?,
+        };
+        tokio::task::spawn_blocking(move || {
+            use sha2::Digest;
+            let mut file =
+                std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut hasher = sha2::Sha256::new();
+            std::io::copy(&mut file, &mut hasher)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let hash: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+            Ok((path, hash))
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    })
+    .await
+    .as_ref()
+}
 
 /// `uname -m`'s names for the architectures Rust calls otherwise.
 fn normal_arch(machine: &str) -> &str {
@@ -103,13 +133,13 @@ mod tests {
 
     /// Runs the install script here with `sh` as ssh would on the host: `base`, `bytes` on
     /// stdin; success, stdout, stderr.
-    fn install_locally(base: &std::path::Path, bytes: &[u8]) -> (bool, String, String) {
+    fn install_locally(root: &std::path::Path, bytes: &[u8]) -> (bool, String, String) {
         use sha2::Digest;
         use std::io::Write;
         let hash: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
         let mut child = std::process::Command::new("sh")
             .args(["-c", INSTALL_RECORDER, "tern-install"])
-            .arg(base)
+            .arg(root)
             .args([&hash, "tern-relay"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -126,11 +156,17 @@ mod tests {
     fn the_recorder_is_copied_once_checked_replaced_when_tampered_and_refused_in_a_shared_dir() {
         use std::os::unix::fs::PermissionsExt;
         let home = tempfile::tempdir().unwrap();
-        let base = home.path().join("bin");
+        let root = home.path().join("tern");
+        let base = root.join("bin");
         let binary = b"#!/bin/sh\necho recorder\n".repeat(100);
-        let (ok, out, err) = install_locally(&base, &binary);
+        let (ok, out, err) = install_locally(&root, &binary);
         assert!(ok, "{err}");
-        let path = out.trim().strip_prefix("have ").expect("`have PATH`").to_owned();
+        let path = out.lines().find_map(|l| l.strip_prefix("have ")).expect("`have PATH`");
+        let path = path.to_owned();
+        let sessions = out.lines().find_map(|l| l.strip_prefix("sessions ")).expect("sessions");
+        assert_eq!(std::path::Path::new(sessions), root.join("sessions"));
+        let mode = std::fs::metadata(sessions).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "the sessions' files are private");
         assert_eq!(std::fs::read(&path).unwrap(), binary);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700, "executable by its owner only");
@@ -140,34 +176,34 @@ mod tests {
         let first = mtime();
         // Again: kept, nothing written.
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let (ok, again, err) = install_locally(&base, &binary);
+        let (ok, again, err) = install_locally(&root, &binary);
         assert!(ok && again == out, "{err}");
         assert_eq!(mtime(), first, "reused, not rewritten");
         // Tampered with: replaced by the right bytes.
         std::fs::write(&path, b"#!/bin/sh\necho evil\n").unwrap();
-        let (ok, _, err) = install_locally(&base, &binary);
+        let (ok, _, err) = install_locally(&root, &binary);
         assert!(ok, "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), binary, "the tampered copy was replaced");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no part file left behind");
         // A directory others may write: refused before anything is written.
         std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o1777)).unwrap();
-        let (ok, _, err) = install_locally(&base, &binary);
+        let (ok, _, err) = install_locally(&root, &binary);
         assert!(!ok && err.contains("writable by other users"), "{err}");
     }
 
     #[test]
-    fn a_host_of_another_machine_is_named_and_a_matching_one_still_says_why() {
-        let other = recorder_off(Ok("Linux aarch64\n"), "linux", "x86_64");
+    fn a_host_of_another_machine_is_named_and_a_matching_one_fits() {
+        let off = |uname| machine_mismatch(uname, "linux", "x86_64").unwrap_or_default();
+        let other = off(Ok("Linux aarch64\n"));
         assert_eq!(other, "its machine is linux aarch64, this relay is linux x86_64");
-        let mac = recorder_off(Ok("Darwin arm64\n"), "linux", "aarch64");
+        let mac = machine_mismatch(Ok("Darwin arm64\n"), "linux", "aarch64").unwrap();
         assert_eq!(mac, "its machine is darwin aarch64, this relay is linux aarch64");
-        let same = recorder_off(Ok("Linux x86_64\n"), "linux", "x86_64");
-        assert!(same.contains("does not run on ssh hosts yet"), "{same}");
-        assert!(recorder_off(Ok(""), "linux", "x86_64").contains("did not say"));
-        let odd = recorder_off(Ok("Linux \u{202e}x86_64\n"), "linux", "x86_64");
+        assert_eq!(machine_mismatch(Ok("Linux x86_64\n"), "linux", "x86_64"), None);
+        assert_eq!(machine_mismatch(Ok("Linux amd64\n"), "linux", "x86_64"), None);
+        assert!(off(Ok("")).contains("did not say"));
+        let odd = off(Ok("Linux \u{202e}x86_64\n"));
         assert!(odd.contains("did not say") && !odd.contains('\u{202e}'), "{odd}");
-        let down = recorder_off(Err("timed out"), "linux", "x86_64");
-        assert!(down.contains("timed out"), "{down}");
+        assert!(off(Err("timed out")).contains("timed out"));
         let off = features_off("devbox", &other);
         assert_eq!(
             off.sentence(),
