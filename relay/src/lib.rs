@@ -638,7 +638,8 @@ async fn prune_sessions(sessions: Arc<SessionContext>) {
         // or a channel that gave up).
         if let Some(hosts) = &sessions.ssh {
             for record in &alive {
-                spawn::ssh_follow::ensure(hosts, state, record, &sessions.shutdown);
+                let offers = &sessions.offers;
+                spawn::ssh_follow::ensure(hosts, state, offers, record, &sessions.shutdown);
             }
         }
         sessions.registry.retain_spawned(&alive);

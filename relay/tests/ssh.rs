@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::*;
+use tern::relay_proto::PageSignal;
 use tern_relay::config::Config;
 use tern_relay::control::{Hello, ServerMessage};
 
@@ -469,6 +470,26 @@ async fn a_session_on_an_ssh_host_has_the_recorder_history_and_pictures() {
     };
     assert_eq!(status, 200, "the picture printed on the host: {body}");
     assert!(body.contains("IHDR\0\0\0\x1e\0\0\0\x1e"), "a 30 × 30 PNG");
+
+    // An OSC 9 notification printed on the host (mosh-server drops it) reaches the page over
+    // the same channel.
+    mosh.type_bytes(b"printf '\\033]9;Build finished on the host\\007\\n'\n");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    let notified = loop {
+        mosh.run_until(Duration::from_millis(100), |_| false).await;
+        match mosh.control.try_next(Duration::from_millis(200)).await {
+            Some(ServerMessage::Signal(PageSignal::Notify { title, body }))
+                if format!("{title} {body}").contains("Build finished on the host") =>
+            {
+                break true;
+            }
+            Some(other) => seen.push(other),
+            None if Instant::now() > deadline => break false,
+            None => {}
+        }
+    };
+    assert!(notified, "no notification from the host: {seen:?}");
 
     // The follow channel dies mid-session (its process on the host is killed); lines printed
     // meanwhile arrive once the relay started it again, each once.

@@ -18,6 +18,12 @@
 //! again (bounded: the history's and the image store's own bounds). Each line is one JSON
 //! object, at most [`MAX_LINE`] bytes (data in chunks of [`MAX_CHUNK`]); a line the relay cannot
 //! read ends the channel, which starts again.
+//!
+//! Signals (OSC 52, 9, 777 and 8, which mosh-server drops) take the same channel: the follower
+//! listens on `DIR/ID.sock` (the recorder's `TERN_SOCKET` on the host; the directory is 0700) as
+//! the relay's own socket does, and passes each request line on as `signal`; the relay hands it
+//! to the session's pages as it would one from its socket, for this session only. A signal sent
+//! while the channel is down is lost, as one sent while the relay is away.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -30,8 +36,10 @@ use serde_json::{Value, json};
 
 /// Most file bytes in one `data` line.
 pub const MAX_CHUNK: usize = 192 * 1024;
-/// Longest line the relay reads (a chunk's base64 and its JSON).
-pub const MAX_LINE: usize = 320 * 1024;
+/// Longest signal request the follower takes (a clipboard write is at most about 1.5 MB as JSON).
+pub const MAX_SIGNAL: usize = 2 << 20;
+/// Longest line the relay reads (a chunk's or a signal's base64 and its JSON).
+pub const MAX_LINE: usize = MAX_SIGNAL / 3 * 4 + 1024;
 
 /// One change to a session's files.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +50,9 @@ pub enum FollowLine {
     Rename { from: String, to: String },
     /// `name` was removed.
     Gone { name: String },
+    /// A recorder's request line for the relay's socket (a clipboard write, a notification, a
+    /// link), as it came.
+    Signal { request: Vec<u8> },
     /// Nothing changed (sent now and then, so a dead channel is noticed on both ends).
     Idle,
 }
@@ -59,6 +70,9 @@ impl FollowLine {
             }
             FollowLine::Rename { from, to } => json!({"t": "rename", "from": from, "to": to}),
             FollowLine::Gone { name } => json!({"t": "gone", "name": name}),
+            FollowLine::Signal { request } => {
+                json!({"t": "signal", "request": b64().encode(request)})
+            }
             FollowLine::Idle => json!({"t": "idle"}),
         };
         let mut line = v.to_string().into_bytes();
@@ -88,6 +102,11 @@ impl FollowLine {
             }),
             "rename" => Ok(FollowLine::Rename { from: name("from")?, to: name("to")? }),
             "gone" => Ok(FollowLine::Gone { name: name("name")? }),
+            "signal" => Ok(FollowLine::Signal {
+                request: b64()
+                    .decode(s("request")?)
+                    .map_err(|_| "request is not base64".to_owned())?,
+            }),
             "idle" => Ok(FollowLine::Idle),
             other => Err(format!("unknown line type {other:?}")),
         }
@@ -285,7 +304,8 @@ impl Mirror {
     pub fn apply(&mut self, line: &FollowLine) -> Result<(), String> {
         let path = |name: &str| self.dir.join(name);
         match line {
-            FollowLine::Idle => Ok(()),
+            // Not a file: the caller hands it on.
+            FollowLine::Idle | FollowLine::Signal { .. } => Ok(()),
             FollowLine::Data { name, ino, at, data } => {
                 let have = self.have.get(name).copied();
                 if *at != 0 && have != Some((*ino, *at)) {
@@ -340,6 +360,49 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(200);
 /// How often it says `idle` when nothing changed.
 const IDLE_EVERY: u32 = 25;
 
+/// The socket a session's recorder on a host sends its signals to (`TERN_SOCKET` there).
+pub fn socket_of(dir: &Path, session: &str) -> PathBuf {
+    dir.join(format!("{session}.sock"))
+}
+
+/// The follower's end of the recorder's socket: takes the request lines waiting, never blocking
+/// on one for long (a recorder writes its line and closes).
+struct Signals {
+    listener: std::os::unix::net::UnixListener,
+    path: PathBuf,
+}
+
+impl Signals {
+    fn bind(path: PathBuf) -> Option<Signals> {
+        let _ = fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).ok()?;
+        let _ = fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600));
+        listener.set_nonblocking(true).ok()?;
+        Some(Signals { listener, path })
+    }
+
+    fn take(&self) -> Vec<FollowLine> {
+        let mut out = Vec::new();
+        while let Ok((stream, _)) = self.listener.accept() {
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(1)));
+            let mut request = Vec::new();
+            let _ = stream.take(MAX_SIGNAL as u64 + 1).read_to_end(&mut request);
+            if let Some(end) = request.iter().position(|b| *b == b'\n') {
+                request.truncate(end);
+                out.push(FollowLine::Signal { request });
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
 /// `tern-relay record-follow --history-dir DIR --session ID [--pid PID] [--have NAME=INO:LEN]...`:
 /// the host's side. Ends when its stdout is gone (the relay or the channel went away) or, after
 /// a last scan, when process PID (the session's mosh-server) has ended: then the session's files
@@ -369,14 +432,16 @@ pub fn main(args: impl Iterator<Item = std::ffi::OsString>) -> std::process::Exi
         return std::process::ExitCode::from(2);
     };
     let mut follower = Follower::new(&dir, &session, &haves);
+    let signals = Signals::bind(socket_of(&dir, &session));
     let mut out = io::stdout().lock();
     let mut quiet = 0;
     loop {
         let alive = pid.is_none_or(|p| {
-            rustix::process::test_kill_process(rustix::process::Pid::from_raw(p).expect("pid > 0"))
-                .is_ok()
+            rustix::process::Pid::from_raw(p)
+                .is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
         });
-        let lines = follower.scan();
+        let mut lines = follower.scan();
+        lines.extend(signals.iter().flat_map(Signals::take));
         if lines.is_empty() {
             quiet += 1;
         }

@@ -291,8 +291,21 @@ async fn spawn_over_ssh(
     if let Err(why) = &prepared {
         tracing::info!(%host, "no recorder on the host: {why}");
     }
+    // The recorder's signals go to the follower's socket there (ssh_follow brings them back).
+    let shell_env = match &prepared {
+        Ok(r) => vec![
+            (
+                crate::send::command::SOCKET_ENV.to_owned(),
+                crate::history::follow::socket_of(std::path::Path::new(&r.dir), &id)
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+            (crate::send::command::SESSION_ENV.to_owned(), id.clone()),
+        ],
+        Err(_) => Vec::new(),
+    };
     let started =
-        hosts.start(host, &spawn_spec(shared, recorder, Vec::new())).await.map_err(|message| {
+        hosts.start(host, &spawn_spec(shared, recorder, shell_env)).await.map_err(|message| {
             tracing::warn!(%host, "starting mosh-server over ssh failed: {message}");
             Refusal::new(ErrorCode::SpawnFailed, message)
         })?;
@@ -305,7 +318,7 @@ async fn spawn_over_ssh(
     };
     let target = record_spawned(state, id, started.spawned, Some(remote), 0, who);
     if let (Some(record), Some(state)) = (&target.record, &shared.state) {
-        crate::spawn::ssh_follow::ensure(hosts, state, record, &shared.shutdown);
+        crate::spawn::ssh_follow::ensure(hosts, state, &shared.offers, record, &shared.shutdown);
     }
     Ok(target)
 }

@@ -17,6 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::ssh::{SshHost, SshHosts};
 use crate::history::follow::{FollowLine, MAX_LINE, Mirror};
+use crate::send::command::Request;
+use crate::send::offers::Offers;
 use crate::state::{SessionRecord, StateStore};
 
 /// The longest pause before a dropped channel is started again.
@@ -33,6 +35,7 @@ fn running() -> std::sync::MutexGuard<'static, Option<HashSet<String>>> {
 pub fn ensure(
     hosts: &Arc<SshHosts>,
     state: &Arc<StateStore>,
+    offers: &Arc<Offers>,
     record: &SessionRecord,
     shutdown: &CancellationToken,
 ) {
@@ -41,12 +44,12 @@ pub fn ensure(
     if !running().get_or_insert_default().insert(record.id.clone()) {
         return;
     }
-    let (hosts, state, record, shutdown) =
-        (hosts.clone(), state.clone(), record.clone(), shutdown.clone());
+    let (hosts, state, offers, record, shutdown) =
+        (hosts.clone(), state.clone(), offers.clone(), record.clone(), shutdown.clone());
     tokio::spawn(async move {
         let id = record.id.clone();
         tokio::select! {
-            () = follow(&hosts, &state, &host, &record) => {}
+            () = follow(&hosts, &state, &offers, &host, &record) => {}
             () = shutdown.cancelled() => {}
         }
         if let Some(set) = running().as_mut() {
@@ -56,7 +59,13 @@ pub fn ensure(
 }
 
 /// Follows until the follower ends by itself or the session's record is gone.
-async fn follow(hosts: &SshHosts, state: &StateStore, host: &SshHost, record: &SessionRecord) {
+async fn follow(
+    hosts: &SshHosts,
+    state: &StateStore,
+    offers: &Offers,
+    host: &SshHost,
+    record: &SessionRecord,
+) {
     let Some(remote) = &record.remote else { return };
     let Some(recorder) = &remote.recorder else { return };
     let mut mirror = Mirror::new(state.dir(), &record.id);
@@ -77,7 +86,7 @@ async fn follow(hosts: &SshHosts, state: &StateStore, host: &SshHost, record: &S
             argv.extend(["--have".into(), have]);
         }
         let command = argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
-        match channel(hosts, host, &command, &mut mirror).await {
+        match channel(hosts, host, &command, &mut mirror, offers).await {
             Ok(Ended::ByItself) => {
                 tracing::debug!(session = %record.id, "the recorder's files are all here");
                 return;
@@ -110,6 +119,7 @@ async fn channel(
     host: &SshHost,
     command: &str,
     mirror: &mut Mirror,
+    offers: &Offers,
 ) -> Result<Ended, String> {
     let mut child =
         hosts.channel(host, command).spawn().map_err(|e| format!("cannot run ssh: {e}"))?;
@@ -136,8 +146,34 @@ async fn channel(
         let parsed = FollowLine::decode(&line[..line.len() - 1], mirror.session())?;
         // Small writes to local files: done in place (a chunk is at most 192 KiB).
         mirror.apply(&parsed)?;
+        if let FollowLine::Signal { request } = &parsed {
+            signal(offers, mirror.session(), request);
+        }
         lines += 1;
     }
     let status = child.wait().await.map_err(|e| format!("ssh: {e}"))?;
     if status.success() { Ok(Ended::ByItself) } else { Ok(Ended::Dropped { lines }) }
+}
+
+/// A signal from the recorder on the host: to the session's pages, as one from the relay's own
+/// socket (`send/socket.rs`); only for this very session, whatever the line names.
+fn signal(offers: &Offers, session: &str, request: &[u8]) {
+    use tern::relay_proto::PageSignal;
+    let signal = match serde_json::from_slice::<Request>(request) {
+        Ok(Request::Clipboard { session: s, text }) if s == session => {
+            PageSignal::Clipboard { text }
+        }
+        Ok(Request::Notify { session: s, title, body }) if s == session => {
+            PageSignal::Notify { title, body }
+        }
+        Ok(Request::Link { session: s, url, text, col }) if s == session => {
+            PageSignal::Link { url, text, col }
+        }
+        _ => {
+            tracing::debug!(%session, "a request from the host that is not this session's signal");
+            return;
+        }
+    };
+    let sent = offers.signal(session, signal);
+    tracing::debug!(%session, sent, "a signal from the recorder on the host");
 }
