@@ -27,8 +27,11 @@ const fx = browserFixture({
   },
   relay: {
     args: [
-      '--ssh-host', 'good,needs-password,wrong-key,down', '--ssh-config', join(sshDir, 'ssh_config'),
+      '--ssh-host', 'good,needs-password,wrong-key,down,other-arch', '--ssh-config', join(sshDir, 'ssh_config'),
       '--ssh-paste-dir', join(sshDir, 'host-pastes'), '--paste-dir', join(sshDir, 'relay-pastes'),
+      // The recorder's copy and files on the "host" in the test's directory; other-arch's uname
+      // says aarch64 through this wrapper of ssh (tests/ssh-fixture.sh).
+      '--ssh-recorder-dir', join(sshDir, 'host-tern'), '--ssh-program', join(sshDir, 'ssh-other-arch'),
     ],
   },
   relayLog: true,
@@ -44,14 +47,9 @@ const onGood = fx.step('a session on the ssh host good', async () => {
   await page.goto(url());
   await page.waitForSelector('#chooser:not([hidden])');
   const offered = await page.locator('#chooser-hosts button').allTextContents();
-  assert.deepEqual(offered, ['New session on down', 'New session on good', 'New session on needs-password', 'New session on wrong-key']);
+  assert.deepEqual(offered, ['New session on down', 'New session on good', 'New session on needs-password', 'New session on other-arch', 'New session on wrong-key']);
   await screenshotsOfState(page, 'ssh-chooser');
   await chooseHost(page, 'good');
-  // The host has no recorder: the page says once what is off there and why.
-  await page.waitForSelector('#pill.features-off:not([hidden])', { timeout: 30000 });
-  assert.equal(await page.textContent('#pill'),
-    'History, pictures and signals are off on good: the recorder (tern-relay record) does not run on ssh hosts yet.');
-  await screenshotsOfState(page, 'ssh-features-off');
   await waitForPrompt(page, 30000);
 });
 
@@ -73,6 +71,51 @@ test('the page lists the ssh hosts, starts a session on one, and a pasted PNG la
   await until(async () => new RegExp(`^${png.length}$`, 'm').test(await screen(page)), { what: 'the size of the file on the host' });
   assert.ok(readFileSync(hostPath).equals(png), "the host's copy is byte-identical");
   await screenshotsOfState(page, 'ssh-session');
+});
+
+test("a session on the host has the recorder: lines printed there are in the page's history view", async () => {
+  await onGood();
+  const { page } = fx;
+  assert.equal(await page.evaluate(() => document.querySelector('#pill.features-off:not([hidden])')), null,
+    'nothing is off on a host of the relay\'s machine');
+  await typeLine(page, "seq -f 'on-host-%g' 1 120");
+  await until(async () => /^on-host-120$/m.test(await screen(page)), { what: 'the lines printed on the host' });
+  // The relay's copy of the host's history (followed back over ssh) has the lines that scrolled
+  // off the screen.
+  const first = await until(() => page.evaluate(async () => {
+    const p = await window.tern.history.page(null, 500);
+    return p.lines.includes('on-host-1') && p;
+  }), { what: 'on-host-1 in the history', timeout: 30000 });
+  assert.ok(first.lines.includes('on-host-60'));
+  await page.evaluate(() => window.tern.term.scrollToTop());
+  await page.mouse.move(400, 300);
+  await page.mouse.wheel(0, -300);
+  await page.waitForSelector('#history:not([hidden]) .hl');
+  await until(() => page.evaluate(() => [...document.querySelectorAll('#history .hl')]
+    .some((l) => l.textContent === 'on-host-60')), { what: 'a line of the host in the history view' });
+  await screenshotsOfState(page, 'ssh-history-view');
+  await page.keyboard.press('Escape');
+});
+
+test('a host of another machine: the page says once which features are off there and why', async () => {
+  const other = await launchBrowser();
+  try {
+    const { page } = other;
+    await page.goto(url());
+    await page.waitForSelector('#chooser:not([hidden])');
+    await chooseHost(page, 'other-arch');
+    await page.waitForSelector('#pill.features-off:not([hidden])', { timeout: 30000 });
+    assert.match(await page.textContent('#pill'),
+      /^History, pictures and signals are off on other-arch: its machine is linux aarch64, this relay is linux \w+\.$/);
+    await screenshotsOfState(page, 'ssh-features-off');
+    await waitForPrompt(page, 30000);
+    // Said once: a reload of the same session does not say it again.
+    await page.reload();
+    await waitForPrompt(page, 30000);
+    assert.equal(await page.evaluate(() => document.querySelector('#pill.features-off')), null);
+  } finally {
+    await other.close();
+  }
 });
 
 test('a host that wants a password, a changed host key and a host that is down each say so at once', async () => {
