@@ -526,5 +526,20 @@ async fn a_session_on_an_ssh_host_has_the_recorder_history_and_pictures() {
     let _cleanup3 = KillOnDrop(host_pid(state.path(), &third.session));
     assert_eq!(third.off, None);
     assert_eq!(sha256_file(&copies[0]), hash, "the tampered copy was replaced");
+
+    // A restarted relay follows the first session again (from its record): what is printed
+    // after the restart arrives, and every earlier line is still there once.
+    relay.stop().await;
+    let relay = TestRelay::start(sshd.relay_config(state.path(), &token)).await;
+    let conn = connect(&relay, None).await.expect("connects again");
+    let (control, reply) = hello(&conn, spawn_hello(Some(&token), Some(&ready.session))).await;
+    let again = expect_ready(reply);
+    assert_eq!(again.off, None);
+    mosh.reattach(conn, control, again.seq_floor);
+    mosh.type_bytes(b"seq -f 'after-restart-%g' 1 10; seq -f 'pad3-%g' 1 30\n");
+    let lines = history_until(&relay, &mut mosh, &ready.session, "after-restart-10").await;
+    for want in ["host-line-1", "after-drop-50", "after-restart-1", "after-restart-10"] {
+        assert_eq!(lines.iter().filter(|l| *l == want).count(), 1, "{want} once: {lines:?}");
+    }
     relay.stop().await;
 }
