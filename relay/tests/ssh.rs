@@ -471,6 +471,35 @@ async fn a_session_on_an_ssh_host_has_the_recorder_history_and_pictures() {
     assert_eq!(status, 200, "the picture printed on the host: {body}");
     assert!(body.contains("IHDR\0\0\0\x1e\0\0\0\x1e"), "a 30 × 30 PNG");
 
+    // `tern show` of a PNG on the host (the copy's `tern`, beside it): a picture the relay
+    // serves, image 2.
+    let png = tern::images::convert::png(&tern::images::convert::Rgba {
+        width: 20,
+        height: 10,
+        pixels: [200u8, 40, 40, 255].repeat(200),
+    });
+    let png_path = sshd.path("chart.png");
+    std::fs::write(&png_path, &png).unwrap();
+    let tern = copies[0].with_file_name("tern");
+    mosh.type_bytes(format!("{} show {}\n", tern.display(), png_path.display()).as_bytes());
+    let ask = tern::relay_proto::encode(&tern::relay_proto::ImageRequest {
+        session: ready.session.clone(),
+        image: 2,
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (status, body) = loop {
+        let (status, body) =
+            http_post(relay.addr(), tern::relay_proto::IMAGE_PATH, Some(&token), &ask).await;
+        if status == 200 || Instant::now() > deadline {
+            break (status, body);
+        }
+        mosh.run_until(Duration::from_millis(200), |_| false).await;
+    };
+    assert_eq!(status, 200, "the picture `tern show` showed on the host: {body}");
+    let (head, _) = body.split_once('\n').expect("a header line");
+    let info: tern::relay_proto::ImageInfo = tern::relay_proto::decode(head.as_bytes()).unwrap();
+    assert_eq!((info.width, info.height, info.mime.as_str()), (20, 10, "image/png"));
+
     // An OSC 9 notification printed on the host (mosh-server drops it) reaches the page over
     // the same channel.
     mosh.type_bytes(b"printf '\\033]9;Build finished on the host\\007\\n'\n");

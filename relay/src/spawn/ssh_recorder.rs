@@ -48,7 +48,8 @@ pub fn machine_mismatch(uname: Result<&str, &str>, os: &str, arch: &str) -> Opti
 /// there could swap the file between its check and its use, or read the history), keeps an
 /// executable there whose `sha256sum` is right (and reads nothing), else takes stdin into a
 /// `mktemp` file in the same directory, checks its hash, makes it executable and renames it into
-/// place (a tampered or half-written one is replaced). Prints `have PATH` and `sessions DIR`.
+/// place (a tampered or half-written one is replaced). `tern` beside it is a link to it (the
+/// command `tern show`, by its name). Prints `have PATH` and `sessions DIR`.
 /// POSIX sh and coreutils only.
 pub const INSTALL_RECORDER: &str = r#"set -e
 umask 077
@@ -75,6 +76,7 @@ else
   mv -f "$part" "$file"
   trap - EXIT
 fi
+[ -L "$dir/tern" ] || ln -s tern-relay "$dir/tern"
 echo "have $file"
 echo "sessions $sessions"
 "#;
@@ -184,7 +186,14 @@ mod tests {
         let (ok, _, err) = install_locally(&root, &binary);
         assert!(ok, "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), binary, "the tampered copy was replaced");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no part file left behind");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["tern", "tern-relay"], "no part file left behind");
+        let link = std::fs::read_link(dir.join("tern")).unwrap();
+        assert_eq!(link, std::path::Path::new("tern-relay"), "`tern` is the copy by that name");
         // A directory others may write: refused before anything is written.
         std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o1777)).unwrap();
         let (ok, _, err) = install_locally(&root, &binary);
