@@ -638,8 +638,10 @@ async fn prune_sessions(sessions: Arc<SessionContext>) {
         // or a channel that gave up).
         if let Some(hosts) = &sessions.ssh {
             for record in &alive {
+                let t = &sessions.settings.targets;
+                let bound = history::follow::mirror_bound(t.history_bytes, t.record_bytes);
                 let offers = &sessions.offers;
-                spawn::ssh_follow::ensure(hosts, state, offers, record, &sessions.shutdown);
+                spawn::ssh_follow::ensure(hosts, state, offers, record, bound, &sessions.shutdown);
             }
         }
         sessions.registry.retain_spawned(&alive);

@@ -287,11 +287,27 @@ pub struct Mirror {
     session: String,
     /// What it has, by name: the host's inode and the length here.
     have: BTreeMap<String, (u64, u64)>,
+    /// Most bytes and files it keeps of the session: a host that sends more (it is not the
+    /// relay's machine) is refused, never filling the relay's disk.
+    max_bytes: u64,
+    max_files: usize,
 }
 
 impl Mirror {
-    pub fn new(dir: &Path, session: &str) -> Mirror {
-        Mirror { dir: dir.to_owned(), session: session.to_owned(), have: BTreeMap::new() }
+    /// A mirror of at most `max_bytes` in all (what the recorder's own bounds allow, with room).
+    pub fn new(dir: &Path, session: &str, max_bytes: u64) -> Mirror {
+        Mirror {
+            dir: dir.to_owned(),
+            session: session.to_owned(),
+            have: BTreeMap::new(),
+            max_bytes,
+            max_files: super::images::MAX_FILES + 16,
+        }
+    }
+
+    /// Bytes it has in all.
+    fn total(&self) -> u64 {
+        self.have.values().map(|(_, len)| len).sum()
     }
 
     /// `NAME=INO:LEN` for each file it has: the follower's `--have`s after a drop.
@@ -314,6 +330,11 @@ impl Mirror {
                         "{name}: data at {at} does not follow what is here ({have:?})"
                     ));
                 }
+                let before = if *at == 0 { have.map_or(0, |(_, len)| len) } else { 0 };
+                let after = self.total() - before + data.len() as u64;
+                if after > self.max_bytes || (have.is_none() && self.have.len() >= self.max_files) {
+                    return Err(format!("{name}: over the session's bounds ({after} bytes)"));
+                }
                 if let Some((dir, _)) = name.split_once('/') {
                     let dir = path(dir);
                     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -335,7 +356,12 @@ impl Mirror {
                 Ok(())
             }
             FollowLine::Rename { from, to } => {
-                fs::rename(path(from), path(to)).map_err(|e| format!("{from} -> {to}: {e}"))?;
+                if let Err(e) = fs::rename(path(from), path(to)) {
+                    // Both are sent whole on the next channel.
+                    self.have.remove(from);
+                    self.have.remove(to);
+                    return Err(format!("{from} -> {to}: {e}"));
+                }
                 if let Some(h) = self.have.remove(from) {
                     self.have.insert(to.clone(), h);
                 }
@@ -353,6 +379,16 @@ impl Mirror {
     pub fn session(&self) -> &str {
         &self.session
     }
+}
+
+/// What a mirror of a session may hold: what its recorder keeps (two history files, the image
+/// store's quota and index, the recording), with room for what is being written.
+pub fn mirror_bound(history_bytes: u64, cast_bytes: Option<u64>) -> u64 {
+    2 * history_bytes
+        + super::images::DEFAULT_QUOTA
+        + 2 * super::images::MAX_INDEX_BYTES
+        + cast_bytes.unwrap_or(0)
+        + (16 << 20)
 }
 
 /// How often the host's follower looks at the files.
@@ -491,7 +527,7 @@ mod tests {
         let (host, relay) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let (h, r) = (host.path(), relay.path());
         let mut f = Follower::new(h, ID, &[]);
-        let mut m = Mirror::new(r, ID);
+        let mut m = Mirror::new(r, ID, 1 << 30);
         let hist = format!("{ID}.history");
         let append = |name: &str, text: &[u8]| {
             OpenOptions::new()
@@ -565,7 +601,14 @@ mod tests {
     #[test]
     fn lines_out_of_step_or_naming_other_files_are_refused_without_harm() {
         let relay = tempfile::tempdir().unwrap();
-        let mut m = Mirror::new(relay.path(), ID);
+        let mut m = Mirror::new(relay.path(), ID, 100);
+        let big = FollowLine::Data {
+            name: format!("{ID}.history"),
+            ino: 1,
+            at: 0,
+            data: vec![b'x'; 101],
+        };
+        assert!(m.apply(&big).is_err(), "over the bound");
         let skip =
             FollowLine::Data { name: format!("{ID}.history"), ino: 1, at: 5, data: b"x".to_vec() };
         assert!(m.apply(&skip).is_err(), "data past what is here");

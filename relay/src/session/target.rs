@@ -318,7 +318,15 @@ async fn spawn_over_ssh(
     };
     let target = record_spawned(state, id, started.spawned, Some(remote), 0, who);
     if let (Some(record), Some(state)) = (&target.record, &shared.state) {
-        crate::spawn::ssh_follow::ensure(hosts, state, &shared.offers, record, &shared.shutdown);
+        let bound = crate::history::follow::mirror_bound(c.history_bytes, c.record_bytes);
+        crate::spawn::ssh_follow::ensure(
+            hosts,
+            state,
+            &shared.offers,
+            record,
+            bound,
+            &shared.shutdown,
+        );
     }
     Ok(target)
 }

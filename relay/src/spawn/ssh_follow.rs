@@ -37,6 +37,7 @@ pub fn ensure(
     state: &Arc<StateStore>,
     offers: &Arc<Offers>,
     record: &SessionRecord,
+    max_bytes: u64,
     shutdown: &CancellationToken,
 ) {
     let Some(remote) = &record.remote else { return };
@@ -49,7 +50,7 @@ pub fn ensure(
     tokio::spawn(async move {
         let id = record.id.clone();
         tokio::select! {
-            () = follow(&hosts, &state, &offers, &host, &record) => {}
+            () = follow(max_bytes, &hosts, &state, &offers, &host, &record) => {}
             () = shutdown.cancelled() => {}
         }
         if let Some(set) = running().as_mut() {
@@ -60,6 +61,7 @@ pub fn ensure(
 
 /// Follows until the follower ends by itself or the session's record is gone.
 async fn follow(
+    max_bytes: u64,
     hosts: &SshHosts,
     state: &StateStore,
     offers: &Offers,
@@ -68,7 +70,7 @@ async fn follow(
 ) {
     let Some(remote) = &record.remote else { return };
     let Some(recorder) = &remote.recorder else { return };
-    let mut mirror = Mirror::new(state.dir(), &record.id);
+    let mut mirror = Mirror::new(state.dir(), &record.id, max_bytes);
     let mut pause = Duration::from_secs(1);
     while state.check_alive(&record.id).is_some() {
         let mut argv = vec![
