@@ -572,3 +572,27 @@ async fn a_session_on_an_ssh_host_has_the_recorder_history_and_pictures() {
     }
     relay.stop().await;
 }
+
+/// A recorder directory others may write to on the host is refused (nothing copied there); the
+/// session starts without the recorder and `ready` says why.
+#[tokio::test]
+async fn a_shared_recorder_directory_on_the_host_is_refused_and_said() {
+    use std::os::unix::fs::PermissionsExt;
+    let sshd = Sshd::start();
+    let token = test_token("ssh-shared-dir");
+    let state = tempfile::tempdir().unwrap();
+    let shared = sshd.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let mut config = sshd.relay_config(state.path(), &token);
+    config.ssh_recorder_dir = shared.to_string_lossy().into_owned();
+    let relay = TestRelay::start(config).await;
+    let conn = connect(&relay, None).await.expect("connects");
+    let (_control, reply) = hello(&conn, host_hello(&token, "good")).await;
+    let ready = expect_ready(reply);
+    let _cleanup = KillOnDrop(host_pid(state.path(), &ready.session));
+    let off = ready.off.expect("the recorder is off");
+    assert!(off.why.contains("writable by other users"), "{}", off.why);
+    assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0, "nothing made in it");
+    relay.stop().await;
+}

@@ -57,8 +57,9 @@ case $1 in /*) root=$1 ;; *) root=$HOME/$1 ;; esac
 base=$root/bin
 dir=$base/$(printf %s "$2" | cut -c1-16)
 sessions=$root/sessions
-mkdir -p "$dir" "$sessions"
+# Each level is checked before anything is made inside it.
 for d in "$root" "$base" "$dir" "$sessions"; do
+  mkdir -p "$d"
   case $(ls -ldL "$d" | cut -c6,9) in
     *w*) echo "the recorder's directory $d is writable by other users: refused (chmod go-w it)" >&2; exit 4 ;;
   esac
