@@ -330,7 +330,8 @@ impl SshHosts {
         }
         let mut command = tokio::process::Command::new(&argv[0]);
         command.args(&argv[1..]).arg(remote).kill_on_drop(true);
-        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // Nothing reads its stderr for as long as it runs: a pipe that filled would stop it.
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
         command
     }
 
