@@ -105,6 +105,26 @@ esac
 exec ssh "$@"
 EOF
 chmod 755 "$dir/ssh-other-arch"
+# A host whose recorder's follow channel speaks garbage (a compromised host): with `--ssh-program
+# DIR/ssh-bad-follow`, `record-follow` answers, in turn, a line naming a file outside the
+# session's, a line that is not JSON, and 5 MB without a newline; everything else goes to ssh.
+cat > "$dir/ssh-bad-follow" <<'EOF'
+#!/bin/sh
+for a; do last=$a; done
+case "$last" in
+  *record-follow*)
+    n=$(cat "$0.count" 2>/dev/null || echo 0)
+    echo $((n + 1)) > "$0.count"
+    case $((n % 3)) in
+      0) printf '%s\n' '{"t":"data","name":"../../escape","ino":1,"at":0,"data":"eA=="}' ;;
+      1) printf 'not json\n' ;;
+      2) head -c 5000000 /dev/zero | tr '\0' x ;;
+    esac
+    exit 1 ;;
+esac
+exec ssh "$@"
+EOF
+chmod 755 "$dir/ssh-bad-follow"
 
 stop
 "$sshd" -f "$dir/sshd_key_config" -E "$dir/sshd-key.log"

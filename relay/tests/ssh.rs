@@ -596,3 +596,44 @@ async fn a_shared_recorder_directory_on_the_host_is_refused_and_said() {
     assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0, "nothing made in it");
     relay.stop().await;
 }
+
+/// A host whose follow channel sends garbage (a line naming a file outside the session's, one
+/// that is not JSON, megabytes without a newline: tests/ssh-fixture.sh `ssh-bad-follow`): the
+/// relay refuses each, writes nothing, keeps trying (with a pause) and keeps serving; the session
+/// works.
+#[tokio::test]
+async fn a_follow_channel_that_sends_garbage_never_harms_the_relay() {
+    let sshd = Sshd::start();
+    let token = test_token("ssh-garbage");
+    let state = tempfile::tempdir().unwrap();
+    let mut config = sshd.relay_config(state.path(), &token);
+    config.ssh_program = sshd.path("ssh-bad-follow");
+    let relay = TestRelay::start(config).await;
+    let conn = connect(&relay, None).await.expect("connects");
+    let (control, reply) = hello(&conn, host_hello(&token, "good")).await;
+    let ready = expect_ready(reply);
+    let _cleanup = KillOnDrop(host_pid(state.path(), &ready.session));
+    let mut mosh = MoshOverRelay::new(conn, control, ready.key.as_deref().unwrap(), CLIENT_MTU);
+    mosh.type_bytes(b"echo still-$((40+2))\n");
+    assert!(
+        mosh.run_until(Duration::from_secs(15), |s| s.server_state().contains(b"still-42")).await,
+        "the session works: {:?}",
+        mosh.screen_text()
+    );
+    // Each kind of garbage in turn (a pause of 1 s, then 2 s, between channels).
+    let refused = ["not one of the session's files", "not JSON", "a line over the limit"];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !refused.iter().all(|r| logs().contains(r)) && Instant::now() < deadline {
+        mosh.run_until(Duration::from_millis(200), |_| false).await;
+    }
+    for r in refused {
+        assert!(logs().contains(r), "refused: {r}");
+    }
+    // Nothing was written outside the state directory's sessions.
+    for dir in [state.path().to_path_buf(), state.path().join("sessions")] {
+        assert!(!dir.join("escape").exists() && !dir.parent().unwrap().join("escape").exists());
+    }
+    let (status, _) = http_get(relay.addr(), "/api/sessions", Some(&token)).await;
+    assert_eq!(status, 200, "the relay serves on");
+    relay.stop().await;
+}
