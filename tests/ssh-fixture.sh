@@ -7,6 +7,7 @@
 #   wrong-key       PORT_KEY again, but known_hosts holds another key for it (a changed host key)
 #   down            PORT_DOWN, where nothing listens
 #   other-arch      `good` again, whose `uname -s -m` says aarch64 under --ssh-program DIR/ssh-other-arch
+# (and --ssh-program DIR/ssh-bad-follow: every host's recorder follow channel answers garbage)
 #
 #   bash tests/ssh-fixture.sh start DIR PORT_KEY PORT_PW PORT_DOWN   # files in DIR, two sshds
 #   bash tests/ssh-fixture.sh stop DIR
