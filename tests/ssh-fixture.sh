@@ -95,13 +95,13 @@ EOF
   host other-arch "$port_key" tern-good
 } > "$dir/ssh_config"
 # `other-arch` is `good` on a machine of another architecture: run with `--ssh-program
-# DIR/ssh-other-arch`, its `uname -s -m` says aarch64 (the host's sshd resets PATH, so a fake
-# uname cannot be put there); everything else goes to ssh.
+# DIR/ssh-other-arch`, the recorder's check there (which runs `uname -s -m`) answers aarch64 (the
+# host's sshd resets PATH, so a fake uname cannot be put there); everything else goes to ssh.
 cat > "$dir/ssh-other-arch" <<'EOF'
 #!/bin/sh
 for a; do last=$a; done
 case " $* " in
-  *" other-arch -- "*) [ "$last" = "uname -s -m" ] && { echo "Linux aarch64"; exit 0; } ;;
+  *" other-arch -- "*) case "$last" in *tern-install*) echo "machine Linux aarch64"; exit 0 ;; esac ;;
 esac
 exec ssh "$@"
 EOF

@@ -637,3 +637,40 @@ async fn a_follow_channel_that_sends_garbage_never_harms_the_relay() {
     assert_eq!(status, 200, "the relay serves on");
     relay.stop().await;
 }
+
+/// Not a check: how long a start on a host takes with the recorder (its uname, its copy's
+/// `sha256sum`) and without (`--ssh-recorder-dir ""`), side by side in one run. Prints medians.
+/// `cargo test -p tern-relay --test ssh start_times -- --ignored --nocapture`
+#[tokio::test]
+#[ignore]
+async fn start_times_with_and_without_the_recorder() {
+    let sshd = Sshd::start();
+    let token = test_token("ssh-bench");
+    let mut times: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..5 {
+        for (i, dir) in [sshd.path("host-tern").to_string_lossy().into_owned(), String::new()]
+            .into_iter()
+            .enumerate()
+        {
+            let state = tempfile::tempdir().unwrap();
+            let mut config = sshd.relay_config(state.path(), &token);
+            config.ssh_recorder_dir = dir;
+            let relay = TestRelay::start(config).await;
+            let conn = connect(&relay, None).await.expect("connects");
+            let started = Instant::now();
+            let (_control, reply) = hello(&conn, host_hello(&token, "good")).await;
+            let took = started.elapsed();
+            let ready = expect_ready(reply);
+            let _cleanup = KillOnDrop(host_pid(state.path(), &ready.session));
+            // The first round copies the recorder: not counted.
+            if round > 0 {
+                times[i].push(took);
+            }
+            relay.stop().await;
+        }
+    }
+    for (name, t) in ["with the recorder", "without"].iter().zip(times.iter_mut()) {
+        t.sort();
+        println!("start on a host {name}: median {:?} of {:?}", t[t.len() / 2], t);
+    }
+}

@@ -285,33 +285,44 @@ impl SshHosts {
                 "the relay runs no recorder on ssh hosts (--ssh-recorder-dir is empty)".into()
             );
         }
-        let uname = self.run(host, super::ssh_recorder::UNAME, None, QUICK_TIMEOUT).await;
+        let (path, hash) =
+            local.map_err(|e| format!("the relay cannot read its own executable ({e})"))?;
+        let script = |mode: &str| {
+            [
+                "sh",
+                "-c",
+                super::ssh_recorder::INSTALL_RECORDER,
+                "tern-install",
+                &self.recorder_dir,
+                hash,
+                "tern-relay",
+                mode,
+            ]
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+        };
+        // First only asked (its machine, the copy's hash): the executable is sent only when the
+        // host can run it and lacks it.
+        let mut out = self
+            .run(host, &script("check"), None, QUICK_TIMEOUT)
+            .await
+            .map_err(|e| format!("the relay could not check for the recorder there ({e})"))?;
+        let machine = out.lines().find_map(|l| l.strip_prefix("machine ")).unwrap_or("");
         if let Some(why) = super::ssh_recorder::machine_mismatch(
-            uname.as_deref().map_err(String::as_str),
+            Ok(machine),
             std::env::consts::OS,
             std::env::consts::ARCH,
         ) {
             return Err(why);
         }
-        let (path, hash) =
-            local.map_err(|e| format!("the relay cannot read its own executable ({e})"))?;
-        let remote = [
-            "sh",
-            "-c",
-            super::ssh_recorder::INSTALL_RECORDER,
-            "tern-install",
-            &self.recorder_dir,
-            hash,
-            "tern-relay",
-        ]
-        .iter()
-        .map(|w| shell_quote(w))
-        .collect::<Vec<_>>()
-        .join(" ");
-        let out = self
-            .run(host, &remote, Some(path), QUICK_TIMEOUT + COPY_TIMEOUT)
-            .await
-            .map_err(|e| format!("copying the recorder there failed: {e}"))?;
+        if out.lines().any(|l| l == "need") {
+            out = self
+                .run(host, &script("install"), Some(path), QUICK_TIMEOUT + COPY_TIMEOUT)
+                .await
+                .map_err(|e| format!("copying the recorder there failed: {e}"))?;
+        }
         let field = |name: &str| out.lines().find_map(|l| l.strip_prefix(name)).map(str::to_owned);
         match (field("have "), field("sessions ")) {
             (Some(program), Some(dir)) => Ok(RemoteRecorder { program, dir }),

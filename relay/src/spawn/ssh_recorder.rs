@@ -49,16 +49,21 @@ pub fn machine_mismatch(uname: Result<&str, &str>, os: &str, arch: &str) -> Opti
 /// executable there whose `sha256sum` is right (and reads nothing), else takes stdin into a
 /// `mktemp` file in the same directory, checks its hash, makes it executable and renames it into
 /// place (a tampered or half-written one is replaced). `tern` beside it is a link to it (the
-/// command `tern show`, by its name). Prints `have PATH` and `sessions DIR`.
+/// command `tern show`, by its name). Prints `machine KERNEL MACHINE` (`uname -s -m`) first, then
+/// `have PATH` and `sessions DIR`. With a fourth argument `check` it reads nothing and makes
+/// nothing: `need` where it would have copied (so a start whose copy is in place costs one ssh
+/// command, and the executable is sent only when it must be).
 /// POSIX sh and coreutils only.
 pub const INSTALL_RECORDER: &str = r#"set -e
 umask 077
+echo "machine $(uname -s -m)"
 case $1 in /*) root=$1 ;; *) root=$HOME/$1 ;; esac
 base=$root/bin
 dir=$base/$(printf %s "$2" | cut -c1-16)
 sessions=$root/sessions
-# Each level is checked before anything is made inside it.
+# Each level is checked before anything is made inside it; `check` makes nothing.
 for d in "$root" "$base" "$dir" "$sessions"; do
+  if [ "$4" = check ] && [ ! -d "$d" ]; then echo need; exit 0; fi
   mkdir -p "$d"
   case $(ls -ldL "$d" | cut -c6,9) in
     *w*) echo "the recorder's directory $d is writable by other users: refused (chmod go-w it)" >&2; exit 4 ;;
@@ -68,6 +73,9 @@ file=$dir/$3
 sum() { sha256sum < "$1" | cut -c1-64; }
 if [ -f "$file" ] && [ ! -L "$file" ] && [ -x "$file" ] && [ "$(sum "$file")" = "$2" ]; then
   :
+elif [ "$4" = check ]; then
+  echo need
+  exit 0
 else
   part=$(mktemp "$dir/.tern-relay.XXXXXX")
   trap 'rm -f "$part"' EXIT
@@ -137,13 +145,18 @@ mod tests {
     /// Runs the install script here with `sh` as ssh would on the host: `base`, `bytes` on
     /// stdin; success, stdout, stderr.
     fn install_locally(root: &std::path::Path, bytes: &[u8]) -> (bool, String, String) {
+        run_locally(root, bytes, "install")
+    }
+
+    /// The script in `mode` (`check` or `install`), `bytes` offered on stdin.
+    fn run_locally(root: &std::path::Path, bytes: &[u8], mode: &str) -> (bool, String, String) {
         use sha2::Digest;
         use std::io::Write;
         let hash: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
         let mut child = std::process::Command::new("sh")
             .args(["-c", INSTALL_RECORDER, "tern-install"])
             .arg(root)
-            .args([&hash, "tern-relay"])
+            .args([&hash, "tern-relay", mode])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -162,6 +175,11 @@ mod tests {
         let root = home.path().join("tern");
         let base = root.join("bin");
         let binary = b"#!/bin/sh\necho recorder\n".repeat(100);
+        // Asked first: the host's machine, and `need`; nothing made, nothing read.
+        let (ok, asked, err) = run_locally(&root, &binary, "check");
+        assert!(ok, "{err}");
+        assert!(asked.starts_with("machine ") && asked.lines().any(|l| l == "need"), "{asked}");
+        assert!(!root.exists(), "a check makes nothing");
         let (ok, out, err) = install_locally(&root, &binary);
         assert!(ok, "{err}");
         let path = out.lines().find_map(|l| l.strip_prefix("have ")).expect("`have PATH`");
@@ -181,6 +199,8 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let (ok, again, err) = install_locally(&root, &binary);
         assert!(ok && again == out, "{err}");
+        let (ok, asked, err) = run_locally(&root, &binary, "check");
+        assert!(ok && asked == out, "a check finds the copy in place: {asked} {err}");
         assert_eq!(mtime(), first, "reused, not rewritten");
         // Tampered with: replaced by the right bytes.
         std::fs::write(&path, b"#!/bin/sh\necho evil\n").unwrap();
