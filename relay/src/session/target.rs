@@ -266,12 +266,10 @@ async fn spawn_over_ssh(
             format!("{name} is not one of this relay's --ssh-host hosts"),
         ));
     };
-    // The same lock as a local start: two starts at once would both pass the limit check and
-    // both start a server.
-    let _guard = shared.spawn_lock.lock().await;
-    check_spawn_limit(shared, state)?;
     // The recorder goes there when the host can run it (this relay's machine), copied once per
-    // build; else the session starts without it and the page is told why.
+    // build; else the session starts without it and the page is told why. Before the spawn lock:
+    // a first copy may take a while, and other starts need not wait for it (two copies at once
+    // each rename a whole file into place).
     let id = new_session_id();
     let c = &shared.settings.targets;
     let prepared = if c.history_lines == 0 {
@@ -291,6 +289,10 @@ async fn spawn_over_ssh(
     if let Err(why) = &prepared {
         tracing::info!(%host, "no recorder on the host: {why}");
     }
+    // The same lock as a local start: two starts at once would both pass the limit check and
+    // both start a server.
+    let _guard = shared.spawn_lock.lock().await;
+    check_spawn_limit(shared, state)?;
     // The recorder's signals go to the follower's socket there (ssh_follow brings them back).
     let shell_env = match &prepared {
         Ok(r) => vec![
