@@ -155,7 +155,8 @@ pub struct Follower {
 }
 
 impl Follower {
-    /// `haves`: what the relay has (`NAME=INO:LEN`), so that only what it lacks is sent.
+    /// `haves`: what the relay has (`NAME=INO:LEN`), so that only what it lacks is sent (a file
+    /// rewritten in place is sent again whole: its length says nothing of its content).
     pub fn new(dir: &Path, session: &str, haves: &[String]) -> Follower {
         let known = haves
             .iter()
@@ -163,7 +164,7 @@ impl Follower {
                 let (name, rest) = h.split_once('=')?;
                 let (ino, len) = rest.split_once(':')?;
                 let k = Known { ino: ino.parse().ok()?, len: len.parse().ok()?, mtime: i64::MIN };
-                valid_name(session, name).then(|| (name.to_owned(), k))
+                (valid_name(session, name) && !rewritten(name)).then(|| (name.to_owned(), k))
             })
             .collect();
         Follower { dir: dir.to_owned(), session: session.to_owned(), known }
@@ -578,9 +579,11 @@ mod tests {
         sync(&mut f, &mut m);
         assert!(!r.join(format!("{ID}.images/1.png")).exists());
 
-        // The channel drops; more is written meanwhile; a new follower from the mirror's haves
-        // sends only what is new: nothing twice, nothing lost.
+        // The channel drops; more is written meanwhile (the base rewritten to the same length);
+        // a new follower from the mirror's haves sends only what is new, and the base whole:
+        // nothing twice, nothing lost.
         append(&hist, b"five\n");
+        fs::write(h.join(format!("{ID}.history.base")), "20").unwrap();
         let mut again = Follower::new(h, ID, &m.haves());
         let lines = again.scan();
         let sent: Vec<&[u8]> = lines
@@ -590,11 +593,12 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(sent, [b"five\n".as_slice()], "{lines:?}");
+        assert_eq!(sent, [b"five\n".as_slice(), b"20".as_slice()], "{lines:?}");
         for l in &lines {
             m.apply(l).unwrap();
         }
         same(h, r, &hist);
+        same(h, r, &format!("{ID}.history.base"));
         assert_eq!(fs::read_to_string(r.join(&hist)).unwrap(), "four\nfive\n");
     }
 
