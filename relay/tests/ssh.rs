@@ -1,6 +1,8 @@
 //! Sessions on ssh hosts (`--ssh-host`) against a real sshd on loopback and the real mosh-server:
 //! the relay starts mosh-server over ssh and bridges to it, a paste lands on the host, a relay
-//! restart resumes the session, and each usual ssh failure gets its own message at once.
+//! restart resumes the session, and each usual ssh failure gets its own message at once. The
+//! recorder runs there (copied once, hash checked), its history, pictures and signals come back
+//! over the follow channel, and where it cannot run `ready` says which features are off and why.
 
 mod support;
 
