@@ -178,6 +178,12 @@ impl Driver {
             Effect::Bell => self.hooks.bell(),
             Effect::Clipboard(copy) => self.hooks.clipboard(&copy),
             Effect::Refused(message) => self.hooks.refused(&message),
+            Effect::ViewerScreen(update) => {
+                // The page sizes (and resets) its terminal first: the bytes assume that size.
+                self.hooks.viewer_screen(update.cols, update.rows, update.full);
+                self.term.write(&Uint8Array::from(&update.data[..]));
+            }
+            Effect::Viewers(count) => self.hooks.viewers(count),
             Effect::PasteProgress(progress) => self.hooks.paste(progress.as_ref()),
             Effect::Flooding(on) => self.hooks.flooding(on),
             Effect::OfferUrl { id, url } => self.hooks.offer_url(&id, &url),

@@ -329,6 +329,14 @@ impl PageClient {
                 heard(self);
                 self.push(Effect::Refused(message));
             }
+            Some(ControlEvent::Screen(update)) => {
+                heard(self);
+                self.push(Effect::ViewerScreen(update));
+            }
+            Some(ControlEvent::Viewers(count)) => {
+                heard(self);
+                self.push(Effect::Viewers(count));
+            }
             Some(ControlEvent::Held(datagrams)) => {
                 heard(self);
                 self.held_datagrams(now, &datagrams);

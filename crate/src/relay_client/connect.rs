@@ -95,6 +95,7 @@ impl Target {
             key_id,
             ssh_host: if resume.is_none() { ssh_host.map(str::to_string) } else { None },
             max_datagram_size: Some(max_datagram_size),
+            view: false,
         }
     }
 
@@ -225,7 +226,9 @@ pub fn answer(line: Option<&[u8]>) -> Result<Ready, ConnectError> {
         | ServerMessage::Moved
         | ServerMessage::Offer(_)
         | ServerMessage::Held { .. }
-        | ServerMessage::Refused { .. } => Err(closed()),
+        | ServerMessage::Refused { .. }
+        | ServerMessage::Screen { .. }
+        | ServerMessage::Viewers { .. } => Err(closed()),
     }
 }
 
@@ -259,6 +262,10 @@ pub enum ControlEvent {
     /// Server datagrams the relay held as the page asked (hidden, or a long flood), oldest first,
     /// each whole: to be handled like datagrams that came one by one (the relay is alive, too).
     Held(Vec<Vec<u8>>),
+    /// A viewer's link: the next bytes for its terminal (from the relay's copy of the screen).
+    Screen(crate::session::ScreenUpdate),
+    /// The owner's link: how many viewers watch the session now.
+    Viewers(u32),
 }
 
 /// Reads one control line received after `ready`.
@@ -272,6 +279,10 @@ pub fn control_after_ready(line: &[u8]) -> ControlEvent {
         Ok(ServerMessage::Offer(offer)) => ControlEvent::Offer(offer),
         Ok(ServerMessage::Held { datagrams }) => ControlEvent::Held(datagrams),
         Ok(ServerMessage::Refused { message, .. }) => ControlEvent::Refused(message),
+        Ok(ServerMessage::Screen { cols, rows, full, data }) => {
+            ControlEvent::Screen(crate::session::ScreenUpdate { cols, rows, full, data })
+        }
+        Ok(ServerMessage::Viewers { count }) => ControlEvent::Viewers(count),
         Ok(ServerMessage::Pong | ServerMessage::Ready(_) | ServerMessage::Challenge(_))
         | Err(_) => ControlEvent::Alive,
     }
@@ -338,6 +349,7 @@ mod tests {
             resumed: false,
             seq_floor: 0,
             point: None,
+            view: false,
         };
         let ok = answer(Some(&line(&ServerMessage::Ready(ready.clone())))).unwrap();
         assert_eq!(target(false).session_key(&ok).unwrap().1, "PWSoCIVurTVBGXAj873xNg");

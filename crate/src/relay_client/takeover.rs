@@ -121,6 +121,7 @@ mod tests {
             resumed: true,
             seq_floor,
             point: point.map(encode_point),
+            view: false,
         }
     }
 

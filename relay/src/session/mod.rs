@@ -437,6 +437,7 @@ fn ready(shared: &SessionContext, session: &Attached, max_datagram_size: usize) 
         resumed: target.resumed || session.attach.known,
         seq_floor: session.attach.seq_floor,
         point: session.attach.point.clone(),
+        view: false,
     })
 }
 
