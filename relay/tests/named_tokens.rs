@@ -119,6 +119,22 @@ async fn ws_session(relay: &TestRelay, token: &str) -> (Ws, LineBuffer, Ready) {
     (ws, lines, ready)
 }
 
+/// A WebSocket link sending a hello for `resume` (a new session when `None`), before its answer.
+async fn ws_open(relay: &TestRelay, token: &str, resume: Option<&str>) -> (Ws, LineBuffer) {
+    let addr = relay.addr();
+    let mut request = format!("ws://{addr}{WEBSOCKET_PATH}").into_client_request().unwrap();
+    let h = request.headers_mut();
+    h.insert("origin", HeaderValue::from_str(&format!("http://{addr}")).unwrap());
+    let protocols = format!("tern, tern-token.{token}");
+    h.insert("sec-websocket-protocol", HeaderValue::from_str(&protocols).unwrap());
+    h.insert("user-agent", HeaderValue::from_static("named-tokens-test/1"));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::client_async(request, tcp).await.expect("upgrade");
+    let hello = ClientMessage::Hello(spawn_hello(Some(token), resume));
+    ws_send(&mut ws, Frame::Control(&hello.to_line())).await;
+    (ws, LineBuffer::new(256 * 1024))
+}
+
 async fn ws_send(ws: &mut Ws, frame: Frame<'_>) {
     ws.send(Message::Binary(frame.encode().into())).await.unwrap();
 }
@@ -317,8 +333,40 @@ async fn named_tokens_are_added_listed_revoked_and_expire_closing_live_links_on_
     relay.stop().await;
 }
 
+/// A viewer's terminal: the relay's `screen` updates applied as the page writes them.
+struct ViewerTerm(tern::terminal::Emulator);
+
+impl ViewerTerm {
+    fn new() -> Self {
+        ViewerTerm(tern::terminal::Emulator::new(tern::terminal::Size { cols: 1, rows: 1 }))
+    }
+    /// Applies `m` when it is a screen update; true when it was.
+    fn apply(&mut self, m: &ServerMessage) -> bool {
+        let ServerMessage::Screen { cols, rows, full, data } = m else { return false };
+        if *full {
+            self.0 =
+                tern::terminal::Emulator::new(tern::terminal::Size { cols: *cols, rows: *rows });
+        }
+        self.0.feed(data);
+        true
+    }
+    fn contains(&self, s: &str) -> bool {
+        tern::terminal::screen_text(self.0.framebuffer()).rows.join("\n").contains(s)
+    }
+}
+
+/// A read-only token (any transport) asking for a new session: refused, with the reason.
+fn refused_new_session(m: Option<ServerMessage>) {
+    match m {
+        Some(ServerMessage::Error { code: ErrorCode::BadRequest, message }) => {
+            assert!(message.contains("read-only") && message.contains("not start"), "{message}")
+        }
+        other => panic!("a read-only link cannot start a session: {other:?}"),
+    }
+}
+
 #[tokio::test]
-async fn a_read_only_token_cannot_type_resize_paste_seed_answer_or_download_on_either_transport() {
+async fn a_read_only_token_watches_but_cannot_start_type_resize_paste_seed_answer_or_download() {
     require_mosh_server();
     let state = tempfile::tempdir().unwrap();
     let _cleanup = KillRecorded(state.path());
@@ -329,46 +377,108 @@ async fn a_read_only_token_cannot_type_resize_paste_seed_answer_or_download_on_e
     assert!(list.contains("viewer") && list.contains("read-only"), "{list}");
     let marker = state.path().join("typed-by-a-read-only-link");
 
-    // WebTransport: the attack, as a mosh client would make it.
+    // A read-only token cannot start a session, on either transport: the hello is refused (and
+    // no mosh-server is started for it).
     let conn = connect(&relay, None).await.unwrap();
-    let (control, reply) = hello(&conn, spawn_hello(Some(&viewer), None)).await;
+    let (_c, reply) = hello(&conn, spawn_hello(Some(&viewer), None)).await;
+    refused_new_session(Some(reply));
+    let (mut ws, mut lines) = ws_open(&relay, &viewer, None).await;
+    refused_new_session(ws_control(&mut ws, &mut lines, Duration::from_secs(20)).await);
+    assert!(recorded_pids(state.path()).is_empty(), "no session was started for it");
+
+    // The owner's session, driven by the owner's page.
+    let conn = connect(&relay, None).await.unwrap();
+    let (control, reply) = hello(&conn, spawn_hello(Some(&owner), None)).await;
+    let owner_ready = expect_ready(reply);
+    let key = owner_ready.key.clone().unwrap();
+    let mut driver = MoshOverRelay::page(conn, control, &owner_ready, 80, 24);
+    let id = owner_ready.session.clone();
+
+    // The read-only token watches it over WebTransport: no key, the screen as `screen` lines.
+    let conn = connect(&relay, None).await.unwrap();
+    let (mut control, reply) = hello(&conn, spawn_hello(Some(&viewer), Some(&id))).await;
     let ready = expect_ready(reply);
-    let key = ready.key.clone().unwrap();
-    let mut mosh = MoshOverRelay::page(conn, control, &ready, 80, 24);
-    mosh.type_bytes(format!("touch {}\n", marker.display()).as_bytes());
-    mosh.resize(120, 40);
-    let m = wt_until(&mut mosh.control, Duration::from_secs(10), refused("input")).await;
-    assert!(m.is_some(), "typing is refused and the page told");
+    assert!(ready.view && ready.key.is_none() && ready.point.is_none(), "a viewer holds no key");
+    let mut term = ViewerTerm::new();
+    driver.type_bytes(b"echo viewer-sees-$((6*7))\n");
+    let started = Instant::now();
+    let seen = async {
+        loop {
+            tokio::select! {
+                m = control.try_next(Duration::from_secs(20)) => {
+                    let m = m.expect("screen updates come");
+                    if term.apply(&m) && term.contains("viewer-sees-42") {
+                        return;
+                    }
+                }
+                _ = driver.run_until(Duration::from_millis(50), |_| false) => {}
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), seen).await.expect("the viewer sees the typing");
+    println!("the viewer saw the owner's typing {:?} after it was typed", started.elapsed());
+
+    // The attack: a viewer that somehow knows the session's key sends authentic mosh input
+    // (it types a command that would leave a file) and a resize.
+    let mut forged = page_session(&owner_ready, 80, 24);
+    forged.raise_next_seq(1 << 40);
+    forged.handle_input(
+        tern::time::Instant::from_micros(1000),
+        format!("touch {}\n", marker.display()).as_bytes(),
+    );
+    forged.handle_resize(tern::time::Instant::from_micros(2000), 120, 40);
+    while let Some(d) = forged.poll_transmit() {
+        let _ = conn.send_datagram(&d);
+    }
+    let mut viewer_control = control;
+    assert!(
+        wt_until(&mut viewer_control, Duration::from_secs(10), refused("input")).await.is_some()
+    );
     let seed = ClientMessage::Seed { point: CarriedPoint::from_text("not-a-point") };
-    mosh.control.send.write_all(&seed.to_line()).await.unwrap();
-    assert!(wt_until(&mut mosh.control, Duration::from_secs(10), refused("seed")).await.is_some());
+    viewer_control.send.write_all(&seed.to_line()).await.unwrap();
+    assert!(
+        wt_until(&mut viewer_control, Duration::from_secs(10), refused("seed")).await.is_some()
+    );
     let answer = ClientMessage::Answer {
         id: "0".repeat(32),
         answer: tern::relay_proto::OfferAnswer::Dismissed,
     };
-    mosh.control.send.write_all(&answer.to_line()).await.unwrap();
+    viewer_control.send.write_all(&answer.to_line()).await.unwrap();
     assert!(
-        wt_until(&mut mosh.control, Duration::from_secs(10), refused("answer")).await.is_some()
+        wt_until(&mut viewer_control, Duration::from_secs(10), refused("answer")).await.is_some()
     );
     // A paste and a download: each stream answered with the refusal.
-    let (_s, mut recv) = open_upload(&mosh.conn, &"ab".repeat(32), 10).await;
+    let (_s, mut recv) = open_upload(&conn, &"ab".repeat(32), 10).await;
     let reply = read_line(&mut recv).await;
     assert!(reply.contains("error") && reply.contains("read-only"), "{reply}");
-    let (mut send, mut recv) = mosh.conn.open_bi().await.unwrap().await.unwrap();
+    let (mut send, mut recv) = conn.open_bi().await.unwrap().await.unwrap();
     let request = DownloadRequest { download: "0".repeat(32), from: 0 };
     send.write_all(&tern::relay_proto::encode_line(&request)).await.unwrap();
     let reply = read_line(&mut recv).await;
     assert!(reply.contains("error") && reply.contains("read-only"), "{reply}");
 
-    // The WebSocket: the same attacks.
-    let (mut ws, mut lines, ws_ready) = ws_session(&relay, &viewer).await;
-    let ws_key = ws_ready.key.clone().unwrap();
-    let mut client = page_session(&ws_ready, 80, 24);
-    client.handle_input(
+    // The WebSocket: it watches, and the same attacks are refused.
+    let (mut ws, mut lines) = ws_open(&relay, &viewer, Some(&id)).await;
+    match ws_control(&mut ws, &mut lines, Duration::from_secs(20)).await {
+        Some(ServerMessage::Ready(r)) => assert!(r.view && r.key.is_none()),
+        other => panic!("expected a viewer's ready, got {other:?}"),
+    }
+    let mut ws_term = ViewerTerm::new();
+    let m = ws_until(&mut ws, &mut lines, Duration::from_secs(10), |m| {
+        matches!(m, ServerMessage::Screen { .. })
+    })
+    .await;
+    assert!(
+        ws_term.apply(&m.unwrap()) && ws_term.contains("viewer-sees-42"),
+        "the first paint shows the screen"
+    );
+    let mut forged = page_session(&owner_ready, 80, 24);
+    forged.raise_next_seq(1 << 41);
+    forged.handle_input(
         tern::time::Instant::from_micros(1000),
         format!("touch {}\n", marker.display()).as_bytes(),
     );
-    while let Some(d) = client.poll_transmit() {
+    while let Some(d) = forged.poll_transmit() {
         ws_send(&mut ws, Frame::Datagram(&d)).await;
     }
     assert!(
@@ -394,13 +504,17 @@ async fn a_read_only_token_cannot_type_resize_paste_seed_answer_or_download_on_e
     }
     assert!(stream_reply.contains("read-only"), "{stream_reply}");
 
-    // Nothing they sent reached the shell: the command never ran.
-    mosh.run_until(Duration::from_secs(3), |_| false).await;
+    // Nothing they sent reached the shell: the command never ran, the size never changed.
+    driver.run_until(Duration::from_secs(3), |_| false).await;
     assert!(!marker.exists(), "a read-only link's typing ran in the shell");
+    let size = driver.session.server_state().framebuffer().size();
+    assert_eq!((size.cols, size.rows), (80, 24), "a viewer resized the session");
 
     // Each refusal is logged in the audit trail, per transport; no secret is.
     let audit = audit_lines(state.path());
     for (kind, link) in [
+        ("new-session", "webtransport"),
+        ("new-session", "websocket"),
         ("input", "webtransport"),
         ("seed", "webtransport"),
         ("answer", "webtransport"),
@@ -415,12 +529,12 @@ async fn a_read_only_token_cannot_type_resize_paste_seed_answer_or_download_on_e
             "{kind} over {link} audited: {audit:?}"
         );
     }
-    assert!(has_event(&audit, "attach", "viewer", &[("kind", "read-only")]), "{audit:?}");
+    assert!(has_event(&audit, "viewer_joined", "viewer", &[("kind", "read-only")]), "{audit:?}");
     let text = std::fs::read_to_string(state.path().join("audit.log")).unwrap();
-    for secret in [&owner, &viewer, &key, &ws_key] {
+    for secret in [&owner, &viewer, &key] {
         assert!(!text.contains(secret.as_str()), "a secret in the audit trail");
     }
-    assert!(!text.contains("touch"), "typed text in the audit trail");
+    assert!(!text.contains("touch") && !text.contains("viewer-sees"), "content in the audit trail");
     assert!(logs().contains("read-only link's request refused"), "the refusal is logged");
 
     // Reading stays open to it: the session list (the relay's copy) over the API.

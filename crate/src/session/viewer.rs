@@ -59,6 +59,12 @@ impl ViewerFeed {
         self.pending = true;
     }
 
+    /// There is no screen to show yet (the relay's copy does not follow the session): nothing is
+    /// due until the copy changes.
+    pub fn wait(&mut self) {
+        self.pending = false;
+    }
+
     /// When the next update is due; `None`: nothing to send.
     pub fn deadline(&self) -> Option<Instant> {
         if !self.pending {
