@@ -394,6 +394,11 @@ impl TokenStore {
         }
     }
 
+    /// The state directory the tokens live in (`None`: bridge mode without one).
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
     /// The share `who`'s token is, if it is one.
     pub fn share(&self, who: &Who) -> Option<Share> {
         let id = who.id()?;

@@ -33,6 +33,7 @@ pub mod offer;
 pub mod point;
 pub mod proof;
 pub mod sha256;
+pub mod share;
 pub mod upload;
 pub mod websocket;
 
@@ -51,6 +52,7 @@ pub use offer::{
 pub use point::CarriedPoint;
 pub use proof::{CHALLENGE_PATH, Challenge, ChallengeRequest, Proof, ProofNonce, Prover};
 pub use sha256::{NotSha256, RunningSha256, Sha256};
+pub use share::{SHARE_PATH, ShareReply, ShareRequest};
 pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).
