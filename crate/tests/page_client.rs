@@ -64,6 +64,7 @@ fn ready(resumed: bool, seq_floor: u64) -> Ready {
         resumed,
         seq_floor,
         point: None,
+        view: false,
     }
 }
 

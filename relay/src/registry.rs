@@ -373,9 +373,7 @@ impl Registry {
     /// A viewer of a spawned session (`None` without a copy to show): counted while it lives.
     pub fn watch(&self, store: &StateStore, record: &SessionRecord) -> Option<Watch> {
         let entry = self.spawned(store, record, false);
-        if entry.lock().shadow.is_none() {
-            return None;
-        }
+        entry.lock().shadow.as_ref()?;
         entry.viewers.send_modify(|n| *n += 1);
         let screen = entry.screen.subscribe();
         Some(Watch { entry, screen })

@@ -14,8 +14,8 @@ use support::*;
 use tern::relay_client::{self, ConnectError, FailCode, Target, Verifier};
 use tern::relay_proto::websocket::Frame;
 use tern::relay_proto::{
-    CHALLENGE_PATH, CarriedPoint, ClientMessage, DownloadRequest, ErrorCode, INFO_PATH, LineBuffer,
-    Mode, ServerMessage, WEBSOCKET_PATH, decode,
+    CHALLENGE_PATH, CarriedPoint, ClientMessage, DownloadRequest, ErrorCode, Hello, INFO_PATH,
+    LineBuffer, Mode, ServerMessage, WEBSOCKET_PATH, decode,
 };
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -179,7 +179,7 @@ async fn ws_until(
     ws: &mut Ws,
     lines: &mut LineBuffer,
     wait: Duration,
-    pick: impl Fn(&ServerMessage) -> bool,
+    mut pick: impl FnMut(&ServerMessage) -> bool,
 ) -> Option<ServerMessage> {
     let deadline = tokio::time::Instant::now() + wait;
     loop {
@@ -549,4 +549,217 @@ async fn read_line(recv: &mut wtransport::RecvStream) -> String {
         .expect("an answer within 10 s")
         .expect("a line");
     String::from_utf8_lossy(&line).into_owned()
+}
+
+/// The owner's WebTransport page driving a new session: its mosh client and `ready`.
+async fn owner_session(
+    relay: &TestRelay,
+    owner: &str,
+) -> (MoshOverRelay<tern::terminal::Complete>, Ready) {
+    let conn = connect(relay, None).await.unwrap();
+    let (control, reply) = hello(&conn, spawn_hello(Some(owner), None)).await;
+    let ready = expect_ready(reply);
+    let mut mosh = MoshOverRelay::page(conn, control, &ready, 80, 24);
+    assert!(mosh.run_until(Duration::from_secs(15), |s| s.has_heard_server()).await);
+    (mosh, ready)
+}
+
+/// The token in a viewer URL (`#token=T&view=ID`).
+fn url_token(url: &str) -> String {
+    url.split("#token=").nth(1).unwrap().split('&').next().unwrap().to_string()
+}
+
+/// Runs the driver while waiting for the viewer's control stream to show `pick`.
+async fn viewer_until(
+    driver: &mut MoshOverRelay<tern::terminal::Complete>,
+    control: &mut Control,
+    wait: Duration,
+    mut pick: impl FnMut(&ServerMessage) -> bool,
+) -> Option<ServerMessage> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        tokio::select! {
+            m = control.try_next(left) => {
+                let m = m?;
+                if pick(&m) {
+                    return Some(m);
+                }
+            }
+            _ = driver.run_until(Duration::from_millis(20), |_| false) => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_share_link_watches_its_session_only_and_ends_when_revoked_or_expired_on_both_transports()
+{
+    require_mosh_server();
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let owner = test_token("owner");
+    let relay = TestRelay::start(spawn_config(state.path(), &owner)).await;
+    let (mut a, a_ready) = owner_session(&relay, &owner).await;
+    let (mut b, b_ready) = owner_session(&relay, &owner).await;
+    let (id_a, id_b) = (a_ready.session.clone(), b_ready.session.clone());
+
+    // `tern share` in session A's shell prints the viewer's URL.
+    let out = state.path().join("share-url");
+    a.type_bytes(format!("tern share --expires 1h > {}\n", out.display()).as_bytes());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let url = loop {
+        a.run_until(Duration::from_millis(100), |_| false).await;
+        if let Ok(u) = std::fs::read_to_string(&out)
+            && u.contains("#token=")
+        {
+            break u.trim().to_string();
+        }
+        assert!(Instant::now() < deadline, "tern share printed no URL: {:?}", a.screen_text());
+    };
+    assert!(url.ends_with(&format!("&view={id_a}")), "{url}");
+    let share = url_token(&url);
+
+    // Bound to A: it cannot watch B, nor start a session, on either transport.
+    let conn = connect(&relay, None).await.unwrap();
+    let (_c, reply) =
+        hello(&conn, Hello { view: true, ..spawn_hello(Some(&share), Some(&id_b)) }).await;
+    assert!(
+        matches!(&reply, ServerMessage::Error { code: ErrorCode::NotYourSession, message } if message.contains("another session")),
+        "{reply:?}"
+    );
+    let conn = connect(&relay, None).await.unwrap();
+    let (_c, reply) = hello(&conn, spawn_hello(Some(&share), None)).await;
+    refused_new_session(Some(reply));
+    let (mut ws, mut lines) = ws_open(&relay, &share, Some(&id_b)).await;
+    let m = ws_control(&mut ws, &mut lines, Duration::from_secs(20)).await;
+    assert!(
+        matches!(m, Some(ServerMessage::Error { code: ErrorCode::NotYourSession, .. })),
+        "{m:?}"
+    );
+    let (mut ws, mut lines) = ws_open(&relay, &share, None).await;
+    refused_new_session(ws_control(&mut ws, &mut lines, Duration::from_secs(20)).await);
+
+    // It watches A over WebTransport and the WebSocket; the owner's page hears how many watch.
+    let conn = connect(&relay, None).await.unwrap();
+    let (mut viewer, reply) =
+        hello(&conn, Hello { view: true, ..spawn_hello(Some(&share), Some(&id_a)) }).await;
+    assert!(expect_ready(reply).view);
+    let (mut ws, mut lines) = ws_open(&relay, &share, Some(&id_a)).await;
+    assert!(matches!(
+        ws_control(&mut ws, &mut lines, Duration::from_secs(20)).await,
+        Some(ServerMessage::Ready(r)) if r.view
+    ));
+    let count = wt_until(&mut a.control, Duration::from_secs(10), |m| {
+        matches!(m, ServerMessage::Viewers { count: 2 })
+    })
+    .await;
+    assert!(count.is_some(), "the owner's page is told two watch");
+    let mut term = ViewerTerm::new();
+    let mut ws_term = ViewerTerm::new();
+    a.type_bytes(b"echo shared-$((20+3))\n");
+    let typed = Instant::now();
+    let seen = viewer_until(&mut a, &mut viewer, Duration::from_secs(20), |m| {
+        term.apply(m) && term.contains("shared-23")
+    })
+    .await;
+    assert!(seen.is_some(), "the WebTransport viewer sees the owner's typing");
+    println!("share viewer lag (WebTransport): {:?}", typed.elapsed());
+    let m = ws_until(&mut ws, &mut lines, Duration::from_secs(20), |m| {
+        ws_term.apply(m) && ws_term.contains("shared-23")
+    })
+    .await;
+    assert!(m.is_some(), "the WebSocket viewer sees the owner's typing");
+    // B's screen never reaches A's viewer.
+    b.type_bytes(b"echo only-in-b\n");
+    b.run_until(Duration::from_secs(2), |_| false).await;
+    assert!(b.screen_text().contains("only-in-b"), "B ran it");
+    assert!(!term.contains("only-in-b"));
+
+    // The history: not allowed for this share.
+    let request = tern::relay_proto::encode(&tern::relay_proto::HistoryRequest {
+        session: id_a.clone(),
+        before: None,
+        count: 10,
+    });
+    let (status, _) =
+        http_post(relay.addr(), tern::relay_proto::HISTORY_PATH, Some(&share), &request).await;
+    assert_eq!(status, 403, "a share without --allow-history reads no history");
+
+    // A viewer cannot share (the API), the owner can, and ends every share: viewers are closed
+    // within a second on both transports, told that sharing ended.
+    let end = tern::relay_proto::encode(&tern::relay_proto::ShareRequest {
+        session: id_a.clone(),
+        end: true,
+        ..Default::default()
+    });
+    let (status, _) =
+        http_post(relay.addr(), tern::relay_proto::SHARE_PATH, Some(&share), &end).await;
+    assert_eq!(status, 403, "a viewer cannot share or end sharing");
+    let (status, body) =
+        http_post(relay.addr(), tern::relay_proto::SHARE_PATH, Some(&owner), &end).await;
+    assert_eq!(status, 200, "{body}");
+    let ended_at = Instant::now();
+    let sharing_ended = |m: &ServerMessage| matches!(m, ServerMessage::Ended { code: ErrorCode::BadToken, message } if message.contains("sharing ended"));
+    assert!(wt_until(&mut viewer, Duration::from_secs(1), sharing_ended).await.is_some());
+    assert!(ws_until(&mut ws, &mut lines, Duration::from_secs(1), sharing_ended).await.is_some());
+    println!("viewers closed {:?} after sharing ended", ended_at.elapsed());
+    let count = wt_until(&mut a.control, Duration::from_secs(5), |m| {
+        matches!(m, ServerMessage::Viewers { count: 0 })
+    })
+    .await;
+    assert!(count.is_some(), "the owner's page is told nobody watches");
+
+    // A share made by the owner's page (the API), with the history and a short life: it reads
+    // the history, and its viewer is closed when it expires.
+    let make = tern::relay_proto::encode(&tern::relay_proto::ShareRequest {
+        session: id_a.clone(),
+        expires: Some(2),
+        allow_history: true,
+        end: false,
+    });
+    let (status, body) =
+        http_post(relay.addr(), tern::relay_proto::SHARE_PATH, Some(&owner), &make).await;
+    assert_eq!(status, 200, "{body}");
+    let made: tern::relay_proto::ShareReply = tern::relay_proto::decode(body.as_bytes()).unwrap();
+    let brief = url_token(made.url.as_deref().unwrap());
+    let (status, _) =
+        http_post(relay.addr(), tern::relay_proto::HISTORY_PATH, Some(&brief), &request).await;
+    assert_ne!(status, 403, "a share with the history may read it");
+    let conn = connect(&relay, None).await.unwrap();
+    let (mut viewer, reply) =
+        hello(&conn, Hello { view: true, ..spawn_hello(Some(&brief), Some(&id_a)) }).await;
+    assert!(expect_ready(reply).view);
+    let expired = wt_until(
+        &mut viewer,
+        Duration::from_secs(8),
+        |m| matches!(m, ServerMessage::Ended { message, .. } if message.contains("expired")),
+    )
+    .await;
+    assert!(expired.is_some(), "an expired share's viewer is closed");
+
+    // The audit trail: made, ended, joined, left; no token, no screen.
+    let audit = audit_lines(state.path());
+    assert!(has_event(&audit, "share_created", "tern share", &[("session", &id_a)]), "{audit:?}");
+    assert!(has_event(&audit, "share_created", "owner", &[("kind", "with-history")]), "{audit:?}");
+    assert!(has_event(&audit, "share_ended", "owner", &[("session", &id_a)]), "{audit:?}");
+    assert!(
+        audit.iter().any(|l| l["event"] == "viewer_joined"
+            && l["link"] == "websocket"
+            && l["kind"] == "share"),
+        "{audit:?}"
+    );
+    assert!(
+        audit.iter().any(|l| l["event"] == "viewer_left" && l["link"] == "webtransport"),
+        "{audit:?}"
+    );
+    let text = std::fs::read_to_string(state.path().join("audit.log")).unwrap();
+    for secret in [&owner, &share, &brief] {
+        assert!(!text.contains(secret.as_str()), "a token in the audit trail");
+    }
+    assert!(!text.contains("shared-23"), "screen content in the audit trail");
+    drop(b);
+    relay.stop().await;
 }

@@ -90,7 +90,7 @@ fn share(socket: &Path, session: &str, args: &[String]) -> ExitCode {
         match a.as_str() {
             "--allow-history" => allow_history = true,
             "--end" => end = true,
-            "--expires" => match it.next().map(|d| crate::admin::parse_duration(d)) {
+            "--expires" => match it.next().map(|d| crate::tokens::parse_duration(d)) {
                 Some(Ok(d)) => expires = Some(d.as_secs()),
                 Some(Err(e)) => {
                     eprintln!("tern share: --expires: {e}");

@@ -295,9 +295,9 @@ async fn serve(
             .await;
     drop(slot);
     let session = match opened {
-        Ok(Opened::Drive(s)) => s,
+        Ok(Opened::Drive(s)) => *s,
         Ok(Opened::View(v)) => {
-            return view::serve(&shared, conn, &mut control, v, peer, agent.as_deref()).await;
+            return view::serve(&shared, conn, &mut control, *v, peer, agent.as_deref()).await;
         }
         Err(Stop::Gone) => return,
         Err(Stop::Refused(r)) => {
@@ -360,8 +360,8 @@ const MOVED_LINGER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What an admitted hello becomes: the page that drives the session, or a viewer of it.
 enum Opened {
-    Drive(Attached),
-    View(view::Viewing),
+    Drive(Box<Attached>),
+    View(Box<view::Viewing>),
 }
 
 /// Admits the hello and attaches it to its mosh-server (or, for a viewer, to the relay's copy).
@@ -378,21 +378,23 @@ async fn open(
         handshake::admit(shared, control, pre_authed, peer, source).await?;
     if view::is_viewer(&hello, &who) {
         let (name, resume) = (who.name().to_string(), hello.resume.clone());
-        return view::admit(shared, hello, who, slot).map(Opened::View).map_err(|r| {
-            tracing::info!(%peer, who = %name, "a viewer refused: {}", r.message);
-            shared.audit.event(
-                "refused",
-                &crate::audit::Fields::new()
-                    .who(&name)
-                    .addr(peer.ip())
-                    .agent(agent)
-                    .link(link)
-                    .session(resume.as_deref().unwrap_or_default())
-                    .kind(if resume.is_none() { "new-session" } else { "view" })
-                    .reason(&r.message),
-            );
-            r.into()
-        });
+        return view::admit(shared, hello, who, slot).map(|v| Opened::View(Box::new(v))).map_err(
+            |r| {
+                tracing::info!(%peer, who = %name, "a viewer refused: {}", r.message);
+                shared.audit.event(
+                    "refused",
+                    &crate::audit::Fields::new()
+                        .who(&name)
+                        .addr(peer.ip())
+                        .agent(agent)
+                        .link(link)
+                        .session(resume.as_deref().unwrap_or_default())
+                        .kind(if resume.is_none() { "new-session" } else { "view" })
+                        .reason(&r.message),
+                );
+                r.into()
+            },
+        );
     }
     let t1 = std::time::Instant::now();
     let target = target::attach(shared, &hello, &who).await.inspect_err(|r| {
@@ -448,7 +450,7 @@ async fn open(
         rest_us = us(t2, t3),
         "session opened"
     );
-    Ok(Opened::Drive(Attached { hello, who, target, udp, attach, _slot: slot }))
+    Ok(Opened::Drive(Box::new(Attached { hello, who, target, udp, attach, _slot: slot })))
 }
 
 fn ready(shared: &SessionContext, session: &Attached, max_datagram_size: usize) -> ServerMessage {
