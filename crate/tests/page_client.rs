@@ -556,7 +556,7 @@ fn a_viewer_page_watches_and_never_sends_input() {
 
     let ended = tern::relay_proto::ServerMessage::Ended {
         code: tern::relay_proto::ErrorCode::BadToken,
-        message: "sharing ended: the session's owner stopped sharing it".into(),
+        message: "The session's owner ended sharing: this link no longer shows it.".into(),
     };
     let mut line = ended.to_line();
     line.pop();
@@ -564,7 +564,7 @@ fn a_viewer_page_watches_and_never_sends_input() {
     w.drain();
     assert!(matches!(w.client.status(), Status::Failed(_)), "{:?}", w.client.status());
     assert!(w.log.iter().any(
-        |(_, e)| matches!(e, Effect::Status { message, .. } if message.contains("sharing ended"))
+        |(_, e)| matches!(e, Effect::Status { message, .. } if message.contains("ended sharing"))
     ));
     assert!(
         !w.log.iter().any(|(_, e)| matches!(e, Effect::ForgetSession(_) | Effect::SaveSession(_))),

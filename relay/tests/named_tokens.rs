@@ -702,7 +702,7 @@ async fn a_share_link_watches_its_session_only_and_ends_when_revoked_or_expired_
         http_post(relay.addr(), tern::relay_proto::SHARE_PATH, Some(&owner), &end).await;
     assert_eq!(status, 200, "{body}");
     let ended_at = Instant::now();
-    let sharing_ended = |m: &ServerMessage| matches!(m, ServerMessage::Ended { code: ErrorCode::BadToken, message } if message.contains("sharing ended"));
+    let sharing_ended = |m: &ServerMessage| matches!(m, ServerMessage::Ended { code: ErrorCode::BadToken, message } if message.contains("ended sharing"));
     assert!(wt_until(&mut viewer, Duration::from_secs(1), sharing_ended).await.is_some());
     assert!(ws_until(&mut ws, &mut lines, Duration::from_secs(1), sharing_ended).await.is_some());
     println!("viewers closed {:?} after sharing ended", ended_at.elapsed());

@@ -268,6 +268,21 @@ impl Driver {
         self.client.borrow_mut().resume_session(id);
     }
 
+    pub fn watch_session(&self, id: &str) {
+        self.client.borrow_mut().watch_session(id);
+    }
+
+    pub fn viewing(&self) -> bool {
+        self.client.borrow().viewing()
+    }
+
+    /// The session this page drives (or watches), with the token to ask about it.
+    pub fn session_target(&self) -> Option<(String, String)> {
+        let client = self.client.borrow();
+        let id = client.session_id()?.to_string();
+        Some((client.target().token.clone(), id))
+    }
+
     /// Typed input (the client holds it behind a paste, or sends it).
     pub fn input(self: &Rc<Self>, bytes: &[u8]) {
         self.call(|c, now| c.key(now, bytes));

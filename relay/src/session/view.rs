@@ -283,10 +283,10 @@ impl Viewer<'_> {
             return ControlFlow::Continue(());
         }
         let message = match (&self.v.share, expiring) {
-            (Some(_), true) => "this share link expired: the session is no longer shared with you",
-            (Some(_), false) => "sharing ended: the session's owner stopped sharing it",
-            (None, true) => "this link's token expired: ask the relay's owner for a new one",
-            (None, false) => "this link's token was revoked: ask the relay's owner for a new one",
+            (Some(_), true) => "This share link expired: the session is no longer shared with you.",
+            (Some(_), false) => "The session's owner ended sharing: this link no longer shows it.",
+            (None, true) => "This link's token expired: ask the relay's owner for a new one.",
+            (None, false) => "This link's token was revoked: ask the relay's owner for a new one.",
         };
         tracing::info!(session = %self.v.record.id, who = self.v.who.name(), "{message}");
         ControlFlow::Break(End::ended(ErrorCode::BadToken, message))
