@@ -40,9 +40,9 @@ const LIVENESS_INTERVAL: Duration = Duration::from_secs(2);
 pub(super) const VIEW_ONLY: &str = "this link is read-only (it watches the session): typing, \
                                     resizing, pasting and downloads are refused";
 /// What a read-only link asking for a new session is told.
-pub(super) const NO_NEW_SESSION: &str = "this link is read-only: it can watch a session that is \
-                                         running, not start one (open the link you were given, \
-                                         which names the session)";
+pub(super) const NO_NEW_SESSION: &str = "This link is read-only: it can watch a running \
+                                         session, not start one. Open the link you were given: \
+                                         it names the session.";
 /// What a share link is told about any session but its own.
 pub(super) const OTHER_SESSION: &str = "this share link is for another session";
 
