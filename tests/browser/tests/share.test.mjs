@@ -68,6 +68,16 @@ test('the owner shares from the page; a viewer watches, cannot type, and is clos
   }, { what: "the command's output on both pages", interval: 2 });
   console.log(`# after Enter: the owner's page showed the output in ${ownerSaw} ms, the viewer's in ${viewerSaw} ms (viewer lag ${viewerSaw - ownerSaw} ms; polled every 2 ms)`);
 
+  // What scrolls off while watching lands in the viewer's scrollback, as in the owner's: lines
+  // printed a frame apart (mosh sends screens, not output: lines printed faster than frames are
+  // in no one's scrollback but the history's).
+  const rows = (await termSize(owner))[1];
+  await typeLine(owner, `for i in $(seq 1 ${rows + 10}); do echo scrolled-$i; sleep 0.06; done`);
+  await until(async () => (await termText(viewer)).includes(`scrolled-${rows + 10}`), { what: 'the last line on the viewer', timeout: 30000 });
+  const scrollback = await viewer.evaluate(() => window.tern.term.buffer.active.baseY);
+  assert.ok(scrollback > 0, 'the viewer has scrollback');
+  assert.match(await termText(viewer), /^scrolled-1$/m, "the first line, scrolled off, is in the viewer's scrollback");
+
   // The viewer's keys, paste and resize change nothing; the page says why once.
   const marker = join(fx.stateDir, 'typed-by-a-viewer');
   const ownerSize = await termSize(owner);
