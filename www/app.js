@@ -475,6 +475,7 @@ async function main() {
       saveFile: (name, blob) => offers.saveFile(name, blob),
       // A viewer's link: the session's size (and a reset) before the relay's bytes.
       viewerScreen: (cols, rows, full) => viewer?.screen(cols, rows, full),
+      viewerOf: (owner) => viewer?.owner(owner),
       // The owner's link: how many watch.
       viewers: (n) => share?.viewers(n),
     },

@@ -106,6 +106,12 @@ export function wireViewer({ $, term }) {
   const bar = $('viewer-bar');
   bar.hidden = false;
   const box = $('terminal');
+  let owner = 'a shared session';
+  let title = '';
+  const show = () => {
+    $('viewer-title').textContent = owner;
+    $('viewer-session').textContent = title ? ` “${title}”` : '';
+  };
   // Scales the terminal's screen into the window, never above its natural size.
   const fit = () => {
     const el = box.querySelector('.xterm-screen');
@@ -113,7 +119,12 @@ export function wireViewer({ $, term }) {
     const w = el.offsetWidth;
     const h = el.offsetHeight;
     if (!w || !h) return;
-    const scale = Math.min(1, box.clientWidth / w, box.clientHeight / h);
+    // The box's content area (its padding is breathing room), less a little for the scrollbar.
+    const css = getComputedStyle(box);
+    const px = (v) => parseFloat(v) || 0;
+    const width = box.clientWidth - px(css.paddingLeft) - px(css.paddingRight) - 16;
+    const height = box.clientHeight - px(css.paddingTop) - px(css.paddingBottom) - 4;
+    const scale = Math.min(1, width / w, height / h);
     box.style.setProperty('--viewer-scale', String(scale));
   };
   window.addEventListener('resize', fit);
@@ -127,8 +138,14 @@ export function wireViewer({ $, term }) {
         requestAnimationFrame(fit);
       }
     },
+    // Whose session (the relay's `ready`): a token's name, `proxy:USER`, or the relay's owner.
+    owner(name) {
+      owner = !name || name === 'owner' ? "the owner's session" : `${name.replace(/^proxy:/, '')}'s session`;
+      show();
+    },
     title(t) {
-      $('viewer-title').textContent = t ? `“${t}”` : 'a shared session';
+      title = t;
+      show();
     },
     fit,
   };

@@ -65,6 +65,7 @@ fn ready(resumed: bool, seq_floor: u64) -> Ready {
         seq_floor,
         point: None,
         view: false,
+        owner: None,
     }
 }
 
@@ -517,9 +518,11 @@ fn a_viewer_page_watches_and_never_sends_input() {
     let hello = w.client.hello(Mode::Spawn, MTU);
     assert!(hello.view && hello.resume.as_deref() == Some("s1"), "{hello:?}");
     w.start();
-    let ready = Ready { key: None, port: 0, view: true, ..ready(true, 0) };
+    let ready =
+        Ready { key: None, port: 0, view: true, owner: Some("alice".into()), ..ready(true, 0) };
     w.link_up(&ready);
     assert_eq!(w.client.status(), Status::Resumed);
+    assert!(w.log.iter().any(|(_, e)| matches!(e, Effect::ViewerOf(o) if o == "alice")));
     let screen = tern::relay_proto::ServerMessage::Screen {
         cols: 100,
         rows: 30,

@@ -113,6 +113,7 @@ fn server_messages() {
         seq_floor: 0,
         point: None,
         view: false,
+        owner: None,
     };
     round_trip(
         &ServerMessage::Ready(ready.clone()),
@@ -130,10 +131,16 @@ fn server_messages() {
         r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"key":"PWSoCIVurTVBGXAj873xNg","max_datagram_size":1211,"framing":1,"resumed":true,"seq_floor":4096,"point":"VFJQMQ=="}"#,
     );
     assert!(!format!("{spawned:?}").contains("VFJQ"), "Debug hides the point");
-    let viewer = Ready { key: None, point: None, view: true, ..spawned.clone() };
+    let viewer = Ready {
+        key: None,
+        point: None,
+        view: true,
+        owner: Some("alice".into()),
+        ..spawned.clone()
+    };
     round_trip(
         &ServerMessage::Ready(viewer),
-        r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"max_datagram_size":1211,"framing":1,"resumed":true,"seq_floor":4096,"view":true}"#,
+        r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"max_datagram_size":1211,"framing":1,"resumed":true,"seq_floor":4096,"view":true,"owner":"alice"}"#,
     );
     round_trip(
         &ServerMessage::Screen { cols: 80, rows: 24, full: true, data: b"\x1b[Hhi".to_vec() },

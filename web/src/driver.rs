@@ -184,6 +184,7 @@ impl Driver {
                 self.term.write(&Uint8Array::from(&update.data[..]));
             }
             Effect::Viewers(count) => self.hooks.viewers(count),
+            Effect::ViewerOf(owner) => self.hooks.viewer_of(&owner),
             Effect::PasteProgress(progress) => self.hooks.paste(progress.as_ref()),
             Effect::Flooding(on) => self.hooks.flooding(on),
             Effect::OfferUrl { id, url } => self.hooks.offer_url(&id, &url),

@@ -118,6 +118,11 @@ impl Hooks {
         self.call("viewerScreen", &[cols.into(), rows.into(), full.into()]);
     }
 
+    /// `viewerOf(owner)`: a viewer's link is up; whose session it watches.
+    pub fn viewer_of(&self, owner: &str) {
+        self.call("viewerOf", &[owner.into()]);
+    }
+
     /// `viewers(count)`: the owner's link; how many watch the session now.
     pub fn viewers(&self, count: u32) {
         self.call("viewers", &[count.into()]);

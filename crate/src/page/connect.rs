@@ -293,6 +293,7 @@ impl PageClient {
         // A file pasted here fails at once, saying why (nothing is uploaded).
         self.paste_unavailable = Some("this page only watches the session (read-only)".into());
         self.push(Effect::SessionId(up.ready.session.clone()));
+        self.push(Effect::ViewerOf(up.ready.owner.clone().unwrap_or_default()));
         self.set_status(Status::Resumed, "");
         let fallback = up.kind == "websocket" && self.relay_has_webtransport;
         self.push(Effect::LinkKind { kind: up.kind, fallback });

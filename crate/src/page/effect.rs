@@ -79,6 +79,8 @@ pub enum Effect {
     ViewerScreen(crate::session::ScreenUpdate),
     /// The owner's link: how many viewers watch this session now.
     Viewers(u32),
+    /// A viewer's link is up: whose session it watches (a token's name, `proxy:USER`, `owner`).
+    ViewerOf(String),
     /// A program wrote the clipboard (OSC 52): what the page does about it, decided.
     Clipboard(super::RemoteCopy),
     PasteProgress(Option<PasteProgress>),

@@ -350,6 +350,7 @@ mod tests {
             seq_floor: 0,
             point: None,
             view: false,
+            owner: None,
         };
         let ok = answer(Some(&line(&ServerMessage::Ready(ready.clone())))).unwrap();
         assert_eq!(target(false).session_key(&ok).unwrap().1, "PWSoCIVurTVBGXAj873xNg");

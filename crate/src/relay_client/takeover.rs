@@ -122,6 +122,7 @@ mod tests {
             seq_floor,
             point: point.map(encode_point),
             view: false,
+            owner: None,
         }
     }
 

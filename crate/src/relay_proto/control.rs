@@ -158,6 +158,9 @@ pub struct Ready {
     pub point: Option<CarriedPoint>,
     /// A viewer's link: no key, no datagrams; the screen comes as [`ServerMessage::Screen`].
     pub view: bool,
+    /// A viewer's link: who started the session (a token's name, `proxy:USER`, or `owner`), for
+    /// the viewer's bar.
+    pub owner: Option<String>,
 }
 
 impl std::fmt::Debug for Ready {
@@ -173,6 +176,7 @@ impl std::fmt::Debug for Ready {
             .field("seq_floor", &self.seq_floor)
             .field("point", &self.point)
             .field("view", &self.view)
+            .field("owner", &self.owner)
             .finish()
     }
 }
@@ -490,6 +494,7 @@ impl Message for ServerMessage {
                 if r.view {
                     w.bool("view", true);
                 }
+                w.opt_str("owner", r.owner.as_deref());
             }
             ServerMessage::Error { code, message } | ServerMessage::Ended { code, message } => {
                 let kind =
@@ -543,6 +548,7 @@ impl Message for ServerMessage {
                 seq_floor: f.u64("seq_floor")?,
                 point: f.opt_str("point")?.as_deref().map(CarriedPoint::from_text),
                 view: f.opt_bool("view")?,
+                owner: f.opt_str("owner")?,
             })),
             "error" => Ok(ServerMessage::Error { code: code()?, message: f.str("message")? }),
             "ended" => Ok(ServerMessage::Ended { code: code()?, message: f.str("message")? }),

@@ -468,6 +468,7 @@ fn ready(shared: &SessionContext, session: &Attached, max_datagram_size: usize) 
         seq_floor: session.attach.seq_floor,
         point: session.attach.point.clone(),
         view: false,
+        owner: None,
     })
 }
 

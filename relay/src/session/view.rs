@@ -126,6 +126,7 @@ pub(super) async fn serve(
         seq_floor: 0,
         point: None,
         view: true,
+        owner: Some(v.record.owner_name().to_string()),
     });
     if control.send.write_all(&ready.to_line()).await.is_err() {
         return;

@@ -48,6 +48,8 @@ test('the owner shares from the page; a viewer watches, cannot type, and is clos
   await until(() => viewer.evaluate(() => document.body.classList.contains('viewing')
     && !document.getElementById('viewer-bar').hidden), { what: 'the viewer bar' });
   await until(async () => /[$#] ?$/m.test(await termText(viewer)), { what: "the owner's prompt on the viewer", timeout: 20000 });
+  assert.match(await viewer.evaluate(() => document.getElementById('viewer-bar').textContent),
+    /Viewing the owner's session.*read-only/, 'the bar says whose session, read-only');
   await until(() => owner.evaluate(() => document.getElementById('viewers').textContent.includes('1')),
     { what: "the owner's count of viewers" });
   assert.deepEqual(await termSize(viewer), await termSize(owner), "the viewer's terminal has the session's size");
