@@ -1011,13 +1011,8 @@ fn not_your_session(
         return None;
     }
     // A share link reads its own session's history when its share allows it.
-    if what == "history"
-        && shared
-            .sessions
-            .tokens
-            .share(caller.who)
-            .is_some_and(|s| s.session == session && s.allow_history)
-    {
+    let share = shared.sessions.tokens.share(caller.who).filter(|s| s.session == session);
+    if what == "history" && share.as_ref().is_some_and(|s| s.allow_history) {
         return None;
     }
     shared.sessions.audit.event(
@@ -1029,10 +1024,15 @@ fn not_your_session(
             .session(session)
             .reason(&format!("{what} of another identity's session")),
     );
+    let message = if share.is_some() {
+        "this share link shows the screen only: its owner did not share the session's history"
+    } else {
+        crate::session::NOT_YOURS
+    };
     Some(error(
         StatusCode::FORBIDDEN,
         tern::relay_proto::control::ErrorCode::NotYourSession.as_str(),
-        crate::session::NOT_YOURS,
+        message,
     ))
 }
 
