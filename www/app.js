@@ -166,7 +166,8 @@ function onStatus(kind, message, code) {
       break;
     case 'ended':
       document.body.classList.remove('live');
-      notice('ended', 'Session ended', message, newSession);
+      // A viewer cannot start one: nothing to offer.
+      notice('ended', 'Session ended', message, client?.viewing() ? undefined : newSession);
       break;
     case 'moved':
       document.body.classList.remove('live');

@@ -539,6 +539,14 @@ async fn a_read_only_token_watches_but_cannot_start_type_resize_paste_seed_answe
 
     // Reading stays open to it: the session list (the relay's copy) over the API.
     assert_eq!(page_api(&relay, &viewer, tern::relay_proto::SESSIONS_PATH).await.unwrap(), 200);
+
+    // The shell ends: so does the viewer's link, saying so.
+    driver.type_bytes(b"exit\n");
+    let over = viewer_until(&mut driver, &mut viewer_control, Duration::from_secs(20), |m| {
+        matches!(m, ServerMessage::Ended { code: ErrorCode::SessionEnded, .. })
+    })
+    .await;
+    assert!(over.is_some(), "the viewer is told the session ended");
     relay.stop().await;
 }
 
