@@ -35,6 +35,7 @@ pub mod point;
 pub mod proof;
 pub mod sha256;
 pub mod signal;
+pub mod share;
 pub mod upload;
 pub mod websocket;
 
@@ -54,6 +55,7 @@ pub use point::CarriedPoint;
 pub use proof::{CHALLENGE_PATH, Challenge, ChallengeRequest, Proof, ProofNonce, Prover};
 pub use sha256::{NotSha256, RunningSha256, Sha256};
 pub use signal::PageSignal;
+pub use share::{SHARE_PATH, ShareReply, ShareRequest};
 pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 
 /// Version of the whole page-relay protocol (control messages, info, upload stream, framing).
