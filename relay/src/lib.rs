@@ -32,6 +32,7 @@ pub mod audit;
 pub mod auth;
 mod bridge_floors;
 pub mod challenge;
+pub mod command;
 pub mod config;
 pub mod control;
 pub mod floor;

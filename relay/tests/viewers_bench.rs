@@ -206,5 +206,19 @@ async fn viewers_bench() {
         rss_after,
         (rss_after - rss_before) / n as f64
     );
+    // For tern-bench's `viewers` part (bench/src/viewers.rs): the same numbers, one JSON line.
+    println!(
+        "viewers-json {}",
+        serde_json::json!({
+            "viewers": n,
+            "keys": keys,
+            "ownerAloneP50Ms": quantile(&alone, 0.5),
+            "ownerWatchedP50Ms": quantile(&watched, 0.5),
+            "lagMedianMs": quantile(&lags, 0.5),
+            "lagP95Ms": quantile(&lags, 0.95),
+            "lagSamples": lags.len(),
+            "kibPerViewer": (rss_after - rss_before) / n as f64,
+        })
+    );
     relay.stop().await;
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use super::command::{Reply, Request, SESSION_ENV, SOCKET_ENV, line};
+use crate::command::{Reply, Request, SESSION_ENV, SOCKET_ENV, line};
 
 const USAGE: &str = "\
 usage: tern send FILE...   download FILE(s) in the browser of this Tern session

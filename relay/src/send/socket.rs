@@ -14,8 +14,8 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::command::{MAX_REQUEST, Reply, Request, SOCKET_NAME, line};
 use super::offers::{FileSource, Offers};
+use crate::command::{MAX_REQUEST, Reply, Request, SOCKET_NAME, line};
 use crate::state::StateStore;
 
 /// Where the socket of a relay with state directory `dir` (`--state-dir`, not its sessions/) is.
