@@ -112,10 +112,18 @@ export function wireViewer({ $, term }) {
     $('viewer-title').textContent = owner;
     $('viewer-session').textContent = title ? ` “${title}”` : '';
   };
-  // Scales the terminal's screen into the window, never above its natural size.
+  // Scales the terminal's screen into the window, never above its natural size. Also when the
+  // screen's own size changes (a web font's metrics arriving late, a new grid): a transform does
+  // not change the layout size watched, so this cannot loop.
+  const screenObserver = new ResizeObserver(() => fit());
+  let watched = null;
   const fit = () => {
     const el = box.querySelector('.xterm-screen');
     if (!el) return;
+    if (el !== watched) {
+      watched = el;
+      screenObserver.observe(el);
+    }
     const w = el.offsetWidth;
     const h = el.offsetHeight;
     if (!w || !h) return;

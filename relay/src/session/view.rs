@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern::relay_proto::Mode;
+use tern::relay_proto::{Mode, PageSignal};
 use tern::session::ViewerFeed;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::OwnedSemaphorePermit;
@@ -181,6 +181,18 @@ impl Viewer<'_> {
             Instant::now() + Duration::from_secs(left)
         });
         let mut liveness = tokio::time::interval(LIVENESS_INTERVAL);
+        // Links (OSC 8) are text on the screen: a viewer gets them as the owner's page does, those
+        // printed before it came first. Never the clipboard or notifications: they are the owner's.
+        let session = self.v.record.id.clone();
+        let mut signals = self.shared.offers.signals(&session);
+        let mut signals_open = true;
+        for link in self.shared.offers.links(&session) {
+            if let ControlFlow::Break(end) =
+                write(&mut control.send, &ServerMessage::Signal(link).to_line()).await
+            {
+                return end;
+            }
+        }
         loop {
             let due = feed.deadline().map(|at| epoch + Duration::from_micros(at.as_micros()));
             let step = tokio::select! {
@@ -226,6 +238,17 @@ impl Viewer<'_> {
                         });
                         ControlFlow::Continue(())
                     }
+                },
+                s = signals.recv(), if signals_open => match s {
+                    Ok(link @ PageSignal::Link { .. }) => {
+                        write(&mut control.send, &ServerMessage::Signal(link).to_line()).await
+                    }
+                    // The session's signals are gone (it ended): not polled again.
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        signals_open = false;
+                        ControlFlow::Continue(())
+                    }
+                    _ => ControlFlow::Continue(()),
                 },
                 _ = tokens.changed() => self.check_token(false),
                 _ = sleep_until_some(expires) => self.check_token(true),
