@@ -16,6 +16,7 @@ import { wireVisualViewport } from './viewport.js';
 import { wireBell } from './bell.js';
 import { wireOffers } from './offers.js';
 import { wireImages } from './images.js';
+import { wireShare, wireViewer } from './share.js';
 import { wireServiceWorker } from './service_worker.js';
 
 // When the page's script started (its modules loaded): the resume benchmark times the restored
@@ -30,7 +31,8 @@ function takeParams() {
   // Not URLSearchParams: it turns the `+` of a mosh key into a space (the core keeps it).
   const frag = new Map(Client.fragmentParams(location.hash.slice(1)));
   // wt_port: test-only, WebTransport through a link emulator in front of the relay (docs/BROWSER.md).
-  for (const name of ['token', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite', 'renderer', 'early_info']) {
+  // view: a share link's session (#view=ID), watched read-only; kept for this tab's reloads.
+  for (const name of ['token', 'view', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite', 'renderer', 'early_info']) {
     const v = frag.get(name);
     if (v) sessionStorage.setItem(`tern.${name}`, v);
   }
@@ -50,7 +52,7 @@ function takeParams() {
   sessionStorage.removeItem('tern.choice');
   // #renderer=webgl|dom|auto: xterm.js's renderer (auto: see chooseRenderer).
   const renderer = get('renderer') || 'auto';
-  return { token: get('token'), bridge, wtPort: Number(get('wt_port')) || undefined, prediction, session, renderer };
+  return { token: get('token'), view: get('view') || undefined, bridge, wtPort: Number(get('wt_port')) || undefined, prediction, session, renderer };
 }
 
 // The paste box over the terminal: the core's progress text (PasteProgress::text) and a cancel
@@ -69,7 +71,8 @@ let pasteOffTimer;
 function pasteOffNote() {
   const why = client?.pasteUnavailable();
   document.body.dataset.paste = why ? 'off' : 'on';
-  if (!why) return;
+  // A viewer's bar says it already.
+  if (!why || client.viewing()) return;
   pill(why[0].toUpperCase() + why.slice(1), 'quiet paste-off');
   clearTimeout(pasteOffTimer);
   pasteOffTimer = setTimeout(() => { if ($('pill').classList.contains('paste-off')) pill(''); }, 8000);
@@ -179,7 +182,8 @@ function onStatus(kind, message, code) {
       break;
     case 'ended':
       document.body.classList.remove('live');
-      notice('ended', 'Session ended', message, newSession);
+      // A viewer cannot start one: nothing to offer.
+      notice('ended', 'Session ended', message, client?.viewing() ? undefined : newSession);
       break;
     case 'moved':
       document.body.classList.remove('live');
@@ -191,7 +195,9 @@ function onStatus(kind, message, code) {
       notice('moved', 'This session cannot be resumed here', message, undefined, undefined, { form: true });
       break;
     case 'bad_token':
-      notice('error', 'Wrong or missing token', message);
+      // A viewer whose share ended or expired: the relay's words say which.
+      if (client?.viewing()) notice('ended', 'Sharing ended', message);
+      else notice('error', 'Wrong or missing token', message);
       break;
     case 'rate_limited':
       notice('error', 'Too many attempts', message);
@@ -390,7 +396,7 @@ async function main() {
   await init();
   performance.mark('tern:wasm');
   const params = takeParams();
-  const { bridge, wtPort, prediction, session, renderer } = params;
+  const { bridge, wtPort, prediction, session, renderer, view } = params;
   // No token: perhaps a trusted front door (a reverse proxy that logged the person in and names
   // them to the relay, --identity-header) stands before the relay. Then the relay answers the
   // API without one, and the page runs with the empty token (web/src/relay_link.rs front_door).
@@ -451,6 +457,9 @@ async function main() {
   const programNotes = wireProgramNotifications({ settings: () => settings });
   const programLinks = wireLinks({ term });
   const offers = wireOffers({ $, client: () => client, term });
+  // A share link's page watches (share.js); the owner's page may share.
+  let viewer = null;
+  let share = null;
   if (bridge) {
     $('settings-send').textContent = 'tern send and tern open are not available in bridge mode: this relay did not start the shell, so it has no way to hear from it.';
   }
@@ -470,8 +479,9 @@ async function main() {
         // proxy): nothing to point out.
         if (kind === 'websocket' && fallback && token !== '') pill('TCP fallback', 'quiet');
       },
-      session: holdSession,
-      title: (t) => bell.title(t),
+      // A viewer drives nothing: it holds no session against the owner's tabs.
+      session: (id) => { if (!view) holdSession(id); },
+      title: (t) => { bell.title(t); viewer?.title(t); },
       bell: () => bell.bell(),
       // The output floods (drawn a few times a second): no cursor blink meanwhile.
       flooding: (on) => blink.pause(on),
@@ -486,8 +496,15 @@ async function main() {
       // `tern open URL` (asks the person first) and `tern send FILE` (checked, then saved).
       offerUrl: (id, url) => offers.offerUrl(id, url),
       saveFile: (name, blob) => offers.saveFile(name, blob),
+      // A viewer's link: the session's size (and a reset) before the relay's bytes.
+      viewerScreen: (cols, rows, full) => viewer?.screen(cols, rows, full),
+      viewerOf: (owner) => viewer?.owner(owner),
+      // The owner's link: how many watch.
+      viewers: (n) => share?.viewers(n),
     },
   });
+  if (view) viewer = wireViewer({ $, term });
+  else share = wireShare({ $, client });
 
   // Images from the shell (docs/IMAGES.md): on the terminal and in the history view.
   const images = wireImages({ client, term, $ });
@@ -528,6 +545,8 @@ async function main() {
 
   let pending = false;
   const refit = () => {
+    // A viewer's terminal keeps the session's size, scaled to the window.
+    if (viewer) return viewer.fit();
     if (pending) return;
     pending = true;
     requestAnimationFrame(() => {
@@ -604,15 +623,17 @@ async function main() {
     if (id) holdSession(id);
   });
 
+  // A share link watches its session: nothing saved is continued, no session is chosen.
+  if (view) client.watchSession(view);
   // An address that names what to do (#session=new or an id) overrides the browser's last session.
-  if (session && !client.savedSessionIsTabs()) client.forgetSavedSession();
+  else if (session && !client.savedSessionIsTabs()) client.forgetSavedSession();
   // The saved session (this tab's, or the browser's last) is continued only when no other page
   // drives it: a duplicated tab copies sessionStorage while the original still drives it, another
   // tab may have the browser's last. The page being unloaded (a reload), or a tab just closed
   // (Firefox releases its locks a moment after), gets a moment to let go.
-  const saved = client.savedSessionId();
+  const saved = view ? null : client.savedSessionId();
   if (saved && !(await acquireSession(saved, SESSION_LOCK_WAIT_MS))) client.forgetSavedSession();
-  if (!client.savedSessionId()) {
+  if (!view && !client.savedSessionId()) {
     // Nothing of its own to continue: the address may name a session, or the relay may have some
     // running (another browser's, a closed tab's) to offer.
     let choice = session;

@@ -588,3 +588,49 @@ pub fn show(setup: &ShowSetup) -> anyhow::Result<ShowRun> {
     }
     Ok(run)
 }
+
+/// What `relay/tests/viewers_bench.rs` prints on its `viewers-json` line.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewersRun {
+    pub viewers: usize,
+    pub keys: usize,
+    /// The owner's key-to-echo, median, with no viewer and with `viewers`, ms.
+    pub owner_alone_p50_ms: f64,
+    pub owner_watched_p50_ms: f64,
+    /// Each viewer's `screen` line after a key minus the owner's echo, over all viewers and keys.
+    pub lag_median_ms: f64,
+    pub lag_p95_ms: f64,
+    pub lag_samples: usize,
+    /// The process's RSS growth per viewer (relay and the viewers' client side: an upper bound).
+    pub kib_per_viewer: f64,
+}
+
+/// `viewers` WebSocket viewers watching one session while its owner types `keys` keys per phase
+/// (the ignored test relay/tests/viewers_bench.rs, optimized when `release`).
+pub fn viewers(viewers: usize, keys: usize, release: bool) -> anyhow::Result<ViewersRun> {
+    let profile: &[&str] = if release { &["--release"] } else { &[] };
+    let out = Command::new("cargo")
+        .arg("test")
+        .args(profile)
+        .args(["-q", "-p", "tern-relay", "--test", "viewers_bench", "--"])
+        .args(["--ignored", "--nocapture", "--exact", "viewers_bench"])
+        .env("TERN_VIEWERS", viewers.to_string())
+        .env("TERN_KEYS", keys.to_string())
+        .current_dir(root())
+        .output()
+        .context("running relay/tests/viewers_bench.rs")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!(
+            "viewers_bench failed ({}): {stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("viewers-json "))
+        .context("no viewers-json line from viewers_bench")?;
+    serde_json::from_str(line).with_context(|| format!("parsing viewers_bench's JSON: {line}"))
+}

@@ -3,7 +3,7 @@
 //!
 //! Scenarios: keystroke echo latency ([`echo`], and Tern in the browser through [`browser`]),
 //! continuous screen updates ([`frames`]), the relay's cost ([`relay`]), pasting a picture
-//! ([`paste`]), `tern send` ([`download`]) and `tern show` ([`show`]), predictive local echo on a typing trace
+//! ([`paste`]), `tern send` ([`download`]) and `tern show` ([`show`]), viewers of one session ([`viewers`]), predictive local echo on a typing trace
 //! ([`predictive`]), reloads ([`resume`]), scrollback and search ([`history`]), the page's cost
 //! per frame ([`frame_cost`]) and the core's ([`core_frame`]), page load against the page before
 //! the settings panel, clipboard and downloads ([`page_load`]), Safari's WebTransport datagram API
@@ -40,6 +40,7 @@ pub mod safari;
 pub mod sessions;
 pub mod show;
 pub mod stats;
+pub mod viewers;
 
 use std::time::{Duration, Instant};
 
@@ -65,10 +66,11 @@ pub enum Part {
     Install,
     Safari,
     Show,
+    Viewers,
 }
 
 impl Part {
-    pub const ALL: [Part; 16] = [
+    pub const ALL: [Part; 17] = [
         Part::Echo,
         Part::Frames,
         Part::Relay,
@@ -85,6 +87,7 @@ impl Part {
         Part::Install,
         Part::Safari,
         Part::Show,
+        Part::Viewers,
     ];
 
     pub fn parse(name: &str) -> Option<Part> {
@@ -105,6 +108,7 @@ impl Part {
             "install" => Some(Part::Install),
             "safari" => Some(Part::Safari),
             "show" => Some(Part::Show),
+            "viewers" => Some(Part::Viewers),
             _ => None,
         }
     }
@@ -141,6 +145,9 @@ pub struct Options {
     pub download: browser::PasteSetup,
     /// `tern show FILE` in the shell: the picture, the link, and the pictures scrolled past.
     pub show: browser::ShowSetup,
+    /// Viewers watching one session, and the keys its owner types in each phase.
+    pub viewers: usize,
+    pub viewer_keys: usize,
     /// Links of the predictive-echo scenario, and whether it types the short trace.
     pub predict_links: Vec<LinkSetting>,
     pub predict_quick_trace: bool,
@@ -195,6 +202,8 @@ impl Options {
                 keys: 30,
                 many: 200,
             },
+            viewers: 50,
+            viewer_keys: 60,
             predict_links: vec![
                 LinkSetting::rtt(60),
                 LinkSetting::rtt(200),
@@ -252,6 +261,8 @@ impl Options {
                 keys: 4,
                 many: 10,
             },
+            viewers: 5,
+            viewer_keys: 10,
             predict_links: vec![LinkSetting::rtt(200)],
             predict_quick_trace: true,
             resume_rtts_ms: vec![0],
@@ -295,6 +306,7 @@ pub fn run(options: &Options) -> Report {
             Part::Install => install::rows(options, &mut report),
             Part::Safari => safari::rows(options, &mut report),
             Part::Show => show::rows(options, &mut report),
+            Part::Viewers => viewers::rows(options, &mut report),
         }
     }
     report.machine.load_after = machine::load();

@@ -5,7 +5,7 @@
 //! the output directory instead of replacing them.
 //!
 //! ```text
-//! tern-bench [--quick] [--only echo,frames,relay,paste,download,predict,resume,history,cost,core,load,bytes,sessions,install,safari,show,chaos] [--merge] [--out DIR] [--doc FILE | --no-doc]
+//! tern-bench [--quick] [--only echo,frames,relay,paste,download,predict,resume,history,cost,core,load,bytes,sessions,install,safari,show,viewers,chaos] [--merge] [--out DIR] [--doc FILE | --no-doc]
 //! ```
 
 use std::path::PathBuf;
@@ -44,7 +44,7 @@ fn main() -> anyhow::Result<()> {
             "--no-doc" => doc = None,
             "-h" | "--help" => {
                 println!(
-                    "tern-bench [--quick] [--only echo,frames,relay,paste,download,predict,resume,history,cost,core,load,bytes,sessions,install,safari,show,chaos] [--merge] [--out DIR] [--doc FILE | --no-doc]"
+                    "tern-bench [--quick] [--only echo,frames,relay,paste,download,predict,resume,history,cost,core,load,bytes,sessions,install,safari,show,viewers,chaos] [--merge] [--out DIR] [--doc FILE | --no-doc]"
                 );
                 return Ok(());
             }

@@ -48,6 +48,8 @@ fn quick_run_produces_every_row_with_the_right_schema() {
         "idle page, renderer + GPU CPU",
         "echo while a tern show picture comes minus idle echo, median",
         "page memory added by 10 pictures scrolled past (renderer PSS)",
+        "5 viewers: added to the owner's key-to-echo, median",
+        "5 viewers: lag behind the owner's echo, median (RTT 0)",
     ] {
         assert!(names.contains(&expected), "no row {expected:?} in {names:#?}");
     }

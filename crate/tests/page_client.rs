@@ -64,6 +64,8 @@ fn ready(resumed: bool, seq_floor: u64) -> Ready {
         resumed,
         seq_floor,
         point: None,
+        view: false,
+        owner: None,
         off: None,
     }
 }
@@ -529,4 +531,73 @@ fn a_page_that_could_not_verify_the_relay_keeps_the_keys_typed_for_the_reload() 
     let left = w.saved.clone().expect("saved");
     assert!(left.point.input_next > saved.point.input_next, "and the ones after the failure");
     assert_eq!(w.client.status(), Status::Failed(tern::relay_client::FailCode::RelayNotVerified));
+}
+
+/// A viewer's page (a share link): its hello asks to watch, its `ready` holds no key, the
+/// relay's screen updates become writes for the terminal, its keys and pastes never leave (it
+/// says so once), and a share that ended stops it with the relay's words. Broken on purpose
+/// (`key` sending while viewing): the test saw a datagram leave.
+#[test]
+fn a_viewer_page_watches_and_never_sends_input() {
+    let mut w = World::new();
+    w.client.watch_session("s1");
+    assert!(w.client.viewing());
+    let hello = w.client.hello(Mode::Spawn, MTU);
+    assert!(hello.view && hello.resume.as_deref() == Some("s1"), "{hello:?}");
+    w.start();
+    let ready =
+        Ready { key: None, port: 0, view: true, owner: Some("alice".into()), ..ready(true, 0) };
+    w.link_up(&ready);
+    assert_eq!(w.client.status(), Status::Resumed);
+    assert!(w.log.iter().any(|(_, e)| matches!(e, Effect::ViewerOf(o) if o == "alice")));
+    let screen = tern::relay_proto::ServerMessage::Screen {
+        cols: 100,
+        rows: 30,
+        full: true,
+        data: b"\x1b[Hhello".to_vec(),
+    };
+    let mut line = screen.to_line();
+    line.pop();
+    let link = w.link.unwrap();
+    assert!(w.client.control_line(w.now, link, Some(&line)));
+    w.drain();
+    assert!(w.log.iter().any(|(_, e)| matches!(e, Effect::ViewerScreen(u)
+        if u.cols == 100 && u.rows == 30 && u.full && u.data == b"\x1b[Hhello")));
+
+    let before = w.log.len();
+    w.key(b"rm -rf /\r");
+    w.key(b"x");
+    w.client.resized(w.now, Size { cols: 50, rows: 10 });
+    w.drain();
+    let id = w.client.paste(w.now);
+    let _ = id;
+    w.drain();
+    let after = &w.log[before..];
+    assert!(!after.iter().any(|(_, e)| matches!(e, Effect::Datagram(_))), "input left: {after:?}");
+    let told = after
+        .iter()
+        .filter(|(_, e)| matches!(e, Effect::Refused(m) if m.contains("read-only")))
+        .count();
+    assert_eq!(told, 1, "told once: {after:?}");
+    assert!(
+        !after.iter().any(|(_, e)| matches!(e, Effect::OpenUpload { .. })),
+        "a paste upload began"
+    );
+
+    let ended = tern::relay_proto::ServerMessage::Ended {
+        code: tern::relay_proto::ErrorCode::BadToken,
+        message: "The session's owner ended sharing: this link no longer shows it.".into(),
+    };
+    let mut line = ended.to_line();
+    line.pop();
+    assert!(!w.client.control_line(w.now, link, Some(&line)), "the link is done");
+    w.drain();
+    assert!(matches!(w.client.status(), Status::Failed(_)), "{:?}", w.client.status());
+    assert!(w.log.iter().any(
+        |(_, e)| matches!(e, Effect::Status { message, .. } if message.contains("ended sharing"))
+    ));
+    assert!(
+        !w.log.iter().any(|(_, e)| matches!(e, Effect::ForgetSession(_) | Effect::SaveSession(_))),
+        "a viewer keeps nothing"
+    );
 }

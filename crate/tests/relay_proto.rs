@@ -112,6 +112,8 @@ fn server_messages() {
         resumed: false,
         seq_floor: 0,
         point: None,
+        view: false,
+        owner: None,
         off: None,
     };
     round_trip(
@@ -130,6 +132,24 @@ fn server_messages() {
         r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"key":"PWSoCIVurTVBGXAj873xNg","max_datagram_size":1211,"framing":1,"resumed":true,"seq_floor":4096,"point":"VFJQMQ=="}"#,
     );
     assert!(!format!("{spawned:?}").contains("VFJQ"), "Debug hides the point");
+    let viewer = Ready {
+        key: None,
+        point: None,
+        view: true,
+        owner: Some("alice".into()),
+        ..spawned.clone()
+    };
+    round_trip(
+        &ServerMessage::Ready(viewer),
+        r#"{"type":"ready","session":"ab","mode":"bridge","port":60001,"max_datagram_size":1211,"framing":1,"resumed":true,"seq_floor":4096,"view":true,"owner":"alice"}"#,
+    );
+    round_trip(
+        &ServerMessage::Screen { cols: 80, rows: 24, full: true, data: b"\x1b[Hhi".to_vec() },
+        r#"{"type":"screen","cols":80,"rows":24,"full":true,"data":"G1tIaGk="}"#,
+    );
+    round_trip(&ServerMessage::Viewers { count: 3 }, r#"{"type":"viewers","count":3}"#);
+    let watch = Hello { resume: Some("ab".into()), view: true, ..Hello::default() };
+    round_trip(&ClientMessage::Hello(watch), r#"{"type":"hello","resume":"ab","view":true}"#);
     // A session on an ssh host whose recorder cannot run says which features are off and why.
     let off = FeaturesOff {
         host: "devbox".into(),

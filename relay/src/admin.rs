@@ -9,25 +9,7 @@ use clap::{Parser, Subcommand};
 
 use crate::tokens::{add, last_used, read, revoke, unix_now};
 
-/// `--expires`: `90s`, `30m`, `12h`, `7d`, `2w`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (n, unit) = text.split_at(split);
-    let n: u64 = n.parse().map_err(|_| format!("{text:?}: a number and a unit (s, m, h, d, w)"))?;
-    let secs = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 604_800,
-        _ => return Err(format!("{text:?}: the unit is one of s, m, h, d, w")),
-    };
-    match n.checked_mul(secs) {
-        Some(s) if s > 0 => Ok(Duration::from_secs(s)),
-        _ => Err(format!("{text:?}: out of range")),
-    }
-}
+pub use crate::tokens::parse_duration;
 
 #[derive(Parser, Debug)]
 #[command(name = "tern-relay token", about = "Named access tokens: add, list, revoke")]

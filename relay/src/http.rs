@@ -256,6 +256,8 @@ where
                         websocket(&shared, req, peer)
                     } else if path == HISTORY_PATH || path == HISTORY_SEARCH_PATH {
                         history(&shared, req, &path, peer).await
+                    } else if path == tern::relay_proto::SHARE_PATH {
+                        share(&shared, req, peer).await
                     } else if path == tern::relay_proto::IMAGE_PATH {
                         image(&shared, req, peer).await
                     } else if path == CHALLENGE_PATH {
@@ -665,6 +667,107 @@ fn api(
     }
 }
 
+/// The owner's page shares its session read-only, or ends its shares
+/// (`tern::relay_proto::share`). Only a caller that may open the session and is not read-only
+/// may: a viewer cannot share what it watches.
+async fn share(shared: &HttpContext, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+    use http_body_util::BodyExt;
+    use tern::relay_proto::{ShareReply, ShareRequest};
+    if let Err(refused) = check_origin(shared, req.headers(), peer, "share request") {
+        return refused;
+    }
+    let who = match authorize(shared, &req, peer) {
+        Ok(who) => who,
+        Err(refused) => return refused,
+    };
+    if req.method() != Method::POST {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only POST");
+    }
+    let source = client_source(shared, &req, peer);
+    let header = |name| {
+        req.headers()
+            .get(name)
+            .map(|a: &HeaderValue| String::from_utf8_lossy(a.as_bytes()).into_owned())
+    };
+    let (agent, origin) = (header(header::USER_AGENT), header(header::ORIGIN));
+    let body = match http_body_util::Limited::new(req.into_body(), MAX_REQUEST).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, "bad_request", "request too large"),
+    };
+    let request = match tern::relay_proto::decode::<ShareRequest>(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                &format!("malformed request: {e}"),
+            );
+        }
+    };
+    let (Some(state), Some(dir)) = (shared.sessions.state.as_ref(), shared.sessions.tokens.dir())
+    else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "no_share",
+            "this relay keeps no copy of its sessions (bridge mode): there is nothing to share",
+        );
+    };
+    let Some(record) =
+        state.check_alive(&request.session).filter(|_| crate::ids::valid_id(&request.session))
+    else {
+        return error(StatusCode::NOT_FOUND, "unknown_session", "no such session running");
+    };
+    if who.read_only() {
+        shared.sessions.audit.event(
+            "refused",
+            &crate::audit::Fields::new()
+                .who(who.name())
+                .addr(source)
+                .agent(agent.as_deref())
+                .session(&request.session)
+                .kind("share")
+                .reason("read-only"),
+        );
+        return error(
+            StatusCode::FORBIDDEN,
+            "read_only",
+            "a read-only link cannot share a session",
+        );
+    }
+    let caller = Caller { who: &who, source, agent: agent.as_deref() };
+    if let Some(refused) =
+        not_your_session(shared, &caller, record.owner_name(), &request.session, "share")
+    {
+        return refused;
+    }
+    let reply = if request.end {
+        crate::share::end(dir, &shared.sessions.audit, &request.session, who.name())
+            .map(|n| ShareReply { ended: n as u64, ..ShareReply::default() })
+    } else {
+        // The viewer opens the page where the owner's page is (its Origin and the base path).
+        let base = match origin {
+            Some(o) => format!("{o}{}", shared.settings.base_path.as_str()),
+            None => crate::share::base_url(dir),
+        };
+        let expires =
+            request.expires.map_or(crate::share::DEFAULT_EXPIRY, std::time::Duration::from_secs);
+        crate::share::create(
+            dir,
+            &shared.sessions.audit,
+            &request.session,
+            expires,
+            request.allow_history,
+            who.name(),
+            &base,
+        )
+        .map(|m| ShareReply { url: Some(m.url), expires: Some(m.expires), ended: 0 })
+    };
+    match reply {
+        Ok(r) => json(StatusCode::OK, &r),
+        Err(message) => error(StatusCode::BAD_REQUEST, "bad_request", &message),
+    }
+}
+
 /// A session's history (`tern::relay_proto::history`): a page of lines or a search, `POST`ed
 /// as JSON. Read off the async threads: a 100,000-line history is a few megabytes of file.
 async fn history(
@@ -907,6 +1010,11 @@ fn not_your_session(
     if caller.who.may_use(owner) {
         return None;
     }
+    // A share link reads its own session's history when its share allows it.
+    let share = shared.sessions.tokens.share(caller.who).filter(|s| s.session == session);
+    if what == "history" && share.as_ref().is_some_and(|s| s.allow_history) {
+        return None;
+    }
     shared.sessions.audit.event(
         "refused",
         &crate::audit::Fields::new()
@@ -916,10 +1024,15 @@ fn not_your_session(
             .session(session)
             .reason(&format!("{what} of another identity's session")),
     );
+    let message = if share.is_some() {
+        "this share link shows the screen only: its owner did not share the session's history"
+    } else {
+        crate::session::NOT_YOURS
+    };
     Some(error(
         StatusCode::FORBIDDEN,
         tern::relay_proto::control::ErrorCode::NotYourSession.as_str(),
-        crate::session::NOT_YOURS,
+        message,
     ))
 }
 

@@ -32,6 +32,7 @@ pub mod audit;
 pub mod auth;
 mod bridge_floors;
 pub mod challenge;
+pub mod command;
 pub mod config;
 pub mod control;
 pub mod floor;
@@ -49,6 +50,7 @@ mod registry;
 pub mod security;
 pub mod send;
 mod session;
+pub mod share;
 pub mod spawn;
 pub mod state;
 pub mod tls;
@@ -368,12 +370,14 @@ impl Relay {
         };
         let shutdown = CancellationToken::new();
         // `tern send` and `tern open` reach the relay of their shell's session: spawn mode's.
+        let audit = Arc::new(audit::Audit::open(state_dir.as_deref()));
         let commands = match (&state, &state_dir) {
             (Some(state), Some(dir)) => Some(Arc::new(CommandSocket {
                 dir: dir.clone(),
                 send_limit: config.send_limit,
                 state: Arc::clone(state),
                 shutdown: shutdown.clone(),
+                audit: Arc::clone(&audit),
             })),
             _ => None,
         };
@@ -391,7 +395,7 @@ impl Relay {
             settings,
             token,
             tokens: Arc::new(tokens),
-            audit: Arc::new(audit::Audit::open(state_dir.as_deref())),
+            audit,
             auth: AuthLimiter::new(),
             state,
             registry: registry::Registry::with_bridge_floors(bridge_floors),

@@ -74,6 +74,10 @@ pub(crate) struct Entry {
     state: Mutex<EntryState>,
     /// The serial of the attach that drives now (0: none yet).
     driver: watch::Sender<u64>,
+    /// Bumped whenever the copy's screen changes: viewers render from it.
+    screen: watch::Sender<u64>,
+    /// How many viewers watch (the owner's page shows it).
+    viewers: watch::Sender<u32>,
 }
 
 #[derive(Debug)]
@@ -216,6 +220,8 @@ impl Registry {
                 unabsorbed: None,
             }),
             driver: watch::Sender::new(0),
+            screen: watch::Sender::new(0),
+            viewers: watch::Sender::new(0),
         });
         entries.insert(record.id.clone(), Arc::clone(&entry));
         entry
@@ -279,6 +285,8 @@ impl Registry {
                     unabsorbed: None,
                 }),
                 driver: watch::Sender::new(0),
+                screen: watch::Sender::new(0),
+                viewers: watch::Sender::new(0),
             })
         }));
         let mut attach = self.attach(entry, false);
@@ -362,10 +370,42 @@ impl Registry {
         }
     }
 
+    /// A viewer of a spawned session (`None` without a copy to show): counted while it lives.
+    pub fn watch(&self, store: &StateStore, record: &SessionRecord) -> Option<Watch> {
+        let entry = self.spawned(store, record, false);
+        entry.lock().shadow.as_ref()?;
+        entry.viewers.send_modify(|n| *n += 1);
+        let screen = entry.screen.subscribe();
+        Some(Watch { entry, screen })
+    }
+
     /// Forgets every spawned entry whose session is not in `alive` (its server exited).
     pub fn retain_spawned(&self, alive: &[SessionRecord]) {
         self.lock()
             .retain(|name, _| name.starts_with("bridge:") || alive.iter().any(|r| &r.id == name));
+    }
+}
+
+/// One viewer's hold on a session's copy ([`Registry::watch`]).
+#[derive(Debug)]
+pub(crate) struct Watch {
+    entry: Arc<Entry>,
+    /// Changes whenever the copy's screen does.
+    pub screen: watch::Receiver<u64>,
+}
+
+impl Watch {
+    /// The session's screen now (`None` while the copy does not follow the session: a relay
+    /// restarted with no saved copy, until the owner's page seeds it).
+    pub fn snapshot(&self) -> Option<tern::terminal::Framebuffer> {
+        let st = self.entry.lock();
+        st.shadow.as_ref().filter(|_| st.copy_valid).map(|s| s.framebuffer().clone())
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.entry.viewers.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 
@@ -547,11 +587,21 @@ impl Attach {
     pub fn server_datagram(&self, datagram: &[u8]) {
         let now = self.now();
         let mut st = self.entry.lock();
+        let valid = st.copy_valid;
         if st.driver == self.serial {
             if let Some(shadow) = st.shadow.as_mut() {
+                let before = shadow.screen_num();
                 shadow.server_datagram(now, datagram);
+                if shadow.screen_num() != before && valid {
+                    self.entry.screen.send_modify(|n| *n += 1);
+                }
             }
         }
+    }
+
+    /// How many viewers watch this session (changes as they come and go).
+    pub fn viewers(&self) -> watch::Receiver<u32> {
+        self.entry.viewers.subscribe()
     }
 
     /// The page continues from a point of its own (a reload): the relay's copy adopts it where it
@@ -581,6 +631,8 @@ impl Attach {
                 }
             }
         }
+        // Viewers look again (a copy that just became valid, or a newer screen).
+        self.entry.screen.send_modify(|n| *n += 1);
     }
 
     /// What resolves when a newer page takes over.

@@ -90,7 +90,25 @@ pub struct Entry {
     pub created: u64,
     #[serde(default)]
     pub expires: Option<u64>,
+    /// A share (`tern share`, the page's Share dialog): a read-only token bound to this one
+    /// session; its link may only watch it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<String>,
+    /// A share's viewers may read the session's history (the recorder's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_history: bool,
 }
+
+/// What a share token allows: watching one session, its history or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    pub session: String,
+    pub allow_history: bool,
+}
+
+/// The prefix of a share's token name (`share-` and random hex): no `token add` name clashes,
+/// since a share's name is made here.
+pub const SHARE_PREFIX: &str = "share-";
 
 impl Entry {
     pub fn expired(&self, now: u64) -> bool {
@@ -124,6 +142,26 @@ pub enum TokenError {
     NoSuchName(String),
     #[error("cannot make a random token: {0}")]
     Random(String),
+}
+
+/// `--expires`: `90s`, `30m`, `12h`, `7d`, `2w`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (n, unit) = text.split_at(split);
+    let n: u64 = n.parse().map_err(|_| format!("{text:?}: a number and a unit (s, m, h, d, w)"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return Err(format!("{text:?}: the unit is one of s, m, h, d, w")),
+    };
+    match n.checked_mul(secs) {
+        Some(s) if s > 0 => Ok(Duration::from_secs(s)),
+        _ => Err(format!("{text:?}: out of range")),
+    }
 }
 
 /// Unix seconds now.
@@ -204,9 +242,44 @@ pub fn add(
         read_only,
         created: now,
         expires: expires_in.map(|d| now.saturating_add(d.as_secs())),
+        share: None,
+        allow_history: false,
     });
     write(dir, &entries)?;
     Ok(token)
+}
+
+/// A new share of `session` (see [`Entry::share`]): its name and token, printed once.
+pub fn add_share(
+    dir: &Path,
+    session: &str,
+    expires_in: Duration,
+    allow_history: bool,
+) -> Result<(String, String), TokenError> {
+    let mut suffix = [0u8; 4];
+    getrandom::fill(&mut suffix).map_err(|e| TokenError::Random(e.to_string()))?;
+    let name: String =
+        format!("{SHARE_PREFIX}{}", suffix.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let token = add(dir, &name, true, Some(expires_in))?;
+    let mut entries = read(dir)?;
+    if let Some(e) = entries.iter_mut().find(|e| e.name == name) {
+        e.share = Some(session.to_string());
+        e.allow_history = allow_history;
+    }
+    write(dir, &entries)?;
+    Ok((name, token))
+}
+
+/// Ends every share of `session` (all shares when `None`): the entries removed.
+pub fn end_shares(dir: &Path, session: Option<&str>) -> Result<Vec<Entry>, TokenError> {
+    let mut entries = read(dir)?;
+    let (gone, kept): (Vec<Entry>, Vec<Entry>) = entries
+        .drain(..)
+        .partition(|e| e.share.as_deref().is_some_and(|s| session.is_none_or(|id| id == s)));
+    if !gone.is_empty() {
+        write(dir, &kept)?;
+    }
+    Ok(gone)
 }
 
 /// Removes the token named `name`: returns its entry.
@@ -341,6 +414,30 @@ impl TokenStore {
         }
     }
 
+    /// The state directory the tokens live in (`None`: bridge mode without one).
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    /// The share `who`'s token is, if it is one.
+    pub fn share(&self, who: &Who) -> Option<Share> {
+        let id = who.id()?;
+        let l = self.lock();
+        let e = l.entries.iter().find(|e| e.id == id)?;
+        Some(Share { session: e.share.clone()?, allow_history: e.allow_history })
+    }
+
+    /// The live shares of `session`: how many, and when the last one expires.
+    pub fn shares_of(&self, session: &str) -> Vec<Entry> {
+        let now = unix_now();
+        let l = self.lock();
+        l.entries
+            .iter()
+            .filter(|e| e.share.as_deref() == Some(session) && !e.expired(now))
+            .cloned()
+            .collect()
+    }
+
     /// When `who` expires (unix seconds), if it does.
     pub fn expires(&self, who: &Who) -> Option<u64> {
         let id = who.id()?;
@@ -440,6 +537,25 @@ mod tests {
         assert!(!store.valid(&who));
         assert_eq!(store.check_plain(&token), None);
         assert!(store.check_plain(&ro).is_some());
+    }
+
+    #[test]
+    fn a_share_is_a_read_only_token_bound_to_one_session_and_ends_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (name, token) = add_share(dir.path(), "s1", Duration::from_secs(3600), true).unwrap();
+        let (_, other) = add_share(dir.path(), "s2", Duration::from_secs(60), false).unwrap();
+        assert!(name.starts_with(SHARE_PREFIX));
+        let store = TokenStore::open(Some(dir.path().into())).unwrap();
+        let who = store.check_plain(&token).unwrap();
+        assert!(who.read_only(), "a share is read-only");
+        assert_eq!(store.share(&who), Some(Share { session: "s1".into(), allow_history: true }));
+        assert!(store.expires(&who).is_some(), "a share expires");
+        assert_eq!(store.shares_of("s1").len(), 1);
+        let ended = end_shares(dir.path(), Some("s1")).unwrap();
+        assert_eq!(ended.len(), 1);
+        store.reload().unwrap();
+        assert!(!store.valid(&who), "an ended share's token is gone");
+        assert!(store.check_plain(&other).is_some(), "another session's share stays");
     }
 
     #[test]

@@ -86,10 +86,14 @@ async fn the_owner_gets_clipboard_notifications_and_links_and_a_read_only_link_o
         ]
     );
 
-    // A read-only link: the link only (it came after the others: they were not held back).
+    // A read-only link watches the owner's session: the link printed before, then of all three
+    // printed again only the link (it came after the others: they were not held back).
     let conn = connect(&relay, None).await.unwrap();
-    let (mut control, reply) = hello(&conn, spawn_hello(Some(viewer), None)).await;
+    let (mut control, reply) = hello(&conn, spawn_hello(Some(viewer), Some(&ready.session))).await;
     let ready = expect_ready(reply);
+    assert!(ready.view, "a read-only link watches");
+    let seen = until_link(&mut control).await;
+    assert_eq!(signals(&seen), [&link], "the links printed before: {seen:?}");
     send_all(&ready.session);
     let seen = until_link(&mut control).await;
     assert_eq!(signals(&seen), [&link], "{seen:?}");

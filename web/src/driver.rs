@@ -180,6 +180,13 @@ impl Driver {
             Effect::Notify { title, body } => self.hooks.notify(&title, &body),
             Effect::Link { url, text, col } => self.hooks.link_text(&url, &text, col),
             Effect::Refused(message) => self.hooks.refused(&message),
+            Effect::ViewerScreen(update) => {
+                // The page sizes (and resets) its terminal first: the bytes assume that size.
+                self.hooks.viewer_screen(update.cols, update.rows, update.full);
+                self.term.write(&Uint8Array::from(&update.data[..]));
+            }
+            Effect::Viewers(count) => self.hooks.viewers(count),
+            Effect::ViewerOf(owner) => self.hooks.viewer_of(&owner),
             Effect::PasteProgress(progress) => self.hooks.paste(progress.as_ref()),
             Effect::Flooding(on) => self.hooks.flooding(on),
             Effect::OfferUrl { id, url } => self.hooks.offer_url(&id, &url),
@@ -266,6 +273,21 @@ impl Driver {
 
     pub fn resume_session(&self, id: &str) {
         self.client.borrow_mut().resume_session(id);
+    }
+
+    pub fn watch_session(&self, id: &str) {
+        self.client.borrow_mut().watch_session(id);
+    }
+
+    pub fn viewing(&self) -> bool {
+        self.client.borrow().viewing()
+    }
+
+    /// The session this page drives (or watches), with the token to ask about it.
+    pub fn session_target(&self) -> Option<(String, String)> {
+        let client = self.client.borrow();
+        let id = client.session_id()?.to_string();
+        Some((client.target().token.clone(), id))
     }
 
     /// Typed input (the client holds it behind a paste, or sends it).

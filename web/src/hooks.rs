@@ -112,6 +112,22 @@ impl Hooks {
         self.call("refused", &[message.into()]);
     }
 
+    /// `viewerScreen(cols, rows, full)`: a viewer's link; the terminal must be `cols` x `rows`
+    /// (reset first when `full`) before the bytes that follow are written.
+    pub fn viewer_screen(&self, cols: u16, rows: u16, full: bool) {
+        self.call("viewerScreen", &[cols.into(), rows.into(), full.into()]);
+    }
+
+    /// `viewerOf(owner)`: a viewer's link is up; whose session it watches.
+    pub fn viewer_of(&self, owner: &str) {
+        self.call("viewerOf", &[owner.into()]);
+    }
+
+    /// `viewers(count)`: the owner's link; how many watch the session now.
+    pub fn viewers(&self, count: u32) {
+        self.call("viewers", &[count.into()]);
+    }
+
     /// `clipboard({ action, text, chars, message, preview })`: a program wrote the clipboard
     /// (OSC 52); `action` is `write` (write it and show `message`), `ask` (show `message` and
     /// `preview`, write it on the person's Copy) or `refused` (show `message`; `text` is empty).

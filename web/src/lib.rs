@@ -293,6 +293,54 @@ impl Client {
         self.driver.resume_session(id);
     }
 
+    /// Watch the session `id` read-only (a share link's `#view=ID`) instead of driving one:
+    /// call before [`start`](Self::start), and restore nothing.
+    #[wasm_bindgen(js_name = watchSession)]
+    pub fn watch_session(&self, id: &str) {
+        self.driver.watch_session(id);
+    }
+
+    /// Whether this page only watches its session.
+    pub fn viewing(&self) -> bool {
+        self.driver.viewing()
+    }
+
+    /// Shares this session read-only (`tern::relay_proto::share`): `{ url, expires }` (the URL
+    /// holds the share's token: shown once; `expires` in unix seconds). Rejects with a message.
+    pub async fn share(&self, expires_secs: f64, allow_history: bool) -> Result<JsValue, JsValue> {
+        let request = tern::relay_proto::ShareRequest {
+            expires: Some(expires_secs.max(1.0) as u64),
+            allow_history,
+            ..Default::default()
+        };
+        let reply = self.share_call(request).await?;
+        Ok(hooks::object(&[
+            ("url", reply.url.unwrap_or_default().into()),
+            ("expires", (reply.expires.unwrap_or(0) as f64).into()),
+        ]))
+    }
+
+    /// Ends every share of this session (its viewers are closed): how many ended.
+    #[wasm_bindgen(js_name = endSharing)]
+    pub async fn end_sharing(&self) -> Result<f64, JsValue> {
+        let request = tern::relay_proto::ShareRequest { end: true, ..Default::default() };
+        Ok(self.share_call(request).await?.ended as f64)
+    }
+
+    async fn share_call(
+        &self,
+        mut request: tern::relay_proto::ShareRequest,
+    ) -> Result<tern::relay_proto::ShareReply, JsValue> {
+        let (token, session) = self
+            .driver
+            .session_target()
+            .ok_or_else(|| JsValue::from_str("no session to share yet"))?;
+        request.session = session;
+        relay_link::history_call(&token, tern::relay_proto::SHARE_PATH, &request)
+            .await
+            .map_err(|e| JsValue::from_str(&e))
+    }
+
     /// Why files pasted or dropped here cannot reach the shell (bridge mode without a paste
     /// directory), once connected; `undefined` when they can. The page says so up front.
     /// What this session lacks and why ("History, pictures and signals are off on devbox:

@@ -13,7 +13,7 @@ use crate::relay_client::{
 };
 use crate::relay_proto::control::Ready;
 use crate::relay_proto::framing::Joiner;
-use crate::relay_proto::{ClientMessage, Hello, Mode, RelayInfo};
+use crate::relay_proto::{ClientMessage, ErrorCode, Hello, Mode, RelayInfo, ServerMessage};
 use crate::session::{ClientSession, ResumePoint, SessionConfig};
 use crate::time::Instant;
 use crate::wire::Key;
@@ -39,7 +39,7 @@ impl PageClient {
         saved: Option<SavedSession>,
         kept: &dyn Fn(&str) -> Option<NonceBounds>,
     ) {
-        let Some(saved) = saved else { return };
+        let Some(saved) = saved.filter(|_| !self.viewing) else { return };
         let resumed = saved.fits(&self.target).then(|| {
             let key = saved.key_text.parse().ok()?;
             let (config, nonces) = self.session_config(key, &saved.key_text, RESTORED_MTU, kept);
@@ -116,12 +116,13 @@ impl PageClient {
 
     /// The `hello` for a relay in `mode` over a link that carries `max_datagram_size`.
     pub fn hello(&self, mode: Mode, max_datagram_size: usize) -> Hello {
-        self.target.hello(
+        let hello = self.target.hello(
             mode,
             self.session_id.as_deref(),
             self.ssh_host.as_deref(),
             max_datagram_size,
-        )
+        );
+        Hello { view: self.viewing, ..hello }
     }
 
     /// The attempt failed before a link was up.
@@ -150,6 +151,9 @@ impl PageClient {
         kept: &dyn Fn(&str) -> Option<NonceBounds>,
     ) -> Option<LinkId> {
         let ready = up.ready;
+        if ready.view || self.viewing {
+            return self.viewer_up(now, up);
+        }
         let (key, key_text) = match self.target.session_key(ready) {
             Ok(k) => k,
             Err(e) => {
@@ -265,6 +269,38 @@ impl PageClient {
         Some(id)
     }
 
+    /// A viewer's `ready`: the link carries the relay's render of the session's screen
+    /// ([`Effect::ViewerScreen`]), nothing else; the first update paints it whole.
+    fn viewer_up(&mut self, now: Instant, up: LinkUp<'_>) -> Option<LinkId> {
+        if self.is_over() {
+            self.connect_failed(now, ConnectError::Retry("closed meanwhile".into()));
+            return None;
+        }
+        self.viewing = true;
+        let id = LinkId(self.link.next_id);
+        self.link.next_id += 1;
+        self.link.counters.readies += 1;
+        self.link.kind = Some(up.kind);
+        if up.kind == "websocket" {
+            self.link.counters.websocket_links += 1;
+        }
+        self.milestones.first_ready.get_or_insert(now);
+        self.link.liveness = Some(Liveness::new(now));
+        self.link.message = None;
+        self.link.current = Some(id);
+        self.connection.serving = Some(id);
+        self.timers.set(Timer::Liveness, now + PING_AFTER);
+        self.session_id = Some(up.ready.session.clone());
+        // A file pasted here fails at once, saying why (nothing is uploaded).
+        self.paste_unavailable = Some("this page only watches the session (read-only)".into());
+        self.push(Effect::SessionId(up.ready.session.clone()));
+        self.push(Effect::ViewerOf(up.ready.owner.clone().unwrap_or_default()));
+        self.set_status(Status::Resumed, "");
+        let fallback = up.kind == "websocket" && self.relay_has_webtransport;
+        self.push(Effect::LinkKind { kind: up.kind, fallback });
+        Some(id)
+    }
+
     /// The link `id` is gone (its datagrams ended): pause, then try again, unless the session
     /// is over.
     pub fn link_lost(&mut self, now: Instant, id: LinkId) {
@@ -304,6 +340,15 @@ impl PageClient {
     /// A control line on link `id` (`None`: the control stream ended). Returns whether to
     /// keep reading that link's control lines; when not, the driver closes that link.
     pub fn control_line(&mut self, now: Instant, id: LinkId, line: Option<&[u8]>) -> bool {
+        // A viewer whose share ended or expired: said in the relay's words, no retry (the
+        // token is gone).
+        if self.viewing
+            && let Some(Ok(ServerMessage::Ended { code: ErrorCode::BadToken, message })) =
+                line.map(crate::relay_proto::decode::<ServerMessage>)
+        {
+            self.fail(FailCode::BadToken, &message);
+            return false;
+        }
         let event = line.map(relay_client::control_after_ready);
         let heard = |client: &mut Self| {
             if client.link.current == Some(id) {
@@ -329,6 +374,14 @@ impl PageClient {
             Some(ControlEvent::Refused(message)) => {
                 heard(self);
                 self.push(Effect::Refused(message));
+            }
+            Some(ControlEvent::Screen(update)) => {
+                heard(self);
+                self.push(Effect::ViewerScreen(update));
+            }
+            Some(ControlEvent::Viewers(count)) => {
+                heard(self);
+                self.push(Effect::Viewers(count));
             }
             Some(ControlEvent::Held(datagrams)) => {
                 heard(self);

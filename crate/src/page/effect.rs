@@ -73,6 +73,14 @@ pub enum Effect {
     Bell,
     /// The relay refused what this link asked (a read-only token's typing, say): say why.
     Refused(String),
+    /// A viewer's link: resize the terminal to `cols` x `rows` and reset it when `full`, then
+    /// write `data` (the relay's render of the session's screen; the page never resizes the
+    /// session, it scales its terminal to fit).
+    ViewerScreen(crate::session::ScreenUpdate),
+    /// The owner's link: how many viewers watch this session now.
+    Viewers(u32),
+    /// A viewer's link is up: whose session it watches (a token's name, `proxy:USER`, `owner`).
+    ViewerOf(String),
     /// A program wrote the clipboard (OSC 52): what the page does about it, decided.
     Clipboard(super::RemoteCopy),
     /// A program asked for a notification (OSC 9 / 777, through the recorder): the page shows

@@ -14,6 +14,9 @@ impl PageClient {
         if bytes.is_empty() {
             return;
         }
+        if self.viewing {
+            return self.tell_view_only();
+        }
         // The person is typing: every echo is drawn at once, flood or not.
         self.pacer.note_input(now);
         let action = self.pastes.queue.key(now, bytes);
@@ -93,6 +96,11 @@ impl PageClient {
     /// The terminal has a new size.
     pub fn resized(&mut self, now: Instant, size: Size) {
         self.size = size;
+        if self.viewing {
+            // The viewer's terminal follows the session's size (the relay's updates); it never
+            // resizes the session.
+            return;
+        }
         // The terminal reflowed its buffer: what it shows is no longer what was drawn.
         self.screen.forget();
         let Some(s) = self.session.as_mut() else { return };

@@ -200,6 +200,11 @@ pub struct PageClient {
     cost: PageCost,
     timers: TimerTable,
     effects: VecDeque<Effect>,
+    /// A viewer's page (a share link, a read-only token): it watches `session_id` from the
+    /// relay's copy; no session, no key, nothing typed leaves ([`watch_session`](Self::watch_session)).
+    viewing: bool,
+    /// The person was told once that keys do nothing here.
+    told_view_only: bool,
 }
 
 impl PageClient {
@@ -243,6 +248,8 @@ impl PageClient {
             cost: PageCost::default(),
             timers: TimerTable::default(),
             effects: VecDeque::new(),
+            viewing: false,
+            told_view_only: false,
         }
     }
 
@@ -465,6 +472,33 @@ impl PageClient {
         }
     }
 
+    /// Watch the relay session `id` read-only (a share link's `#view=ID`): the relay renders its
+    /// copy of the screen for this page ([`Effect::ViewerScreen`]); the page holds no key and
+    /// sends no input. Call before [`start`](Self::start), instead of [`restore`](Self::restore).
+    pub fn watch_session(&mut self, id: &str) {
+        self.viewing = true;
+        self.session = None;
+        self.restored = None;
+        self.session_id = Some(id.to_string());
+    }
+
+    /// Whether this page only watches (see [`watch_session`](Self::watch_session)).
+    pub fn viewing(&self) -> bool {
+        self.viewing
+    }
+
+    /// A viewer's keys, pastes and resizes do nothing: said once (the relay refuses them
+    /// anyway; the page never sends them).
+    pub(super) fn tell_view_only(&mut self) {
+        if !std::mem::replace(&mut self.told_view_only, true) {
+            self.push(Effect::Refused(
+                "You are watching this session read-only: your keys, pastes and resizes are not \
+                 sent."
+                    .into(),
+            ));
+        }
+    }
+
     /// `GET /api/sessions` went out (counted in `stats()`).
     pub fn count_session_list_request(&mut self) {
         self.link.counters.session_list_requests += 1;
@@ -518,8 +552,10 @@ impl PageClient {
         self.timers.stop(Timer::Session);
         self.pastes.queue.abandon(now);
         self.drop_link();
-        // Nothing left to continue: a reload starts a new session.
-        self.push(Effect::ForgetSession(self.session_id.clone()));
+        // Nothing left to continue: a reload starts a new session (a viewer saved nothing).
+        if !self.viewing {
+            self.push(Effect::ForgetSession(self.session_id.clone()));
+        }
         self.set_status(Status::Ended, message);
     }
 

@@ -95,6 +95,7 @@ impl Target {
             key_id,
             ssh_host: if resume.is_none() { ssh_host.map(str::to_string) } else { None },
             max_datagram_size: Some(max_datagram_size),
+            view: false,
         }
     }
 
@@ -226,7 +227,9 @@ pub fn answer(line: Option<&[u8]>) -> Result<Ready, ConnectError> {
         | ServerMessage::Offer(_)
         | ServerMessage::Signal(_)
         | ServerMessage::Held { .. }
-        | ServerMessage::Refused { .. } => Err(closed()),
+        | ServerMessage::Refused { .. }
+        | ServerMessage::Screen { .. }
+        | ServerMessage::Viewers { .. } => Err(closed()),
     }
 }
 
@@ -262,6 +265,10 @@ pub enum ControlEvent {
     Held(Vec<Vec<u8>>),
     /// A clipboard write or notification a program printed that mosh-server drops.
     Signal(crate::relay_proto::PageSignal),
+    /// A viewer's link: the next bytes for its terminal (from the relay's copy of the screen).
+    Screen(crate::session::ScreenUpdate),
+    /// The owner's link: how many viewers watch the session now.
+    Viewers(u32),
 }
 
 /// Reads one control line received after `ready`.
@@ -276,6 +283,10 @@ pub fn control_after_ready(line: &[u8]) -> ControlEvent {
         Ok(ServerMessage::Held { datagrams }) => ControlEvent::Held(datagrams),
         Ok(ServerMessage::Signal(s)) => ControlEvent::Signal(s),
         Ok(ServerMessage::Refused { message, .. }) => ControlEvent::Refused(message),
+        Ok(ServerMessage::Screen { cols, rows, full, data }) => {
+            ControlEvent::Screen(crate::session::ScreenUpdate { cols, rows, full, data })
+        }
+        Ok(ServerMessage::Viewers { count }) => ControlEvent::Viewers(count),
         Ok(ServerMessage::Pong | ServerMessage::Ready(_) | ServerMessage::Challenge(_))
         | Err(_) => ControlEvent::Alive,
     }
@@ -342,6 +353,8 @@ mod tests {
             resumed: false,
             seq_floor: 0,
             point: None,
+            view: false,
+            owner: None,
             off: None,
         };
         let ok = answer(Some(&line(&ServerMessage::Ready(ready.clone())))).unwrap();

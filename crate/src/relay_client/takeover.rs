@@ -121,6 +121,8 @@ mod tests {
             resumed: true,
             seq_floor,
             point: point.map(encode_point),
+            view: false,
+            owner: None,
             off: None,
         }
     }

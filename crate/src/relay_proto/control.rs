@@ -111,6 +111,9 @@ pub struct Hello {
     pub ssh_host: Option<String>,
     /// The browser's `transport.datagrams.maxDatagramSize`, if it knows it.
     pub max_datagram_size: Option<usize>,
+    /// Watch the session `resume` names, read-only ([`ServerMessage::Screen`] from the relay's
+    /// copy; no key, no datagrams). A read-only token's link is always a viewer.
+    pub view: bool,
 }
 
 impl std::fmt::Debug for Hello {
@@ -126,6 +129,7 @@ impl std::fmt::Debug for Hello {
             .field("key_id", &self.key_id)
             .field("ssh_host", &self.ssh_host)
             .field("max_datagram_size", &self.max_datagram_size)
+            .field("view", &self.view)
             .finish()
     }
 }
@@ -152,6 +156,11 @@ pub struct Ready {
     /// nothing saved or with a point older than what another page did since. A secret, like the
     /// key.
     pub point: Option<CarriedPoint>,
+    /// A viewer's link: no key, no datagrams; the screen comes as [`ServerMessage::Screen`].
+    pub view: bool,
+    /// A viewer's link: who started the session (a token's name, `proxy:USER`, or `owner`), for
+    /// the viewer's bar.
+    pub owner: Option<String>,
     /// Spawn mode: what this session lacks that a session on the relay's own machine has, and
     /// why (a session on an `--ssh-host` host without the recorder). The page says it once.
     pub off: Option<FeaturesOff>,
@@ -207,6 +216,8 @@ impl std::fmt::Debug for Ready {
             .field("resumed", &self.resumed)
             .field("seq_floor", &self.seq_floor)
             .field("point", &self.point)
+            .field("view", &self.view)
+            .field("owner", &self.owner)
             .field("off", &self.off)
             .finish()
     }
@@ -249,6 +260,19 @@ pub enum ServerMessage {
     /// Spawn mode: a clipboard write or notification a program printed that mosh-server drops
     /// (type `clipboard` or `notify`); only to a page that may type.
     Signal(super::signal::PageSignal),
+    /// A viewer's link: terminal bytes that turn what its terminal shows into the session's
+    /// screen (`tern::session::ViewerFeed`). `full`: reset the terminal to `cols` x `rows` first.
+    /// On the wire `data` is base64.
+    Screen {
+        cols: u16,
+        rows: u16,
+        full: bool,
+        data: Vec<u8>,
+    },
+    /// The owner's link: how many viewers watch this session now (sent when it changes).
+    Viewers {
+        count: u32,
+    },
 }
 
 /// A [`Proof`] inside a message: equal when the bytes are (messages compare in tests; a proof's
@@ -409,6 +433,9 @@ impl Message for ClientMessage {
                     .opt_str("key_id", h.key_id.as_deref())
                     .opt_str("ssh_host", h.ssh_host.as_deref())
                     .opt_u64("max_datagram_size", h.max_datagram_size.map(|m| m as u64));
+                if h.view {
+                    w.bool("view", true);
+                }
             }
             ClientMessage::Ping => {
                 w.str("type", "ping");
@@ -449,6 +476,7 @@ impl Message for ClientMessage {
                     "key_id",
                     "ssh_host",
                     "max_datagram_size",
+                    "view",
                 ])?;
                 Ok(ClientMessage::Hello(Hello {
                     protocol: f.opt_int("protocol")?,
@@ -465,6 +493,7 @@ impl Message for ClientMessage {
                     key_id: f.opt_str("key_id")?,
                     ssh_host: f.opt_str("ssh_host")?,
                     max_datagram_size: f.opt_int("max_datagram_size")?,
+                    view: f.opt_bool("view")?,
                 }))
             }
             "ping" => {
@@ -507,6 +536,10 @@ impl Message for ServerMessage {
                     .bool("resumed", r.resumed)
                     .u64("seq_floor", r.seq_floor)
                     .opt_str("point", r.point.as_ref().map(CarriedPoint::to_text).as_deref());
+                if r.view {
+                    w.bool("view", true);
+                }
+                w.opt_str("owner", r.owner.as_deref());
                 if let Some(off) = &r.off {
                     w.object("off", |w| off.write(w));
                 }
@@ -533,6 +566,18 @@ impl Message for ServerMessage {
                 w.str("type", "refused").str("what", what).str("message", message);
             }
             ServerMessage::Signal(s) => s.write_fields(w),
+            ServerMessage::Screen { cols, rows, full, data } => {
+                use base64::Engine as _;
+                let b64 = base64::engine::general_purpose::STANDARD;
+                w.str("type", "screen")
+                    .u64("cols", u64::from(*cols))
+                    .u64("rows", u64::from(*rows))
+                    .bool("full", *full)
+                    .str("data", &b64.encode(data));
+            }
+            ServerMessage::Viewers { count } => {
+                w.str("type", "viewers").u64("count", u64::from(*count));
+            }
         }
     }
 
@@ -551,6 +596,8 @@ impl Message for ServerMessage {
                 resumed: f.bool("resumed")?,
                 seq_floor: f.u64("seq_floor")?,
                 point: f.opt_str("point")?.as_deref().map(CarriedPoint::from_text),
+                view: f.opt_bool("view")?,
+                owner: f.opt_str("owner")?,
                 off: f
                     .get("off")
                     .map(|v| Fields::of(v, "off").and_then(|o| FeaturesOff::read(&o)))
@@ -579,6 +626,20 @@ impl Message for ServerMessage {
                     .collect::<Result<_, _>>()?;
                 Ok(ServerMessage::Held { datagrams })
             }
+            "screen" => {
+                use base64::Engine as _;
+                let b64 = base64::engine::general_purpose::STANDARD;
+                let data = b64
+                    .decode(f.str("data")?)
+                    .map_err(|_| DecodeError::data("not base64", "data"))?;
+                Ok(ServerMessage::Screen {
+                    cols: f.int("cols")?,
+                    rows: f.int("rows")?,
+                    full: f.bool("full")?,
+                    data,
+                })
+            }
+            "viewers" => Ok(ServerMessage::Viewers { count: f.int("count")? }),
             _ => Err(DecodeError::data("unknown value", "type")),
         }
     }

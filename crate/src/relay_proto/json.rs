@@ -407,6 +407,14 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A flag that may be left out (false).
+    pub fn opt_bool(&self, key: &'static str) -> Result<bool, DecodeError> {
+        match self.get(key) {
+            None => Ok(false),
+            _ => self.bool(key),
+        }
+    }
+
     pub fn object(&self, key: &'static str) -> Result<Fields<'a>, DecodeError> {
         Fields::of(self.get(key).ok_or(DecodeError::data("missing field", key))?, key)
     }

@@ -34,6 +34,7 @@ pub mod offer;
 pub mod point;
 pub mod proof;
 pub mod sha256;
+pub mod share;
 pub mod signal;
 pub mod upload;
 pub mod websocket;
@@ -53,6 +54,7 @@ pub use offer::{
 pub use point::CarriedPoint;
 pub use proof::{CHALLENGE_PATH, Challenge, ChallengeRequest, Proof, ProofNonce, Prover};
 pub use sha256::{NotSha256, RunningSha256, Sha256};
+pub use share::{SHARE_PATH, ShareReply, ShareRequest};
 pub use signal::PageSignal;
 pub use upload::{AckPolicy, UploadErrorCode, UploadHeader, UploadReply};
 

@@ -6,6 +6,7 @@ mod host_log;
 mod prestart;
 mod resume;
 mod shadow;
+mod viewer;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -16,6 +17,7 @@ pub use host_log::HostLog;
 pub use prestart::Prestart;
 pub use resume::{RESUME_STATE_GAP, ResumeError, ResumePoint};
 pub use shadow::{ClientDatagram, INFLATE_BURST, INFLATE_RATE, Shadow, ShadowError, ShadowSummary};
+pub use viewer::{ScreenUpdate, VIEWER_INTERVAL, ViewerFeed};
 
 use crate::predict::{PredictConfig, Predictor};
 use crate::terminal::Framebuffer;

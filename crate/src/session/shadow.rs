@@ -370,6 +370,17 @@ impl Shadow {
         self.client_seq.map_or(0, |s| s.saturating_add(1))
     }
 
+    /// The number of the newest screen state the copy holds (a viewer's feed wakes when it
+    /// changes).
+    pub fn screen_num(&self) -> u64 {
+        self.screen.newest_num().0
+    }
+
+    /// The session's screen as the copy has it now (what a viewer is shown).
+    pub fn framebuffer(&self) -> &crate::terminal::Framebuffer {
+        self.screen.newest().framebuffer()
+    }
+
     pub fn summary(&self) -> ShadowSummary {
         let fb = self.screen.newest().framebuffer();
         let size = fb.size();

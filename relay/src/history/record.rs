@@ -614,7 +614,7 @@ impl SignalSender {
 
     /// `None` without the relay's socket in the environment (a recorder run by hand).
     fn start(session: &str) -> Option<SignalSender> {
-        let socket = PathBuf::from(std::env::var_os(crate::send::command::SOCKET_ENV)?);
+        let socket = PathBuf::from(std::env::var_os(crate::command::SOCKET_ENV)?);
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(Self::QUEUE);
         let (done_tx, done) = std::sync::mpsc::channel::<()>();
         std::thread::spawn(move || {
@@ -644,7 +644,7 @@ impl SignalSender {
     }
 
     fn send(&mut self, signal: PageSignal) {
-        use crate::send::command::{Request, line};
+        use crate::command::{Request, line};
         let session = self.session.clone();
         let request = match signal {
             PageSignal::Clipboard { text } => Request::Clipboard { session, text },

@@ -9,13 +9,16 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use super::command::{Reply, Request, SESSION_ENV, SOCKET_ENV, line};
+use crate::command::{Reply, Request, SESSION_ENV, SOCKET_ENV, line};
 
 const USAGE: &str = "\
 usage: tern send FILE...   download FILE(s) in the browser of this Tern session
        tern open URL       open URL (http or https) in a new tab, once the person allows it
        tern show FILE... [--cols N] [--rows N]
-                           show PNG, JPEG, GIF or WebP pictures inline in the terminal";
+                           show PNG, JPEG, GIF or WebP pictures inline in the terminal
+       tern share [--expires 1h] [--allow-history]
+                           print a read-only link that shows this session live
+       tern share --end    end every share of this session (its viewers are closed)";
 /// How long `tern` tries to reach a relay that went away while it waited (a restart).
 const RECONNECT_FOR: Duration = Duration::from_secs(60);
 
@@ -52,6 +55,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+        Some("share") => share(socket, &session, &args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -73,6 +77,78 @@ fn send(socket: &Path, session: &str, file: &str) -> bool {
     };
     let request = Request::Send { session: session.into(), path: path.to_string_lossy().into() };
     run(socket, session, request, file)
+}
+
+/// `tern share [--expires D] [--allow-history]` or `tern share --end`: prints the viewer's URL
+/// (or how many shares ended).
+fn share(socket: &Path, session: &str, args: &[String]) -> ExitCode {
+    let mut expires = None;
+    let mut allow_history = false;
+    let mut end = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--allow-history" => allow_history = true,
+            "--end" => end = true,
+            "--expires" => match it.next().map(|d| crate::tokens::parse_duration(d)) {
+                Some(Ok(d)) => expires = Some(d.as_secs()),
+                Some(Err(e)) => {
+                    eprintln!("tern share: --expires: {e}");
+                    return ExitCode::from(2);
+                }
+                None => {
+                    eprintln!("tern share: --expires needs a duration (30m, 1h, 2d)");
+                    return ExitCode::from(2);
+                }
+            },
+            _ => {
+                eprintln!("{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let request = if end {
+        Request::Unshare { session: session.into() }
+    } else {
+        Request::Share { session: session.into(), expires, allow_history }
+    };
+    let mut offer = None;
+    match exchange(socket, &request, &mut offer) {
+        Exchange::Answered(Reply::Shared { url, .. }) => {
+            let left = expires.unwrap_or(crate::share::DEFAULT_EXPIRY.as_secs());
+            let history = if allow_history { ", with its history" } else { "" };
+            eprintln!(
+                "tern: this session is shared read-only for {}{history}; anyone with the link \
+                 can watch it (`tern share --end` ends it):",
+                human(left)
+            );
+            println!("{url}");
+            ExitCode::SUCCESS
+        }
+        Exchange::Answered(Reply::Unshared { count }) => {
+            eprintln!("tern: {count} share(s) ended; their viewers are closed");
+            ExitCode::SUCCESS
+        }
+        Exchange::Answered(_) => ExitCode::FAILURE,
+        Exchange::Refused(message) => {
+            eprintln!("tern share: {message}");
+            ExitCode::FAILURE
+        }
+        Exchange::Lost(why) => {
+            eprintln!("tern: cannot reach the relay at {}: {why}", socket.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Seconds as the largest whole unit ("1 h", "30 min", "45 s").
+fn human(secs: u64) -> String {
+    match secs {
+        s if s >= 86400 && s % 86400 == 0 => format!("{} d", s / 86400),
+        s if s >= 3600 && s % 3600 == 0 => format!("{} h", s / 3600),
+        s if s >= 60 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
 }
 
 /// Sends one request and waits for its answer, reconnecting if the relay restarts meanwhile.
@@ -145,7 +221,9 @@ fn exchange(socket: &Path, request: &Request, offer: &mut Option<String>) -> Exc
                 *offer = Some(id);
             }
             Ok(Reply::Error { message }) => return Exchange::Refused(message),
-            Ok(answer @ Reply::Answer { .. }) => return Exchange::Answered(answer),
+            Ok(answer @ (Reply::Answer { .. } | Reply::Shared { .. } | Reply::Unshared { .. })) => {
+                return Exchange::Answered(answer);
+            }
             Err(e) => {
                 return Exchange::Refused(format!("the relay's answer could not be read: {e}"));
             }

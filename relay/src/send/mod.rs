@@ -8,11 +8,10 @@
 //!     page's control stream ◀── `answer` ── page;  the page opens a stream ──▶ download.rs
 //! ```
 //!
-//! `command.rs` types the socket's lines, `cli.rs` is the command itself, and [`install`] makes
-//! it reachable as `tern` in the session's shell.
+//! `crate::command` types the socket's lines (the recorder speaks them too), `cli.rs` is the
+//! command itself, and [`install`] makes it reachable as `tern` in the session's shell.
 
 pub mod cli;
-pub mod command;
 mod download;
 pub mod offers;
 pub mod show;
@@ -28,10 +27,10 @@ pub use offers::Offers;
 pub fn shell_env(state_dir: &Path, session: &str, bin: Option<&Path>) -> Vec<(String, String)> {
     let mut env = vec![
         (
-            command::SOCKET_ENV.to_owned(),
+            crate::command::SOCKET_ENV.to_owned(),
             socket::socket_path(state_dir).to_string_lossy().into_owned(),
         ),
-        (command::SESSION_ENV.to_owned(), session.to_owned()),
+        (crate::command::SESSION_ENV.to_owned(), session.to_owned()),
     ];
     if let Some(bin) = bin {
         let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());

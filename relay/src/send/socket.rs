@@ -14,8 +14,8 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::command::{MAX_REQUEST, Reply, Request, SOCKET_NAME, line};
 use super::offers::{FileSource, Offers};
+use crate::command::{MAX_REQUEST, Reply, Request, SOCKET_NAME, line};
 use crate::state::StateStore;
 
 /// Where the socket of a relay with state directory `dir` (`--state-dir`, not its sessions/) is.
@@ -34,6 +34,8 @@ pub(crate) struct CommandSocket {
     /// The sessions' records: a request must name one of them.
     pub state: Arc<StateStore>,
     pub shutdown: CancellationToken,
+    /// The audit trail (shares made and ended).
+    pub audit: Arc<crate::audit::Audit>,
 }
 
 /// Binds the socket (replacing one a dead relay left) and serves it until shutdown.
@@ -90,6 +92,11 @@ async fn serve_one(socket: &CommandSocket, offers: &Offers, mut stream: UnixStre
         }
         r => r,
     };
+    if let Request::Share { .. } | Request::Unshare { .. } = request {
+        let reply = share(socket, request);
+        let _ = stream.write_all(&line(&reply)).await;
+        return;
+    }
     let (session, waiting) = match handle(socket, offers, request).await {
         Ok(w) => w,
         Err(message) => {
@@ -147,6 +154,36 @@ fn withdraw(offers: &Offers, session: &str, offer: &str) {
     }
 }
 
+/// `tern share` (or `--end`) for a session of this relay's.
+fn share(socket: &CommandSocket, request: Request) -> Reply {
+    // The shell's own user asked (the socket checked the uid): the owner's doing.
+    const BY: &str = "tern share";
+    let result = match request {
+        Request::Share { session, expires, allow_history } => {
+            if socket.state.check_alive(&session).is_none() {
+                return Reply::error(format!("session {session} is not running on this relay"));
+            }
+            let expires =
+                expires.map_or(crate::share::DEFAULT_EXPIRY, std::time::Duration::from_secs);
+            let base = crate::share::base_url(&socket.dir);
+            crate::share::create(
+                &socket.dir,
+                &socket.audit,
+                &session,
+                expires,
+                allow_history,
+                BY,
+                &base,
+            )
+            .map(|m| Reply::Shared { url: m.url, expires: m.expires })
+        }
+        Request::Unshare { session } => crate::share::end(&socket.dir, &socket.audit, &session, BY)
+            .map(|count| Reply::Unshared { count }),
+        _ => Err("not a share request".into()),
+    };
+    result.unwrap_or_else(Reply::error)
+}
+
 async fn read_request(stream: &mut UnixStream) -> Result<Request, String> {
     let mut lines = LineBuffer::new(MAX_REQUEST);
     let mut buf = [0u8; 4096];
@@ -180,7 +217,9 @@ async fn handle(
     let session = match &request {
         Request::Send { session, .. }
         | Request::Open { session, .. }
-        | Request::Wait { session, .. } => session.clone(),
+        | Request::Wait { session, .. }
+        | Request::Share { session, .. }
+        | Request::Unshare { session } => session.clone(),
         // Handled before (serve_one): they wait for nothing.
         Request::Clipboard { .. } | Request::Notify { .. } | Request::Link { .. } => {
             return Err("not a request that waits".into());
@@ -216,6 +255,9 @@ async fn handle(
         }
         Request::Clipboard { .. } | Request::Notify { .. } | Request::Link { .. } => {
             return Err("not a request that waits".into());
+        }
+        Request::Share { .. } | Request::Unshare { .. } => {
+            return Err("a share is answered at once".into());
         }
     };
     Ok((session, waiting))

@@ -50,7 +50,7 @@ pub(super) enum End {
 }
 
 impl End {
-    fn ended(code: ErrorCode, message: impl Into<String>) -> Self {
+    pub(super) fn ended(code: ErrorCode, message: impl Into<String>) -> Self {
         End::Ended { code, message: message.into() }
     }
 }
@@ -104,6 +104,12 @@ pub(super) async fn run(
     // A named token's link ends within a watch interval of `tern-relay token revoke`, or when
     // the token expires.
     let mut tokens = shared.tokens.changed();
+    // How many watch (share links, read-only tokens): told to the page when it changes, and at
+    // once when some watch already (a reload while sharing).
+    let mut viewers = session.attach.viewers();
+    if *viewers.borrow() > 0 {
+        viewers.mark_changed();
+    }
     let expires = shared.tokens.expires(&session.who).map(|at| {
         let left = at.saturating_sub(crate::tokens::unix_now());
         Instant::now() + Duration::from_secs(left)
@@ -130,6 +136,15 @@ pub(super) async fn run(
                 bridge.signal(s, &mut control.send).await
             }
             _ = tokens.changed() => bridge.check_token(),
+            Ok(()) = viewers.changed() => {
+                let count = *viewers.borrow_and_update();
+                let line = ServerMessage::Viewers { count }.to_line();
+                if control.send.write_all(&line).await.is_err() {
+                    ControlFlow::Break(End::BrowserGone("control stream closed"))
+                } else {
+                    ControlFlow::Continue(())
+                }
+            }
             _ = sleep_until_some(expires) => bridge.check_token_at(true),
             _ = save.tick(), if store.is_some() => {
                 if let Some(store) = store {
@@ -178,7 +193,7 @@ struct Bridge<'a> {
 }
 
 /// Sleeps until `at`, or forever when there is nothing to wait for.
-async fn sleep_until_some(at: Option<Instant>) {
+pub(super) async fn sleep_until_some(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

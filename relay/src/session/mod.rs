@@ -21,6 +21,7 @@ mod slots;
 mod spare;
 mod streams;
 mod target;
+mod view;
 
 pub(crate) use context::{SessionContext, SessionSettings};
 pub(crate) use slots::{HandshakeSlot, HandshakeSlots, NoSlot, Pool};
@@ -294,7 +295,10 @@ async fn serve(
             .await;
     drop(slot);
     let session = match opened {
-        Ok(s) => s,
+        Ok(Opened::Drive(s)) => *s,
+        Ok(Opened::View(v)) => {
+            return view::serve(&shared, conn, &mut control, *v, peer, agent.as_deref()).await;
+        }
         Err(Stop::Gone) => return,
         Err(Stop::Refused(r)) => {
             tracing::info!(%peer, code = r.code.as_str(), "session refused: {}", r.message);
@@ -354,7 +358,13 @@ async fn serve(
 /// How long a moved page's link stays open for the page to close it.
 const MOVED_LINGER: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Admits the hello and attaches it to its mosh-server.
+/// What an admitted hello becomes: the page that drives the session, or a viewer of it.
+enum Opened {
+    Drive(Box<Attached>),
+    View(Box<view::Viewing>),
+}
+
+/// Admits the hello and attaches it to its mosh-server (or, for a viewer, to the relay's copy).
 async fn open(
     shared: &Arc<SessionContext>,
     control: &mut handshake::Control,
@@ -362,10 +372,30 @@ async fn open(
     peer: SocketAddr,
     source: SourceKey,
     (link, agent): (&str, Option<&str>),
-) -> Result<Attached, Stop> {
+) -> Result<Opened, Stop> {
     let t0 = std::time::Instant::now();
     let Admitted { hello, slot, who } =
         handshake::admit(shared, control, pre_authed, peer, source).await?;
+    if view::is_viewer(&hello, &who) {
+        let (name, resume) = (who.name().to_string(), hello.resume.clone());
+        return view::admit(shared, hello, who, slot).map(|v| Opened::View(Box::new(v))).map_err(
+            |r| {
+                tracing::info!(%peer, who = %name, "a viewer refused: {}", r.message);
+                shared.audit.event(
+                    "refused",
+                    &crate::audit::Fields::new()
+                        .who(&name)
+                        .addr(peer.ip())
+                        .agent(agent)
+                        .link(link)
+                        .session(resume.as_deref().unwrap_or_default())
+                        .kind(if resume.is_none() { "new-session" } else { "view" })
+                        .reason(&r.message),
+                );
+                r.into()
+            },
+        );
+    }
     let t1 = std::time::Instant::now();
     let target = target::attach(shared, &hello, &who).await.inspect_err(|r| {
         if r.code == crate::control::ErrorCode::NotYourSession {
@@ -420,7 +450,7 @@ async fn open(
         rest_us = us(t2, t3),
         "session opened"
     );
-    Ok(Attached { hello, who, target, udp, attach, _slot: slot })
+    Ok(Opened::Drive(Box::new(Attached { hello, who, target, udp, attach, _slot: slot })))
 }
 
 fn ready(shared: &SessionContext, session: &Attached, max_datagram_size: usize) -> ServerMessage {
@@ -437,6 +467,8 @@ fn ready(shared: &SessionContext, session: &Attached, max_datagram_size: usize) 
         resumed: target.resumed || session.attach.known,
         seq_floor: session.attach.seq_floor,
         point: session.attach.point.clone(),
+        view: false,
+        owner: None,
         off: target.off.clone(),
     })
 }

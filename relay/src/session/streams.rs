@@ -61,7 +61,7 @@ pub(super) fn serve(
 
 /// A read-only link's upload or download: refused with the stream's own error reply, logged
 /// and audited; nothing is stored or read.
-async fn refuse(
+pub(super) async fn refuse(
     mut send: SendHalf,
     mut recv: RecvHalf,
     audit: &crate::audit::Audit,

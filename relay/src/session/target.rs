@@ -297,12 +297,12 @@ async fn spawn_over_ssh(
     let shell_env = match &prepared {
         Ok(r) => vec![
             (
-                crate::send::command::SOCKET_ENV.to_owned(),
+                crate::command::SOCKET_ENV.to_owned(),
                 crate::history::follow::socket_of(std::path::Path::new(&r.dir), &id)
                     .to_string_lossy()
                     .into_owned(),
             ),
-            (crate::send::command::SESSION_ENV.to_owned(), id.clone()),
+            (crate::command::SESSION_ENV.to_owned(), id.clone()),
         ],
         Err(_) => Vec::new(),
     };

@@ -16,8 +16,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::ssh::{SshHost, SshHosts};
+use crate::command::Request;
 use crate::history::follow::{FollowLine, MAX_LINE, Mirror};
-use crate::send::command::Request;
 use crate::send::offers::Offers;
 use crate::state::{SessionRecord, StateStore};
 

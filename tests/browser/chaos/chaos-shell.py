@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The chaos test's shell (tests/browser/chaos/chaos.mjs): the program the session runs instead of a
 login shell. It puts its terminal in raw mode and appends every byte it reads from it to
-DIR/typed.log, unchanged and at once, so the test can compare what arrived with what its typist
-typed. It echoes what it read (the screen keeps changing, as in a real session) and runs
-`tern send PATH` when asked through the FIFO DIR/control (`send ID PATH` lines), recording the
-exit status in DIR/send-ID.rc.
+DIR/typed-PID.log, unchanged and at once, so the test can compare what arrived with what its
+typist typed. It echoes what it read (the screen keeps changing, as in a real session) and runs
+`tern send PATH` when asked through its FIFO DIR/control-PID (`send ID PATH` lines), recording the
+exit status in DIR/send-ID.rc. Its files are its own (PID: its process id, which it prints on the
+screen): the relay's warm spare runs this same program ahead of any page, and a second reader of
+one FIFO would take the test's commands away from the session's shell.
 
     python3 chaos-shell.py DIR
 """
@@ -20,14 +22,14 @@ def main():
     out = sys.argv[1]
     tty_fd = sys.stdin.fileno()
     tty.setraw(tty_fd, termios.TCSANOW)
-    log = os.open(os.path.join(out, "typed.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    control_path = os.path.join(out, "control")
+    pid = os.getpid()
+    log = os.open(os.path.join(out, f"typed-{pid}.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    control_path = os.path.join(out, f"control-{pid}")
+    os.mkfifo(control_path, 0o600)
     # Read-write, so the FIFO never reports end-of-file when a writer goes away.
     control = os.open(control_path, os.O_RDWR | os.O_NONBLOCK)
-    with open(os.path.join(out, "pid"), "w") as f:
-        f.write(str(os.getpid()))
     screen = sys.stdout.fileno()
-    os.write(screen, b"chaos-shell ready pid=%d\r\n" % os.getpid())
+    os.write(screen, b"chaos-shell ready pid=%d\r\n" % pid)
     total = 0
     pending = b""
     sends = {}

@@ -22,7 +22,7 @@
 // the page reaches the relay through linkemu's TUN link, TCP (the fallback) and UDP
 // (WebTransport) alike, so a drop cuts both. docs/CHAOS.md.
 import { createHash, randomBytes } from 'node:crypto';
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -55,6 +55,8 @@ const token = 'chaos-' + randomBytes(12).toString('hex'); // 30 characters: the 
 const stateDir = tempDir('tern-chaos-state-');
 const work = tempDir('tern-chaos-');
 const shellDir = join(work, 'shell');
+/// The session's chaos shell (its files carry its pid).
+let shellPid = null;
 const pasteDir = join(work, 'pastes');
 const seqsFile = join(work, 'seqs.txt');
 const SHELL = join(ROOT, 'tests/browser/chaos/chaos-shell.py');
@@ -177,7 +179,7 @@ function startDownload(n) {
   const t0 = Date.now();
   const job = (async () => {
     const event = page.waitForEvent('download', { timeout: 180000 });
-    writeFileSync(join(shellDir, 'control'), `send ${n} ${file}\n`, { flag: 'a' });
+    writeFileSync(join(shellDir, `control-${shellPid}`), `send ${n} ${file}\n`, { flag: 'a' });
     const download = await event;
     const saved = join(work, `saved-${n}.bin`);
     await download.saveAs(saved);
@@ -323,7 +325,7 @@ const typedPath = (path) => `${path} `;
 
 /// What the shell read, without the paths the page typed for the pastes (each exactly once).
 function typedFromLog({ quiet = false } = {}) {
-  let log = readFileSync(join(shellDir, 'typed.log')).toString('latin1');
+  let log = readFileSync(join(shellDir, `typed-${shellPid}.log`)).toString('latin1');
   for (const { path } of pastes) {
     const parts = log.split(typedPath(path));
     if (parts.length !== 2 && !quiet) fail(`the path of paste ${path} arrived ${parts.length - 1} times`);
@@ -431,7 +433,6 @@ try {
   // The TUN link first: it brings up the namespace's loopback.
   tun = await startTunLink({ link: LINK, seed: SEED });
   mkdirSync(shellDir);
-  execFileSync('mkfifo', [join(shellDir, 'control')]);
   tap = spawn('python3', [TAP, seqsFile, String(MOSH_PORTS[0]), String(MOSH_PORTS[1])], { stdio: ['ignore', 'pipe', 'pipe'] });
   let tapLog = '';
   tap.stdout.on('data', (d) => { tapLog += d; });
@@ -444,10 +445,12 @@ try {
   browser = await launchBrowser({ args: ['--ignore-certificate-errors'] });
   page = browser.page;
   await page.goto(`${origin}/#session=new&token=${token}`);
-  await until(async () => /chaos-shell ready pid=\d+/.test(await page.evaluate(() => window.tern?.screenText() ?? '')),
+  // The session's shell says its pid on the screen (the warm spare runs one of its own).
+  let ready = null;
+  await until(async () => (ready = /chaos-shell ready pid=(\d+)/.exec(await page.evaluate(() => window.tern?.screenText() ?? ''))),
     { timeout: 60000, what: 'the chaos shell', detail: pageDetail(page) });
   await waitLive('the session live');
-  const shellPid = Number(readFileSync(join(shellDir, 'pid'), 'utf8'));
+  shellPid = Number(ready[1]);
   const firstSession = (await stats(page)).session;
   say(`live; the shell is pid ${shellPid}; chaos for ${SECONDS} s, seed ${SEED}`);
 

@@ -1,7 +1,7 @@
 // Named tokens in the browser (issue 35): the URL `tern-relay token add` prints opens a shell
 // (the page names the token's id in its greet and proves under the token's verifier; it never
-// sends the token), and a read-only token's page cannot type: what it types never runs, and the
-// relay logs and audits the refusal.
+// sends the token), and a read-only token cannot start a session: its page watches one (from the
+// relay's copy) and what it types never leaves; the relay refuses and audits a new session.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -40,30 +40,46 @@ test('the URL of a named token opens a shell in the browser', async () => {
   assert.ok(!fx.relay.log().includes(token.split('.')[2]), 'no token in the relay log');
 });
 
-test("a read-only token's page cannot type: nothing it types runs", async () => {
+test("a read-only token cannot start a session, and its page watches one without typing", async () => {
   const { page } = fx;
   const { url } = addToken('watcher', ['--read-only']);
   const marker = join(fx.stateDir, 'typed-by-a-read-only-page');
-  // Another document first: a change of the fragment alone would not load the page again.
+  // A new session: refused, and the page says why.
   await page.goto('about:blank');
   await page.goto(newSession(url));
-  // The relay admits the link; it refuses its input (and its first resize), so the page has
-  // no screen to show: wait until the relay has refused something, then type.
-  await until(async () => fx.relay.log().includes("read-only link's request refused"),
-    { what: 'the relay refusing the read-only page', timeout: 20000 });
-  await typeLine(page, `touch ${marker}`);
-  // The page took the keys and sent them: they stay unacknowledged, as the relay never passed
-  // them on (a page that had not got them would make this test pass for nothing).
-  await until(async () => Number((await stats(page))?.core?.unackedInput ?? 0) >= 'touch '.length,
-    { what: "the typed keys in the page's unacknowledged input" });
-  // The person is told why the keys do nothing (the relay's `refused` line, in the page's note).
-  await until(() => page.evaluate(() => !document.getElementById('copy-offer').hidden
+  await until(() => page.evaluate(() => !document.getElementById('notice').hidden
+    && /read-only/.test(document.getElementById('notice-text').textContent)),
+  { what: 'the page saying a read-only link cannot start a session' });
+  await screenshotsOfState(page, 'named-token-read-only-new-session');
+  let audit = readFileSync(join(fx.stateDir, 'audit.log'), 'utf8');
+  assert.match(audit, /"event":"refused"[^\n]*"kind":"new-session"/, audit);
+
+  // The owner's session, in a page of the owner's token; the read-only page watches it.
+  await page.goto('about:blank');
+  await page.goto(newSession(fx.url));
+  await waitForPrompt(page);
+  const session = (await stats(page)).session;
+  await typeLine(page, 'echo watched-$((40+2))');
+  await until(async () => (await screen(page)).includes('watched-42'), { what: 'the echo' });
+  const viewer = await fx.browser.context.newPage();
+  await viewer.goto(`${url}&view=${session}`);
+  const text = () => viewer.evaluate(() => {
+    const b = window.tern?.term.buffer.active;
+    const lines = [];
+    for (let i = 0; b && i < b.length; i++) lines.push(b.getLine(i)?.translateToString(true) ?? '');
+    return lines.join('\n');
+  });
+  await until(async () => (await text()).includes('watched-42'), { what: "the owner's screen on the read-only page" });
+  await viewer.click('#terminal');
+  await typeLine(viewer, `touch ${marker}`);
+  // The person is told why the keys do nothing (the core's note; the page never sends them).
+  await until(() => viewer.evaluate(() => !document.getElementById('copy-offer').hidden
     && /read-only/.test(document.getElementById('copy-offer-text').textContent)),
   { what: 'the page saying the link is read-only' });
   await sleep(3000); // no condition to wait for: the point is that nothing happens
   assert.ok(!existsSync(marker), "the read-only page's typing ran in the shell");
-  const audit = readFileSync(join(fx.stateDir, 'audit.log'), 'utf8');
-  assert.match(audit, /"event":"refused"[^\n]*"kind":"input"|"kind":"input"[^\n]*"event":"refused"/, audit);
-  assert.match(audit, /"who":"watcher"/, audit);
-  await screenshotsOfState(page, 'named-token-read-only');
+  audit = readFileSync(join(fx.stateDir, 'audit.log'), 'utf8');
+  assert.match(audit, /"event":"viewer_joined"[^\n]*"who":"watcher"|"who":"watcher"[^\n]*"event":"viewer_joined"/, audit);
+  await screenshotsOfState(viewer, 'named-token-read-only');
+  await viewer.close();
 });

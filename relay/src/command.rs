@@ -39,14 +39,37 @@ pub enum Request {
     Link { session: String, url: String, text: String, col: u16 },
     /// Wait for the answer to an offer made before (after the relay restarted).
     Wait { session: String, offer: String },
+    /// `tern share`: a read-only viewer link to the session, for `expires` seconds (an hour
+    /// when `None`), with the session's history or not.
+    Share { session: String, expires: Option<u64>, allow_history: bool },
+    /// `tern share --end`: end every share of the session (its viewers are closed).
+    Unshare { session: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
-    Offered { offer: String, name: String, size: u64 },
-    Answer { answer: String, message: Option<String> },
-    Error { message: String },
+    Offered {
+        offer: String,
+        name: String,
+        size: u64,
+    },
+    Answer {
+        answer: String,
+        message: Option<String>,
+    },
+    Error {
+        message: String,
+    },
+    /// A share made: the viewer's URL (with its token: shown once) and when it expires (unix s).
+    Shared {
+        url: String,
+        expires: u64,
+    },
+    /// Shares ended: how many.
+    Unshared {
+        count: usize,
+    },
 }
 
 impl Reply {
