@@ -638,6 +638,26 @@ fn serve_asset(req: &Request<Incoming>, asset: assets::Asset) -> Response<Body> 
     r
 }
 
+/// What every API route checks first, in this order: the page's Origin (a foreign page's request
+/// never reaches the limiter), a credential (see [`authorize`]), then the route's one method.
+/// `what` names the request in the log of a refused Origin.
+#[allow(clippy::result_large_err)]
+fn admit(
+    shared: &HttpContext,
+    req: &Request<Incoming>,
+    peer: SocketAddr,
+    what: &str,
+    method: Method,
+) -> Result<crate::tokens::Who, Response<Body>> {
+    check_origin(shared, req.headers(), peer, what)?;
+    let who = authorize(shared, req, peer)?;
+    if req.method() != method {
+        let only = format!("only {method}");
+        return Err(error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", &only));
+    }
+    Ok(who)
+}
+
 /// The API: every route needs the page's Origin (checked first: a foreign page's request never
 /// reaches the limiter) and a credential (see [`authorize`]), checked before anything else.
 fn api(
@@ -646,16 +666,10 @@ fn api(
     path: &str,
     peer: SocketAddr,
 ) -> Response<Body> {
-    if let Err(refused) = check_origin(shared, req.headers(), peer, "api request") {
-        return refused;
-    }
-    let who = match authorize(shared, req, peer) {
+    let who = match admit(shared, req, peer, "api request", Method::GET) {
         Ok(who) => who,
         Err(refused) => return refused,
     };
-    if req.method() != Method::GET {
-        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only GET");
-    }
     match path {
         "/api/info" => {
             // A page asks this right before it opens a session: have a spare mosh-server ready.
@@ -673,16 +687,10 @@ fn api(
 async fn share(shared: &HttpContext, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
     use http_body_util::BodyExt;
     use tern::relay_proto::{ShareReply, ShareRequest};
-    if let Err(refused) = check_origin(shared, req.headers(), peer, "share request") {
-        return refused;
-    }
-    let who = match authorize(shared, &req, peer) {
+    let who = match admit(shared, &req, peer, "share request", Method::POST) {
         Ok(who) => who,
         Err(refused) => return refused,
     };
-    if req.method() != Method::POST {
-        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only POST");
-    }
     let source = client_source(shared, &req, peer);
     let header = |name| {
         req.headers()
@@ -779,16 +787,10 @@ async fn history(
     use http_body_util::BodyExt;
     // The Origin first: a foreign page's request (`fetch(…, {mode: 'no-cors'})`) is refused
     // before it can reach the limiter.
-    if let Err(refused) = check_origin(shared, req.headers(), peer, "history request") {
-        return refused;
-    }
-    let who = match authorize(shared, &req, peer) {
+    let who = match admit(shared, &req, peer, "history request", Method::POST) {
         Ok(who) => who,
         Err(refused) => return refused,
     };
-    if req.method() != Method::POST {
-        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only POST");
-    }
     let source = client_source(shared, &req, peer);
     let agent = req
         .headers()
@@ -869,10 +871,7 @@ async fn history(
 async fn image(shared: &HttpContext, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
     use http_body_util::BodyExt;
     use tern::relay_proto::ImageRequest;
-    if let Err(refused) = check_origin(shared, req.headers(), peer, "image request") {
-        return refused;
-    }
-    let who = match authorize(shared, &req, peer) {
+    let who = match admit(shared, &req, peer, "image request", Method::POST) {
         Ok(who) => who,
         Err(refused) => return refused,
     };
@@ -881,9 +880,6 @@ async fn image(shared: &HttpContext, req: Request<Incoming>, peer: SocketAddr) -
         .headers()
         .get(header::USER_AGENT)
         .map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned());
-    if req.method() != Method::POST {
-        return error(StatusCode::METHOD_NOT_ALLOWED, "bad_request", "only POST");
-    }
     let body = match http_body_util::Limited::new(req.into_body(), MAX_REQUEST).collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, "bad_request", "request too large"),
