@@ -18,7 +18,7 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LINK_STATS_ARGS, watchLink, summary as linkSummary, describe as describeLink } from './link-usage.mjs';
+import { rateBitsPerSecond, LINK_STATS_ARGS, watchLink, summary as linkSummary, describe as describeLink } from './link-usage.mjs';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, stats, waitForPrompt, typeLine,
   tempDir, sleep, cleanupState, startLinkemu, cliArg, newSession, pageDetail,
@@ -33,11 +33,7 @@ const QUEUE = arg('queue', '1s');
 const KEYS = Number(arg('keys', 40));
 const JSON_OUT = process.argv.includes('--json');
 const READS = !!process.env.DOWNLOAD_READS;
-const rateBps = (() => {
-  const m = RATE.match(/^([\d.]+)\s*([kmg]?)bit$/i);
-  const mult = { '': 1, k: 1e3, m: 1e6, g: 1e9 }[m[2].toLowerCase()];
-  return Number(m[1]) * mult;
-})();
+const rateBps = rateBitsPerSecond(RATE);
 
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 

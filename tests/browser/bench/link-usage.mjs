@@ -13,6 +13,13 @@ const HEADER = 28;
 export const STATS_MS = 50;
 export const LINK_STATS_ARGS = ['--stats-every', `${STATS_MS}ms`];
 
+/// Bits per second of a linkemu rate such as `9mbit`.
+export function rateBitsPerSecond(rate) {
+  const m = rate.match(/^([\d.]+)\s*([kmg]?)bit$/i);
+  if (!m) throw new Error(`not a link rate: ${rate}`);
+  return Number(m[1]) * { '': 1, k: 1e3, m: 1e6, g: 1e9 }[m[2].toLowerCase()];
+}
+
 /// Follows a linkemu child's counter lines; `dir` is 'up' (page -> relay) or 'down'.
 export function watchLink(child, dir) {
   const points = []; // [ms on performance.now(), datagrams forwarded, payload bytes forwarded]

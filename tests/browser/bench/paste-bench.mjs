@@ -14,7 +14,7 @@
 // The link: linkemu between the page's WebTransport and the relay, delay RTT/2 each way, the
 // rate and bottleneck queue (queue-delay) in both directions. Needs scripts/build-wasm.sh first.
 import { join } from 'node:path';
-import { LINK_STATS_ARGS, watchLink, summary as linkSummary, describe as describeLink } from './link-usage.mjs';
+import { rateBitsPerSecond, LINK_STATS_ARGS, watchLink, summary as linkSummary, describe as describeLink } from './link-usage.mjs';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, screen, stats, waitForPrompt, typeLine,
   tempDir, sleep, cleanupState, startLinkemu, cliArg,
@@ -34,11 +34,7 @@ const EAGER = arg('eager', '1') !== '0';
 // what pastes used before): echo against link idle.
 const QUEUE_TARGET = arg('queue-target', null);
 const JSON_OUT = process.argv.includes('--json');
-const rateBps = (() => {
-  const m = RATE.match(/^([\d.]+)\s*([kmg]?)bit$/i);
-  const mult = { '': 1, k: 1e3, m: 1e6, g: 1e9 }[m[2].toLowerCase()];
-  return Number(m[1]) * mult;
-})();
+const rateBps = rateBitsPerSecond(RATE);
 
 
 // 16 characters at least (the relay refuses a shorter token): base36 of Math.random() can be 9.

@@ -14,7 +14,7 @@
 //   before them, and how many pictures the page holds decoded.
 import { readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { LINK_STATS_ARGS } from './link-usage.mjs';
+import { rateBitsPerSecond, LINK_STATS_ARGS } from './link-usage.mjs';
 import { keyEcho, pct, summary, fmt } from './key-echo.mjs';
 import {
   freePort, startRelay, stopRelay, launchBrowser, until, waitForPrompt, typeLine,
@@ -33,10 +33,7 @@ const MANY = Number(arg('many', 200));
 const JSON_OUT = process.argv.includes('--json');
 // Another build of the relay (an A/B of a relay-side change in one session).
 const RELAY_BIN = arg('relay-bin', null);
-const rateBps = (() => {
-  const m = RATE.match(/^([\d.]+)\s*([kmg]?)bit$/i);
-  return Number(m[1]) * { '': 1, k: 1e3, m: 1e6, g: 1e9 }[m[2].toLowerCase()];
-})();
+const rateBps = rateBitsPerSecond(RATE);
 
 /// Memory of the browser this process launched: every process below this one whose name is
 /// chromium's (the relay and the shells are below it too, and left out), proportional set sizes
