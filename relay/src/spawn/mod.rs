@@ -218,6 +218,39 @@ pub fn find_program(
         .ok_or_else(|| format!("`{}` on PATH={}", program.display(), dirs.to_string_lossy()))
 }
 
+/// Tests: runs a host script here with `sh -c`, as ssh runs it on the host (`name` is its `$0`),
+/// `stdin` offered on its standard input (a script may refuse without reading it); its exit
+/// success, stdout and stderr.
+#[cfg(test)]
+pub(crate) fn run_host_script(
+    script: &str,
+    name: &str,
+    args: &[&std::ffi::OsStr],
+    stdin: &[u8],
+) -> (bool, String, String) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sh")
+        .args(["-c", script, name])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    let out = child.wait_with_output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// Tests: the SHA-256 of `bytes` in hex, as `sha256sum` prints it.
+#[cfg(test)]
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -479,24 +479,10 @@ mod tests {
     /// Runs the host's paste script here with `sh`, as ssh would run it on the host: `dir`,
     /// the paste `bytes` on stdin; its exit success, stdout and stderr.
     fn receive_paste_locally(dir: &Path, bytes: &[u8]) -> (bool, String, String) {
-        use sha2::Digest;
-        use std::io::Write;
-        let hash: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let hash = crate::spawn::sha256_hex(bytes);
         let name = format!("{hash}.txt");
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", RECEIVE_PASTE, "tern-paste"])
-            .arg(dir)
-            .args([&name, &hash])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // The script may refuse without reading.
-        let _ = child.stdin.take().unwrap().write_all(bytes);
-        let out = child.wait_with_output().unwrap();
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        (out.status.success(), text(&out.stdout), text(&out.stderr))
+        let args = [dir.as_os_str(), name.as_ref(), hash.as_ref()];
+        crate::spawn::run_host_script(RECEIVE_PASTE, "tern-paste", &args, bytes)
     }
 
     #[test]

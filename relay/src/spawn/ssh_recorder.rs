@@ -150,22 +150,9 @@ mod tests {
 
     /// The script in `mode` (`check` or `install`), `bytes` offered on stdin.
     fn run_locally(root: &std::path::Path, bytes: &[u8], mode: &str) -> (bool, String, String) {
-        use sha2::Digest;
-        use std::io::Write;
-        let hash: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", INSTALL_RECORDER, "tern-install"])
-            .arg(root)
-            .args([&hash, "tern-relay", mode])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let _ = child.stdin.take().unwrap().write_all(bytes);
-        let out = child.wait_with_output().unwrap();
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        (out.status.success(), text(&out.stdout), text(&out.stderr))
+        let hash = crate::spawn::sha256_hex(bytes);
+        let args = [root.as_os_str(), hash.as_ref(), "tern-relay".as_ref(), mode.as_ref()];
+        crate::spawn::run_host_script(INSTALL_RECORDER, "tern-install", &args, bytes)
     }
 
     #[test]
