@@ -79,3 +79,44 @@ fn keys_reach_the_shell_as_typed_with_job_control() {
     assert_eq!(out.matches("hello").count(), 2, "echoed once, then printed: {out:?}");
     assert!(out.contains("got-hello"), "{out:?}");
 }
+
+/// mosh-server resizes its pty and then writes the keys that followed the Resize: a command in
+/// those keys must see the new size. The recorder's keys and resizes go through different
+/// threads; a resize picked up after the keys it preceded let `tput cols` print the old width
+/// (a flaky browser test in CI). Each round resizes and types at once, with no pause between.
+#[test]
+fn keys_typed_right_after_a_resize_see_the_new_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, mut master) =
+        record(dir.path(), "stty -echo; while read line; do stty size; done");
+    let mut reader = master.try_clone().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    let mut wrong = Vec::new();
+    for round in 0..60u16 {
+        let (cols, rows) = (40 + round, 10 + round % 7);
+        tcsetwinsize(&master, pty::cells(cols, rows)).unwrap();
+        master.write_all(b"x\r").unwrap();
+        let want = format!("{rows} {cols}\r\n");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // Each `stty size` answers one line: read until this round's answer is in.
+        loop {
+            if let Some(end) = seen.find("\r\n") {
+                let line: String = seen.drain(..end + 2).collect();
+                if line != want {
+                    wrong.push(format!("round {round}: {line:?}, wanted {want:?}"));
+                }
+                break;
+            }
+            assert!(Instant::now() < deadline, "no answer in round {round}: {seen:?}");
+            let n = reader.read(&mut buf).unwrap();
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    }
+    assert!(wrong.is_empty(), "commands saw the size before the last resize: {wrong:#?}");
+    drop(master);
+    drop(reader);
+    let _ = child.kill();
+    let _ = child.wait();
+}

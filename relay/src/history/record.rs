@@ -298,24 +298,30 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         .ok()
     });
 
-    // Keys: the outer terminal to the shell's pty, byte for byte.
+    // Resizes: the outer pty's size to the inner one (its shell gets SIGWINCH) and the emulator,
+    // on each SIGWINCH and before each key goes on.
+    let sizes = Arc::new(SizeFollower {
+        master: master.try_clone()?,
+        emulator: Arc::clone(&emulator),
+        winsize: Arc::clone(&winsize),
+        last: Mutex::new(size),
+    });
+    // Keys: the outer terminal to the shell's pty, byte for byte. mosh-server resizes its pty
+    // before it writes the keys that followed a Resize; the SIGWINCH thread may be scheduled
+    // later than this one, so the size is brought over here first: a command in those keys
+    // (`tput cols`) sees the new size, as without the recorder.
     let mut to_shell = File::from(master.try_clone()?);
+    let keys_sizes = Arc::clone(&sizes);
     std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         let mut stdin = io::stdin().lock();
         while let Ok(n) = stdin.read(&mut buf) {
-            if n == 0 || to_shell.write_all(&buf[..n]).is_err() {
+            if n == 0 || keys_sizes.sync().is_err() || to_shell.write_all(&buf[..n]).is_err() {
                 break;
             }
         }
     });
-    // Resizes: the outer pty's size to the inner one (its shell gets SIGWINCH) and the emulator.
-    let resize_master = master.try_clone()?;
-    let resize_emulator = Arc::clone(&emulator);
-    let resize_winsize = Arc::clone(&winsize);
-    std::thread::spawn(move || {
-        follow_resizes(&resize_master, &resize_emulator, &resize_winsize, size)
-    });
+    std::thread::spawn(move || follow_resizes(&sizes));
 
     // Output: to the outer terminal as it is (images lifted out), and through the emulator into
     // the history.
@@ -660,38 +666,49 @@ impl SignalSender {
     }
 }
 
-/// Copies the outer terminal's size to the inner pty (its shell gets SIGWINCH) and the emulator
-/// whenever the outer one changes (mosh-server resizes it on each Resize; this process gets
-/// SIGWINCH then).
-fn follow_resizes(
-    master: &OwnedFd,
-    emulator: &Mutex<Emulator>,
-    winsize: &AtomicU64,
-    mut last: Winsize,
-) {
+/// The outer terminal's size, copied to the inner pty (its shell gets SIGWINCH) and the emulator
+/// whenever it changes. Both the SIGWINCH thread and the keys thread call [`sync`](Self::sync):
+/// whichever comes first after mosh-server's resize applies it, once.
+struct SizeFollower {
+    master: OwnedFd,
+    emulator: Arc<Mutex<Emulator>>,
+    /// Read by the output loop (the image lifter's cells and the recording's size).
+    winsize: Arc<AtomicU64>,
+    /// The size the inner pty has; held while it is changed, so two threads never apply one
+    /// change twice or out of order.
+    last: Mutex<Winsize>,
+}
+
+impl SizeFollower {
+    fn sync(&self) -> io::Result<()> {
+        let now = tcgetwinsize(io::stdin().as_fd())?;
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if pack(now) == pack(*last) {
+            return Ok(());
+        }
+        *last = now;
+        // The image lifter's cells (and their pixels) follow, and the recording's size: before
+        // the shell's SIGWINCH, so that what it redraws is recorded after the resize.
+        self.winsize.store(pack(now), Ordering::Relaxed);
+        tcsetwinsize(&self.master, now)?;
+        self.emulator.lock().unwrap_or_else(|p| p.into_inner()).resize(size_of(now));
+        Ok(())
+    }
+}
+
+/// Follows the outer terminal's resizes (mosh-server resizes it on each Resize; this process
+/// gets SIGWINCH then).
+fn follow_resizes(sizes: &SizeFollower) {
     use tokio::signal::unix::{SignalKind, signal};
     let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
         return;
     };
     rt.block_on(async {
         let Ok(mut winch) = signal(SignalKind::window_change()) else { return };
-        let stdin = io::stdin();
         // Looks once before the first SIGWINCH: a resize while the recorder was starting (after
         // it read the size, before it listened) sent its signal to no one.
         loop {
-            let Ok(now) = tcgetwinsize(stdin.as_fd()) else { return };
-            if pack(now) != pack(last) {
-                last = now;
-                // The image lifter's cells (and their pixels) follow, and the recording's size:
-                // before the shell's SIGWINCH, so that what it redraws is recorded after the
-                // resize.
-                winsize.store(pack(now), Ordering::Relaxed);
-                if tcsetwinsize(master, now).is_err() {
-                    return;
-                }
-                emulator.lock().unwrap_or_else(|p| p.into_inner()).resize(size_of(now));
-            }
-            if winch.recv().await.is_none() {
+            if sizes.sync().is_err() || winch.recv().await.is_none() {
                 return;
             }
         }

@@ -158,7 +158,10 @@ export const pageDetail = (page) => async () => {
     const focus = el ? `${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}${el.className ? '.' + String(el.className).trim().split(/\s+/).join('.') : ''}` : 'none';
     return [window.tern.screenText(), rows.join('\n'), JSON.stringify(window.tern.stats()), focus];
   });
-  return `core screen:\n${core}\nxterm.js screen:\n${xterm}\nstats: ${s}\nfocus: ${focus}`;
+  // Blank rows left out: a CI log keeps only the start and end of a failure, and the stats and
+  // the focus are what tell why.
+  const rows = (text) => text.replace(/\s+$/, '');
+  return `focus: ${focus}\ncore screen:\n${rows(core)}\nxterm.js screen:\n${rows(xterm)}\nstats: ${s}`;
 };
 
 export const screen = (page) => page.evaluate(() => window.tern ? window.tern.screenText() : '');
