@@ -1006,9 +1006,9 @@ fn not_your_session(
     if caller.who.may_use(owner) {
         return None;
     }
-    // A share link reads its own session's history when its share allows it.
+    // A share link reads its own session's history, and its pictures, when its share allows it.
     let share = shared.sessions.tokens.share(caller.who).filter(|s| s.session == session);
-    if what == "history" && share.as_ref().is_some_and(|s| s.allow_history) {
+    if matches!(what, "history" | "image") && share.as_ref().is_some_and(|s| s.allow_history) {
         return None;
     }
     shared.sessions.audit.event(
@@ -1021,7 +1021,8 @@ fn not_your_session(
             .reason(&format!("{what} of another identity's session")),
     );
     let message = if share.is_some() {
-        "this share link shows the screen only: its owner did not share the session's history"
+        "this share link shows the screen only: its owner did not share the session's history \
+         or pictures"
     } else {
         crate::session::NOT_YOURS
     };

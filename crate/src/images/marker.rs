@@ -11,7 +11,7 @@
 //!
 //! Any screen (the page's, a history line's cells) is searched with [`find`].
 
-use crate::terminal::{Cell, Color, Renditions};
+use crate::terminal::{Cell, Color, Framebuffer, Renditions};
 
 /// The first marker cell's foreground: unlikely on a space in any program's output (and a false
 /// find only names an id the relay does not have).
@@ -61,10 +61,33 @@ pub fn find(cells: &[Cell]) -> Vec<(u16, u64)> {
     found
 }
 
+/// Blanks every marker in `fb` (its two cells keep their background and lose their colours), so
+/// a screen rendered from it names no image: what the relay sends a viewer whose share does not
+/// include the session's pictures (docs/IMAGES.md). The text screen is unchanged (they are
+/// spaces); rows without a marker are not copied. How many markers it blanked.
+pub fn hide(fb: &mut Framebuffer) -> usize {
+    let mut hidden = 0;
+    for row in 0..fb.height() {
+        let found = find(fb.rows()[row].cells());
+        if found.is_empty() {
+            continue;
+        }
+        let cells = fb.row_mut(row).cells_mut();
+        for (col, _) in &found {
+            for cell in &mut cells[usize::from(*col)..usize::from(*col) + 2] {
+                cell.renditions.fg = Color::Default;
+            }
+        }
+        hidden += found.len();
+    }
+    hidden
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::terminal::{Attrs, Emulator, Size};
+    use std::sync::Arc;
 
     fn screen(bytes: &[u8]) -> Emulator {
         let mut e = Emulator::new(Size { cols: 20, rows: 4 });
@@ -108,5 +131,29 @@ mod tests {
         assert!(find(e.framebuffer().row(0).unwrap().cells()).is_empty());
         let e = screen(b"\x1b[38;2;84;114;110m \x1b[38;2;0;0;9m \x1b[0m");
         assert_eq!(find(e.framebuffer().row(0).unwrap().cells()), vec![(0, 9)]);
+    }
+
+    #[test]
+    fn hidden_markers_are_gone_and_the_text_and_backgrounds_stay() {
+        let pen = Renditions { bg: Color::Rgb(1, 2, 3), ..Renditions::DEFAULT };
+        let mut bytes = b"ab\x1b[48;2;1;2;3m".to_vec();
+        bytes.extend(marker_bytes(5, pen, 2, 20));
+        bytes.extend(b"\x1b[0m\r\n\r\ncd");
+        bytes.extend(marker_bytes(6, Renditions::DEFAULT, 2, 20));
+        let mut e = screen(&bytes);
+        let text = |fb: &Framebuffer| -> Vec<String> {
+            fb.rows().iter().map(|r| r.cells().iter().map(|c| c.text().to_string()).collect()).collect()
+        };
+        let before = text(e.framebuffer());
+        let untouched = Arc::clone(&e.framebuffer().rows()[1]);
+        let mut fb = e.framebuffer().clone();
+        assert_eq!(hide(&mut fb), 2);
+        assert!(fb.rows().iter().all(|r| find(r.cells()).is_empty()), "no marker left");
+        assert_eq!(text(&fb), before, "the text is the same");
+        assert_eq!(fb.row(0).unwrap().cells()[2].renditions.bg, Color::Rgb(1, 2, 3));
+        assert!(Arc::ptr_eq(&fb.rows()[1], &untouched), "a row without a marker is not copied");
+        assert_eq!(hide(&mut fb), 0);
+        e.feed(b"x");
+        assert_eq!(find(e.framebuffer().row(0).unwrap().cells()), vec![(2, 5)], "the copy only");
     }
 }

@@ -377,6 +377,10 @@ impl PageClient {
             }
             Some(ControlEvent::Screen(update)) => {
                 heard(self);
+                match &mut self.viewer_screen {
+                    Some(screen) => screen.apply(&update),
+                    None => self.viewer_screen = Some(crate::session::ViewerScreen::new(&update)),
+                }
                 self.push(Effect::ViewerScreen(update));
             }
             Some(ControlEvent::Viewers(count)) => {

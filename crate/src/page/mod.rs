@@ -203,6 +203,9 @@ pub struct PageClient {
     /// A viewer's page (a share link, a read-only token): it watches `session_id` from the
     /// relay's copy; no session, no key, nothing typed leaves ([`watch_session`](Self::watch_session)).
     viewing: bool,
+    /// A viewer's page: what its terminal shows, from the relay's updates (where its image
+    /// markers are found).
+    viewer_screen: Option<crate::session::ViewerScreen>,
     /// The person was told once that keys do nothing here.
     told_view_only: bool,
 }
@@ -249,6 +252,7 @@ impl PageClient {
             timers: TimerTable::default(),
             effects: VecDeque::new(),
             viewing: false,
+            viewer_screen: None,
             told_view_only: false,
         }
     }
@@ -414,7 +418,11 @@ impl PageClient {
     /// screen of that draw, so rows match the terminal's, not a newer frame's): `[row, col, id,
     /// ...]`, top to bottom.
     pub fn image_markers(&self) -> Vec<u32> {
-        let Some(fb) = self.screen.drawn_server() else { return Vec::new() };
+        let drawn = match &self.viewer_screen {
+            Some(viewer) => Some(viewer.framebuffer()),
+            None => self.screen.drawn_server(),
+        };
+        let Some(fb) = drawn else { return Vec::new() };
         let mut out = Vec::new();
         for (row, r) in fb.rows().iter().enumerate() {
             for (col, id) in crate::images::marker::find(r.cells()) {

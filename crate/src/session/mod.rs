@@ -17,7 +17,7 @@ pub use host_log::HostLog;
 pub use prestart::Prestart;
 pub use resume::{RESUME_STATE_GAP, ResumeError, ResumePoint};
 pub use shadow::{ClientDatagram, INFLATE_BURST, INFLATE_RATE, Shadow, ShadowError, ShadowSummary};
-pub use viewer::{ScreenUpdate, VIEWER_INTERVAL, ViewerFeed};
+pub use viewer::{ScreenUpdate, VIEWER_INTERVAL, ViewerFeed, ViewerScreen};
 
 use crate::predict::{PredictConfig, Predictor};
 use crate::terminal::Framebuffer;

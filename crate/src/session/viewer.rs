@@ -113,6 +113,36 @@ impl ViewerFeed {
     }
 }
 
+/// A viewer's page's copy of what its terminal shows, from the updates in order: where it finds
+/// the image markers (docs/IMAGES.md), as the owner's page finds them in the screen it drew.
+#[derive(Debug, Clone)]
+pub struct ViewerScreen {
+    term: crate::terminal::Emulator,
+}
+
+impl ViewerScreen {
+    /// The screen after `first` (a full paint).
+    pub fn new(first: &ScreenUpdate) -> Self {
+        let size = crate::terminal::Size { cols: first.cols, rows: first.rows };
+        let mut screen = ViewerScreen { term: crate::terminal::Emulator::new(size) };
+        screen.term.feed(&first.data);
+        screen
+    }
+
+    /// The screen after `u` too (a full paint starts it again).
+    pub fn apply(&mut self, u: &ScreenUpdate) {
+        if u.full {
+            *self = ViewerScreen::new(u);
+        } else {
+            self.term.feed(&u.data);
+        }
+    }
+
+    pub fn framebuffer(&self) -> &Framebuffer {
+        self.term.framebuffer()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +241,36 @@ mod tests {
         assert!(u.full && (u.cols, u.rows) == (30, 6));
         viewer.apply(&u);
         assert_eq!(screen_text(viewer.term.framebuffer()), screen_text(e.framebuffer()));
+    }
+
+    #[test]
+    fn image_markers_reach_a_viewers_screen_unless_hidden() {
+        use crate::images::marker;
+        let mut bytes = b"$ show\r\n".to_vec();
+        bytes.extend(marker::marker_bytes(42, crate::terminal::Renditions::DEFAULT, 0, 20));
+        bytes.extend(b"\r\n\r\n$ ");
+        let e = emulator(&bytes);
+        let markers = |fb: &Framebuffer| -> Vec<(usize, u16, u64)> {
+            let rows = fb.rows().iter().enumerate();
+            rows.flat_map(|(r, row)| marker::find(row.cells()).into_iter().map(move |(c, id)| (r, c, id)))
+                .collect()
+        };
+        assert_eq!(markers(e.framebuffer()), [(1, 0, 42)]);
+        let mut feed = ViewerFeed::new();
+        let first = feed.poll(Instant::ZERO, e.framebuffer()).unwrap();
+        let mut screen = ViewerScreen::new(&first);
+        assert_eq!(markers(screen.framebuffer()), [(1, 0, 42)], "the marker's colours came through");
+        // A later update keeps it; a screen with its markers hidden names none.
+        let mut e = e;
+        e.feed(b"ls");
+        feed.changed();
+        screen.apply(&feed.poll(Instant::from_millis(100), e.framebuffer()).unwrap());
+        assert_eq!(markers(screen.framebuffer()), [(1, 0, 42)]);
+        let mut hidden = e.framebuffer().clone();
+        marker::hide(&mut hidden);
+        let mut feed = ViewerFeed::new();
+        let screen = ViewerScreen::new(&feed.poll(Instant::ZERO, &hidden).unwrap());
+        assert!(markers(screen.framebuffer()).is_empty());
+        assert_eq!(screen_text(screen.framebuffer()), screen_text(e.framebuffer()));
     }
 }

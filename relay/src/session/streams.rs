@@ -62,19 +62,62 @@ pub(super) fn serve(
 /// A read-only link's upload or download: refused with the stream's own error reply, logged
 /// and audited; nothing is stored or read.
 pub(super) async fn refuse(
-    mut send: SendHalf,
+    send: SendHalf,
     mut recv: RecvHalf,
     audit: &crate::audit::Audit,
     fields: crate::audit::Fields,
 ) {
-    use tern::relay_proto::{DownloadReply, UploadErrorCode, UploadReply};
+    let first = read_first_line::<StreamRequest, _>(&mut recv).await.ok().map(|(r, _)| r);
+    refuse_request(send, first.as_ref(), audit, fields).await;
+}
+
+/// A viewer's stream (`session/view.rs`): a picture of its session when `pictures` (its share
+/// includes the session's history, or its token may read the session's), served as the owner's
+/// page gets it; anything else refused as [`refuse`] does.
+pub(super) async fn serve_viewer(
+    (send, mut recv): (SendHalf, RecvHalf),
+    audit: &crate::audit::Audit,
+    fields: crate::audit::Fields,
+    pictures: Option<(Arc<crate::state::StateStore>, String)>,
+    rtt: Option<std::time::Duration>,
+) {
+    match (read_first_line::<StreamRequest, _>(&mut recv).await, pictures) {
+        (Ok((StreamRequest::Image(request), rest)), Some((state, session))) => {
+            serve_image(Some(state), session, request, (send, recv, rest), rtt).await;
+        }
+        (first, _) => {
+            let first = first.ok().map(|(r, _)| r);
+            refuse_request(send, first.as_ref(), audit, fields).await;
+        }
+    }
+}
+
+/// What a read-only link is told about a picture it may not have.
+const NO_PICTURES: &str = "this link shows the screen only: its owner did not share the \
+                           session's history or pictures";
+
+async fn refuse_request(
+    mut send: SendHalf,
+    first: Option<&StreamRequest>,
+    audit: &crate::audit::Audit,
+    fields: crate::audit::Fields,
+) {
+    use tern::relay_proto::{ApiError, DownloadReply, UploadErrorCode, UploadReply};
     use tokio::io::AsyncWriteExt;
-    let (what, line) = match read_first_line::<StreamRequest, _>(&mut recv).await {
-        Ok((StreamRequest::Download(_), _)) => (
+    let (what, line) = match first {
+        Some(StreamRequest::Download(_)) => (
             "download",
             tern::relay_proto::encode_line(&DownloadReply::Error {
                 message: READ_ONLY.into(),
                 gone: true,
+            }),
+        ),
+        Some(StreamRequest::Image(_)) => (
+            "image",
+            tern::relay_proto::encode_line(&ApiError {
+                error: tern::relay_proto::control::ErrorCode::NotYourSession.as_str().into(),
+                message: NO_PICTURES.into(),
+                retry_after_secs: None,
             }),
         ),
         _ => (

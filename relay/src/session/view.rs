@@ -2,7 +2,8 @@
 //! session's screen from the relay's copy ([`crate::registry::Watch`]), rendered for it by the
 //! core ([`tern::session::ViewerFeed`]), never mosh. The link gets no key and no datagram; it is
 //! not a client of the mosh-server, so it cannot move the session from the page that drives it.
-//! Whatever it sends besides pings is refused, told and audited (at most once per kind per
+//! A picture of its session (docs/IMAGES.md) is served when it may have them
+//! ([`Viewing::pictures`]); whatever else it sends besides pings is refused, told and audited (at most once per kind per
 //! [`WARN_INTERVAL`]), as for a read-only driver in `forward.rs`.
 //!
 //! A read-only link is always a viewer, and a viewer only ever attaches to a session that runs:
@@ -53,6 +54,10 @@ pub(super) struct Viewing {
     pub share: Option<Share>,
     pub record: SessionRecord,
     pub watch: Watch,
+    /// Whether it gets the session's pictures (docs/IMAGES.md): a share that includes the
+    /// history, or a token that may read the session's history over HTTP. Without them its
+    /// screen's image markers are blanked and a picture it asks for is refused.
+    pub pictures: bool,
     /// The `--max-sessions` slot, released when the viewer goes.
     pub _slot: OwnedSemaphorePermit,
 }
@@ -102,7 +107,9 @@ pub(super) fn admit(
     let watch = shared.registry.watch(state, &record).ok_or_else(|| {
         Refusal::new(ErrorCode::Internal, "the relay has no copy of that session's screen")
     })?;
-    Ok(Viewing { hello, who, share, record, watch, _slot: slot })
+    // The pictures go with the history: the same rule as `/api/history` and `/api/image`.
+    let pictures = share.as_ref().map_or_else(|| who.may_use(owner), |s| s.allow_history);
+    Ok(Viewing { hello, who, share, record, watch, pictures, _slot: slot })
 }
 
 /// Serves an admitted viewer until it goes, its token ends, or the session does.
@@ -205,7 +212,13 @@ impl Viewer<'_> {
                     ControlFlow::Continue(())
                 }
                 _ = sleep_until_some(due) => match self.v.watch.snapshot() {
-                    Some(fb) => match feed.poll(core_now(), &fb) {
+                    Some(mut fb) => match {
+                        // Not even where the pictures are, nor their ids, without them.
+                        if !self.v.pictures {
+                            tern::images::marker::hide(&mut fb);
+                        }
+                        feed.poll(core_now(), &fb)
+                    } {
                         Some(u) => {
                             let line = ServerMessage::Screen {
                                 cols: u.cols,
@@ -234,8 +247,12 @@ impl Viewer<'_> {
                     None => ControlFlow::Break(End::BrowserGone("browser connection closed")),
                     Some((send, recv)) => {
                         let (audit, fields) = (Arc::clone(&self.shared.audit), self.fields.clone());
+                        let pictures = self.shared.state.clone().filter(|_| self.v.pictures);
+                        let pictures = pictures.map(|state| (state, session.clone()));
+                        let rtt = self.conn.rtt();
                         tokio::spawn(async move {
-                            super::streams::refuse(send, recv, &audit, fields).await
+                            super::streams::serve_viewer((send, recv), &audit, fields, pictures, rtt)
+                                .await
                         });
                         ControlFlow::Continue(())
                     }
