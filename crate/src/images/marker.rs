@@ -142,7 +142,10 @@ mod tests {
         bytes.extend(marker_bytes(6, Renditions::DEFAULT, 2, 20));
         let mut e = screen(&bytes);
         let text = |fb: &Framebuffer| -> Vec<String> {
-            fb.rows().iter().map(|r| r.cells().iter().map(|c| c.text().to_string()).collect()).collect()
+            fb.rows()
+                .iter()
+                .map(|r| r.cells().iter().map(|c| c.text().to_string()).collect())
+                .collect()
         };
         let before = text(e.framebuffer());
         let untouched = Arc::clone(&e.framebuffer().rows()[1]);

@@ -252,14 +252,20 @@ mod tests {
         let e = emulator(&bytes);
         let markers = |fb: &Framebuffer| -> Vec<(usize, u16, u64)> {
             let rows = fb.rows().iter().enumerate();
-            rows.flat_map(|(r, row)| marker::find(row.cells()).into_iter().map(move |(c, id)| (r, c, id)))
-                .collect()
+            rows.flat_map(|(r, row)| {
+                marker::find(row.cells()).into_iter().map(move |(c, id)| (r, c, id))
+            })
+            .collect()
         };
         assert_eq!(markers(e.framebuffer()), [(1, 0, 42)]);
         let mut feed = ViewerFeed::new();
         let first = feed.poll(Instant::ZERO, e.framebuffer()).unwrap();
         let mut screen = ViewerScreen::new(&first);
-        assert_eq!(markers(screen.framebuffer()), [(1, 0, 42)], "the marker's colours came through");
+        assert_eq!(
+            markers(screen.framebuffer()),
+            [(1, 0, 42)],
+            "the marker's colours came through"
+        );
         // A later update keeps it; a screen with its markers hidden names none.
         let mut e = e;
         e.feed(b"ls");
