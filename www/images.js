@@ -231,6 +231,10 @@ export function wireImages({ client, term, $ }) {
     placed: () => [...placed.entries()].map(([id, p]) => ({ id, via: via.get(id), line: p.marker.line, col: p.col, drawn: [...p.els].some((e) => e.isConnected && e.querySelector('img')) })),
     // Pictures held decoded now (bounded by MAX_LOADED).
     loadedCount: () => loaded.size,
+    // Tests: the markers in the core's screen (`[row, col, id, ...]`), and a picture asked for by
+    // id as the page asks (a viewer without the pictures is refused: the attack test).
+    markers: () => [...client.imageMarkers()],
+    fetch: (id) => client.image(id).then((i) => ({ width: i.width, height: i.height, via: i.via })),
     open: openFull,
     close: closeFull,
   };
