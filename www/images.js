@@ -5,6 +5,9 @@
 // text and stays in the scrollback; it goes when the cells are overwritten or the line is trimmed.
 // Decoded images are bounded: one far above the viewport lets its picture go and fetches it again
 // when it is drawn once more. A click opens it full size (Save, Close/Escape).
+// The page also waits for the next picture the shell prints (Client.nextImage): the relay sends
+// it as soon as the recorder stores it, while its marker is still on its way through mosh, so no
+// round trip is left between the marker on the screen and the picture drawn.
 
 // Pictures kept decoded at most (the rest are fetched again when scrolled back to).
 const MAX_LOADED = 48;
@@ -18,6 +21,47 @@ export function wireImages({ client, term, $ }) {
   const failed = new Map(); // id -> { count, at }
   let queued = false;
   const via = new Map(); // id -> 'stream' | 'http': how its bytes came last (tests)
+  const cameNext = new Set(); // ids whose bytes came as the next picture (tests, benchmark)
+
+  // The next picture: `coming` is the one whose bytes are on their way ({ id, p, adopted }). Off
+  // (the benchmark's A/B), or for a while after a failure (no link yet, the link lost).
+  const next = { on: true, asking: false, coming: null, retryAt: 0 };
+  const askNext = () => {
+    if (!next.on || next.asking || performance.now() < next.retryAt) return;
+    next.asking = true;
+    let header;
+    const got = new Promise((resolve) => { header = resolve; });
+    const coming = { id: null, p: got, adopted: false };
+    const p = client.nextImage((id) => { coming.id = id; next.coming = coming; }).then((info) => {
+      via.set(info.id, info.via);
+      if (cameNext.size > 1000) cameNext.clear();
+      cameNext.add(info.id);
+      return { info, url: URL.createObjectURL(info.blob) };
+    });
+    p.then((found) => {
+      header(found);
+      const { id } = found.info;
+      // Adopted by its marker meanwhile (load): kept there already. Fetched on its own by its
+      // marker (it came before the header): that copy is kept, this one let go.
+      if (!coming.adopted) {
+        if (!loaded.has(id)) keep(id, Promise.resolve(found));
+        else URL.revokeObjectURL(found.url);
+      }
+      next.asking = false;
+      next.coming = null;
+      askNext();
+    }, () => {
+      header(Promise.reject(new Error('the next picture did not come')));
+      next.asking = false;
+      next.coming = null;
+      // No link yet (a page that just opened), or it was lost: asked again on a write after this.
+      next.retryAt = performance.now() + 1000;
+    });
+  };
+  const keep = (id, p) => {
+    loaded.set(id, p);
+    while (loaded.size > MAX_LOADED) release(loaded.keys().next().value);
+  };
 
   // The image's header and an object URL of its bytes, fetched once while kept.
   const load = (id) => {
@@ -27,15 +71,21 @@ export function wireImages({ client, term, $ }) {
       loaded.set(id, p);
       return p;
     }
-    p = client.image(id).then((info) => {
-      via.set(id, info.via);
-      return { info, url: URL.createObjectURL(info.blob) };
-    });
+    // On its way as the next picture: that answer, not a second transfer.
+    if (next.coming?.id === id) {
+      next.coming.adopted = true;
+      p = next.coming.p.catch(() => fetchImage(id));
+    } else {
+      p = fetchImage(id);
+    }
     p.catch(() => loaded.delete(id));
-    loaded.set(id, p);
-    while (loaded.size > MAX_LOADED) release(loaded.keys().next().value);
+    keep(id, p);
     return p;
   };
+  const fetchImage = (id) => client.image(id).then((info) => {
+    via.set(id, info.via);
+    return { info, url: URL.createObjectURL(info.blob) };
+  });
   const release = (id) => {
     const p = loaded.get(id);
     loaded.delete(id);
@@ -141,6 +191,7 @@ export function wireImages({ client, term, $ }) {
   // placed again, ones whose cells on the screen no longer hold their marker dropped.
   const scan = () => {
     queued = false;
+    askNext();
     const m = client.imageMarkers();
     const buf = term.buffer.active;
     const seen = new Set();
@@ -228,13 +279,18 @@ export function wireImages({ client, term, $ }) {
   return {
     fillHistory,
     // Tests: the ids drawn, with their decorations' elements.
-    placed: () => [...placed.entries()].map(([id, p]) => ({ id, via: via.get(id), line: p.marker.line, col: p.col, drawn: [...p.els].some((e) => e.isConnected && e.querySelector('img')) })),
+    placed: () => [...placed.entries()].map(([id, p]) => ({ id, via: via.get(id), next: cameNext.has(id), line: p.marker.line, col: p.col, drawn: [...p.els].some((e) => e.isConnected && e.querySelector('img')) })),
     // Pictures held decoded now (bounded by MAX_LOADED).
     loadedCount: () => loaded.size,
     // Tests: the markers in the core's screen (`[row, col, id, ...]`), and a picture asked for by
     // id as the page asks (a viewer without the pictures is refused: the attack test).
     markers: () => [...client.imageMarkers()],
     fetch: (id) => client.image(id).then((i) => ({ width: i.width, height: i.height, via: i.via })),
+    // The benchmark's A/B: waiting for the next picture on or off (off: each picture is asked
+    // for when its marker is drawn).
+    setNext: (on) => { next.on = on; next.retryAt = 0; if (on) askNext(); },
+    // Whether the page waits for the next picture now (asked, nothing on its way yet).
+    waitingNext: () => { askNext(); return next.asking && !next.coming; },
     open: openFull,
     close: closeFull,
   };

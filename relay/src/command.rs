@@ -37,6 +37,9 @@ pub enum Request {
     Notify { session: String, title: String, body: String },
     /// From the recorder: a program printed `text` at column `col` as a hyperlink (OSC 8).
     Link { session: String, url: String, text: String, col: u16 },
+    /// From the recorder: it stored picture `id` (the relay hands it to the pages waiting for
+    /// the session's next picture, `tern::relay_proto::NEXT_IMAGE`).
+    ImageStored { session: String, id: u64 },
     /// Wait for the answer to an offer made before (after the relay restarted).
     Wait { session: String, offer: String },
     /// `tern share`: a read-only viewer link to the session, for `expires` seconds (an hour

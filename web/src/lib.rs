@@ -116,35 +116,20 @@ impl Client {
     /// Rejects with a message (an image evicted by the session's quota, say).
     #[wasm_bindgen(js_name = image)]
     pub async fn image(&self, id: f64) -> Result<JsValue, JsValue> {
-        let (token, session) = self.history_target()?;
-        let request = tern::relay_proto::ImageRequest { session, image: id as u64 };
-        // On a stream of the link, paced as a download (typing stays fast while it comes);
-        // over HTTP when no link is up yet (a reload draws before it connects).
-        let (info, parts, via) = match self.driver.current_link() {
-            Some(link) => match relay_link::image_stream(&link, &request).await {
-                Ok((info, parts)) => (info, parts, "stream"),
-                Err(e) => return Err(JsValue::from_str(&e)),
-            },
-            None => {
-                let (info, bytes) = relay_link::image_call(&token, &request)
-                    .await
-                    .map_err(|e| JsValue::from_str(&e))?;
-                (info, js_sys::Array::of1(&Uint8Array::from(&bytes[..])), "http")
-            }
-        };
-        let options = web_sys::BlobPropertyBag::new();
-        options.set_type(&info.mime);
-        let blob = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options)?;
-        let name = info.name.as_deref().map_or(JsValue::NULL, JsValue::from_str);
-        Ok(hooks::object(&[
-            ("cols", info.cols.into()),
-            ("rows", info.rows.into()),
-            ("width", info.width.into()),
-            ("height", info.height.into()),
-            ("name", name),
-            ("blob", blob.into()),
-            ("via", JsValue::from_str(via)),
-        ]))
+        self.fetch_image(id as u64, None).await
+    }
+
+    /// The next picture the session's recorder stores (`tern::relay_proto::NEXT_IMAGE`), on a
+    /// stream of the link (rejects at once without one): as [`image`](Self::image), with its
+    /// `id`; `on_header(id)` is called as soon as the relay says which picture is coming, before
+    /// its bytes. The relay answers only when one is stored: the page asks before the picture's
+    /// marker reaches it, so no round trip is left after the marker.
+    #[wasm_bindgen(js_name = nextImage)]
+    pub async fn next_image(&self, on_header: js_sys::Function) -> Result<JsValue, JsValue> {
+        if self.driver.current_link().is_none() {
+            return Err(JsValue::from_str("no link"));
+        }
+        self.fetch_image(tern::relay_proto::NEXT_IMAGE, Some(on_header)).await
     }
 
     /// Before the page resizes the terminal: clears xterm.js's screen and holds drawing, so that
@@ -496,6 +481,47 @@ impl Client {
 }
 
 impl Client {
+    /// Image `id` (or [`NEXT_IMAGE`](tern::relay_proto::NEXT_IMAGE)) as a JS object (see
+    /// [`image`](Self::image)); `on_header` hears its id once the relay says which it is.
+    async fn fetch_image(
+        &self,
+        id: u64,
+        on_header: Option<js_sys::Function>,
+    ) -> Result<JsValue, JsValue> {
+        let (token, session) = self.history_target()?;
+        let request = tern::relay_proto::ImageRequest { session, image: id };
+        // On a stream of the link, paced as a download (typing stays fast while it comes);
+        // over HTTP when no link is up yet (a reload draws before it connects).
+        let (info, parts, via) = match self.driver.current_link() {
+            Some(link) => match relay_link::image_stream(&link, &request, on_header.as_ref()).await
+            {
+                Ok((info, parts)) => (info, parts, "stream"),
+                Err(e) => return Err(JsValue::from_str(&e)),
+            },
+            None => {
+                let (info, bytes) = relay_link::image_call(&token, &request)
+                    .await
+                    .map_err(|e| JsValue::from_str(&e))?;
+                (info, js_sys::Array::of1(&Uint8Array::from(&bytes[..])), "http")
+            }
+        };
+        let options = web_sys::BlobPropertyBag::new();
+        options.set_type(&info.mime);
+        let blob = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options)?;
+        let name = info.name.as_deref().map_or(JsValue::NULL, JsValue::from_str);
+        let id = info.id.map_or(JsValue::NULL, |id| JsValue::from_f64(id as f64));
+        Ok(hooks::object(&[
+            ("cols", info.cols.into()),
+            ("rows", info.rows.into()),
+            ("width", info.width.into()),
+            ("height", info.height.into()),
+            ("name", name),
+            ("blob", blob.into()),
+            ("via", JsValue::from_str(via)),
+            ("id", id),
+        ]))
+    }
+
     /// The terminal's events reach the driver: keys, binary input (mouse reports), resizes.
     fn wire_terminal(&self) {
         let driver = &self.driver;

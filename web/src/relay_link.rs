@@ -159,6 +159,7 @@ pub async fn image_call(
 pub async fn image_stream(
     link: &RelayLink,
     request: &tern::relay_proto::ImageRequest,
+    on_header: Option<&js_sys::Function>,
 ) -> Result<(tern::relay_proto::ImageInfo, js_sys::Array), String> {
     use tern::relay_proto::{ApiError, DownloadAck, ImageInfo, StreamRequest, decode, encode_line};
     let (writer, lines) = link.open_stream().await?;
@@ -173,6 +174,9 @@ pub async fn image_stream(
                 .unwrap_or_else(|e| format!("the image's answer could not be read: {e}")));
         }
     };
+    if let (Some(f), Some(id)) = (on_header, info.id) {
+        let _ = f.call1(&wasm_bindgen::JsValue::NULL, &wasm_bindgen::JsValue::from_f64(id as f64));
+    }
     let chunks = js_sys::Array::new();
     let mut got = 0u64;
     while got < info.size {

@@ -20,7 +20,13 @@ use super::line::Message;
 /// Route of [`ImageRequest`].
 pub const IMAGE_PATH: &str = "/api/image";
 
-/// Page → relay: image `image` of session `session`.
+/// An [`ImageRequest`]'s `image` that asks for the session's next picture: the relay answers
+/// when its recorder stores one (on a stream of the link only), so the bytes are on their way
+/// before the picture's marker reaches the page (no round trip after it). The answer's
+/// [`ImageInfo::id`] says which it is.
+pub const NEXT_IMAGE: u64 = 0;
+
+/// Page → relay: image `image` of session `session` ([`NEXT_IMAGE`]: the next one stored).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageRequest {
     pub session: String,
@@ -39,6 +45,8 @@ pub struct ImageInfo {
     pub name: Option<String>,
     /// Bytes that follow.
     pub size: u64,
+    /// The picture's id: in the answer to a [`NEXT_IMAGE`] request.
+    pub id: Option<u64>,
 }
 
 impl Message for ImageRequest {
@@ -60,7 +68,8 @@ impl Message for ImageInfo {
             .u64("height", self.height.into())
             .str("mime", &self.mime)
             .opt_str("name", self.name.as_deref())
-            .u64("size", self.size);
+            .u64("size", self.size)
+            .opt_u64("id", self.id);
     }
 
     fn read(f: Fields<'_>) -> Result<Self, DecodeError> {
@@ -72,6 +81,7 @@ impl Message for ImageInfo {
             mime: f.str("mime")?,
             name: f.opt_str("name")?,
             size: f.u64("size")?,
+            id: f.opt_u64("id")?,
         })
     }
 }
@@ -101,6 +111,7 @@ mod tests {
             mime: "image/png".into(),
             name: Some("a.png".into()),
             size: 7,
+            id: Some(4),
         };
         let mut body = encode_line(&info);
         body.extend_from_slice(b"\x89PNG\n..");

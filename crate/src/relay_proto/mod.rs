@@ -44,7 +44,7 @@ pub use history::{
     HISTORY_PATH, HISTORY_SEARCH_PATH, HistoryPage, HistoryRequest, HistorySearch,
     HistorySearchResult, SearchHit,
 };
-pub use image::{IMAGE_PATH, ImageInfo, ImageRequest};
+pub use image::{IMAGE_PATH, ImageInfo, ImageRequest, NEXT_IMAGE};
 pub use info::{ApiError, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary};
 pub use json::DecodeError;
 pub use line::{LineBuffer, LineError, Message, decode, encode, encode_line};

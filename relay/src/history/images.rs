@@ -266,6 +266,7 @@ pub fn read_image(
         mime: String::new(),
         name: entry["name"].as_str().map(str::to_owned),
         size: 0,
+        id: None,
     };
     let converted = match format {
         "png" | "jpeg" | "gif" | "webp" => {

@@ -282,6 +282,7 @@ fn serve(args: &RecordArgs, master: OwnedFd, slave: OwnedFd, size: Winsize) -> i
         out: Vec::new(),
         events: Vec::new(),
         signals: Vec::new(),
+        stored: Vec::new(),
         open_link: None,
         to_relay: SignalSender::start(&args.session),
     });
@@ -480,6 +481,8 @@ struct Images {
     events: Vec<(usize, Event)>,
     /// Clipboard writes, notifications and links of the read, for the relay.
     signals: Vec<PageSignal>,
+    /// The pictures of the read stored, for the relay (pages waiting for the next one).
+    stored: Vec<u64>,
     /// The hyperlink open (OSC 8): its URL and where on the screen its text began.
     open_link: Option<(String, Pos)>,
     /// To the relay, which hands them to the session's page.
@@ -521,6 +524,13 @@ impl Images {
         for s in self.signals.drain(..) {
             if let Some(to) = self.to_relay.as_mut() {
                 to.send(s);
+            }
+        }
+        // Before the read (with the pictures' markers) goes to mosh-server: the relay starts
+        // sending a picture while its marker is on its way.
+        for id in self.stored.drain(..) {
+            if let Some(to) = self.to_relay.as_mut() {
+                to.stored(id);
             }
         }
     }
@@ -585,6 +595,7 @@ impl Images {
                 (_, Event::Link(_)) | (None, _) => None,
             };
             if let Event::Image(image) = event {
+                self.stored.extend(id);
                 let fb = e.framebuffer();
                 let mut moves = match id {
                     Some(id) => marker::marker_bytes(id, fb.pen(), fb.cursor().col, fb.size().cols),
@@ -662,6 +673,12 @@ impl SignalSender {
             }
             PageSignal::Link { url, text, col } => Request::Link { session, url, text, col },
         };
+        let _ = self.tx.try_send(line(&request));
+    }
+
+    fn stored(&mut self, id: u64) {
+        use crate::command::{Request, line};
+        let request = Request::ImageStored { session: self.session.clone(), id };
         let _ = self.tx.try_send(line(&request));
     }
 }

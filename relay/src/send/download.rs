@@ -84,14 +84,42 @@ pub(crate) async fn serve_download(
 }
 
 /// Serves a picture the recorder lifted (`tern::relay_proto::image`) on a stream of `session`:
-/// its `ImageInfo` line, then its bytes paced as a download (or one `ApiError` line).
+/// its `ImageInfo` line, then its bytes paced as a download (or one `ApiError` line). Asked for
+/// [`NEXT_IMAGE`](tern::relay_proto::NEXT_IMAGE): first waits (until the page closes the stream)
+/// for the recorder to store one (`offers`), then serves it with its id.
 pub(crate) async fn serve_image(
-    state: Option<Arc<crate::state::StateStore>>,
+    (state, offers): (Option<Arc<crate::state::StateStore>>, &Offers),
     session: String,
-    request: tern::relay_proto::ImageRequest,
+    mut request: tern::relay_proto::ImageRequest,
     (mut send, mut recv, rest): (SendHalf, RecvHalf, Vec<u8>),
     rtt: Option<Duration>,
 ) {
+    let next = request.image == tern::relay_proto::NEXT_IMAGE;
+    if next {
+        if request.session != session || state.is_none() {
+            // Nothing will come: held until the page lets go (it learns nothing).
+            let _ = recv.read(&mut [0u8; 1]).await;
+            return;
+        }
+        let mut stored = offers.pictures(&session);
+        let seen = *stored.borrow_and_update();
+        let mut probe = [0u8; 1];
+        request.image = loop {
+            tokio::select! {
+                changed = stored.changed() => {
+                    if changed.is_err() {
+                        return; // the session ended
+                    }
+                    let id = *stored.borrow_and_update();
+                    if id > seen {
+                        break id;
+                    }
+                }
+                // The page closed the stream (or sent what it must not before the answer).
+                _ = recv.read(&mut probe) => return,
+            }
+        };
+    }
     use crate::history::images::{ReadImageError, read_image};
     let refuse = |error: &str, message: &str| {
         tern::relay_proto::encode_line(&tern::relay_proto::ApiError {
@@ -112,7 +140,7 @@ pub(crate) async fn serve_image(
         Some(_) => Err(ReadImageError::Unknown),
         None => Err(ReadImageError::Io("no images in bridge mode".into())),
     };
-    let (info, bytes) = match read {
+    let (mut info, bytes) = match read {
         Ok(found) => found,
         Err(e) => {
             let line = match e {
@@ -127,6 +155,7 @@ pub(crate) async fn serve_image(
             return;
         }
     };
+    info.id = next.then_some(request.image);
     if send.write_all(&tern::relay_proto::encode_line(&info)).await.is_err() {
         return;
     }

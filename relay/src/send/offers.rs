@@ -113,6 +113,9 @@ pub struct Offers {
     /// Each session's last [`MAX_LINKS`] hyperlinks (OSC 8), for a page that attaches later (a
     /// reload, another browser): the text stays on the screen and in the scrollback.
     links: Mutex<HashMap<String, std::collections::VecDeque<PageSignal>>>,
+    /// Each session's latest picture its recorder stored (`ImageStored`), for the pages waiting
+    /// for the next one (`tern::relay_proto::NEXT_IMAGE`).
+    pictures: Mutex<HashMap<String, watch::Sender<u64>>>,
 }
 
 /// Hyperlinks kept per session for pages that attach later.
@@ -157,6 +160,7 @@ impl Offers {
             sessions: Mutex::new(sessions),
             signals: Mutex::new(HashMap::new()),
             links: Mutex::new(HashMap::new()),
+            pictures: Mutex::new(HashMap::new()),
         })
     }
 
@@ -281,8 +285,23 @@ impl Offers {
         signals.entry(session.to_owned()).or_insert_with(|| broadcast::channel(16).0).subscribe()
     }
 
+    /// `session`'s recorder stored picture `id`: the pages waiting for the next one hear it.
+    pub fn image_stored(&self, session: &str, id: u64) {
+        let pictures = self.pictures.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(tx) = pictures.get(session) {
+            tx.send_replace(id);
+        }
+    }
+
+    /// The pictures `session`'s recorder stores from now on (the latest id; 0 before any).
+    pub fn pictures(&self, session: &str) -> watch::Receiver<u64> {
+        let mut pictures = self.pictures.lock().unwrap_or_else(|p| p.into_inner());
+        pictures.entry(session.to_owned()).or_insert_with(|| watch::channel(0).0).subscribe()
+    }
+
     /// The session is over: its offers go, and whoever waits hears why.
     pub fn end_session(&self, session: &str) {
+        self.pictures.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
         self.signals.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
         self.links.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
         let Some(s) = self.lock().remove(session) else { return };

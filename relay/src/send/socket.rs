@@ -90,6 +90,12 @@ async fn serve_one(socket: &CommandSocket, offers: &Offers, mut stream: UnixStre
         Request::Link { session, url, text, col } => {
             return signal(socket, offers, session, PageSignal::Link { url, text, col });
         }
+        Request::ImageStored { session, id } => {
+            if socket.state.get(&session).is_some() {
+                offers.image_stored(&session, id);
+            }
+            return;
+        }
         r => r,
     };
     if let Request::Share { .. } | Request::Unshare { .. } = request {
@@ -221,7 +227,10 @@ async fn handle(
         | Request::Share { session, .. }
         | Request::Unshare { session } => session.clone(),
         // Handled before (serve_one): they wait for nothing.
-        Request::Clipboard { .. } | Request::Notify { .. } | Request::Link { .. } => {
+        Request::Clipboard { .. }
+        | Request::Notify { .. }
+        | Request::Link { .. }
+        | Request::ImageStored { .. } => {
             return Err("not a request that waits".into());
         }
     };
@@ -253,7 +262,10 @@ async fn handle(
             let rx = offers.wait(&session, &offer).map_err(|e| e.to_string())?;
             Waiting::Again { offer, rx }
         }
-        Request::Clipboard { .. } | Request::Notify { .. } | Request::Link { .. } => {
+        Request::Clipboard { .. }
+        | Request::Notify { .. }
+        | Request::Link { .. }
+        | Request::ImageStored { .. } => {
             return Err("not a request that waits".into());
         }
         Request::Share { .. } | Request::Unshare { .. } => {

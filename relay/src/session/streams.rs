@@ -48,7 +48,7 @@ pub(super) fn serve(
                 serve_download(offers, session, request, (send, recv, rest), rtt).await;
             }
             Ok((StreamRequest::Image(request), rest)) => {
-                serve_image(state, session, request, (send, recv, rest), rtt).await;
+                serve_image((state, &offers), session, request, (send, recv, rest), rtt).await;
             }
             Ok((StreamRequest::Upload(header), rest)) => {
                 audit.event("upload", &fields.bytes(header.size));
@@ -78,12 +78,19 @@ pub(super) async fn serve_viewer(
     (send, mut recv): (SendHalf, RecvHalf),
     audit: &crate::audit::Audit,
     fields: crate::audit::Fields,
-    pictures: Option<(Arc<crate::state::StateStore>, String)>,
+    pictures: Option<(Arc<crate::state::StateStore>, Arc<crate::send::Offers>, String)>,
     rtt: Option<std::time::Duration>,
 ) {
+    use tokio::io::AsyncReadExt;
     match (read_first_line::<StreamRequest, _>(&mut recv).await, pictures) {
-        (Ok((StreamRequest::Image(request), rest)), Some((state, session))) => {
-            serve_image(Some(state), session, request, (send, recv, rest), rtt).await;
+        (Ok((StreamRequest::Image(request), rest)), Some((state, offers, session))) => {
+            serve_image((Some(state), &offers), session, request, (send, recv, rest), rtt).await;
+        }
+        // Waiting for the next picture without the pictures: held until the page lets go, never
+        // answered (it learns nothing, and nothing is refused or audited for what every
+        // viewer's page asks).
+        (Ok((StreamRequest::Image(r), _)), None) if r.image == tern::relay_proto::NEXT_IMAGE => {
+            let _ = recv.read(&mut [0u8; 1]).await;
         }
         (first, _) => {
             let first = first.ok().map(|(r, _)| r);

@@ -248,7 +248,8 @@ impl Viewer<'_> {
                     Some((send, recv)) => {
                         let (audit, fields) = (Arc::clone(&self.shared.audit), self.fields.clone());
                         let pictures = self.shared.state.clone().filter(|_| self.v.pictures);
-                        let pictures = pictures.map(|state| (state, session.clone()));
+                        let offers = Arc::clone(&self.shared.offers);
+                        let pictures = pictures.map(|state| (state, offers, session.clone()));
                         let rtt = self.conn.rtt();
                         tokio::spawn(async move {
                             super::streams::serve_viewer((send, recv), &audit, fields, pictures, rtt)

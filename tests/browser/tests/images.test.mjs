@@ -37,6 +37,7 @@ const rowOf = (text, re) => text.split('\n').findIndex((l) => re.test(l));
 const shown = fx.step('tern show of a PNG', async () => {
   await typeLine(fx.page, `cd ${dir}; clear`);
   await until(async () => !/clear/.test(await screen(fx.page)), { what: 'the screen cleared' });
+  await until(() => fx.page.evaluate(() => window.tern.images.waitingNext()), { what: 'the page waiting for the next picture' });
   await typeLine(fx.page, `${tern()} show quads.png; echo after-$((20+1))`);
   await until(async () => /^after-21/m.test(await screen(fx.page)), { what: 'after-21' });
   return drawnImage(fx.page);
@@ -54,8 +55,10 @@ test('tern show draws the PNG at its rows, the prompt comes below, the colours a
   assert.match(text.split('\n')[top - 1] ?? '', /\)$/, `the command right above the picture:\n${text}`);
   assert.equal(after, top + 6, `after-21 right below the picture's 6 rows:\n${text}`);
   assert.equal(image.col, 0);
-  // Its bytes came on a stream of the session's link, paced as a download.
+  // Its bytes came on a stream of the session's link, paced as a download, as the next picture
+  // the page was waiting for (sent before its marker reached the page: no round trip after it).
   assert.equal(image.via, 'stream');
+  assert.equal(image.next, true, 'the picture came as the next one, not asked for by its marker');
   await assertQuadrants(page, image.id, 200, 120);
   await screenshotsOfState(page, 'image-inline');
 });
