@@ -23,9 +23,11 @@ export function wireImages({ client, term, $ }) {
   const via = new Map(); // id -> 'stream' | 'http': how its bytes came last (tests)
   const cameNext = new Set(); // ids whose bytes came as the next picture (tests, benchmark)
 
-  // The next picture: `coming` is the one whose bytes are on their way ({ id, p, adopted }). Off
-  // (the benchmark's A/B), or for a while after a failure (no link yet, the link lost).
-  const next = { on: true, asking: false, coming: null, retryAt: 0 };
+  // The next picture: `coming` is the one whose bytes are on their way ({ id, p, adopted }). Not
+  // asked for a while after a failure (no link yet, the link lost), nor when the benchmark's A/B
+  // turned it off for this browser (`tern.nextImage` = `off` in localStorage, read once: a request
+  // already waiting could not be taken back).
+  const next = { on: nextImageOn(), asking: false, coming: null, retryAt: 0 };
   const askNext = () => {
     if (!next.on || next.asking || performance.now() < next.retryAt) return;
     next.asking = true;
@@ -286,12 +288,17 @@ export function wireImages({ client, term, $ }) {
     // id as the page asks (a viewer without the pictures is refused: the attack test).
     markers: () => [...client.imageMarkers()],
     fetch: (id) => client.image(id).then((i) => ({ width: i.width, height: i.height, via: i.via })),
-    // The benchmark's A/B: waiting for the next picture on or off (off: each picture is asked
-    // for when its marker is drawn).
-    setNext: (on) => { next.on = on; next.retryAt = 0; if (on) askNext(); },
     // Whether the page waits for the next picture now (asked, nothing on its way yet).
     waitingNext: () => { askNext(); return next.asking && !next.coming; },
     open: openFull,
     close: closeFull,
   };
+}
+
+function nextImageOn() {
+  try {
+    return localStorage.getItem('tern.nextImage') !== 'off';
+  } catch {
+    return true;
+  }
 }

@@ -3,7 +3,11 @@
 // recorder lifts the picture), mosh-server and a shell; then many pictures scrolled past and the
 // page's memory.
 //
-//   node tests/browser/bench/show-bench.mjs [--size 1000000] [--rate 9mbit] [--rtt 80] [--queue 1s] [--shows 3] [--keys 30] [--many 200] [--relay-bin PATH] [--json]
+//   node tests/browser/bench/show-bench.mjs [--size 1000000] [--rate 9mbit] [--rtt 80] [--queue 1s] [--shows 3] [--keys 30] [--many 200] [--relay-bin PATH] [--next-ab] [--json]
+//
+// The page waits for the next picture the shell prints (images.js): its bytes leave the relay as
+// soon as the recorder stores it. --next-ab also measures `--shows` pictures without that (each
+// asked for when its marker is drawn, as before), alternating, the page reloaded between them.
 //
 // Prints (and with --json, one JSON object on the last line), medians over `--shows` pictures:
 //   the picture's marker seen by the page → the picture drawn (its <img> decoded), against the
@@ -31,6 +35,7 @@ const SHOWS = Number(arg('shows', 3));
 const KEYS = Number(arg('keys', 30));
 const MANY = Number(arg('many', 200));
 const JSON_OUT = process.argv.includes('--json');
+const NEXT_AB = process.argv.includes('--next-ab');
 // Another build of the relay (an A/B of a relay-side change in one session).
 const RELAY_BIN = arg('relay-bin', null);
 const rateBps = rateBitsPerSecond(RATE);
@@ -86,21 +91,22 @@ try {
   await waitForPrompt(page, 30000);
 
   // The page's view of pictures, on its own clock: when each id's marker was first placed and
-  // when its <img> was first decoded on the screen.
-  await page.evaluate(() => {
+  // when its <img> was first decoded on the screen (and whether it came as the next picture).
+  const watchPictures = () => page.evaluate(() => {
     const seen = {};
     window.__benchShow = seen;
     seen.timer = setInterval(() => {
       const now = performance.now();
       for (const p of window.tern.images.placed()) {
-        const s = (seen[p.id] ??= { marker: now, drawn: null });
+        const s = (seen[p.id] ??= { marker: now, drawn: null, next: false });
         if (s.drawn == null) {
           const img = document.querySelector(`.tern-image[data-image="${p.id}"] img`);
-          if (img?.complete && img.naturalWidth > 0) s.drawn = now;
+          if (img?.complete && img.naturalWidth > 0) [s.drawn, s.next] = [now, p.next];
         }
       }
     }, 5);
   });
+  await watchPictures();
   const pictures = () => page.evaluate(() => Object.fromEntries(Object.entries(window.__benchShow).filter(([k]) => k !== 'timer')));
 
   const typist = keyEcho(page);
@@ -112,7 +118,20 @@ try {
 
   const runs = [];
   const during = [];
-  for (let n = 0; n < SHOWS; n++) {
+  const duringWithoutNext = [];
+  for (let n = 0; n < (NEXT_AB ? 2 * SHOWS : SHOWS); n++) {
+    const mode = NEXT_AB && n % 2 ? 'marker' : 'next';
+    if (NEXT_AB) {
+      await page.evaluate((m) => localStorage.setItem('tern.nextImage', m === 'next' ? 'on' : 'off'), mode);
+      await page.reload();
+      await waitForPrompt(page, 30000);
+      await watchPictures();
+    }
+    if (mode === 'next') {
+      // The page's request for the next picture is at the relay before the picture is printed.
+      await until(() => page.evaluate(() => window.tern.images.waitingNext()), { what: 'the page waiting for the next picture', timeout: 10000 })
+        .catch(() => console.log('# the page is not waiting for the next picture (an older relay?)'));
+    }
     const png = makePng(SIZE, 1000 + n); // a different picture each time: nothing cached
     const path = join(files, `show-${n}.png`);
     writeFileSync(path, png);
@@ -126,15 +145,15 @@ try {
       id = Object.keys(now).find((k) => !before.has(k)) ?? null;
       return id != null;
     }, { timeout: 60000, interval: 20, what: `picture ${n}'s marker`, detail: pageDetail(page) });
-    during.push(...await typist.type(0, async () => (await pictures())[id].drawn == null));
+    (mode === 'next' ? during : duringWithoutNext).push(...await typist.type(0, async () => (await pictures())[id].drawn == null));
     await until(async () => (await pictures())[id].drawn != null, { timeout: 120000, interval: 20, what: `picture ${n} drawn`, detail: pageDetail(page) });
     const p = (await pictures())[id];
-    runs.push({ size: png.length, enterToMarkerMs: p.marker - enterAt, markerToDrawnMs: p.drawn - p.marker, enterToDrawnMs: p.drawn - enterAt });
+    runs.push({ mode, next: p.next, size: png.length, enterToMarkerMs: p.marker - enterAt, markerToDrawnMs: p.drawn - p.marker, enterToDrawnMs: p.drawn - enterAt });
     await page.evaluate(() => window.tern.term.input('\x03', true));
     await waitForPrompt(page);
   }
   const limitMs = (SIZE * 8 / rateBps) * 1000;
-  const med = (k) => pct(runs.map((r) => r[k]), 0.5);
+  const med = (k, mode = 'next') => pct(runs.filter((r) => r.mode === mode).map((r) => r[k]), 0.5);
 
   // Many pictures scrolled past: small distinct ones printed one after another (a pause between
   // them, so that mosh's frames show each on the page's screen and the page fetches it).
@@ -161,6 +180,13 @@ try {
     ratio: med('markerToDrawnMs') / limitMs, ratioFromEnter: med('enterToDrawnMs') / limitMs,
     echoIdleMs: summary(idle), echoDuringMs: summary(during),
     echoMedianDeltaMs: during.length ? pct(during, 0.5) - pct(idle, 0.5) : null,
+    // --next-ab: the same without waiting for the next picture (asked for when its marker is drawn).
+    withoutNext: NEXT_AB ? {
+      markerToDrawnMs: med('markerToDrawnMs', 'marker'), enterToDrawnMs: med('enterToDrawnMs', 'marker'),
+      ratio: med('markerToDrawnMs', 'marker') / limitMs, ratioFromEnter: med('enterToDrawnMs', 'marker') / limitMs,
+      echoDuringMs: summary(duringWithoutNext),
+      echoMedianDeltaMs: duringWithoutNext.length ? pct(duringWithoutNext, 0.5) - pct(idle, 0.5) : null,
+    } : null,
     many: {
       printed: MANY, placed: seenMany, decodedHeld: loaded,
       browserPssBefore: memBefore.all, browserPssAfter: memAfter.all,
@@ -171,7 +197,11 @@ try {
   const mb = (b) => (b == null ? '-' : (b / 1048576).toFixed(1));
   console.log(`tern show benchmark: ${(SIZE / 1e6).toFixed(1)} MB PNG over ${RATE}, ${RTT} ms RTT, ${QUEUE} queue (${SHOWS} pictures, medians)`);
   console.log(`  marker on the page → drawn ${fmt(result.markerToDrawnMs)} ms; link limit ${fmt(limitMs)} ms; ratio ${result.ratio.toFixed(3)}`);
-  console.log(`  Enter → marker ${fmt(result.enterToMarkerMs)} ms; Enter → drawn ${fmt(result.enterToDrawnMs)} ms (${result.ratioFromEnter.toFixed(3)}x the limit)`);
+  console.log(`  Enter → marker ${fmt(result.enterToMarkerMs)} ms; Enter → drawn ${fmt(result.enterToDrawnMs)} ms (${result.ratioFromEnter.toFixed(3)}x the limit); ${runs.filter((r) => r.mode === 'next' && r.next).length} of ${runs.filter((r) => r.mode === 'next').length} came as the next picture`);
+  if (result.withoutNext) {
+    const w = result.withoutNext;
+    console.log(`  without the next picture (asked at its marker): marker → drawn ${fmt(w.markerToDrawnMs)} ms, ratio ${w.ratio.toFixed(3)}; Enter → drawn ${fmt(w.enterToDrawnMs)} ms (${w.ratioFromEnter.toFixed(3)}x); echo during it median ${fmt(w.echoDuringMs.median)} ms, minus idle ${fmt(w.echoMedianDeltaMs)} ms (n=${duringWithoutNext.length})`);
+  }
   console.log(`  echo idle:    median ${fmt(result.echoIdleMs.median)} ms, p90 ${fmt(result.echoIdleMs.p90)} (n=${idle.length})`);
   console.log(`  echo picture: median ${fmt(result.echoDuringMs.median)} ms, p90 ${fmt(result.echoDuringMs.p90)} (n=${during.length}); minus idle ${fmt(result.echoMedianDeltaMs)} ms`);
   const m = result.many;
