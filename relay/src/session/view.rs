@@ -211,14 +211,8 @@ impl Viewer<'_> {
                     feed.changed();
                     ControlFlow::Continue(())
                 }
-                _ = sleep_until_some(due) => match self.v.watch.snapshot() {
-                    Some(mut fb) => match {
-                        // Not even where the pictures are, nor their ids, without them.
-                        if !self.v.pictures {
-                            tern::images::marker::hide(&mut fb);
-                        }
-                        feed.poll(core_now(), &fb)
-                    } {
+                _ = sleep_until_some(due) => match self.snapshot() {
+                    Some(fb) => match feed.poll(core_now(), &fb) {
                         Some(u) => {
                             let line = ServerMessage::Screen {
                                 cols: u.cols,
@@ -318,6 +312,16 @@ impl Viewer<'_> {
         let line =
             ServerMessage::Refused { what: what.into(), message: VIEW_ONLY.into() }.to_line();
         write(send, &line).await
+    }
+
+    /// The session's screen from the relay's copy; without the pictures its image markers
+    /// blanked: not even where the pictures are, nor their ids.
+    fn snapshot(&self) -> Option<tern::terminal::Framebuffer> {
+        let mut fb = self.v.watch.snapshot()?;
+        if !self.v.pictures {
+            tern::images::marker::hide(&mut fb);
+        }
+        Some(fb)
     }
 
     /// The token was revoked (a share ended) or expired: the viewer goes.

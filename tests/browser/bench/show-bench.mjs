@@ -145,8 +145,10 @@ try {
       id = Object.keys(now).find((k) => !before.has(k)) ?? null;
       return id != null;
     }, { timeout: 60000, interval: 20, what: `picture ${n}'s marker`, detail: pageDetail(page) });
-    (mode === 'next' ? during : duringWithoutNext).push(...await typist.type(0, async () => (await pictures())[id].drawn == null));
-    await until(async () => (await pictures())[id].drawn != null, { timeout: 120000, interval: 20, what: `picture ${n} drawn`, detail: pageDetail(page) });
+    // Keys while it comes (bounded: a picture that never comes fails the wait below, with why).
+    const typingUntil = Date.now() + 60000;
+    (mode === 'next' ? during : duringWithoutNext).push(...await typist.type(0, async () => Date.now() < typingUntil && (await pictures())[id].drawn == null));
+    await until(async () => (await pictures())[id].drawn != null, { timeout: 120000, interval: 20, what: `picture ${n} (${mode}) drawn`, detail: async () => `${JSON.stringify(await page.evaluate(() => [window.tern.images.placed(), [...document.querySelectorAll('.tern-image')].map((e) => [e.dataset.image, e.isConnected, e.querySelector('img')?.complete, e.querySelector('img')?.naturalWidth, e.querySelector('img')?.src])]))}\n${await pageDetail(page)()}` });
     const p = (await pictures())[id];
     runs.push({ mode, next: p.next, size: png.length, enterToMarkerMs: p.marker - enterAt, markerToDrawnMs: p.drawn - p.marker, enterToDrawnMs: p.drawn - enterAt });
     await page.evaluate(() => window.tern.term.input('\x03', true));
