@@ -13,6 +13,10 @@
 const MAX_LOADED = 48;
 // Fetches of one image tried before giving up (backing off from 1 s).
 const RETRIES = 5;
+// A new picture's marker that came before the relay said which picture is on its way as the next
+// one (the two race: the marker through mosh, the header on its stream) waits this long for it
+// before asking on its own (a second transfer of the same bytes would halve the rate of both).
+const HEADER_WAIT_MS = 300;
 
 export function wireImages({ client, term, $ }) {
   const placed = new Map(); // id -> { marker, decoration, col, els: Set<HTMLElement> }
@@ -27,14 +31,18 @@ export function wireImages({ client, term, $ }) {
   // asked for a while after a failure (no link yet, the link lost), nor when the benchmark's A/B
   // turned it off for this browser (`tern.nextImage` = `off` in localStorage, read once: a request
   // already waiting could not be taken back).
-  const next = { on: nextImageOn(), asking: false, coming: null, retryAt: 0 };
+  // `newest`: the highest id of a marker seen on the screen (-1 before the first look: the pictures
+  // a page finds when it opens are old ones); `told` settles when the relay says which is coming.
+  const next = { on: nextImageOn(), asking: false, coming: null, retryAt: 0, newest: -1, told: null };
   const askNext = () => {
     if (!next.on || next.asking || performance.now() < next.retryAt) return;
     next.asking = true;
     let header;
     const got = new Promise((resolve) => { header = resolve; });
     const coming = { id: null, p: got, adopted: false };
-    const p = client.nextImage((id) => { coming.id = id; next.coming = coming; }).then((info) => {
+    let told;
+    next.told = new Promise((resolve) => { told = resolve; });
+    const p = client.nextImage((id) => { coming.id = id; next.coming = coming; told(); }).then((info) => {
       via.set(info.id, info.via);
       if (cameNext.size > 1000) cameNext.clear();
       cameNext.add(info.id);
@@ -54,6 +62,7 @@ export function wireImages({ client, term, $ }) {
       askNext();
     }, () => {
       header(Promise.reject(new Error('the next picture did not come')));
+      told();
       next.asking = false;
       next.coming = null;
       // No link yet (a page that just opened), or it was lost: asked again on a write after this.
@@ -74,9 +83,17 @@ export function wireImages({ client, term, $ }) {
       return p;
     }
     // On its way as the next picture: that answer, not a second transfer.
-    if (next.coming?.id === id) {
+    const adopt = () => {
+      if (next.coming?.id !== id) return fetchImage(id);
       next.coming.adopted = true;
-      p = next.coming.p.catch(() => fetchImage(id));
+      return next.coming.p.catch(() => fetchImage(id));
+    };
+    if (next.coming?.id === id) {
+      p = adopt();
+    } else if (next.asking && !next.coming && next.newest >= 0 && id > next.newest) {
+      // A new picture, and the next one's header not here yet: probably this one.
+      const wait = new Promise((resolve) => setTimeout(resolve, HEADER_WAIT_MS));
+      p = Promise.race([next.told, wait]).then(adopt);
     } else {
       p = fetchImage(id);
     }
@@ -207,6 +224,7 @@ export function wireImages({ client, term, $ }) {
       drop(id);
       place(id, line, col);
     }
+    next.newest = Math.max(next.newest, 0, ...seen);
     for (const [id, p] of placed) {
       if (!seen.has(id) && (p.marker.isDisposed || p.marker.line >= buf.baseY)) drop(id);
       else if (p.rows && p.marker.line >= buf.baseY) for (const el of p.els) clipText(p, el);

@@ -126,6 +126,10 @@ try {
       await page.reload();
       await waitForPrompt(page, 30000);
       await watchPictures();
+      // The pictures still on the screen are fetched again by the reloaded page: done before this
+      // one is printed, so that they do not share the link with it.
+      await sleep(500);
+      await until(() => page.evaluate(() => window.tern.images.placed().every((p) => p.drawn)), { what: 'the pictures on the screen drawn again', timeout: 30000 });
     }
     if (mode === 'next') {
       // The page's request for the next picture is at the relay before the picture is printed.
@@ -135,14 +139,16 @@ try {
     const png = makePng(SIZE, 1000 + n); // a different picture each time: nothing cached
     const path = join(files, `show-${n}.png`);
     writeFileSync(path, png);
-    const before = new Set(Object.keys(await pictures()));
+    // Ids only grow: this picture's is the first above every one shown before (a reloaded page
+    // places the pictures still on its screen again, after this line would have looked).
+    const newest = Math.max(0, ...runs.map((r) => r.id), ...Object.keys(await pictures()).map(Number));
     typist.newLine();
     await page.keyboard.type(`clear; tern show ${path}; cat >/dev/null`, { delay: 5 });
     const enterAt = await page.evaluate(() => { window.tern.term.input('\r', true); return performance.now(); });
     let id = null;
     await until(async () => {
       const now = await pictures();
-      id = Object.keys(now).find((k) => !before.has(k)) ?? null;
+      id = Object.keys(now).map(Number).filter((k) => k > newest).sort((a, b) => a - b)[0] ?? null;
       return id != null;
     }, { timeout: 60000, interval: 20, what: `picture ${n}'s marker`, detail: pageDetail(page) });
     // Keys while it comes (bounded: a picture that never comes fails the wait below, with why).
@@ -150,7 +156,7 @@ try {
     (mode === 'next' ? during : duringWithoutNext).push(...await typist.type(0, async () => Date.now() < typingUntil && (await pictures())[id].drawn == null));
     await until(async () => (await pictures())[id].drawn != null, { timeout: 120000, interval: 20, what: `picture ${n} (${mode}) drawn`, detail: async () => `${JSON.stringify(await page.evaluate(() => [window.tern.images.placed(), [...document.querySelectorAll('.tern-image')].map((e) => [e.dataset.image, e.isConnected, e.querySelector('img')?.complete, e.querySelector('img')?.naturalWidth, e.querySelector('img')?.src])]))}\n${await pageDetail(page)()}` });
     const p = (await pictures())[id];
-    runs.push({ mode, next: p.next, size: png.length, enterToMarkerMs: p.marker - enterAt, markerToDrawnMs: p.drawn - p.marker, enterToDrawnMs: p.drawn - enterAt });
+    runs.push({ id, mode, next: p.next, size: png.length, enterToMarkerMs: p.marker - enterAt, markerToDrawnMs: p.drawn - p.marker, enterToDrawnMs: p.drawn - enterAt });
     await page.evaluate(() => window.tern.term.input('\x03', true));
     await waitForPrompt(page);
   }
