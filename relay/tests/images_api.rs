@@ -95,11 +95,23 @@ async fn session_with_a_picture(
 
 /// The first line a stream of `conn` answers a picture request with.
 async fn ask_on_a_stream(conn: &wtransport::Connection, session: &str, image: u64) -> String {
+    answer(asked(conn, session, image).await).await
+}
+
+/// A stream's sending half (kept open until the answer: closing it gives the request up) and
+/// the reader of its answer.
+type Asked = (wtransport::SendStream, tern_relay::control::LineReader<wtransport::RecvStream>);
+
+/// A picture request sent on a new stream of `conn`: its answer's reader.
+async fn asked(conn: &wtransport::Connection, session: &str, image: u64) -> Asked {
     let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
     let request = ImageRequest { session: session.into(), image };
     let line = tern::relay_proto::encode_line(&tern::relay_proto::StreamRequest::Image(request));
     send.write_all(&line).await.unwrap();
-    let mut reader = tern_relay::control::LineReader::new(recv);
+    (send, tern_relay::control::LineReader::new(recv))
+}
+
+async fn answer((_send, mut reader): Asked) -> String {
     let line = tokio::time::timeout(Duration::from_secs(10), reader.next_line())
         .await
         .expect("an answer within 10 s")
@@ -172,6 +184,18 @@ async fn a_viewer_gets_its_sessions_pictures_only_when_its_share_includes_the_hi
     assert_eq!((info.width, info.height, info.mime.as_str()), (30, 30, "image/png"));
     let line = ask_on_a_stream(&conn, &id_b, 1).await;
     assert!(line.contains("unknown_image"), "another session's picture: {line}");
+    // The next picture (the page asks before it is printed): sent, with its id, once stored.
+    let waiting = asked(&conn, &id_a, tern::relay_proto::NEXT_IMAGE).await;
+    a.type_bytes(b"printf '\\033Pq\"1;1;20;20#1;2;0;100;0#1!20~-!20~-!20~-!20~\\033\\\\\\n'\n");
+    let next = tokio::spawn(answer(waiting));
+    let line = loop {
+        a.run_until(Duration::from_millis(50), |_| false).await;
+        if next.is_finished() {
+            break next.await.unwrap();
+        }
+    };
+    let info: ImageInfo = decode(line.as_bytes()).unwrap_or_else(|e| panic!("{e}: {line}"));
+    assert_eq!((info.id, info.width, info.height), (Some(2), 20, 20), "A's second picture");
     let audit = std::fs::read_to_string(state.path().join("audit.log")).unwrap();
     assert!(audit.contains("\"kind\":\"image\""), "the refusal is audited: {audit}");
 }
