@@ -16,7 +16,7 @@ const RECORDER_ECHO_ADDED_US: f64 = 500.0;
 /// ...and its image lifting at most this much more than the recorder without it (issue 34).
 const RECORDER_IMAGES_RATIO: f64 = 1.10;
 /// Runs of the recorder's echo measurement (an odd number: the row is their median ratio).
-const RECORDER_RUNS: usize = 3;
+const RECORDER_RUNS: usize = 5;
 /// ...and recording the session (`--record-sessions`) at most this more than the recorder
 /// without it (issue 35: one JSON line written per read).
 const RECORDING_ADDED_US: f64 = 50.0;
