@@ -498,6 +498,9 @@ fn print_series(name: &str, runs: &[SeriesRun]) {
     }
 }
 
+/// Makes a fresh pacer for a transfer of the given size.
+type Pacer = fn(u64) -> tern::transfer::Upload;
+
 /// A paste's pacer (the page's, with the link's round trip as a hint) and a download's (the
 /// relay's, with short chunks).
 fn paste_pacer(size: u64) -> tern::transfer::Upload {
@@ -519,8 +522,7 @@ fn a_series_of_1_mb_transfers_starts_from_the_remembered_rate() {
         ("immediate", Link::mbit(9.0, 80, Clump::None)),
         ("batched 50 ms", Link::mbit(9.0, 80, Clump::Batched { every: Duration::from_millis(50) })),
     ] {
-        let pacers: [(&str, fn(u64) -> tern::transfer::Upload); 2] =
-            [("paste", paste_pacer), ("download", download_pacer)];
+        let pacers: [(&str, Pacer); 2] = [("paste", paste_pacer), ("download", download_pacer)];
         for (kind, pacer) in pacers {
             let case = format!("{kind}, {name}");
             let runs = series(&[link; 4], 1_000_000, pacer, Duration::from_secs(2));
