@@ -537,7 +537,8 @@ fn a_series_of_1_mb_transfers_starts_from_the_remembered_rate() {
                         first.median
                     ));
                 }
-                if r.p95 > first.p95 || r.ratio > first.ratio + 0.01 {
+                // Seeded 1/16 under the remembered rate: at most a little slower than probing.
+                if r.p95 > first.p95 || r.ratio > first.ratio + 0.02 {
                     failures.push(format!(
                         "{case} #{}: p95 {:.1} ms, time {:.3}x (first {:.1} ms, {:.3}x)",
                         i + 1,
@@ -613,7 +614,8 @@ fn a_link_that_got_slower_is_believed_within_a_couple_of_seconds() {
         next.p95,
         alone[0].p95
     );
-    assert!(next.ratio <= alone[0].ratio + 0.01, "{:.3}x", next.ratio);
+    // Seeded 1/16 under the remembered rate: at most a little slower than probing.
+    assert!(next.ratio <= alone[0].ratio + 0.02, "{:.3}x", next.ratio);
 }
 
 /// The link got 3x faster (9 → 27 Mbit/s): the seeded transfer's cruise lifts the estimate past
