@@ -205,6 +205,7 @@ async fn pump(
     }
     let (mut remembering, seed) = Remembering::begin(memory);
     if let Some(seed) = seed.filter(|_| seeding_enabled()) {
+        tracing::debug!(rate = seed.rate, min_rtt = ?seed.min_rtt, "starting from the link's remembered rate");
         pacer = pacer.remembered(seed);
     }
     let mut acks = LineBuffer::new(MAX_ACK);
@@ -243,5 +244,28 @@ async fn pump(
                 pacer.handle_timeout(now());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A download stream's place in its link's memory: only a lone one is seeded, and what it
+    /// learned is kept when it ends however it ends (the guard's drop).
+    #[test]
+    fn a_link_memory_seeds_the_next_lone_transfer_with_what_the_last_learned() {
+        let memory = SharedLinkMemory::default();
+        let learned = LinkEstimate { rate: 1_125_000, min_rtt: Duration::from_millis(80) };
+        {
+            let (mut first, seed) = Remembering::begin(&memory);
+            assert_eq!(seed, None, "nothing learned yet");
+            let (_second, seed) = Remembering::begin(&memory);
+            assert_eq!(seed, None, "two at once");
+            first.learned = Some(learned);
+        }
+        assert_eq!(memory.lock().unwrap().running(), 0);
+        let (_third, seed) = Remembering::begin(&memory);
+        assert_eq!(seed, Some(learned));
     }
 }
