@@ -126,10 +126,11 @@ try {
       id = Object.keys(now).find((k) => !before.has(k)) ?? null;
       return id != null;
     }, { timeout: 60000, interval: 20, what: `picture ${n}'s marker`, detail: pageDetail(page) });
-    during.push(...await typist.type(0, async () => (await pictures())[id].drawn == null));
+    const echoes = await typist.type(0, async () => (await pictures())[id].drawn == null);
+    during.push(...echoes);
     await until(async () => (await pictures())[id].drawn != null, { timeout: 120000, interval: 20, what: `picture ${n} drawn`, detail: pageDetail(page) });
     const p = (await pictures())[id];
-    runs.push({ size: png.length, enterToMarkerMs: p.marker - enterAt, markerToDrawnMs: p.drawn - p.marker, enterToDrawnMs: p.drawn - enterAt });
+    runs.push({ size: png.length, enterToMarkerMs: p.marker - enterAt, markerToDrawnMs: p.drawn - p.marker, enterToDrawnMs: p.drawn - enterAt, echoes });
     await page.evaluate(() => window.tern.term.input('\x03', true));
     await waitForPrompt(page);
   }
@@ -161,6 +162,10 @@ try {
     ratio: med('markerToDrawnMs') / limitMs, ratioFromEnter: med('enterToDrawnMs') / limitMs,
     echoIdleMs: summary(idle), echoDuringMs: summary(during),
     echoMedianDeltaMs: during.length ? pct(during, 0.5) - pct(idle, 0.5) : null,
+    // The pictures come in series on one link: the relay's pacer starts the later ones from the
+    // rate the earlier ones found (docs/UPLOAD.md, "The remembered start"), so the first apart.
+    echoFirstMs: summary(runs[0]?.echoes ?? []),
+    echoLaterMs: summary(runs.slice(1).flatMap((r) => r.echoes)),
     many: {
       printed: MANY, placed: seenMany, decodedHeld: loaded,
       browserPssBefore: memBefore.all, browserPssAfter: memAfter.all,
@@ -174,6 +179,8 @@ try {
   console.log(`  Enter → marker ${fmt(result.enterToMarkerMs)} ms; Enter → drawn ${fmt(result.enterToDrawnMs)} ms (${result.ratioFromEnter.toFixed(3)}x the limit)`);
   console.log(`  echo idle:    median ${fmt(result.echoIdleMs.median)} ms, p90 ${fmt(result.echoIdleMs.p90)} (n=${idle.length})`);
   console.log(`  echo picture: median ${fmt(result.echoDuringMs.median)} ms, p90 ${fmt(result.echoDuringMs.p90)} (n=${during.length}); minus idle ${fmt(result.echoMedianDeltaMs)} ms`);
+  const later = runs.slice(1);
+  console.log(`  echo first picture: median ${fmt(result.echoFirstMs.median)} ms (n=${runs[0].echoes.length}), drawn/limit ${(runs[0].markerToDrawnMs / limitMs).toFixed(3)}; later ones: median ${fmt(result.echoLaterMs.median)} ms (n=${later.flatMap((r) => r.echoes).length}), drawn/limit ${later.map((r) => (r.markerToDrawnMs / limitMs).toFixed(3)).join(' ')}`);
   const m = result.many;
   console.log(`  ${MANY} pictures printed, ${m.placed} seen by the page, ${m.decodedHeld} held decoded`);
   console.log(`  browser memory (PSS, ${m.processes} processes): ${mb(m.browserPssBefore)} → ${mb(m.browserPssAfter)} MB; renderers ${mb(m.rendererPssBefore)} → ${mb(m.rendererPssAfter)} MB; JS heap ${mb(m.jsHeapBefore)} → ${mb(m.jsHeapAfter)} MB`);
