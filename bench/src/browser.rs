@@ -422,13 +422,16 @@ pub struct RecorderEcho {
 
 /// The recorder's cost on a key's echo, side by side with a pty without it (`release`: built
 /// optimized, as tern-relay is installed).
-pub fn recorder_echo(keys: usize, release: bool) -> anyhow::Result<RecorderEcho> {
+/// `aa`: the image-lifting recorder runs with `--no-images` too (an A/A run).
+pub fn recorder_echo(keys: usize, release: bool, aa: bool) -> anyhow::Result<RecorderEcho> {
     let profile: &[&str] = if release { &["--release"] } else { &[] };
+    let aa: &[&str] = if aa { &["--aa"] } else { &[] };
     let out = Command::new("cargo")
         .arg("run")
         .args(profile)
         .args(["-q", "-p", "tern-relay", "--example", "recorder_echo", "--"])
         .args([keys.to_string(), "1000".into(), "--json".into()])
+        .args(aa)
         .current_dir(root())
         .output()
         .context("running the recorder_echo example")?;

@@ -15,6 +15,8 @@ const HISTORY_SEARCH_MS: f64 = 300.0;
 const RECORDER_ECHO_ADDED_US: f64 = 500.0;
 /// ...and its image lifting at most this much more than the recorder without it (issue 34).
 const RECORDER_IMAGES_RATIO: f64 = 1.10;
+/// Runs of the recorder's echo measurement (an odd number: the row is their median ratio).
+const RECORDER_RUNS: usize = 5;
 /// ...and recording the session (`--record-sessions`) at most this more than the recorder
 /// without it (issue 35: one JSON line written per read).
 const RECORDING_ADDED_US: f64 = 50.0;
@@ -68,8 +70,8 @@ pub fn rows(options: &Options, report: &mut Report) {
         Err(e) => report.problems.push(format!("history failed: {e:#}")),
     }
     progress("history: key-to-echo through a pty with and without the recorder");
-    match browser::recorder_echo(if options.quick { 500 } else { 2000 }, !options.quick) {
-        Ok(run) => {
+    match recorder_runs(options) {
+        Ok((run, ratios, aa_ratios)) => {
             let added = run.recorded_median_us - run.direct_median_us;
             report.row(
                 "recorder: added to a key's echo, median (pty, RTT 0)".to_string(),
@@ -78,14 +80,22 @@ pub fn rows(options: &Options, report: &mut Report) {
                 format!("≤ {RECORDER_ECHO_ADDED_US:.0} µs"),
                 added <= RECORDER_ECHO_ADDED_US,
             );
-            // Issue 34: the recorder lifting images against the recorder without (--no-images).
-            let plain = run.no_images_median_us - run.direct_median_us;
-            let ratio = added / plain.max(1.0);
+            // Issue 34: the recorder lifting images against the recorder without (--no-images),
+            // the median of the runs' ratios; the A/A runs (both without) beside it say how far
+            // the machine alone moves that ratio.
+            let ratio = median(&ratios).unwrap_or(f64::NAN);
+            let spread =
+                |r: &[f64]| r.iter().map(|v| format!("{v:.2}")).collect::<Vec<_>>().join(", ");
+            let aa = if aa_ratios.is_empty() {
+                String::new()
+            } else {
+                format!("; A/A runs: {}", spread(&aa_ratios))
+            };
             report.row(
                 "recorder: added per key with image lifting / without".to_string(),
                 ratio,
                 "×",
-                format!("≤ {RECORDER_IMAGES_RATIO:.2}"),
+                format!("≤ {RECORDER_IMAGES_RATIO:.2} (runs: {}{aa})", spread(&ratios)),
                 ratio <= RECORDER_IMAGES_RATIO,
             );
             report.detail(
@@ -113,4 +123,36 @@ pub fn rows(options: &Options, report: &mut Report) {
         }
         Err(e) => report.problems.push(format!("recorder echo failed: {e:#}")),
     }
+}
+
+/// Runs of `recorder_echo` in one part: one in quick mode; otherwise [`RECORDER_RUNS`] of it,
+/// with an A/A run (both recorders `--no-images`) between each two. The recorders add a few
+/// µs to a key's echo in a release build, and a single run's ratio of two such medians moved
+/// from 0.45 to 1.86 on this machine with the same code: the median of several runs, beside what
+/// the A/A runs show, is the row. Returns the run with the median lifting ratio, the lifting
+/// ratios and the A/A ratios.
+fn recorder_runs(options: &Options) -> anyhow::Result<(browser::RecorderEcho, Vec<f64>, Vec<f64>)> {
+    let ratio = |r: &browser::RecorderEcho| {
+        (r.recorded_median_us - r.direct_median_us)
+            / (r.no_images_median_us - r.direct_median_us).max(1.0)
+    };
+    if options.quick {
+        let run = browser::recorder_echo(500, false, false)?;
+        let r = ratio(&run);
+        return Ok((run, vec![r], Vec::new()));
+    }
+    let mut runs = Vec::new();
+    let mut aa = Vec::new();
+    for i in 0..RECORDER_RUNS {
+        if i > 0 {
+            aa.push(ratio(&browser::recorder_echo(2000, true, true)?));
+        }
+        runs.push(browser::recorder_echo(2000, true, false)?);
+    }
+    let mut ratios: Vec<f64> = runs.iter().map(ratio).collect();
+    let mid = median(&ratios).unwrap_or(f64::NAN);
+    let at = ratios.iter().position(|r| *r == mid).unwrap_or(0);
+    let run = runs.swap_remove(at);
+    ratios.sort_by(f64::total_cmp);
+    Ok((run, ratios, aa))
 }

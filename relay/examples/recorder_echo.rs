@@ -9,7 +9,7 @@
 //! the program, not the line discipline, as a shell's (readline's) does. One byte is written to
 //! the master and timed until it comes back; the setups take turns in batches (each first, second,
 //! third and last in turn, forwards and backwards), so that the machine's noise falls on all
-//! alike. Prints the median, p90 and
+//! alike, and every such round runs on freshly started processes. Prints the median, p90 and
 //! p99 of each and the difference of the medians; asserts nothing.
 //!
 //! `cargo run --release -p tern-relay --example recorder_echo [KEYS] [GAP_US] [--json] [--aa]`:
@@ -36,6 +36,8 @@ use rustix::termios::{OptionalActions, Winsize, tcgetattr, tcsetattr, tcsetwinsi
 const ECHO: &str = "stty raw -echo && printf R && exec cat -u";
 const BATCH: usize = 100;
 const WARMUP: usize = 50;
+/// Batches between two starts of fresh processes (one whole rotation of the four setups).
+const ROUND_BATCHES: usize = 4;
 
 fn main() {
     let mut args = std::env::args_os().skip(1);
@@ -56,7 +58,6 @@ fn main() {
 
     let history = tempfile::tempdir().expect("a temporary directory");
     let me = std::env::current_exe().expect("this executable");
-    let direct = Echo::start(Command::new("sh").args(["-c", ECHO]));
     let recorder = |session: &str, images: bool, cast: bool| {
         let mut c = Command::new(&me);
         c.arg("record").arg("--history-dir").arg(history.path()).args(["--session", session]);
@@ -70,18 +71,34 @@ fn main() {
     };
     // `--aa`: both recorders without images, to see the noise between two identical setups.
     let aa = std::env::args().any(|a| a == "--aa");
-    let recorded = recorder("0123456789abcdef", !aa, false);
-    let plain = recorder("0123456789abcdee", false, false);
-    let cast = recorder("0123456789abcded", !aa, true);
-    let mut setups = [direct, recorded, plain, cast];
-
-    for _ in 0..WARMUP {
-        for e in setups.iter_mut() {
-            e.key(gap);
+    // A session of its own for each recorder of each round (its history and recording files).
+    let mut round = 0u64;
+    let mut start = || {
+        round += 1;
+        let mut setups = [
+            Echo::start(Command::new("sh").args(["-c", ECHO])),
+            recorder(&format!("{round:014x}ef"), !aa, false),
+            recorder(&format!("{round:014x}ee"), false, false),
+            recorder(&format!("{round:014x}ed"), !aa, true),
+        ];
+        for _ in 0..WARMUP {
+            for e in setups.iter_mut() {
+                e.key(gap);
+            }
         }
-    }
+        setups
+    };
+    let mut setups = start();
+
     let mut times: [Vec<Duration>; 4] = Default::default();
     for batch in 0..keys.div_ceil(BATCH) {
+        // Fresh processes every round of batches: where the scheduler placed each setup's
+        // processes (which core, next to what) stays for a process's life and biased a whole run
+        // by several µs (A/A ratios of 0.45-1.26 between two identical setups); new ones each
+        // round spread that over the setups alike.
+        if batch > 0 && batch % ROUND_BATCHES == 0 {
+            std::mem::replace(&mut setups, start()).into_iter().for_each(Echo::stop);
+        }
         let n = BATCH.min(keys - batch * BATCH);
         // Rotations, forwards then backwards: each setup comes first, second, third and last,
         // after and before each neighbour, equally often.

@@ -8,7 +8,7 @@ use super::{Effect, PageClient, StreamStep, Timer};
 use crate::paste::{JobOutcome, PasteId, PasteProgress, PasteQueue};
 use crate::relay_proto::{UploadReply, decode};
 use crate::time::Instant;
-use crate::transfer::ContentHash;
+use crate::transfer::{ContentHash, LinkMemory, Upload};
 
 /// Transfer progress (an upload's, a download's) redraws at most this often: acks and chunks
 /// come every few milliseconds.
@@ -47,6 +47,12 @@ pub(super) struct Pastes {
     /// When each paste still being read came (its read time goes to the stats).
     reading: Vec<(PasteId, Instant)>,
     last_redraw: Option<Instant>,
+    /// What the pastes on the current link learned of it (its rate, its round trip): the next
+    /// paste starts there instead of probing (docs/UPLOAD.md "The remembered start"). One paste
+    /// uploads at a time, so it is recalled, never begun and ended.
+    memory: LinkMemory,
+    /// The link `memory` is about; a new link forgets it (it may take another path).
+    memory_link: Option<super::LinkId>,
 }
 
 impl PageClient {
@@ -116,8 +122,14 @@ impl PageClient {
         }
         self.pastes.queue.start_next(now);
         let rtt = self.session.as_ref().and_then(|s| s.measured_rtt());
+        if self.link.current.is_some() && self.link.current != self.pastes.memory_link {
+            self.pastes.memory = LinkMemory::default();
+            self.pastes.memory_link = self.link.current;
+        }
+        let seed = self.pastes.memory.recall(now);
         if let Some(job) = self.pastes.queue.active() {
             job.rtt_hint = rtt;
+            job.link_seed = seed;
         }
         let queue = &self.pastes.queue;
         self.pastes.files.retain(|h, _| queue.needs_bytes(h));
@@ -178,6 +190,8 @@ impl PageClient {
             return false;
         };
         job.handle_reply(now, reply);
+        let learned = job.upload().and_then(Upload::link_estimate);
+        self.pastes.memory.learn(now, learned);
         // Over, or moved on to a new stream (an eager one met a part on the relay).
         if job.outcome().is_some() || !job.stream_open() {
             return false;

@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use crate::relay_proto::{UploadHeader, UploadReply};
 use crate::time::Instant;
-use crate::transfer::{AckInfo, ContentHash, FailReason, Upload, UploadConfig, UploadState};
+use crate::transfer::{
+    AckInfo, ContentHash, FailReason, LinkEstimate, Upload, UploadConfig, UploadState,
+};
 
 use super::progress::PasteState;
 
@@ -101,6 +103,9 @@ pub struct UploadJob {
     /// The link's round trip as the session measured it, if it has: the pacer spreads its first
     /// window over it (`transfer::Upload::rtt_hint`).
     pub rtt_hint: Option<Duration>,
+    /// What earlier pastes on this link learned of it: the pacer starts there instead of probing
+    /// (`transfer::Upload::remembered`, the page's `transfer::LinkMemory`).
+    pub link_seed: Option<LinkEstimate>,
 }
 
 impl UploadJob {
@@ -124,6 +129,7 @@ impl UploadJob {
             answer: Answer::Awaited,
             queue_target: None,
             rtt_hint: None,
+            link_seed: None,
         }
     }
 
@@ -339,8 +345,12 @@ impl UploadJob {
             Some(d) => u.queue_target(d),
             None => u,
         };
-        match self.rtt_hint {
+        let u = match self.rtt_hint {
             Some(rtt) => u.rtt_hint(rtt),
+            None => u,
+        };
+        match self.link_seed {
+            Some(link) => u.remembered(link),
             None => u,
         }
     }

@@ -79,6 +79,9 @@ pub(crate) struct DeliveryRate {
     filter: WindowedMax,
     /// Once set to `n`, no sample counts for more than the estimate plus `1/n` of it.
     max_step: Option<u64>,
+    /// A rate remembered from an earlier transfer on the link and the sender time it lapses at
+    /// (see [`DeliveryRate::seed`]).
+    seed: Option<(Instant, u64)>,
 }
 
 impl DeliveryRate {
@@ -129,7 +132,27 @@ impl DeliveryRate {
             self.estimate().map_or(u64::MAX, |e| e.saturating_add(e / step))
         }));
         self.filter.push(now, rate, window);
+        if self.seed.is_some_and(|(until, seed)| now > until || rate >= seed) {
+            self.seed = None;
+        }
         Some(rate)
+    }
+
+    /// Starts the estimate at `rate` (remembered from an earlier transfer on the link) until
+    /// `until`, or until a sample reaches it: the seed ages out like a sample of the max filter,
+    /// on its own (shorter) clock, so a link that got slower is believed within a few round trips.
+    pub(crate) fn seed(&mut self, rate: u64, until: Instant) {
+        self.seed = (rate > 0).then_some((until, rate));
+    }
+
+    /// The estimate is still the seed: no sample of this transfer has reached it.
+    pub(crate) fn is_seed(&self) -> bool {
+        self.seed.is_some_and(|(_, seed)| self.filter.get().is_none_or(|r| r < seed))
+    }
+
+    /// Samples count in full again (a seeded transfer found a faster link and probes it).
+    pub(crate) fn unlimit_steps(&mut self) {
+        self.max_step = None;
     }
 
     /// From now on a sample counts for at most the estimate plus `1/n` of it.
@@ -145,7 +168,8 @@ impl DeliveryRate {
 
     /// The estimate in bytes per second (the filtered maximum), once there was a sample.
     pub(crate) fn estimate(&self) -> Option<u64> {
-        self.filter.get().filter(|&r| r > 0)
+        let seed = self.seed.map(|(_, r)| r);
+        self.filter.get().max(seed).filter(|&r| r > 0)
     }
 }
 

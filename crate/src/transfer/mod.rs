@@ -15,6 +15,7 @@
 //! of its own. See `docs/UPLOAD.md` for the design and the numbers behind it.
 
 mod estimator;
+mod memory;
 mod recent;
 
 use std::ops::Range;
@@ -23,6 +24,7 @@ use std::time::Duration;
 use crate::time::Instant;
 use estimator::{DeliveryRate, PathDelay, WindowedMin};
 
+pub use memory::{LINK_MEMORY_TTL, LinkEstimate, LinkMemory};
 pub use recent::{ContentHash, Recall, RecentUploads};
 
 /// The largest chunk: one write on the stream, one unit of acknowledgement.
@@ -120,6 +122,25 @@ const PHASE_MAX: Duration = Duration::from_millis(250);
 const SETTLED_SAMPLE_STEP: u64 = 32;
 /// Probing ends after this many round trips without the estimate growing by a quarter.
 const FLAT_ROUNDS: u32 = 3;
+/// A transfer seeded with a remembered rate ([`Upload::remembered`]) starts with the cruise
+/// bias at this (-1/16, in millionths): a little under the remembered rate (the link may have
+/// changed; a receiver stamping its reads in bursts reads ~9 % high), from where the integral
+/// learns from the queue as always. Simulation, seeded 1 MB transfers at 9 Mbit/s, 80 ms, median
+/// keystroke wait: 5-10 ms with immediate or batched acks, 18-25 ms with 20 ms read bursts. Tried:
+/// -1/32 (33 ms with 20 ms bursts), and pacing 15/16 only until a sample reached the seed
+/// (8-12 ms, 28-34 ms). Not in the estimate: a seed of 15/16 in the max filter compounded over
+/// a series where the link stays idle (80 ms bursts: 1.40, 1.58 × the link's time for the 2nd
+/// and 3rd megabyte).
+const SEED_BIAS_PPM: i64 = -62_500;
+/// The seed counts as the estimate for at most this many minimum round trips (unless a sample
+/// reaches it first): real samples start a round trip or two in; on a link that got slower they
+/// read its rate, and the pacer must believe them before its window of queue builds up.
+const SEED_RTTS: u32 = 4;
+/// A seeded transfer whose estimate grows this far (an eighth) above the remembered rate at a
+/// round's end is on a faster link: it probes again as a fresh one does (cruising lifts the
+/// estimate only a few percent per round trip). On the same link the estimate stays within the
+/// remembered one's over-read (a burst-stamping receiver's 9 %).
+const SEED_REPROBE_EIGHTHS: u64 = 9;
 
 /// What to upload: `total` bytes, of which the relay already holds `resume_from`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -236,7 +257,8 @@ pub struct Progress {
 /// - Create with [`Upload::new`] once the relay has said how much of the content it holds
 ///   (`resume_from`). If it holds all of it the upload starts [`UploadState::Done`] and sends
 ///   nothing. After an interruption, make a new `Upload` from the relay's new count; the rate
-///   estimate is deliberately not carried over (the path may have changed).
+///   estimate is not carried over by itself (the path may have changed): the link's owner may
+///   keep a [`LinkMemory`] and seed the next one with [`remembered`](Self::remembered).
 /// - Whenever anything happened (creation, an ack, a timer), drain
 ///   [`poll_chunk`](Self::poll_chunk): each `Some(range)` is a range of content bytes to write
 ///   on the stream now, in order; the ranges are contiguous and each is at most `chunk_size`
@@ -289,6 +311,13 @@ pub struct Upload {
     bias_at: Option<Instant>,
     /// Set once the standing queue was at the target after settling; the bias learns from then.
     bias_armed: bool,
+    /// The remembered link this transfer was seeded with ([`Upload::remembered`]), until it
+    /// probes again on a faster link.
+    seeded: Option<LinkEstimate>,
+    /// The remembered least round trip, until the path measures its own.
+    rtt_seed: Option<Duration>,
+    /// A seeded transfer found a faster link and probes it.
+    reprobed: bool,
     /// The link time a chunk is shrunk to ([`CHUNK_LINK_TIME`] unless set).
     chunk_time: Duration,
     /// The standing queue cruising holds ([`QUEUE_TARGET`] unless set).
@@ -329,6 +358,9 @@ impl Upload {
             bias_ppm: 0,
             bias_at: None,
             bias_armed: false,
+            seeded: None,
+            rtt_seed: None,
+            reprobed: false,
             chunk_time: CHUNK_LINK_TIME,
             queue_target: QUEUE_TARGET,
             last_progress: now,
@@ -342,6 +374,48 @@ impl Upload {
     pub fn rtt_hint(mut self, rtt: Duration) -> Self {
         self.rtt_hint = (!rtt.is_zero()).then_some(rtt);
         self
+    }
+
+    /// Starts from what an earlier transfer on the same link learned ([`LinkMemory`]) instead of
+    /// probing from the small window: the estimate begins at `link.rate` (paced 1/16 under it:
+    /// the cruise bias starts there), the minimum round trip at `link.min_rtt` (until measured), and the
+    /// pacer cruises at once (the gain cycle, the queue controller). A slower link: the seed
+    /// lapses from the max filter after a few round trips and the samples, which read the link,
+    /// take over. A faster one: the cruise lifts the estimate, and an eighth above `link.rate`
+    /// the transfer probes as a fresh one would.
+    /// Call before the first [`poll_chunk`](Self::poll_chunk); ignored for an empty estimate.
+    #[must_use]
+    pub fn remembered(mut self, link: LinkEstimate) -> Self {
+        if link.rate == 0 || link.min_rtt.is_zero() || self.terminal.is_some() {
+            return self;
+        }
+        let now = self.started_at;
+        self.rtt_seed = Some(link.min_rtt);
+        self.rate.seed(link.rate, now + link.min_rtt * SEED_RTTS);
+        self.rate.limit_steps(SETTLED_SAMPLE_STEP);
+        self.full_rate = link.rate;
+        // The queue starts empty: the integral part of the controller learns from the start,
+        // a little under the remembered rate.
+        self.bias_ppm = SEED_BIAS_PPM;
+        self.bias_armed = true;
+        self.settled = Some(now);
+        self.seeded = Some(link);
+        self
+    }
+
+    /// What this transfer learned of its link, for the next one ([`LinkMemory::end`]): its rate
+    /// estimate and the least round trip; none before it has an estimate of its own (probing, or
+    /// still on its seed). The estimate, not the rate the queue controller corrected it to: a
+    /// controller pulling a burst-stamping receiver's rate down (its queue reads a burst high)
+    /// carried over as the next seed compounded transfer by transfer.
+    pub fn link_estimate(&self) -> Option<LinkEstimate> {
+        // Probing again after a seeded start found a faster link: the estimate is already an
+        // eighth above what was remembered, the better lower bound.
+        let reprobing = self.reprobed && self.settled.is_none();
+        if !(self.settled.is_some() || reprobing) || self.draining || self.rate.is_seed() {
+            return None;
+        }
+        Some(LinkEstimate { rate: self.rate.estimate()?, min_rtt: self.path.min_rtt()? })
     }
 
     /// Chunks of about `d` of link time instead of [`CHUNK_LINK_TIME`] (still within
@@ -584,7 +658,7 @@ impl Upload {
 
     /// The path's least round trip, without ack clumping (see [`PathDelay`]).
     pub fn min_rtt(&self) -> Option<Duration> {
-        self.path.min_rtt()
+        self.path.min_rtt().or(self.rtt_seed)
     }
 
     /// Bytes per second the pacer releases; before the first estimate the window over the round
@@ -621,6 +695,10 @@ impl Upload {
         let cruise_cap = rate / CRUISE_PROPORTIONAL_MAX_DIV;
         let target = self.queue_target;
         Some(match step {
+            // A seeded transfer's first probe goes the full quarter above the estimate (BBR's
+            // 1.25): on a link faster than remembered its samples follow, and the round ends an
+            // eighth above the remembered rate (`end_round` probes again from there).
+            1 if self.seeded.is_some() && n == 0 => base + probe_cap,
             1 => base + over_phase(PROBE_QUEUE, probe_cap),
             -1 => base.saturating_sub(over_phase(PROBE_QUEUE, probe_cap)).max(1),
             // Cruise: the corrected estimate, plus a proportional step towards the target queue
@@ -694,6 +772,22 @@ impl Upload {
     fn end_round(&mut self, now: Instant) {
         self.round_end = self.next_send;
         let Some(rate) = self.rate.estimate() else { return };
+        if let Some(link) = self.seeded {
+            if rate >= link.rate.saturating_mul(SEED_REPROBE_EIGHTHS) / 8 {
+                // A faster link than remembered: probe it from here.
+                self.seeded = None;
+                self.reprobed = true;
+                self.settled = None;
+                self.draining = false;
+                self.full_rate = rate;
+                self.flat_rounds = 0;
+                self.bias_ppm = 0;
+                self.bias_at = None;
+                self.bias_armed = false;
+                self.rate.unlimit_steps();
+                return;
+            }
+        }
         if self.settled.is_some() {
             return;
         }

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use tern::relay_proto::{DownloadAck, DownloadReply, DownloadRequest, LineBuffer, decode};
 use tern::time::Instant;
-use tern::transfer::{AckInfo, SHORT_CHUNK_LINK_TIME, Upload, UploadConfig, UploadState};
+use tern::transfer::{
+    AckInfo, LinkEstimate, LinkMemory, SHORT_CHUNK_LINK_TIME, Upload, UploadConfig, UploadState,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::offers::Offers;
@@ -33,6 +35,41 @@ fn deadline(at: Instant) -> tokio::time::Instant {
     (origin() + Duration::from_micros(at.as_micros())).into()
 }
 
+/// What one page link's downloads and pictures learned of it (its rate, its round trip), shared
+/// by their streams' tasks: a picture after another starts at the rate the last one found
+/// instead of probing (`tern::transfer::LinkMemory`, docs/UPLOAD.md "The remembered start").
+pub(crate) type SharedLinkMemory = Arc<std::sync::Mutex<LinkMemory>>;
+
+/// One transfer's place in its link's memory: begun when made, ended (with what the pacer
+/// learned) when dropped, however the stream ends.
+struct Remembering<'a> {
+    memory: &'a SharedLinkMemory,
+    learned: Option<LinkEstimate>,
+}
+
+impl<'a> Remembering<'a> {
+    /// Begins a transfer on the link: the estimate to seed it with, if any.
+    fn begin(memory: &'a SharedLinkMemory) -> (Self, Option<LinkEstimate>) {
+        let seed = memory.lock().map_or(None, |mut m| m.begin(now()));
+        (Remembering { memory, learned: None }, seed)
+    }
+}
+
+impl Drop for Remembering<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.memory.lock() {
+            m.end(now(), self.learned);
+        }
+    }
+}
+
+/// Whether downloads start from their link's remembered rate: on unless
+/// `TERN_BENCH_NO_LINK_MEMORY=1` (a benchmark's switch, to compare both in one run; read once).
+fn seeding_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("TERN_BENCH_NO_LINK_MEMORY").is_none_or(|v| v != "1"))
+}
+
 /// Serves `request` (already read from the stream) for `session`; `rtt`: the link's round trip
 /// when it knows one (the pacer spreads its first window over it).
 pub(crate) async fn serve_download(
@@ -40,7 +77,7 @@ pub(crate) async fn serve_download(
     session: String,
     request: DownloadRequest,
     (mut send, mut recv, rest): (SendHalf, RecvHalf, Vec<u8>),
-    rtt: Option<Duration>,
+    (rtt, memory): (Option<Duration>, SharedLinkMemory),
 ) {
     let refuse = |message: String, gone: bool| DownloadReply::Error { message, gone };
     let file = match offers.file(&session, &request.download) {
@@ -73,7 +110,8 @@ pub(crate) async fn serve_download(
     }
     tracing::info!(%session, offer = %request.download, size, from = request.from, "download");
     let read = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
-    match pump(read, (size, request.from), (&mut send, &mut recv, rest), rtt).await {
+    let link = (rtt, &memory);
+    match pump(read, (size, request.from), (&mut send, &mut recv, rest), link).await {
         Ok(()) => {
             let _ = send.finish().await;
         }
@@ -92,7 +130,7 @@ pub(crate) async fn serve_image(
     session: String,
     mut request: tern::relay_proto::ImageRequest,
     (mut send, mut recv, rest): (SendHalf, RecvHalf, Vec<u8>),
-    rtt: Option<Duration>,
+    (rtt, memory): (Option<Duration>, SharedLinkMemory),
 ) {
     let next = request.image == tern::relay_proto::NEXT_IMAGE;
     if next {
@@ -169,7 +207,8 @@ pub(crate) async fn serve_image(
             None => Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)),
         }
     };
-    match pump(read, (bytes.len() as u64, 0), (&mut send, &mut recv, rest), rtt).await {
+    let link = (rtt, &memory);
+    match pump(read, (bytes.len() as u64, 0), (&mut send, &mut recv, rest), link).await {
         Ok(()) => {
             let _ = send.finish().await;
         }
@@ -178,12 +217,13 @@ pub(crate) async fn serve_image(
 }
 
 /// Sends `from..size` (read with `read(buf, at)`) as the pacer allows until the page
-/// acknowledged all of it (`rest`: what was read of the acks already).
+/// acknowledged all of it (`rest`: what was read of the acks already). `link`: its round trip
+/// when it knows one, and its memory.
 async fn pump(
     read: impl Fn(&mut [u8], u64) -> std::io::Result<()>,
     (size, from): (u64, u64),
     (send, recv, rest): (&mut SendHalf, &mut RecvHalf, Vec<u8>),
-    rtt: Option<Duration>,
+    (rtt, memory): (Option<Duration>, &SharedLinkMemory),
 ) -> Result<(), String> {
     // Short chunks: quinn packs consecutive writes into full datagrams (docs/UPLOAD.md).
     let mut pacer = Upload::new(UploadConfig::new(size, from), now())
@@ -191,6 +231,11 @@ async fn pump(
         .chunk_time(SHORT_CHUNK_LINK_TIME);
     if let Some(rtt) = rtt {
         pacer = pacer.rtt_hint(rtt);
+    }
+    let (mut remembering, seed) = Remembering::begin(memory);
+    if let Some(seed) = seed.filter(|_| seeding_enabled()) {
+        tracing::debug!(rate = seed.rate, min_rtt = ?seed.min_rtt, "starting from the link's remembered rate");
+        pacer = pacer.remembered(seed);
     }
     let mut acks = LineBuffer::new(MAX_ACK);
     acks.push(&rest);
@@ -205,6 +250,7 @@ async fn pump(
             };
             pacer.handle_ack(now(), info).map_err(|e| e.to_string())?;
         }
+        remembering.learned = pacer.link_estimate().or(remembering.learned);
         match pacer.state() {
             UploadState::Done => return Ok(()),
             UploadState::Failed { reason } => return Err(format!("{reason:?}")),
@@ -227,5 +273,28 @@ async fn pump(
                 pacer.handle_timeout(now());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A download stream's place in its link's memory: only a lone one is seeded, and what it
+    /// learned is kept when it ends however it ends (the guard's drop).
+    #[test]
+    fn a_link_memory_seeds_the_next_lone_transfer_with_what_the_last_learned() {
+        let memory = SharedLinkMemory::default();
+        let learned = LinkEstimate { rate: 1_125_000, min_rtt: Duration::from_millis(80) };
+        {
+            let (mut first, seed) = Remembering::begin(&memory);
+            assert_eq!(seed, None, "nothing learned yet");
+            let (_second, seed) = Remembering::begin(&memory);
+            assert_eq!(seed, None, "two at once");
+            first.learned = Some(learned);
+        }
+        assert_eq!(memory.lock().unwrap().running(), 0);
+        let (_third, seed) = Remembering::begin(&memory);
+        assert_eq!(seed, Some(learned));
     }
 }

@@ -19,7 +19,7 @@ pub(crate) mod socket;
 
 use std::path::{Path, PathBuf};
 
-pub(crate) use download::{serve_download, serve_image};
+pub(crate) use download::{SharedLinkMemory, serve_download, serve_image};
 pub use offers::Offers;
 
 /// The environment a shell on this machine gets so that `tern` reaches this relay: the socket,

@@ -190,6 +190,8 @@ struct Bridge<'a> {
     hold: Hold,
     /// A read-only link's refusals: when each kind was last told and audited.
     refused: std::collections::HashMap<&'static str, Instant>,
+    /// What this link's downloads and pictures learned of it, for the next one.
+    link_memory: crate::send::SharedLinkMemory,
 }
 
 /// Sleeps until `at`, or forever when there is nothing to wait for.
@@ -221,6 +223,7 @@ impl<'a> Bridge<'a> {
             offered: std::collections::HashSet::new(),
             hold: Hold::new(),
             refused: std::collections::HashMap::new(),
+            link_memory: Default::default(),
         }
     }
 
@@ -422,7 +425,7 @@ impl<'a> Bridge<'a> {
         };
         // Spawns its task; the stream's first line says whether it is an upload or a download.
         let (fields, read_only) = (self.audit_fields(), self.session.who.read_only());
-        let rtt = self.conn.rtt();
+        let link = (self.conn.rtt(), std::sync::Arc::clone(&self.link_memory));
         super::streams::serve(
             self.shared,
             &self.session.target,
@@ -430,7 +433,7 @@ impl<'a> Bridge<'a> {
             recv,
             fields,
             read_only,
-            rtt,
+            link,
         );
         ControlFlow::Continue(())
     }

@@ -10,7 +10,7 @@ use super::SessionContext;
 use super::target::Target;
 use crate::link::{RecvHalf, SendHalf};
 use crate::paste::{Onward, read_first_line, serve_upload};
-use crate::send::{serve_download, serve_image};
+use crate::send::{SharedLinkMemory, serve_download, serve_image};
 
 /// What a read-only link is told when it pastes or downloads.
 pub(super) const READ_ONLY: &str =
@@ -18,7 +18,8 @@ pub(super) const READ_ONLY: &str =
 
 /// Spawns the task that serves one stream of `target`'s session, audited (`fields`: who, which
 /// session and link; the size and offer, never the content). A read-only link's stream is
-/// answered with a refusal, whichever it is. `rtt`: the link's round trip, when it knows one.
+/// answered with a refusal, whichever it is. `link`: the link's round trip, when it knows one,
+/// and what its earlier downloads learned of it.
 pub(super) fn serve(
     shared: &SessionContext,
     target: &Target,
@@ -26,7 +27,7 @@ pub(super) fn serve(
     mut recv: RecvHalf,
     fields: crate::audit::Fields,
     read_only: bool,
-    rtt: Option<std::time::Duration>,
+    link: (Option<std::time::Duration>, SharedLinkMemory),
 ) {
     // A paste for a session on an ssh host is copied there.
     let onward: Onward = match (&shared.ssh, &target.ssh_host) {
@@ -45,10 +46,10 @@ pub(super) fn serve(
         match read_first_line::<StreamRequest, _>(&mut recv).await {
             Ok((StreamRequest::Download(request), rest)) => {
                 audit.event("download", &fields.file(&request.download));
-                serve_download(offers, session, request, (send, recv, rest), rtt).await;
+                serve_download(offers, session, request, (send, recv, rest), link).await;
             }
             Ok((StreamRequest::Image(request), rest)) => {
-                serve_image((state, &offers), session, request, (send, recv, rest), rtt).await;
+                serve_image((state, &offers), session, request, (send, recv, rest), link).await;
             }
             Ok((StreamRequest::Upload(header), rest)) => {
                 audit.event("upload", &fields.bytes(header.size));
@@ -79,12 +80,12 @@ pub(super) async fn serve_viewer(
     audit: &crate::audit::Audit,
     fields: crate::audit::Fields,
     pictures: Option<(Arc<crate::state::StateStore>, Arc<crate::send::Offers>, String)>,
-    rtt: Option<std::time::Duration>,
+    link: (Option<std::time::Duration>, SharedLinkMemory),
 ) {
     use tokio::io::AsyncReadExt;
     match (read_first_line::<StreamRequest, _>(&mut recv).await, pictures) {
         (Ok((StreamRequest::Image(request), rest)), Some((state, offers, session))) => {
-            serve_image((Some(state), &offers), session, request, (send, recv, rest), rtt).await;
+            serve_image((Some(state), &offers), session, request, (send, recv, rest), link).await;
         }
         // Waiting for the next picture without the pictures: held until the page lets go, never
         // answered (it learns nothing, and nothing is refused or audited for what every

@@ -154,7 +154,14 @@ pub(super) async fn serve(
         "viewer_joined",
         &fields().kind(if v.share.is_some() { "share" } else { "read-only" }),
     );
-    let mut viewer = Viewer { shared, conn, v: &v, refused: HashMap::new(), fields: fields() };
+    let mut viewer = Viewer {
+        shared,
+        conn,
+        v: &v,
+        refused: HashMap::new(),
+        fields: fields(),
+        link_memory: Default::default(),
+    };
     let end = viewer.run(control).await;
     let reason = match &end {
         End::Ended { code, .. } => code.as_str(),
@@ -173,6 +180,8 @@ struct Viewer<'a> {
     /// When each kind of refusal was last told.
     refused: HashMap<&'static str, Instant>,
     fields: crate::audit::Fields,
+    /// What the link's earlier picture streams learned of it (as a driver's, `forward.rs`).
+    link_memory: crate::send::SharedLinkMemory,
 }
 
 type Step = ControlFlow<End>;
@@ -244,9 +253,9 @@ impl Viewer<'_> {
                         let pictures = self.shared.state.clone().filter(|_| self.v.pictures);
                         let offers = Arc::clone(&self.shared.offers);
                         let pictures = pictures.map(|state| (state, offers, session.clone()));
-                        let rtt = self.conn.rtt();
+                        let link = (self.conn.rtt(), Arc::clone(&self.link_memory));
                         tokio::spawn(async move {
-                            super::streams::serve_viewer((send, recv), &audit, fields, pictures, rtt)
+                            super::streams::serve_viewer((send, recv), &audit, fields, pictures, link)
                                 .await
                         });
                         ControlFlow::Continue(())

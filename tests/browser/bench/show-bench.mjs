@@ -153,15 +153,17 @@ try {
     }, { timeout: 60000, interval: 20, what: `picture ${n}'s marker`, detail: pageDetail(page) });
     // Keys while it comes (bounded: a picture that never comes fails the wait below, with why).
     const typingUntil = Date.now() + 60000;
-    (mode === 'next' ? during : duringWithoutNext).push(...await typist.type(0, async () => Date.now() < typingUntil && (await pictures())[id].drawn == null));
+    const echoes = await typist.type(0, async () => Date.now() < typingUntil && (await pictures())[id].drawn == null);
+    (mode === 'next' ? during : duringWithoutNext).push(...echoes);
     await until(async () => (await pictures())[id].drawn != null, { timeout: 120000, interval: 20, what: `picture ${n} (${mode}) drawn`, detail: async () => `${JSON.stringify(await page.evaluate(() => [window.tern.images.placed(), [...document.querySelectorAll('.tern-image')].map((e) => [e.dataset.image, e.isConnected, e.querySelector('img')?.complete, e.querySelector('img')?.naturalWidth, e.querySelector('img')?.src])]))}\n${await pageDetail(page)()}` });
     const p = (await pictures())[id];
-    runs.push({ id, mode, next: p.next, size: png.length, enterToMarkerMs: p.marker - enterAt, markerToDrawnMs: p.drawn - p.marker, enterToDrawnMs: p.drawn - enterAt });
+    runs.push({ id, mode, next: p.next, size: png.length, enterToMarkerMs: p.marker - enterAt, markerToDrawnMs: p.drawn - p.marker, enterToDrawnMs: p.drawn - enterAt, echoes });
     await page.evaluate(() => window.tern.term.input('\x03', true));
     await waitForPrompt(page);
   }
   const limitMs = (SIZE * 8 / rateBps) * 1000;
   const med = (k, mode = 'next') => pct(runs.filter((r) => r.mode === mode).map((r) => r[k]), 0.5);
+  const nextRuns = runs.filter((r) => r.mode === 'next');
 
   // Many pictures scrolled past: small distinct ones printed one after another (a pause between
   // them, so that mosh's frames show each on the page's screen and the page fetches it).
@@ -195,6 +197,11 @@ try {
       echoDuringMs: summary(duringWithoutNext),
       echoMedianDeltaMs: duringWithoutNext.length ? pct(duringWithoutNext, 0.5) - pct(idle, 0.5) : null,
     } : null,
+    // The pictures come in series on one link: the relay's pacer starts the later ones from the
+    // rate the earlier ones found (docs/UPLOAD.md, "The remembered start"), so the first apart
+    // (with --next-ab each picture has a link of its own: the page is reloaded between them).
+    echoFirstMs: summary(nextRuns[0]?.echoes ?? []),
+    echoLaterMs: summary(nextRuns.slice(1).flatMap((r) => r.echoes)),
     many: {
       printed: MANY, placed: seenMany, decodedHeld: loaded,
       browserPssBefore: memBefore.all, browserPssAfter: memAfter.all,
@@ -212,6 +219,8 @@ try {
   }
   console.log(`  echo idle:    median ${fmt(result.echoIdleMs.median)} ms, p90 ${fmt(result.echoIdleMs.p90)} (n=${idle.length})`);
   console.log(`  echo picture: median ${fmt(result.echoDuringMs.median)} ms, p90 ${fmt(result.echoDuringMs.p90)} (n=${during.length}); minus idle ${fmt(result.echoMedianDeltaMs)} ms`);
+  const later = nextRuns.slice(1);
+  console.log(`  echo first picture: median ${fmt(result.echoFirstMs.median)} ms (n=${nextRuns[0].echoes.length}), drawn/limit ${(nextRuns[0].markerToDrawnMs / limitMs).toFixed(3)}; later ones: median ${fmt(result.echoLaterMs.median)} ms (n=${later.flatMap((r) => r.echoes).length}), drawn/limit ${later.map((r) => (r.markerToDrawnMs / limitMs).toFixed(3)).join(' ')}`);
   const m = result.many;
   console.log(`  ${MANY} pictures printed, ${m.placed} seen by the page, ${m.decodedHeld} held decoded`);
   console.log(`  browser memory (PSS, ${m.processes} processes): ${mb(m.browserPssBefore)} → ${mb(m.browserPssAfter)} MB; renderers ${mb(m.rendererPssBefore)} → ${mb(m.rendererPssAfter)} MB; JS heap ${mb(m.jsHeapBefore)} → ${mb(m.jsHeapAfter)} MB`);
