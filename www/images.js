@@ -26,6 +26,7 @@ export function wireImages({ client, term, $ }) {
   let queued = false;
   const via = new Map(); // id -> 'stream' | 'http': how its bytes came last (tests)
   const cameNext = new Set(); // ids whose bytes came as the next picture (tests, benchmark)
+  const everPlaced = new Set(); // ids whose marker the page placed at least once (tests)
 
   // The next picture: `coming` is the one whose bytes are on their way ({ id, p, adopted }). Not
   // asked for a while after a failure (no link yet, the link lost), nor when the benchmark's A/B
@@ -33,9 +34,14 @@ export function wireImages({ client, term, $ }) {
   // already waiting could not be taken back).
   // `newest`: the highest id of a marker seen on the screen (-1 before the first look: the pictures
   // a page finds when it opens are old ones); `told` settles when the relay says which is coming.
-  const next = { on: nextImageOn(), asking: false, coming: null, retryAt: 0, newest: -1, told: null };
+  // `got`: the id of the last picture that came as the next one. The page asks again only once a
+  // marker at least that new has been on its screen: a shell printing pictures faster than they
+  // are seen (a loop of `tern show` scrolling past between two frames) costs at most one picture
+  // fetched ahead of what the page shows, not every picture printed.
+  const next = { on: nextImageOn(), asking: false, coming: null, retryAt: 0, newest: -1, told: null, got: -1 };
   const askNext = () => {
     if (!next.on || next.asking || performance.now() < next.retryAt) return;
+    if (next.got > next.newest) return;
     next.asking = true;
     let header;
     const got = new Promise((resolve) => { header = resolve; });
@@ -51,6 +57,7 @@ export function wireImages({ client, term, $ }) {
     p.then((found) => {
       header(found);
       const { id } = found.info;
+      next.got = Math.max(next.got, id);
       // Adopted by its marker meanwhile (load): kept there already. Fetched on its own by its
       // marker (it came before the header): that copy is kept, this one let go.
       if (!coming.adopted) {
@@ -164,6 +171,7 @@ export function wireImages({ client, term, $ }) {
     if (!marker) return;
     const entry = { marker, decoration: null, col, cols: 0, rows: 0, clip: 0, els: new Set() };
     placed.set(id, entry);
+    everPlaced.add(id);
     marker.onDispose(() => { if (placed.get(id) === entry) drop(id); });
     load(id).then(({ info }) => {
       failed.delete(id);
@@ -225,6 +233,7 @@ export function wireImages({ client, term, $ }) {
       place(id, line, col);
     }
     next.newest = Math.max(next.newest, 0, ...seen);
+    askNext();
     for (const [id, p] of placed) {
       if (!seen.has(id) && (p.marker.isDisposed || p.marker.line >= buf.baseY)) drop(id);
       else if (p.rows && p.marker.line >= buf.baseY) for (const el of p.els) clipText(p, el);
@@ -300,6 +309,9 @@ export function wireImages({ client, term, $ }) {
     fillHistory,
     // Tests: the ids drawn, with their decorations' elements.
     placed: () => [...placed.entries()].map(([id, p]) => ({ id, via: via.get(id), next: cameNext.has(id), line: p.marker.line, col: p.col, drawn: [...p.els].some((e) => e.isConnected && e.querySelector('img')) })),
+    // Tests: pictures that came as the next one and whose marker the page never placed.
+    fetchedUnseen: () => [...cameNext].filter((id) => !everPlaced.has(id)),
+    placedEver: () => everPlaced.size,
     // Pictures held decoded now (bounded by MAX_LOADED).
     loadedCount: () => loaded.size,
     // Tests: the markers in the core's screen (`[row, col, id, ...]`), and a picture asked for by

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  until, screen, waitForPrompt, typeLine, screenshotsOfState, tempDir, pageDetail, stats, freePort,
+  until, screen, waitForPrompt, typeLine, screenshotsOfState, tempDir, pageDetail, stats, freePort, sleep,
 } from '../lib/helpers.mjs';
 import { browserFixture } from '../lib/fixture.mjs';
 import {
@@ -167,6 +167,23 @@ test('sixty pictures: at most 48 held decoded, the old ones fetched again when s
   });
   assert.ok(await page.evaluate(() => window.tern.images.loadedCount()) <= 48);
   await page.evaluate(() => window.tern.term.scrollToBottom());
+});
+
+test('pictures printed faster than they are seen: the page fetches at most one ahead of its screen', async () => {
+  await shown();
+  const { page } = fx;
+  const count = () => page.evaluate(() => [window.tern.images.fetchedUnseen().length, window.tern.images.placedEver()]);
+  const [before, placedBefore] = await count();
+  // Forty pictures with no pause, each scrolled off at once by a screenful of text: most markers
+  // never reach the page (mosh sends the newest screen), so nothing should fetch their bytes.
+  await typeLine(page, `for i in $(seq 1 40); do ${tern()} show --rows 2 quads.png; seq 1 40; done; echo burst-$((20*2))`);
+  await until(async () => /^burst-40/m.test(await screen(page)), { what: 'burst-40', timeout: 60000 });
+  await sleep(1000);
+  const [after, placedAfter] = await count();
+  const [unseen, seen] = [after - before, placedAfter - placedBefore];
+  // One picture may be on its way ahead of its marker each time the page sees a newer marker.
+  console.log(`# burst of 40: ${seen} markers seen, ${unseen} pictures fetched unseen`);
+  assert.ok(unseen <= seen + 1, `${unseen} pictures fetched that the page never showed (${seen} markers seen)`);
 });
 
 test('img2sixel output appears as an image, the text around it unchanged', async () => {
