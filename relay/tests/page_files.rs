@@ -105,7 +105,7 @@ async fn files_are_served_compressed_by_accept_encoding_and_cached_by_name() {
         a.body.len(),
         wasm.bytes.len()
     );
-    assert_eq!(a.header("cache-control"), Some("public, max-age=31536000, immutable"));
+    assert_eq!(a.header("cache-control"), Some("max-age=31536000, immutable"));
     if let Some(decoded) = unbrotli(&a.body) {
         assert!(decoded == wasm.bytes, "the brotli body is the file");
     }
@@ -166,7 +166,7 @@ async fn the_document_is_never_stored_and_unchanged_files_answer_304() {
     // 304 for what the client has: the document (the service worker revalidates it so), sw.js
     // (the browser checks it for a new worker), a hashed file; with the ETag and cache rule
     // again, and no body.
-    let immutable = "public, max-age=31536000, immutable";
+    let immutable = "max-age=31536000, immutable";
     let app = format!("/{}", file("app.").path);
     for (path, rule) in [("/", "no-store"), ("/sw.js", "no-cache"), (app.as_str(), immutable)] {
         let first = request(addr, "GET", path, "Accept-Encoding: br\r\n").await;

@@ -30,6 +30,7 @@ pub mod image;
 pub mod info;
 pub mod json;
 pub mod line;
+pub mod link_hint;
 pub mod offer;
 pub mod point;
 pub mod proof;
@@ -47,6 +48,7 @@ pub use history::{
 pub use image::{IMAGE_PATH, ImageInfo, ImageRequest};
 pub use info::{ApiError, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary};
 pub use json::DecodeError;
+pub use link_hint::{LINK_HINT_TIMING, LinkHint};
 pub use line::{LineBuffer, LineError, Message, decode, encode, encode_line};
 pub use offer::{
     DownloadAck, DownloadReply, DownloadRequest, Offer, OfferAnswer, Offered, StreamRequest,
