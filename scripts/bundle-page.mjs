@@ -11,8 +11,8 @@
 // where its `import { ... } from './x.js'` line was. xterm.js and the wasm glue stay modules of
 // their own (fetched in parallel, cached separately). index.html loses the folded modules'
 // modulepreload links. The shipped app.js, pkg/tern.js and sw.js lose their comment lines
-// (scripts/strip-comments.mjs), index.html its comments. Anything unexpected fails the build,
-// loudly.
+// (scripts/strip-comments.mjs), index.html and style.css their comments. Anything unexpected
+// fails the build, loudly.
 import { readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { stripComments } from './strip-comments.mjs';
@@ -66,4 +66,10 @@ for (const f of folded) index = index.replace(new RegExp(`<link rel="moduleprelo
 index = index.replace(/^[ \t]*<!--[\s\S]*?-->[ \t]*\n/gm, '');
 if (index.includes('<!--')) fail('index.html: a comment that is not on lines of its own (or is never closed)');
 writeFileSync(indexPath, index);
+// The shipped stylesheet without its comments (www/style.css keeps them): a third of its brotli
+// bytes (6.2 KB -> 4.2 KB). No string in it holds `/*` (checked: one left after fails).
+const stylePath = join(dist, 'style.css');
+const style = readFileSync(stylePath, 'utf8').replace(/\/\*[\s\S]*?\*\/[ \t]*\n?/g, '');
+if (style.includes('/*') || style.includes('*/')) fail('style.css: a comment left after stripping (one in a string?)');
+writeFileSync(stylePath, style);
 console.log(`[bundle-page] folded ${folded.join(', ')} into app.js`);

@@ -267,10 +267,7 @@ mod tests {
         assert_eq!(cache_control("index.html"), "no-store");
         assert_eq!(cache_control("app.js"), "no-cache");
         assert_eq!(cache_control("app.3f9a1c2d.js"), "max-age=31536000, immutable");
-        assert_eq!(
-            cache_control("pkg/tern_bg.abcdefab.wasm"),
-            "max-age=31536000, immutable"
-        );
+        assert_eq!(cache_control("pkg/tern_bg.abcdefab.wasm"), "max-age=31536000, immutable");
         assert_eq!(cache_control("tern_bg.wasm"), "no-cache");
         assert_eq!(cache_control("sw.js"), "no-cache");
         assert_eq!(cache_control("manifest.webmanifest"), "no-cache");

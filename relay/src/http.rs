@@ -30,8 +30,8 @@ use crate::auth::{AuthOutcome, Credential, SourceKey};
 use crate::challenge::Challenges;
 use crate::session::{Pool, SessionContext};
 use crate::tls::cert::CertManager;
-use tern::relay_proto::{LINK_HINT_TIMING, LinkHint, WEBSOCKET_PATH};
 use tern::relay_proto::proof::{CHALLENGE_PATH, ChallengeRequest};
+use tern::relay_proto::{LINK_HINT_TIMING, LinkHint, WEBSOCKET_PATH};
 
 type Body = Full<Bytes>;
 

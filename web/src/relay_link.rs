@@ -16,8 +16,8 @@ use tern::relay_client::{self, ConnectError};
 use tern::relay_proto::control::{MAX_SESSION_MESSAGE, Ready};
 use tern::relay_proto::upload::MAX_REPLY;
 use tern::relay_proto::{
-    CHALLENGE_PATH, ClientMessage, Hello, INFO_PATH, LineBuffer, LinkHint,
-    Message, Proof, ProofNonce, RelayInfo, SESSIONS_PATH, SessionList,
+    CHALLENGE_PATH, ClientMessage, Hello, INFO_PATH, LineBuffer, LinkHint, Message, Proof,
+    ProofNonce, RelayInfo, SESSIONS_PATH, SessionList,
 };
 use tern::time::Instant;
 use wasm_bindgen::JsCast;
@@ -25,8 +25,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{
     Headers, ReadableStreamDefaultReader, ReadableStreamReadResult, Request, RequestCache,
-    RequestInit, Response, WebTransport,
-    WritableStreamDefaultWriter,
+    RequestInit, Response, WebTransport, WritableStreamDefaultWriter,
 };
 
 /// Handshake, control stream and the relay's answer to hello must all come within this; a path

@@ -38,7 +38,8 @@ impl LinkHint {
         let hashes = if info.cert_self_signed { info.cert_hashes.clone() } else { Vec::new() };
         let usable = info.has_webtransport()
             && port != 0
-            && (!info.cert_self_signed || (info.cert_hash_algorithm == ALGORITHM && !hashes.is_empty()));
+            && (!info.cert_self_signed
+                || (info.cert_hash_algorithm == ALGORITHM && !hashes.is_empty()));
         usable.then(|| LinkHint { port, path: info.webtransport_path.clone(), cert_hashes: hashes })
     }
 

@@ -48,8 +48,8 @@ pub use history::{
 pub use image::{IMAGE_PATH, ImageInfo, ImageRequest};
 pub use info::{ApiError, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary};
 pub use json::DecodeError;
-pub use link_hint::{LINK_HINT_TIMING, LinkHint};
 pub use line::{LineBuffer, LineError, Message, decode, encode, encode_line};
+pub use link_hint::{LINK_HINT_TIMING, LinkHint};
 pub use offer::{
     DownloadAck, DownloadReply, DownloadRequest, Offer, OfferAnswer, Offered, StreamRequest,
 };
