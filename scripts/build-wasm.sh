@@ -56,8 +56,12 @@ wasm-bindgen --target web --no-typescript --out-name tern --out-dir "$dist.tmp/p
 # Debian's /usr/bin/wasm-opt (binaryen 108) corrupts wasm-bindgen 0.2.130 output: only npm's.
 if [[ ${TERN_WASM_OPT:-1} != 0 && -x node_modules/.bin/wasm-opt ]]; then
   log "wasm-opt -Oz (npm binaryen)"
+  # The producers and target-features custom sections are the toolchain's notes, read by no
+  # browser (wasm-bindgen, which might, ran before): 0.5 KB of brotli off the first visit, which
+  # pays for the early WebTransport link (issue 36, docs/BENCHMARKS.md "The round trips at 50 ms").
   node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
     --enable-sign-ext --enable-reference-types --enable-mutable-globals \
+    --strip-producers --strip-target-features \
     "$dist.tmp/pkg/tern_bg.wasm" -o "$dist.tmp/pkg/tern_bg.opt.wasm"
   mv "$dist.tmp/pkg/tern_bg.opt.wasm" "$dist.tmp/pkg/tern_bg.wasm"
 fi

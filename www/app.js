@@ -392,8 +392,41 @@ async function behindFrontDoor() {
   }
 }
 
+// A WebTransport to where a link hint says (`PORT PATH [HASH…]`, tern::relay_proto::LinkHint:
+// the relay's certificate hashes when it signed its own), on the page's host. The wasm asks for
+// every link it opens through this; `#wt_port=` (the tests' link emulator) knocks elsewhere.
+function openWebTransport(hint) {
+  const [port, path, ...hashes] = hint.split(' ');
+  const transport = new WebTransport(`https://${location.hostname}:${port}${path}`, {
+    serverCertificateHashes: hashes.map((h) => ({ algorithm: 'sha-256', value: Uint8Array.from(atob(h), (c) => c.charCodeAt(0)) })),
+  });
+  // Whoever waits reads their failure: not an unhandled rejection meanwhile.
+  transport.ready.catch(() => {});
+  transport.closed.catch(() => {});
+  return transport;
+}
+
+// WebTransport's handshake starts now, beside the wasm's download: the relay's document says
+// where it listens (`Server-Timing: tern-link;desc="…"`). The wasm uses the link only once the
+// relay's info gives the same hint, and says nothing but a nonce on it until the relay proved the
+// token there (web/src/relay_link.rs). `#early_link=0`: the load bench's "before".
+function earlyLink() {
+  const hash = location.hash;
+  const hint = performance.getEntriesByType('navigation')[0]?.serverTiming?.find((t) => t.name === 'tern-link')?.description
+    ?.replace(/^\d+/, (port) => /[#&]wt_port=(\d+)/.exec(hash)?.[1] ?? port);
+  if (!hint || !self.WebTransport || /[#&]early_link=0/.test(hash)) return null;
+  try {
+    return [hint, openWebTransport(hint)];
+  } catch {
+    return null;
+  }
+}
+
 async function main() {
+  const early = earlyLink();
   await init();
+  Client.webTransportOpener(openWebTransport);
+  if (early) Client.keepEarlyLink(...early);
   performance.mark('tern:wasm');
   const params = takeParams();
   const { bridge, wtPort, prediction, session, renderer, view } = params;

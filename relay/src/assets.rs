@@ -204,7 +204,7 @@ pub fn cache_control(path: &str) -> &'static str {
     if path.ends_with(".html") || path.ends_with(".htm") {
         "no-store"
     } else if is_hashed(path) {
-        "public, max-age=31536000, immutable"
+        "max-age=31536000, immutable"
     } else {
         "no-cache"
     }
@@ -266,11 +266,8 @@ mod tests {
     fn cache_policy() {
         assert_eq!(cache_control("index.html"), "no-store");
         assert_eq!(cache_control("app.js"), "no-cache");
-        assert_eq!(cache_control("app.3f9a1c2d.js"), "public, max-age=31536000, immutable");
-        assert_eq!(
-            cache_control("pkg/tern_bg.abcdefab.wasm"),
-            "public, max-age=31536000, immutable"
-        );
+        assert_eq!(cache_control("app.3f9a1c2d.js"), "max-age=31536000, immutable");
+        assert_eq!(cache_control("pkg/tern_bg.abcdefab.wasm"), "max-age=31536000, immutable");
         assert_eq!(cache_control("tern_bg.wasm"), "no-cache");
         assert_eq!(cache_control("sw.js"), "no-cache");
         assert_eq!(cache_control("manifest.webmanifest"), "no-cache");

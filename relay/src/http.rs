@@ -30,8 +30,8 @@ use crate::auth::{AuthOutcome, Credential, SourceKey};
 use crate::challenge::Challenges;
 use crate::session::{Pool, SessionContext};
 use crate::tls::cert::CertManager;
-use tern::relay_proto::WEBSOCKET_PATH;
 use tern::relay_proto::proof::{CHALLENGE_PATH, ChallengeRequest};
+use tern::relay_proto::{LINK_HINT_TIMING, LinkHint, WEBSOCKET_PATH};
 
 type Body = Full<Bytes>;
 
@@ -577,6 +577,11 @@ fn handle(
         return r;
     }
     let mut resp = match assets::find(path) {
+        Some(asset) if asset.path == "index.html" => {
+            let mut r = serve_asset(&req, asset);
+            link_hint(shared, r.headers_mut());
+            r
+        }
         Some(asset) => serve_asset(&req, asset),
         // A relay built from a checkout whose page was never built: the document itself says how
         // to get the real page, so the person who opened the URL is not left with an error code.
@@ -594,6 +599,22 @@ fn handle(
         *resp.body_mut() = Body::new(Bytes::new());
     }
     resp
+}
+
+/// Where the page's WebTransport link goes, on the document's answer to a navigation
+/// (`Server-Timing: tern-link;desc="PORT PATH HASH…"`, `tern::relay_proto::LinkHint`): a first
+/// visit starts its handshake at once, beside `/api/info` instead of after it (issue 36). Nothing
+/// in it is secret (the port, the path, the certificate every handshake shows), and the page uses
+/// the link only once the info names it and the relay proved the token on it. Not on the service
+/// worker's fetches of the document (they are no navigation, and the page they serve knows the
+/// last link), and not without WebTransport (`--listen unix:`).
+fn link_hint(shared: &HttpContext, headers: &mut hyper::HeaderMap) {
+    let info = info(shared);
+    let Some(hint) = LinkHint::from_info(&info, info.port) else { return };
+    let value = format!("{LINK_HINT_TIMING};desc=\"{}\"", hint.encode());
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        headers.insert("server-timing", value);
+    }
 }
 
 /// A file of the page: the representation the client accepts (brotli, gzip, or the file), its

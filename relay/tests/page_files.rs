@@ -105,7 +105,7 @@ async fn files_are_served_compressed_by_accept_encoding_and_cached_by_name() {
         a.body.len(),
         wasm.bytes.len()
     );
-    assert_eq!(a.header("cache-control"), Some("public, max-age=31536000, immutable"));
+    assert_eq!(a.header("cache-control"), Some("max-age=31536000, immutable"));
     if let Some(decoded) = unbrotli(&a.body) {
         assert!(decoded == wasm.bytes, "the brotli body is the file");
     }
@@ -166,7 +166,7 @@ async fn the_document_is_never_stored_and_unchanged_files_answer_304() {
     // 304 for what the client has: the document (the service worker revalidates it so), sw.js
     // (the browser checks it for a new worker), a hashed file; with the ETag and cache rule
     // again, and no body.
-    let immutable = "public, max-age=31536000, immutable";
+    let immutable = "max-age=31536000, immutable";
     let app = format!("/{}", file("app.").path);
     for (path, rule) in [("/", "no-store"), ("/sw.js", "no-cache"), (app.as_str(), immutable)] {
         let first = request(addr, "GET", path, "Accept-Encoding: br\r\n").await;
@@ -191,5 +191,39 @@ async fn the_document_is_never_stored_and_unchanged_files_answer_304() {
             assert_eq!(a.body, first.body);
         }
     }
+    relay.stop().await;
+}
+
+/// The document tells a page where WebTransport listens before the page can ask `/api/info`
+/// (`Server-Timing: tern-link`, `tern::relay_proto::LinkHint`): exactly what the info says, so the
+/// page's early link is the one the info later confirms (issue 36), and nothing more: no token,
+/// no session, on an answer anyone may fetch. Only the document carries it.
+#[tokio::test]
+async fn the_document_names_where_webtransport_listens_as_the_info_does() {
+    use tern::relay_proto::{LINK_HINT_TIMING, LinkHint, RelayInfo};
+    let token = test_token("link-hint");
+    let relay = TestRelay::start(bridge_config(&token, &["127.0.0.1:60001"])).await;
+    let addr = relay.addr();
+    let (status, body) = http_get(addr, "/api/info", Some(&token)).await;
+    assert_eq!(status, 200, "{body}");
+    let info: RelayInfo = tern::relay_proto::decode(body.as_bytes()).expect("the info");
+    let hint = LinkHint::from_info(&info, info.port).expect("the relay serves WebTransport");
+    for path in ["/", "/index.html"] {
+        // A navigation, and the service worker's fetch of the document (no token either way).
+        for mode in ["Sec-Fetch-Mode: navigate\r\n", ""] {
+            let a = request(addr, "GET", path, mode).await;
+            assert_eq!(a.status, 200);
+            // (The head is lower-cased; the hashes are base64.)
+            let want = format!("{LINK_HINT_TIMING};desc=\"{}\"", hint.encode()).to_lowercase();
+            assert_eq!(a.header("server-timing"), Some(want.as_str()), "{path} {mode}");
+            assert!(!a.head.contains(&token.to_lowercase()), "no token in {}", a.head);
+            assert!(LinkHint::describes(&hint.encode(), &info, info.port));
+        }
+    }
+    let app = ASSETS.iter().find(|e| e.path.starts_with("app.")).expect("app.js");
+    let a = request(addr, "GET", &format!("/{}", app.path), "").await;
+    assert_eq!(a.header("server-timing"), None, "only the document");
+    let a = request(addr, "GET", "/api/info", "").await;
+    assert_eq!(a.header("server-timing"), None, "not the API");
     relay.stop().await;
 }

@@ -89,7 +89,7 @@ async fn every_answer_carries_the_boundary_headers_and_its_cache_rule() {
         let file = tern_relay::assets::ASSETS.iter().find(|e| e.path.starts_with(prefix));
         format!("/{}", file.unwrap_or_else(|| panic!("no {prefix}* in the page")).path)
     };
-    let immutable = "public, max-age=31536000, immutable";
+    let immutable = "max-age=31536000, immutable";
     // The worker's script and an SVG (a document when opened alone) carry them all; the page's
     // scripts, wasm, styles and manifest only what a subresource needs.
     for (asset, rule, subresource) in [

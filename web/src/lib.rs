@@ -93,6 +93,21 @@ impl Client {
         crate::relay_link::prefetch_info(token);
     }
 
+    /// The page's `openWebTransport(hint)`: makes a WebTransport to where a hint's text
+    /// (`tern::relay_proto::LinkHint`) says; every link of this page is made by it.
+    #[wasm_bindgen(js_name = webTransportOpener)]
+    pub fn webtransport_opener(open: js_sys::Function) {
+        crate::relay_link::set_webtransport_opener(open);
+    }
+
+    /// The WebTransport the page started before its wasm was in, where the relay's document
+    /// said (`hint`: its `Server-Timing: tern-link` description, as the page knocked): the first
+    /// connect uses it if the relay's info gives the same hint (relay_link.rs).
+    #[wasm_bindgen(js_name = keepEarlyLink)]
+    pub fn keep_early_link(hint: String, transport: web_sys::WebTransport) {
+        crate::relay_link::keep_early_link(hint, transport);
+    }
+
     /// Starts connecting (and reconnecting) in the background.
     pub fn start(&self) {
         self.driver.start();

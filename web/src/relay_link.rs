@@ -16,8 +16,8 @@ use tern::relay_client::{self, ConnectError};
 use tern::relay_proto::control::{MAX_SESSION_MESSAGE, Ready};
 use tern::relay_proto::upload::MAX_REPLY;
 use tern::relay_proto::{
-    CHALLENGE_PATH, ClientMessage, Hello, INFO_PATH, LineBuffer, Message, Proof, ProofNonce,
-    RelayInfo, SESSIONS_PATH, SessionList,
+    CHALLENGE_PATH, ClientMessage, Hello, INFO_PATH, LineBuffer, LinkHint, Message, Proof,
+    ProofNonce, RelayInfo, SESSIONS_PATH, SessionList,
 };
 use tern::time::Instant;
 use wasm_bindgen::JsCast;
@@ -25,8 +25,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{
     Headers, ReadableStreamDefaultReader, ReadableStreamReadResult, Request, RequestCache,
-    RequestInit, Response, WebTransport, WebTransportHash, WebTransportOptions,
-    WritableStreamDefaultWriter,
+    RequestInit, Response, WebTransport, WritableStreamDefaultWriter,
 };
 
 /// Handshake, control stream and the relay's answer to hello must all come within this; a path
@@ -102,6 +101,53 @@ pub async fn take_early_info(token: &str) -> Option<(Instant, Result<RelayInfo, 
         return None;
     }
     Some((now - answered.saturating_duration_since(early.asked), info))
+}
+
+thread_local! {
+    /// A WebTransport handshake the page started early ([`keep_early_link`]), waiting for the
+    /// relay's info to say whether it is the right one.
+    static EARLY_LINK: RefCell<Option<(String, WebTransport)>> = const { RefCell::new(None) };
+}
+
+/// Keeps the WebTransport the page started before its wasm was in (www/app.js `earlyLink`:
+/// where the relay's document said, `Server-Timing: tern-link`), for the first connect: its
+/// handshake runs beside the wasm's download and `/api/info` instead of after them (issue 36).
+/// `hint`: where it knocked (the header's `desc`, `tern::relay_proto::LinkHint`, with the port of
+/// `#wt_port=` if the page has one). The link is used only once the relay's info gives the same
+/// hint (`LinkHint::describes`), and then the control stream's challenge as always: nothing but
+/// a nonce goes on it before the relay proved the token.
+pub fn keep_early_link(hint: String, transport: WebTransport) {
+    EARLY_LINK.with(|e| *e.borrow_mut() = Some((hint, transport)));
+}
+
+thread_local! {
+    /// The page's `openWebTransport(hint)` (www/app.js): the one place a WebTransport is made,
+    /// for the early link and for this file's.
+    static OPENER: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
+}
+
+/// Keeps the page's function that opens a WebTransport to where a `LinkHint`'s text says.
+pub fn set_webtransport_opener(open: js_sys::Function) {
+    OPENER.with(|o| *o.borrow_mut() = Some(open));
+}
+
+/// A WebTransport to where `hint` (`LinkHint::encode`) says, made by the page's opener.
+fn open_webtransport(hint: &str) -> Result<WebTransport, ConnectError> {
+    let open = OPENER.with(|o| o.borrow().clone());
+    let open = open.ok_or(ConnectError::Retry("no WebTransport opener".into()))?;
+    let made = open.call1(&JsValue::NULL, &hint.into()).map_err(|e| retry("WebTransport", e))?;
+    made.dyn_into().map_err(|e| retry("WebTransport", e))
+}
+
+/// The early link if the relay's fresh info gives its hint and the page would knock at the same
+/// port (closed otherwise): taken once.
+fn take_early_link(info: &RelayInfo, port: u16) -> Option<WebTransport> {
+    let (hint, transport) = EARLY_LINK.with(|e| e.borrow_mut().take())?;
+    if LinkHint::describes(&hint, info, port) {
+        return Some(transport);
+    }
+    close(&transport);
+    None
 }
 
 /// `GET /api/sessions`: the spawned sessions still running.
@@ -512,38 +558,37 @@ impl RelayLink {
         port: u16,
         patience: Duration,
     ) -> Result<RelayLink, ConnectError> {
-        let location = web_sys::window().ok_or(ConnectError::Retry("no window".into()))?.location();
-        // `hostname` keeps the brackets of an IPv6 literal, as a URL needs them.
-        let host = location.hostname().map_err(|e| retry("location", e))?;
-        let url = format!("https://{host}:{port}{}", info.webtransport_path);
-        let options = WebTransportOptions::new();
-        if info.cert_self_signed {
-            let hashes: Vec<WebTransportHash> = info
-                .cert_hash_bytes()
-                .iter()
-                .map(|h| {
-                    let hash = WebTransportHash::new();
-                    hash.set_algorithm(&info.cert_hash_algorithm);
-                    hash.set_value_u8_array(&Uint8Array::from(&h[..]));
-                    hash
-                })
-                .collect();
-            options.set_server_certificate_hashes(&hashes);
-        }
-        let transport =
-            WebTransport::new_with_options(&url, &options).map_err(|e| retry("WebTransport", e))?;
-        // Closing the transport makes every pending step below fail; dropped (cancelled) on return.
-        let handshake_deadline = {
-            let transport = transport.clone();
-            gloo_timers::callback::Timeout::new(crate::clock::ms(patience), move || {
-                close(&transport)
-            })
+        let fresh = || match LinkHint::from_info(info, port) {
+            Some(hint) => open_webtransport(&hint.encode()),
+            None => Err(ConnectError::Retry("the relay's info names no WebTransport".into())),
         };
-        if let Err(e) = JsFuture::from(transport.ready()).await {
-            close(&transport);
-            return Err(retry("WebTransport handshake", e));
-        }
-        drop(handshake_deadline);
+        // The early link, if the info names it; one that failed (the relay restarted between the
+        // visits, say) gives way to a fresh one, not to the WebSocket.
+        let mut early = take_early_link(info, port);
+        let transport = loop {
+            let (transport, was_early) = match early.take() {
+                Some(early) => (early, true),
+                None => (fresh()?, false),
+            };
+            // Closing the transport makes every pending step below fail; dropped (cancelled) on
+            // return.
+            let handshake_deadline = {
+                let transport = transport.clone();
+                gloo_timers::callback::Timeout::new(crate::clock::ms(patience), move || {
+                    close(&transport)
+                })
+            };
+            let ready = JsFuture::from(transport.ready()).await;
+            drop(handshake_deadline);
+            match ready {
+                Ok(_) => break transport,
+                Err(_) if was_early => close(&transport),
+                Err(e) => {
+                    close(&transport);
+                    return Err(retry("WebTransport handshake", e));
+                }
+            }
+        };
         let _deadline = {
             let transport = transport.clone();
             gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, move || close(&transport))

@@ -30,6 +30,7 @@ pub mod image;
 pub mod info;
 pub mod json;
 pub mod line;
+pub mod link_hint;
 pub mod offer;
 pub mod point;
 pub mod proof;
@@ -48,6 +49,7 @@ pub use image::{IMAGE_PATH, ImageInfo, ImageRequest, NEXT_IMAGE};
 pub use info::{ApiError, PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary};
 pub use json::DecodeError;
 pub use line::{LineBuffer, LineError, Message, decode, encode, encode_line};
+pub use link_hint::{LINK_HINT_TIMING, LinkHint};
 pub use offer::{
     DownloadAck, DownloadReply, DownloadRequest, Offer, OfferAnswer, Offered, StreamRequest,
 };

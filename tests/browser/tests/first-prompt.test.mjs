@@ -3,10 +3,15 @@
 // its time budget), and the relay serves the floor page (relay/src/floor.rs) only when the bench
 // asks for it with TERN_BENCH_FLOOR=1. A page that takes a warm spare whose shell the relay
 // started ahead continues from the relay's point at its own size (docs/RELAY.md, "The warm spare").
+// The WebTransport link starts before the wasm is in, where the relay's document says
+// (`Server-Timing: tern-link`), and is used only when /api/info names the same place: a hint
+// naming another relay gets a handshake and not one byte of a stream.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Relay, browserFixture } from '../lib/fixture.mjs';
-import { newSession, screen, screenshotsOfState, typeLine, until, waitForPrompt } from '../lib/helpers.mjs';
+import {
+  launchBrowser, newSession, screen, screenshotsOfState, typeLine, until, waitForPrompt,
+} from '../lib/helpers.mjs';
 import { findSpare } from '../lib/spare.mjs';
 
 // This file's relay serves the floor; a second one (started in its test) does not.
@@ -21,6 +26,112 @@ async function marks(page) {
     return { at, challengeSent: challenge?.startTime ?? null };
   });
 }
+
+/// Records every WebTransport the page makes: when (page clock), where, how many streams it opened,
+/// whether it was closed (an init script: the page's own code runs unchanged).
+const recordTransports = () => {
+  const Native = window.WebTransport;
+  window.__transports = [];
+  window.WebTransport = class extends Native {
+    constructor(url, options) {
+      super(url, options);
+      const t = { url, at: performance.now(), streams: 0, closed: false };
+      window.__transports.push(t);
+      const open = this.createBidirectionalStream.bind(this);
+      this.createBidirectionalStream = (...a) => { t.streams++; return open(...a); };
+      const close = this.close.bind(this);
+      this.close = (...a) => { t.closed = true; return close(...a); };
+    }
+  };
+};
+
+/// The transports `page` made, the moment its wasm was in and when its /api/info answered.
+const transports = (page) => page.evaluate(() => ({
+  made: window.__transports,
+  wasm: performance.getEntriesByName('tern:wasm')[0]?.startTime,
+  info: performance.getEntriesByType('resource').find((e) => e.name.endsWith('/api/info'))?.responseEnd,
+}));
+
+test('a fresh load knocks on WebTransport before its wasm is in, where the document says, and the session uses that link', async () => {
+  const page = await fx.browser.context.newPage();
+  try {
+    await page.addInitScript(recordTransports);
+    const response = await fx.openSession(page);
+    const hint = /^tern-link;desc="(.*)"$/.exec(response.headers()['server-timing'] ?? '')?.[1];
+    assert.ok(hint, `the document's hint: ${JSON.stringify(response.headers())}`);
+    const { made, wasm, info } = await transports(page);
+    assert.equal(made.length, 1, `one WebTransport: ${JSON.stringify(made)}`);
+    const [port, path] = hint.split(' ');
+    assert.equal(made[0].url, `https://127.0.0.1:${port}${path}`);
+    assert.equal(String(fx.port), port, "the relay's own port");
+    // Made before the wasm was in, so before /api/info was even asked: the handshake's round
+    // trips ran beside the wasm's download and the info's, not after them.
+    assert.ok(made[0].at < wasm && made[0].at < info, `made at ${made[0].at}, wasm ${wasm}, info ${info}`);
+    assert.ok(made[0].streams >= 1 && !made[0].closed, `it carries the session: ${JSON.stringify(made)}`);
+    const stats = await page.evaluate(() => window.tern.stats());
+    assert.equal(stats.phase, 'live', JSON.stringify(stats));
+    await page.keyboard.type('exit\n');
+  } finally {
+    await page.close();
+  }
+});
+
+test('#early_link=0 (the bench\'s "before"): WebTransport waits for /api/info', async () => {
+  const page = await fx.browser.context.newPage();
+  try {
+    await page.addInitScript(recordTransports);
+    await fx.openSession(page, fx.url.replace('#', '#session=new&early_link=0&'));
+    const { made, info } = await transports(page);
+    assert.equal(made.length, 1, JSON.stringify(made));
+    assert.ok(made[0].at >= info, `made at ${made[0].at}, info answered at ${info}`);
+    await page.keyboard.type('exit\n');
+  } finally {
+    await page.close();
+  }
+});
+
+test('a document naming another relay: the page knocks there, says nothing on it, and links to its own relay', async () => {
+  // Another real relay (another token, its own certificate): what a hint from anyone but this
+  // relay could name. The page's early link to it must carry no stream (no greet, no hello, no
+  // proof): only the info of the page's own relay, asked after that relay proved the token,
+  // decides which link is used.
+  const other = new Relay();
+  await other.start();
+  // A browser of this test's own: the document is rewritten on its way in (page.route), and
+  // Chromium counts a fulfilled answer as another address space, whose page may not reach
+  // 127.0.0.1 (Local Network Access); what is tested here is not that check.
+  const browser = await launchBrowser({ args: ['--disable-features=LocalNetworkAccessChecks'] });
+  try {
+    const wrong = /^tern-link;desc="(.*)"$/.exec((await fetch(`${other.origin}/`)).headers.get('server-timing'))[1];
+    assert.notEqual(wrong.split(' ')[0], String(fx.port));
+    const { page } = browser;
+    await page.addInitScript(recordTransports);
+    await page.route((url) => url.port === String(fx.port) && url.pathname === '/', async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response, headers: { ...response.headers(), 'server-timing': `tern-link;desc="${wrong}"` } });
+    });
+    await page.goto(newSession(fx.url));
+    await waitForPrompt(page);
+    const { made } = await transports(page);
+    const served = await page.evaluate(() => performance.getEntriesByType('navigation')[0].serverTiming.map((t) => t.description));
+    assert.deepEqual(served, [wrong], "the page was served the other relay's hint");
+    const [wrongPort] = wrong.split(' ');
+    const early = made.filter((t) => t.url.includes(`:${wrongPort}/`));
+    const own = made.filter((t) => t.url.includes(`:${fx.port}/`));
+    assert.equal(early.length, 1, `the page knocked where the document said: ${JSON.stringify(made)}`);
+    assert.equal(early[0].streams, 0, `not one stream on the other relay's link: ${JSON.stringify(made)}`);
+    assert.ok(early[0].closed, 'and it was closed');
+    assert.equal(own.length, 1, JSON.stringify(made));
+    assert.ok(own[0].streams >= 1, `the session on its own relay: ${JSON.stringify(made)}`);
+    assert.equal((await page.evaluate(() => window.tern.stats())).phase, 'live');
+    // The other relay saw no hello (a proof over its challenge would have been one).
+    assert.doesNotMatch(other.log(), /hello|greet|proof/i, other.log());
+    await page.keyboard.type('exit\n');
+  } finally {
+    await browser.close();
+    await other.close();
+  }
+});
 
 test('the page marks every stage of its first prompt once, in order; /api/info travels while the terminal is built', async () => {
   const { page } = fx;
