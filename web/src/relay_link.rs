@@ -562,33 +562,27 @@ impl RelayLink {
             Some(hint) => open_webtransport(&hint.encode()),
             None => Err(ConnectError::Retry("the relay's info names no WebTransport".into())),
         };
-        // The early link, if the info names it; one that failed (the relay restarted between the
-        // visits, say) gives way to a fresh one, not to the WebSocket.
-        let mut early = take_early_link(info, port);
-        let transport = loop {
-            let (transport, was_early) = match early.take() {
-                Some(early) => (early, true),
-                None => (fresh()?, false),
-            };
-            // Closing the transport makes every pending step below fail; dropped (cancelled) on
-            // return.
-            let handshake_deadline = {
-                let transport = transport.clone();
-                gloo_timers::callback::Timeout::new(crate::clock::ms(patience), move || {
-                    close(&transport)
-                })
-            };
-            let ready = JsFuture::from(transport.ready()).await;
-            drop(handshake_deadline);
-            match ready {
-                Ok(_) => break transport,
-                Err(_) if was_early => close(&transport),
-                Err(e) => {
-                    close(&transport);
-                    return Err(retry("WebTransport handshake", e));
-                }
-            }
+        // The early link, if the info names it. One that fails is a WebTransport that failed:
+        // the WebSocket follows at once, as for a fresh one (a second handshake first would
+        // double the wait where UDP is blocked, the case the fallback is for).
+        let transport = match take_early_link(info, port) {
+            Some(early) => early,
+            None => fresh()?,
         };
+        // Closing the transport makes every pending step below fail; dropped (cancelled) on
+        // return.
+        let handshake_deadline = {
+            let transport = transport.clone();
+            gloo_timers::callback::Timeout::new(crate::clock::ms(patience), move || {
+                close(&transport)
+            })
+        };
+        let ready = JsFuture::from(transport.ready()).await;
+        drop(handshake_deadline);
+        if let Err(e) = ready {
+            close(&transport);
+            return Err(retry("WebTransport handshake", e));
+        }
         let _deadline = {
             let transport = transport.clone();
             gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, move || close(&transport))
