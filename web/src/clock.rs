@@ -17,9 +17,12 @@ pub fn now_ms() -> f64 {
     PERFORMANCE.with(|p| p.as_ref().map_or(0.0, web_sys::Performance::now))
 }
 
-/// The core's clock: microseconds on the same timeline as [`now_ms`].
+/// The core's clock: microseconds on the same timeline as [`now_ms`]. Rounded, not truncated:
+/// `performance.now()` is a multiple of 0.1 ms that a float cannot hold exactly (142.8 is
+/// 142.79999…), and truncating made the core's moment a microsecond earlier than a
+/// `performance.mark` taken before it (the first-prompt test compares the two).
 pub fn now() -> Instant {
-    Instant::from_micros((now_ms() * 1000.0) as u64)
+    Instant::from_micros((now_ms() * 1000.0).round() as u64)
 }
 
 /// Milliseconds for a browser timer.

@@ -232,8 +232,7 @@ pub async fn image_stream(
         };
         got += u64::from(chunk.length());
         chunks.push(&chunk);
-        let ack =
-            DownloadAck { acked: got, page_time_us: (crate::clock::now_ms() * 1000.0) as u64 };
+        let ack = DownloadAck { acked: got, page_time_us: crate::clock::now().as_micros() };
         writer.write(&encode_line(&ack));
     }
     writer.close();

@@ -49,8 +49,9 @@ export async function freePort() {
 export async function startRelay({ port, token, stateDir, args = [], host = '127.0.0.1', env = {}, bin = relayBinary() }) {
   const child = spawn(bin, [
     // --print-url: stdout is a pipe here, where the relay otherwise keeps the token-bearing URL
-    // to a 0600 file (docs/RELAY.md); the test reads it from stdout on purpose.
-    '--listen', `${host}:${port}`, '--state-dir', stateDir, '--print-url', ...args,
+    // to a 0600 file (docs/RELAY.md); the test reads it from stdout on purpose. A bench's older
+    // build from before the flag printed it there anyway, and refuses the flag.
+    '--listen', `${host}:${port}`, '--state-dir', stateDir, ...(knowsPrintUrl(bin) ? ['--print-url'] : []), ...args,
   ], {
     env: { ...process.env, TERN_RELAY_TOKEN: token, RUST_BACKTRACE: '0', RUST_LOG: process.env.RUST_LOG || 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -68,6 +69,17 @@ export async function startRelay({ port, token, stateDir, args = [], host = '127
     child.once('exit', (code) => rej(new Error(`${bin} exited ${code}:\n${log}`)));
   });
   return { child, url, log: () => log };
+}
+
+const printUrlKnown = new Map();
+/// Whether this build of tern-relay has `--print-url` (asked once per binary, from its `--help`).
+function knowsPrintUrl(bin) {
+  if (!printUrlKnown.has(bin)) {
+    const help = spawnSync(bin, ['--help'], { encoding: 'utf8' });
+    if (help.error) throw new Error(`${bin} --help: ${help.error.message}`);
+    printUrlKnown.set(bin, `${help.stdout}${help.stderr}`.includes('--print-url'));
+  }
+  return printUrlKnown.get(bin);
 }
 
 export async function stopRelay(relay, signal = 'SIGTERM') {

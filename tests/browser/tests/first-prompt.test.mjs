@@ -153,8 +153,9 @@ test('the page marks every stage of its first prompt once, in order; /api/info t
   assert.ok(challengeSent !== null && challengeSent < t['tern:term'], `challenge sent at ${challengeSent}: ${seen}`);
   const stats = await page.evaluate(() => window.tern.stats());
   assert.equal(stats.infoRequests, 1);
-  // The relay's answer (the core's milestone) is the mark's moment, not before.
-  assert.ok(stats.firstReadyMs >= t['tern:ready'], `firstReadyMs ${stats.firstReadyMs}`);
+  // The relay's answer (the core's milestone) is the mark's moment, not before: within the core
+  // clock's microsecond (web/src/clock.rs rounds performance.now() to it).
+  assert.ok(stats.firstReadyMs >= t['tern:ready'] - 0.001, `firstReadyMs ${stats.firstReadyMs}, mark ${t['tern:ready']}`);
   await page.keyboard.type('exit\n');
 });
 
