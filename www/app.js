@@ -32,7 +32,7 @@ function takeParams() {
   const frag = new Map(Client.fragmentParams(location.hash.slice(1)));
   // wt_port: test-only, WebTransport through a link emulator in front of the relay (docs/BROWSER.md).
   // view: a share link's session (#view=ID), watched read-only; kept for this tab's reloads.
-  for (const name of ['token', 'view', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite', 'renderer', 'early_info']) {
+  for (const name of ['token', 'view', 'host', 'port', 'key', 'wt_port', 'predict', 'predict_overwrite', 'renderer', 'early_info', 'early_greet']) {
     const v = frag.get(name);
     if (v) sessionStorage.setItem(`tern.${name}`, v);
   }
@@ -445,9 +445,10 @@ async function main() {
     return;
   }
   // The relay's /api/info (and its challenge) travel while the terminal is built, not after:
-  // the first connect takes the answer. #early_info=0 (the load bench's "before") asks it later.
+  // the first connect takes the answer, and the early link greets meanwhile. #early_info=0 (the
+  // load bench's "before") asks it later; #early_greet=0 greets only once the info is in.
   if (sessionStorage.getItem('tern.early_info') !== '0') {
-    Client.prefetchInfo(token);
+    Client.prefetchInfo(token, sessionStorage.getItem('tern.early_greet') !== '0');
     // The wasm's futures run as microtasks: let the request leave before the terminal is built
     // (synchronous work that would otherwise hold it back).
     await null;

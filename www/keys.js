@@ -181,6 +181,26 @@ export function wireKeys({ term, $, touch }) {
     }, true);
   }
 
+  // Text a keyboard commits inside its keyCode 229 keydown (Gboard's space or a punctuation key,
+  // any IME's): xterm.js ignores an `input` while a keydown is down and reads the textarea's
+  // change one timer after the keydown instead, so text that lands after that timer (the
+  // keyboard's commit in a later task) was dropped. Sent here, and the textarea put back as it
+  // was, so that xterm.js's timer, whenever it runs, finds no change and sends nothing twice.
+  // The sticky modifiers' listener above takes such text while Ctrl or Alt is on.
+  let keyDown229 = false;
+  let beforeInput = null;
+  term.element.addEventListener('keydown', (e) => { keyDown229 = e.keyCode === 229; }, true);
+  term.element.addEventListener('keyup', () => { keyDown229 = false; }, true);
+  term.element.addEventListener('beforeinput', () => { beforeInput = term.textarea?.value ?? null; }, true);
+  term.element.addEventListener('input', (e) => {
+    const before = beforeInput;
+    beforeInput = null;
+    if (!keyDown229 || anySticky() || e.inputType !== 'insertText' || !e.data || e.isComposing || before === null) return;
+    e.stopPropagation();
+    term.textarea.value = before;
+    send(e.data);
+  }, true);
+
   // xterm.js's custom key handler: `true` when the key was taken here.
   const key = (e) => {
     if (e.type !== 'keydown') return false;

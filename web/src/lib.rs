@@ -87,10 +87,11 @@ impl Client {
     }
 
     /// Asks the relay's `/api/info` now, before the client exists (the page builds its terminal
-    /// meanwhile); the first connect of a client with this token takes the answer.
+    /// meanwhile); the first connect of a client with this token takes the answer. `greet`: greet
+    /// on the early link meanwhile too (false only for the load bench's "before").
     #[wasm_bindgen(js_name = prefetchInfo)]
-    pub fn prefetch_info(token: &str) {
-        crate::relay_link::prefetch_info(token);
+    pub fn prefetch_info(token: &str, greet: bool) {
+        crate::relay_link::prefetch_info(token, greet);
     }
 
     /// The page's `openWebTransport(hint)`: makes a WebTransport to where a hint's text

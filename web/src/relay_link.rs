@@ -72,8 +72,9 @@ const EARLY_INFO_FRESH: Duration = Duration::from_secs(10);
 
 /// Asks `/api/info` (its challenge first) now, while the page still builds its terminal: the
 /// first connect then waits only for what is left of it (issue 36, docs/BENCHMARKS.md "First
-/// prompt"). The page calls it as soon as the wasm is in and it knows its token.
-pub fn prefetch_info(token: &str) {
+/// prompt"). The page calls it as soon as the wasm is in and it knows its token; with `greet`,
+/// the early link's greet goes meanwhile too ([`greet_early_link`]).
+pub fn prefetch_info(token: &str, greet: bool) {
     let answer = Rc::new(RefCell::new(None));
     let into = Rc::clone(&answer);
     let owned = token.to_owned();
@@ -84,6 +85,9 @@ pub fn prefetch_info(token: &str) {
     });
     let early = EarlyInfo { token: token.to_owned(), asked: now(), done, answer };
     EARLY_INFO.with(|e| *e.borrow_mut() = Some(early));
+    if greet {
+        greet_early_link(token);
+    }
 }
 
 /// The prefetched `/api/info` for `token` once it is in, if one was asked and is fresh: taken
@@ -103,10 +107,35 @@ pub async fn take_early_info(token: &str) -> Option<(Instant, Result<RelayInfo, 
     Some((now - answered.saturating_duration_since(early.asked), info))
 }
 
+/// A WebTransport handshake the page started early ([`keep_early_link`]), waiting for the relay's
+/// info to say whether it is the right one; greeted meanwhile once the page knew its token
+/// ([`greet_early_link`]).
+struct EarlyLink {
+    hint: String,
+    transport: WebTransport,
+    greeted: Option<EarlyGreet>,
+}
+
+/// The greet sent on the early link before the info came, and the relay's challenge to it.
+struct EarlyGreet {
+    token: String,
+    /// Settles once `outcome` is in.
+    done: js_sys::Promise,
+    outcome: Rc<RefCell<Option<Result<Greeted, ConnectError>>>>,
+}
+
+/// The verifier whose greet went on a link, and the relay's answer to it (its challenge).
+type GreetSent = (relay_client::Verifier, Option<Vec<u8>>);
+
+/// A link whose control stream carried the greet, with what the relay answered.
+struct Greeted {
+    link: RelayLink,
+    verifier: relay_client::Verifier,
+    challenge: Option<Vec<u8>>,
+}
+
 thread_local! {
-    /// A WebTransport handshake the page started early ([`keep_early_link`]), waiting for the
-    /// relay's info to say whether it is the right one.
-    static EARLY_LINK: RefCell<Option<(String, WebTransport)>> = const { RefCell::new(None) };
+    static EARLY_LINK: RefCell<Option<EarlyLink>> = const { RefCell::new(None) };
 }
 
 /// Keeps the WebTransport the page started before its wasm was in (www/app.js `earlyLink`:
@@ -117,7 +146,43 @@ thread_local! {
 /// hint (`LinkHint::describes`), and then the control stream's challenge as always: nothing but
 /// a nonce goes on it before the relay proved the token.
 pub fn keep_early_link(hint: String, transport: WebTransport) {
-    EARLY_LINK.with(|e| *e.borrow_mut() = Some((hint, transport)));
+    EARLY_LINK.with(|e| *e.borrow_mut() = Some(EarlyLink { hint, transport, greeted: None }));
+}
+
+/// Greets on the early link as soon as it is up, before `/api/info` confirmed it: the greet is a
+/// nonce (and a named token's id), no proof, so it may go where the document said; the relay's
+/// challenge is then in when the info is, and the hello leaves at once (one round trip less to
+/// the first prompt, issue 36). The proof goes only after the relay proved the token on this
+/// link and the info named it, as on any link. Not behind a front door (no greet there).
+fn greet_early_link(token: &str) {
+    if front_door(token) {
+        return;
+    }
+    EARLY_LINK.with(|e| {
+        let mut early = e.borrow_mut();
+        let Some(early) = early.as_mut().filter(|early| early.greeted.is_none()) else { return };
+        let outcome = Rc::new(RefCell::new(None));
+        let into = Rc::clone(&outcome);
+        let (transport, owned) = (early.transport.clone(), token.to_owned());
+        let done = wasm_bindgen_futures::future_to_promise(async move {
+            let greeted = greet_on(transport, &owned).await;
+            *into.borrow_mut() = Some(greeted);
+            Ok(JsValue::UNDEFINED)
+        });
+        early.greeted = Some(EarlyGreet { token: token.to_owned(), done, outcome });
+    });
+}
+
+/// Waits for `transport`'s handshake, opens its streams and greets; the relay's challenge read.
+/// Nothing bounds the wait here: the first connect does, as for any handshake
+/// ([`RelayLink::webtransport`]), by closing the transport.
+async fn greet_on(transport: WebTransport, token: &str) -> Result<Greeted, ConnectError> {
+    JsFuture::from(transport.ready()).await.map_err(|e| retry("WebTransport handshake", e))?;
+    let link = RelayLink::webtransport_streams(transport.clone()).await?;
+    let verifier = relay_client::Verifier::new(random_or_retry()?);
+    link.control_out.write(&verifier.greet(token).to_line());
+    let challenge = link.control_in.next_line().await;
+    Ok(Greeted { link, verifier, challenge })
 }
 
 thread_local! {
@@ -141,12 +206,12 @@ fn open_webtransport(hint: &str) -> Result<WebTransport, ConnectError> {
 
 /// The early link if the relay's fresh info gives its hint and the page would knock at the same
 /// port (closed otherwise): taken once.
-fn take_early_link(info: &RelayInfo, port: u16) -> Option<WebTransport> {
-    let (hint, transport) = EARLY_LINK.with(|e| e.borrow_mut().take())?;
-    if LinkHint::describes(&hint, info, port) {
-        return Some(transport);
+fn take_early_link(info: &RelayInfo, port: u16) -> Option<EarlyLink> {
+    let early = EARLY_LINK.with(|e| e.borrow_mut().take())?;
+    if LinkHint::describes(&early.hint, info, port) {
+        return Some(early);
     }
-    close(&transport);
+    close(&early.transport);
     None
 }
 
@@ -485,23 +550,24 @@ impl RelayLink {
         let has_webtransport = info.has_webtransport()
             && !front_door(token)
             && Reflect::has(&js_sys::global(), &"WebTransport".into()).unwrap_or(false);
-        let link = match has_webtransport {
-            true => match Self::webtransport(info, port, patience).await {
-                Ok(link) => link,
+        let (link, greeted) = match has_webtransport {
+            true => match Self::webtransport(info, port, token, patience).await {
+                Ok(opened) => opened,
                 Err(e) => {
                     let why = match &e {
                         ConnectError::Retry(why) => why.clone(),
                         other => format!("{other:?}"),
                     };
-                    Self::websocket(token).await.map_err(|ws| match ws {
+                    let link = Self::websocket(token).await.map_err(|ws| match ws {
                         ConnectError::Retry(ws) => {
                             ConnectError::Retry(format!("WebTransport: {why}; WebSocket: {ws}"))
                         }
                         other => other,
-                    })?
+                    })?;
+                    (link, None)
                 }
             },
-            false => Self::websocket(token).await?,
+            false => (Self::websocket(token).await?, None),
         };
         // The challenge and the answer must come within the open timeout whichever way the link
         // came.
@@ -513,8 +579,14 @@ impl RelayLink {
             link.control_out.write(&ClientMessage::Hello(hello(link.max_datagram_size)).to_line());
             return link.answer().await;
         }
-        link.control_out.write(&verifier.greet(token).to_line());
-        let challenge = link.control_in.next_line().await;
+        // The early link greeted already (its challenge may be in); any other greets now.
+        let (verifier, challenge) = match greeted {
+            Some(greeted) => greeted,
+            None => {
+                link.control_out.write(&verifier.greet(token).to_line());
+                (verifier, link.control_in.next_line().await)
+            }
+        };
         crate::clock::mark_once("tern:challenge");
         let proof = match verifier.control_answer(token, challenge.as_deref()) {
             Ok(proof) => proof,
@@ -551,12 +623,14 @@ impl RelayLink {
         }
     }
 
-    /// WebTransport to the relay: handshake within `patience`, then the control stream.
+    /// WebTransport to the relay: handshake within `patience`, then the control stream; with the
+    /// greet already sent and the relay's challenge if it was the early link, greeted.
     async fn webtransport(
         info: &RelayInfo,
         port: u16,
+        token: &str,
         patience: Duration,
-    ) -> Result<RelayLink, ConnectError> {
+    ) -> Result<(RelayLink, Option<GreetSent>), ConnectError> {
         let fresh = || match LinkHint::from_info(info, port) {
             Some(hint) => open_webtransport(&hint.encode()),
             None => Err(ConnectError::Retry("the relay's info names no WebTransport".into())),
@@ -564,9 +638,14 @@ impl RelayLink {
         // The early link, if the info names it. One that fails is a WebTransport that failed:
         // the WebSocket follows at once, as for a fresh one (a second handshake first would
         // double the wait where UDP is blocked, the case the fallback is for).
-        let transport = match take_early_link(info, port) {
-            Some(early) => early,
-            None => fresh()?,
+        let (transport, greeted) = match take_early_link(info, port) {
+            // Greeted for another token (the page's token never changes while it runs): not ours.
+            Some(early) if early.greeted.as_ref().is_some_and(|g| g.token != token) => {
+                close(&early.transport);
+                (fresh()?, None)
+            }
+            Some(early) => (early.transport, early.greeted),
+            None => (fresh()?, None),
         };
         // Closing the transport makes every pending step below fail; dropped (cancelled) on
         // return.
@@ -586,13 +665,20 @@ impl RelayLink {
             let transport = transport.clone();
             gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, move || close(&transport))
         };
-        match Self::webtransport_streams(transport.clone()).await {
-            Ok(link) => Ok(link),
-            Err(e) => {
-                close(&transport);
-                Err(e)
+        let opened = match greeted {
+            Some(greeted) => {
+                let _ = JsFuture::from(greeted.done).await;
+                let outcome = greeted.outcome.borrow_mut().take();
+                outcome
+                    .unwrap_or_else(|| Err(ConnectError::Retry("the early greet was lost".into())))
+                    .map(|g| (g.link, Some((g.verifier, g.challenge))))
             }
+            None => Self::webtransport_streams(transport.clone()).await.map(|link| (link, None)),
+        };
+        if opened.is_err() {
+            close(&transport);
         }
+        opened
     }
 
     /// The datagram halves and the control stream of a ready WebTransport.

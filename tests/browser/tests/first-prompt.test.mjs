@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Relay, browserFixture } from '../lib/fixture.mjs';
 import {
-  launchBrowser, newSession, screen, screenshotsOfState, typeLine, until, waitForPrompt,
+  launchBrowser, newSession, screen, screenshotsOfState, sleep, typeLine, until, waitForPrompt,
 } from '../lib/helpers.mjs';
 import { findSpare } from '../lib/spare.mjs';
 
@@ -35,10 +35,27 @@ const recordTransports = () => {
   window.WebTransport = class extends Native {
     constructor(url, options) {
       super(url, options);
-      const t = { url, at: performance.now(), streams: 0, closed: false };
+      // `written`: the text of every chunk the page wrote on the link's streams, in order.
+      const t = { url, at: performance.now(), streams: 0, closed: false, written: [], writtenAt: [] };
       window.__transports.push(t);
       const open = this.createBidirectionalStream.bind(this);
-      this.createBidirectionalStream = (...a) => { t.streams++; return open(...a); };
+      this.createBidirectionalStream = (...a) => {
+        t.streams++;
+        return open(...a).then((stream) => {
+          const getWriter = stream.writable.getWriter.bind(stream.writable);
+          stream.writable.getWriter = () => {
+            const writer = getWriter();
+            const write = writer.write.bind(writer);
+            writer.write = (chunk) => {
+              t.written.push(new TextDecoder().decode(chunk));
+              t.writtenAt.push(performance.now());
+              return write(chunk);
+            };
+            return writer;
+          };
+          return stream;
+        });
+      };
       const close = this.close.bind(this);
       this.close = (...a) => { t.closed = true; return close(...a); };
     }
@@ -76,6 +93,30 @@ test('a fresh load knocks on WebTransport before its wasm is in, where the docum
   }
 });
 
+test('the early link greets before /api/info answers, and the hello follows the info at once', async () => {
+  const page = await fx.browser.context.newPage();
+  try {
+    await page.addInitScript(recordTransports);
+    // The info held back 400 ms on its way out: the greet cannot be waiting for it.
+    await page.route((url) => url.pathname.endsWith('/api/info'), async (route) => {
+      await sleep(400);
+      await route.continue();
+    });
+    await fx.openSession(page);
+    const { made, info } = await transports(page);
+    assert.equal(made.length, 1, JSON.stringify(made));
+    const [link] = made;
+    const said = link.written.map((chunk) => JSON.parse(chunk.split('\n')[0]).type);
+    assert.deepEqual(said.slice(0, 2), ['greet', 'hello'], JSON.stringify(link.written));
+    assert.ok(link.writtenAt[0] < info - 300, `greet at ${link.writtenAt[0]}, info answered at ${info}`);
+    assert.ok(link.writtenAt[1] >= info, `hello at ${link.writtenAt[1]}, after the info at ${info}`);
+    assert.equal((await page.evaluate(() => window.tern.stats())).phase, 'live');
+    await page.keyboard.type('exit\n');
+  } finally {
+    await page.close();
+  }
+});
+
 test('#early_link=0 (the bench\'s "before"): WebTransport waits for /api/info', async () => {
   const page = await fx.browser.context.newPage();
   try {
@@ -90,10 +131,11 @@ test('#early_link=0 (the bench\'s "before"): WebTransport waits for /api/info', 
   }
 });
 
-test('a document naming another relay: the page knocks there, says nothing on it, and links to its own relay', async () => {
+test('a document naming another relay: the page knocks there, says nothing but its greet, and links to its own relay', async () => {
   // Another real relay (another token, its own certificate): what a hint from anyone but this
-  // relay could name. The page's early link to it must carry no stream (no greet, no hello, no
-  // proof): only the info of the page's own relay, asked after that relay proved the token,
+  // relay could name. The page greets on its early link before the info is in (a nonce, no
+  // proof: web/src/relay_link.rs greet_early_link), and says nothing more there: no hello, no
+  // proof. Only the info of the page's own relay, asked after that relay proved the token,
   // decides which link is used.
   const other = new Relay();
   await other.start();
@@ -119,13 +161,20 @@ test('a document naming another relay: the page knocks there, says nothing on it
     const early = made.filter((t) => t.url.includes(`:${wrongPort}/`));
     const own = made.filter((t) => t.url.includes(`:${fx.port}/`));
     assert.equal(early.length, 1, `the page knocked where the document said: ${JSON.stringify(made)}`);
-    assert.equal(early[0].streams, 0, `not one stream on the other relay's link: ${JSON.stringify(made)}`);
+    assert.ok(early[0].streams <= 1, `at most the greet's stream on the other relay's link: ${JSON.stringify(made)}`);
+    const said = early[0].written.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    assert.ok(said.length <= 1 && said.every((m) => m.type === 'greet' && /^[0-9a-f]{64}$/.test(m.nonce)),
+      `nothing but a greet on the other relay's link: ${JSON.stringify(said)}`);
+    assert.ok(!said.some((m) => 'proof' in m || 'token' in m), `no proof, no token there: ${JSON.stringify(said)}`);
+    // And the page's own link: the greet, then the hello with its proof.
+    const ownSaid = own[0].written.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line).type);
+    assert.deepEqual(ownSaid.slice(0, 2), ['greet', 'hello'], JSON.stringify(ownSaid));
     assert.ok(early[0].closed, 'and it was closed');
     assert.equal(own.length, 1, JSON.stringify(made));
     assert.ok(own[0].streams >= 1, `the session on its own relay: ${JSON.stringify(made)}`);
     assert.equal((await page.evaluate(() => window.tern.stats())).phase, 'live');
     // The other relay saw no hello (a proof over its challenge would have been one).
-    assert.doesNotMatch(other.log(), /hello|greet|proof/i, other.log());
+    assert.doesNotMatch(other.log(), /hello|proof/i, other.log());
     await page.keyboard.type('exit\n');
   } finally {
     await browser.close();
