@@ -50,9 +50,10 @@ APT_TEST_OPTIONAL=(firefox-esr)
 APT_TEST_WEBKIT=(webkit2gtk-driver xvfb)
 # Building a release: the venv for Zig and cargo-zigbuild, `file` to check the binaries are static.
 APT_DIST=(python3-venv file)
-# npm: package.json's "dependencies" build the page (xterm.js and its addons, binaryen's wasm-opt);
+# npm: package.json's "dependencies" build the page (xterm.js and its addons, binaryen's wasm-opt,
+# terser for the shipped scripts);
 # its "devDependencies" drive browsers in the tests (playwright-core, puppeteer-core).
-NPM_PAGE=(@xterm/xterm @xterm/addon-fit @xterm/addon-web-links @xterm/addon-webgl binaryen)
+NPM_PAGE=(@xterm/xterm @xterm/addon-fit @xterm/addon-web-links @xterm/addon-webgl binaryen terser)
 NPM_TEST=(playwright-core puppeteer-core)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
