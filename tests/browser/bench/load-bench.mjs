@@ -194,6 +194,9 @@ async function load(relay, latencyMs, inventory = false, from = null) {
 const stageNames = [
   'htmlMs', 'scriptMs', 'wasmMs', 'termMs', 'startMs', 'challengeMs', 'infoMs', 'linkMs',
   'controlChallengeMs', 'readyMs', 'datagramMs', 'frameMs', 'promptMs',
+  // The early link (www/app.js earlyLink): its handshake started and up. Last, so their "+" columns read
+  // against the prompt; their "at" is the moment.
+  'earlyMs', 'earlyReadyMs',
 ];
 
 async function visit(browser, page, relay, latencyMs, inventory, from) {
@@ -254,7 +257,8 @@ async function visit(browser, page, relay, latencyMs, inventory, from) {
         readyMs: s.firstReadyMs ?? null,
         frameMs: s.firstFrameMs ?? null,
         ...Object.fromEntries([['termMs', 'tern:term'], ['startMs', 'tern:start'], ['infoMs', 'tern:info'],
-          ['linkMs', 'tern:link'], ['controlChallengeMs', 'tern:challenge'], ['datagramMs', 'tern:datagram']]
+          ['linkMs', 'tern:link'], ['controlChallengeMs', 'tern:challenge'], ['datagramMs', 'tern:datagram'],
+          ['earlyMs', 'tern:early'], ['earlyReadyMs', 'tern:early-ready']]
           .map(([k, name]) => [k, mark(name)])),
         // The API requests' answers (Resource Timing): the first of each.
         ...Object.fromEntries(['challenge', 'info'].map((r) => [`${r}Ms`,
