@@ -25,12 +25,15 @@ fn main() -> anyhow::Result<()> {
     // The chaos run (minutes of it) is a part of its own, last: tern_bench::chaos.
     let mut chaos = true;
     let mut merge = false;
+    // The parts `--only` named: a merge replaces their earlier problems with their new ones.
+    let mut only: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => options = Options { parts: options.parts, ..Options::quick() },
             "--only" => {
                 let list = args.next().context("--only needs a list")?;
+                only = list.split(',').map(str::to_owned).collect();
                 chaos = list.split(',').any(|p| p == "chaos");
                 options.parts = list
                     .split(',')
@@ -58,7 +61,8 @@ fn main() -> anyhow::Result<()> {
         tern_bench::chaos::rows(seconds, CHAOS_SEED, &mut report);
     }
     if merge {
-        report = report::merge_into(&report, &out)
+        let parts: Vec<&str> = only.iter().map(String::as_str).collect();
+        report = report::merge_into(&report, &out, &parts)
             .with_context(|| format!("merging into {}/results.json", out.display()))?;
     }
     report::write(&report, &out, doc.as_deref())?;

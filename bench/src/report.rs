@@ -234,10 +234,12 @@ pub fn splice(doc: &str, generated: &str) -> String {
 }
 
 /// A partial run (`--only X --merge`) folded into the last full one in `dir`: each new row and
-/// detail replaces the one of the same name (and group) or is added at the end; the machine,
-/// pending rows and problems of the earlier run are kept, the new problems added. The earlier
-/// numbers pass through serde_json's float parsing, which may move a value's last digit (1 ulp).
-pub fn merge_into(report: &Report, dir: &Path) -> anyhow::Result<Report> {
+/// detail replaces the one of the same name (and group) or is added at the end; the machine and
+/// pending rows of the earlier run are kept; its problems too, except those of the parts run
+/// again (`parts`: their `--only` names; a part's problems start with its name, as "load failed:
+/// …"), whose new problems, if any, take their place. The earlier numbers pass through
+/// serde_json's float parsing, which may move a value's last digit (1 ulp).
+pub fn merge_into(report: &Report, dir: &Path, parts: &[&str]) -> anyhow::Result<Report> {
     let rows: Vec<Row> = serde_json::from_str(&std::fs::read_to_string(dir.join("results.json"))?)?;
     let earlier: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("details.json"))?)?;
@@ -260,8 +262,15 @@ pub fn merge_into(report: &Report, dir: &Path) -> anyhow::Result<Report> {
             None => merged.details.push(detail.clone()),
         }
     }
+    merged.problems.retain(|problem| !parts.iter().any(|part| is_problem_of(problem, part)));
     merged.problems.extend(report.problems.iter().cloned());
     Ok(merged)
+}
+
+/// Whether `problem` is one the part named `part` reported: its text starts with the part's name
+/// and then a space, colon or comma ("load failed: …", "chaos: …", "echo, …").
+fn is_problem_of(problem: &str, part: &str) -> bool {
+    problem.strip_prefix(part).is_some_and(|rest| rest.starts_with([' ', ':', ',']))
 }
 
 /// Writes `results.json`, `details.json` (in `dir`) and, if given, the doc section.
@@ -279,6 +288,17 @@ pub fn write(report: &Report, dir: &Path, doc: Option<&Path>) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_part_run_again_takes_its_earlier_problems_with_it() {
+        assert!(is_problem_of("load failed: node … (exit status: 1)", "load"));
+        assert!(is_problem_of("chaos: no browser", "chaos"));
+        assert!(is_problem_of("echo, RTT 50: 3 keys unseen", "echo"));
+        // Another part whose name begins the same way, and a part named mid-sentence: not its.
+        assert!(!is_problem_of("loader failed: …", "load"));
+        assert!(!is_problem_of("first prompt: load failed", "load"));
+        assert!(!is_problem_of("show failed: …", "load"));
+    }
 
     #[test]
     fn splice_inserts_then_replaces() {
