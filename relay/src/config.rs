@@ -208,6 +208,11 @@ pub struct Config {
     #[arg(long, env = "TERN_RELAY_SSH_RECORDER_DIR", default_value = ".cache/tern")]
     pub ssh_recorder_dir: String,
 
+    /// Log in anew for every command on an ssh host instead of sharing one connection per host
+    /// (ssh's ControlMaster, kept 60 s after its last command).
+    #[arg(long, env = "TERN_RELAY_SSH_NO_SHARED_CONNECTIONS")]
+    pub ssh_no_shared_connections: bool,
+
     /// PEM certificate chain for HTTPS and WebTransport (instead of the self-signed one).
     #[arg(long, env = "TERN_RELAY_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -530,6 +535,7 @@ impl Config {
             mosh_server: self.ssh_mosh_server.clone(),
             paste_dir: self.ssh_paste_dir.clone(),
             recorder_dir: self.ssh_recorder_dir.clone(),
+            share_connections: !self.ssh_no_shared_connections,
         }
     }
 

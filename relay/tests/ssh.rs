@@ -640,39 +640,54 @@ async fn a_follow_channel_that_sends_garbage_never_harms_the_relay() {
     relay.stop().await;
 }
 
-/// Not a check: how long a start on a host takes with the recorder (its uname, its copy's
-/// `sha256sum`) and without (`--ssh-recorder-dir ""`), side by side in one run. Prints medians.
+/// Not a check: how long a start on a host takes with the recorder (its uname, its copy's check)
+/// and without (`--ssh-recorder-dir ""`), each the first on a new relay (its first login to the
+/// host) and the next on the same relay (over the host's shared connection), and with shared
+/// connections off; side by side in one run. Prints medians.
 /// `cargo test -p tern-relay --test ssh start_times -- --ignored --nocapture`
 #[tokio::test]
 #[ignore]
 async fn start_times_with_and_without_the_recorder() {
     let sshd = Sshd::start();
     let token = test_token("ssh-bench");
-    let mut times: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
-    for round in 0..5 {
-        for (i, dir) in [sshd.path("host-tern").to_string_lossy().into_owned(), String::new()]
-            .into_iter()
-            .enumerate()
-        {
+    let kinds = [
+        ("with the recorder", true, true),
+        ("without", false, true),
+        ("with the recorder, shared connections off", true, false),
+    ];
+    let mut times: Vec<[Vec<Duration>; 2]> = kinds.iter().map(|_| Default::default()).collect();
+    for round in 0..6 {
+        for (k, (_, recorder, shared)) in kinds.iter().enumerate() {
             let state = tempfile::tempdir().unwrap();
             let mut config = sshd.relay_config(state.path(), &token);
-            config.ssh_recorder_dir = dir;
+            if !recorder {
+                config.ssh_recorder_dir = String::new();
+            }
+            config.ssh_no_shared_connections = !shared;
             let relay = TestRelay::start(config).await;
-            let conn = connect(&relay, None).await.expect("connects");
-            let started = Instant::now();
-            let (_control, reply) = hello(&conn, host_hello(&token, "good")).await;
-            let took = started.elapsed();
-            let ready = expect_ready(reply);
-            let _cleanup = KillOnDrop(host_pid(state.path(), &ready.session));
-            // The first round copies the recorder: not counted.
-            if round > 0 {
-                times[i].push(took);
+            let mut cleanup = Vec::new();
+            for slot in times[k].iter_mut() {
+                // The one before has started its recorder and the channel that follows it (on
+                // this two-core machine they would otherwise compete with the start measured).
+                tokio::time::sleep(Duration::from_millis(700)).await;
+                let conn = connect(&relay, None).await.expect("connects");
+                let started = Instant::now();
+                let (_control, reply) = hello(&conn, host_hello(&token, "good")).await;
+                let took = started.elapsed();
+                let ready = expect_ready(reply);
+                cleanup.push(KillOnDrop(host_pid(state.path(), &ready.session)));
+                // The first round copies the recorder: not counted.
+                if round > 0 {
+                    slot.push(took);
+                }
             }
             relay.stop().await;
         }
     }
-    for (name, t) in ["with the recorder", "without"].iter().zip(times.iter_mut()) {
-        t.sort();
-        println!("start on a host {name}: median {:?} of {:?}", t[t.len() / 2], t);
+    for ((name, ..), t) in kinds.iter().zip(times.iter_mut()) {
+        for (which, t) in ["first on a relay", "next on the same relay"].iter().zip(t.iter_mut()) {
+            t.sort();
+            println!("start on a host {name}, {which}: median {:?} of {:?}", t[t.len() / 2], t);
+        }
     }
 }

@@ -272,6 +272,7 @@ async fn spawn_over_ssh(
     // each rename a whole file into place).
     let id = new_session_id();
     let c = &shared.settings.targets;
+    let asked = std::time::Instant::now();
     let prepared = if c.history_lines == 0 {
         Err("the relay keeps no history (--history-lines 0)".to_owned())
     } else {
@@ -289,6 +290,7 @@ async fn spawn_over_ssh(
     if let Err(why) = &prepared {
         tracing::info!(%host, "no recorder on the host: {why}");
     }
+    tracing::debug!(%host, took_ms = asked.elapsed().as_millis() as u64, "the host's recorder checked");
     // The same lock as a local start: two starts at once would both pass the limit check and
     // both start a server.
     let _guard = shared.spawn_lock.lock().await;
@@ -306,11 +308,13 @@ async fn spawn_over_ssh(
         ],
         Err(_) => Vec::new(),
     };
+    let starting = std::time::Instant::now();
     let started =
         hosts.start(host, &spawn_spec(shared, recorder, shell_env)).await.map_err(|message| {
             tracing::warn!(%host, "starting mosh-server over ssh failed: {message}");
             Refusal::new(ErrorCode::SpawnFailed, message)
         })?;
+    tracing::debug!(%host, took_ms = starting.elapsed().as_millis() as u64, "mosh-server started over ssh");
     let remote = RemoteServer {
         host: host.to_string(),
         ip: started.ip,

@@ -12,6 +12,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tern_native::{Bind, MoshServer, StartError, shell_quote};
@@ -26,6 +27,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const QUICK_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a paste may take to reach the host, beyond the connection (64 MiB at ~1 MB/s).
 const COPY_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a host's shared connection outlives its last command (`ControlPersist`): the next
+/// start, check or paste within it skips ssh's login (~240 ms on the loopback test host).
+const CONNECTION_KEPT: Duration = Duration::from_secs(60);
+/// The longest control socket path the relay uses: a Unix socket's name holds about 107 bytes,
+/// and ssh adds a suffix of its own to the name while it sets the socket up.
+const MAX_CONTROL_PATH: usize = 90;
 
 /// A host the page may start sessions on: a name ssh understands (`devbox`, `me@devbox`, an
 /// address), never an option (`-oProxyCommand=...`) or anything a shell or ssh would read more
@@ -76,6 +83,8 @@ pub struct SshSettings {
     pub paste_dir: String,
     /// `--ssh-recorder-dir` (empty: no recorder on hosts).
     pub recorder_dir: String,
+    /// Whether a host's commands share one connection (off: `--ssh-no-shared-connections`).
+    pub share_connections: bool,
 }
 
 /// The hosts of `--ssh-host` and `--ssh-hosts-file`, and how to reach them.
@@ -92,6 +101,69 @@ pub struct SshHosts {
     paste_dir: String,
     /// Where the recorder and its files go on the host (empty: nowhere).
     recorder_dir: String,
+    /// Where each host's shared connection has its socket (`None`: every command logs in anew).
+    connections: Option<Arc<SharedConnections>>,
+}
+
+/// One ssh connection per host that its commands share (ssh's `ControlMaster`): a session's start
+/// on a host runs three commands there (the recorder's check, mosh-server, the follow channel),
+/// and each would otherwise be a login of its own. The sockets live in a private directory of the
+/// relay's (mode 0700, a new random name: no other user can plant or reach one), named by the
+/// host's place in the relay's list rather than by where it connects, so two names for one
+/// address (another user, another host key alias) never share a connection that only one of them
+/// verified. The connections are ended with the relay.
+#[derive(Debug)]
+struct SharedConnections {
+    dir: tempfile::TempDir,
+    program: PathBuf,
+}
+
+impl SharedConnections {
+    fn new(program: &Path) -> Result<SharedConnections, String> {
+        use std::os::unix::fs::PermissionsExt;
+        // Made 0700 from the start (tempfile's default follows the umask: 0755 here).
+        let dir = tempfile::Builder::new()
+            .prefix("tern-ssh-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map_err(|e| format!("cannot make a directory for shared ssh connections: {e}"))?;
+        // ssh's %C is 40 hex digits, and the host's index a few more.
+        let longest = dir.path().as_os_str().len() + "/h0000-".len() + 40;
+        if longest > MAX_CONTROL_PATH {
+            return Err(format!(
+                "shared ssh connections are off: {} is too long a directory for their sockets",
+                dir.path().display()
+            ));
+        }
+        Ok(SharedConnections { dir, program: program.to_owned() })
+    }
+
+    /// The `-o` options that make host `index`'s commands share its connection.
+    fn options(&self, index: usize) -> [String; 3] {
+        [
+            "ControlMaster=auto".to_owned(),
+            format!("ControlPath={}/h{index}-%C", self.dir.path().display()),
+            format!("ControlPersist={}", CONNECTION_KEPT.as_secs()),
+        ]
+    }
+}
+
+impl Drop for SharedConnections {
+    /// Ends every shared connection now rather than when `ControlPersist` runs out (each `-O
+    /// exit` returns at once).
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir(self.dir.path()) else { return };
+        for socket in entries.flatten() {
+            let _ = std::process::Command::new(&self.program)
+                .arg("-S")
+                .arg(socket.path())
+                .args(["-O", "exit", "tern-relay-ending"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
 }
 
 /// A mosh-server started on a host.
@@ -122,6 +194,14 @@ impl SshHosts {
         if hosts.is_empty() {
             return Ok(None);
         }
+        let connections = if c.share_connections {
+            SharedConnections::new(&c.program)
+                .inspect_err(|why| tracing::warn!("{why}"))
+                .ok()
+                .map(Arc::new)
+        } else {
+            None
+        };
         Ok(Some(SshHosts {
             hosts,
             program: c.program,
@@ -129,6 +209,7 @@ impl SshHosts {
             mosh_server: c.mosh_server,
             paste_dir: c.paste_dir,
             recorder_dir: c.recorder_dir,
+            connections,
         }))
     }
 
@@ -150,18 +231,29 @@ impl SshHosts {
     }
 
     /// `ssh [-F FILE] -T -o BatchMode=yes ... HOST --`: what every command on the host runs
-    /// through. No terminal (`-T`), no questions, no forwarding, a bounded connect.
+    /// through. No terminal (`-T`), no questions, no forwarding, a bounded connect, keepalives
+    /// (so a connection whose network went away ends rather than hangs: it may be the shared one
+    /// a long-lived channel rides on), and the host's shared connection.
     fn ssh(&self, host: &SshHost) -> Vec<String> {
         let mut argv = vec![self.program.to_string_lossy().into_owned()];
         argv.extend(self.config_args());
         argv.push("-T".to_owned());
+        let shared = match (&self.connections, self.hosts.iter().position(|h| h == host)) {
+            (Some(connections), Some(index)) => connections.options(index).to_vec(),
+            _ => Vec::new(),
+        };
         for option in [
             "BatchMode=yes".to_owned(),
             format!("ConnectTimeout={}", CONNECT_TIMEOUT.as_secs()),
             "ForwardAgent=no".to_owned(),
             "ForwardX11=no".to_owned(),
             "ClearAllForwardings=yes".to_owned(),
-        ] {
+            "ServerAliveInterval=15".to_owned(),
+            "ServerAliveCountMax=3".to_owned(),
+        ]
+        .into_iter()
+        .chain(shared)
+        {
             argv.extend(["-o".to_owned(), option]);
         }
         argv.extend([host.0.clone(), "--".to_owned()]);
@@ -330,15 +422,9 @@ impl SshHosts {
         }
     }
 
-    /// `ssh HOST -- remote` for a long-lived channel (the recorder's files coming back): with
-    /// keepalives, so a channel whose network went away ends rather than hangs.
+    /// `ssh HOST -- remote` for a long-lived channel (the recorder's files coming back).
     pub fn channel(&self, host: &SshHost, remote: &str) -> tokio::process::Command {
-        let mut argv = self.ssh(host);
-        let host_at = argv.len() - 2;
-        for option in ["ServerAliveInterval=15", "ServerAliveCountMax=3"] {
-            argv.insert(host_at, option.to_owned());
-            argv.insert(host_at, "-o".to_owned());
-        }
+        let argv = self.ssh(host);
         let mut command = tokio::process::Command::new(&argv[0]);
         command.args(&argv[1..]).arg(remote).kill_on_drop(true);
         // Nothing reads its stderr for as long as it runs: a pipe that filled would stop it.
@@ -568,11 +654,50 @@ mod tests {
             mosh_server: "mosh-server".into(),
             paste_dir: ".cache/tern/pastes".into(),
             recorder_dir: ".cache/tern".into(),
+            connections: None,
         };
         let argv = hosts.ssh(&host("devbox")).join(" ");
         assert!(argv.starts_with("ssh -F /etc/tern/ssh_config -T -o BatchMode=yes"), "{argv}");
         assert!(argv.ends_with(" devbox --"), "{argv}");
+        assert!(!argv.contains("Control"), "{argv}");
         assert_eq!(hosts.find("devbox"), Some(&host("devbox")));
         assert_eq!(hosts.find("other"), None);
+    }
+
+    #[test]
+    fn each_host_name_shares_a_connection_of_its_own_in_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        // Two names for one address (as the test fixture's `good` and `wrong-key`): a connection
+        // one of them verified must never carry the other's commands.
+        let settings = SshSettings {
+            hosts: vec![host("devbox"), host("me@devbox")],
+            hosts_file: None,
+            program: "ssh".into(),
+            config_file: None,
+            mosh_server: "mosh-server".into(),
+            paste_dir: ".cache/tern/pastes".into(),
+            recorder_dir: ".cache/tern".into(),
+            share_connections: true,
+        };
+        let hosts = SshHosts::new(settings.clone()).unwrap().unwrap();
+        let path_of = |h: &str| {
+            let argv = hosts.ssh(&host(h));
+            assert!(argv.contains(&"ControlMaster=auto".to_owned()), "{argv:?}");
+            assert!(argv.contains(&"ControlPersist=60".to_owned()), "{argv:?}");
+            assert!(argv.ends_with(&[h.to_owned(), "--".to_owned()]), "{argv:?}");
+            argv.iter().find_map(|a| a.strip_prefix("ControlPath=")).unwrap().to_owned()
+        };
+        let (one, two) = (path_of("devbox"), path_of("me@devbox"));
+        assert_ne!(one, two);
+        let dir = Path::new(&one).parent().unwrap().to_owned();
+        assert_eq!(Path::new(&two).parent().unwrap(), dir);
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "no other user reaches the sockets");
+        assert!(one.len() - 2 + 40 <= MAX_CONTROL_PATH, "{one}: %C is 40 digits");
+        drop(hosts);
+        assert!(!dir.exists(), "the directory goes with the relay");
+        // Off with the flag: every command logs in anew.
+        let off = SshHosts::new(SshSettings { share_connections: false, ..settings }).unwrap();
+        assert!(!off.unwrap().ssh(&host("devbox")).join(" ").contains("Control"));
     }
 }

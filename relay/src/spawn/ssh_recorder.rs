@@ -51,8 +51,16 @@ pub fn machine_mismatch(uname: Result<&str, &str>, os: &str, arch: &str) -> Opti
 /// place (a tampered or half-written one is replaced). `tern` beside it is a link to it (the
 /// command `tern show`, by its name). Prints `machine KERNEL MACHINE` (`uname -s -m`) first, then
 /// `have PATH` and `sessions DIR`. With a fourth argument `check` it reads nothing and makes
-/// nothing: `need` where it would have copied (so a start whose copy is in place costs one ssh
-/// command, and the executable is sent only when it must be).
+/// nothing but the stamp below: `need` where it would have copied (so a start whose copy is in
+/// place costs one ssh command, and the executable is sent only when it must be).
+///
+/// The hash is not read again on every start (half a second for a debug build): `.verified`
+/// beside the copy holds the hash and what `stat` said of the copy when the hash was last found
+/// right (size, inode, change and modify times to the nanosecond). While those are unchanged the
+/// copy is the one that was checked: any write, `chmod`, replacement or rename changes its change
+/// time, which no one can set back. Where `stat -c` does not work the hash is read every time.
+/// The stamp guards against accidents, not against the user's own account (which owns the copy
+/// and could change the stamp as well): the directories' checks are what keep others out.
 /// POSIX sh and coreutils only.
 pub const INSTALL_RECORDER: &str = r#"set -e
 umask 077
@@ -70,8 +78,16 @@ for d in "$root" "$base" "$dir" "$sessions"; do
   esac
 done
 file=$dir/$3
+stamp=$dir/.verified
 sum() { sha256sum < "$1" | cut -c1-64; }
-if [ -f "$file" ] && [ ! -L "$file" ] && [ -x "$file" ] && [ "$(sum "$file")" = "$2" ]; then
+seen() { stat -L -c '%s %i %z %y' "$1" 2>/dev/null || echo unknown; }
+verified() {
+  now=$(seen "$file")
+  if [ "$now" != unknown ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$2 $now" ]; then return 0; fi
+  [ "$(sum "$file")" = "$2" ] || return 1
+  if [ "$now" != unknown ]; then printf '%s %s\n' "$2" "$now" > "$stamp"; fi
+}
+if [ -f "$file" ] && [ ! -L "$file" ] && [ -x "$file" ] && verified "$@"; then
   :
 elif [ "$4" = check ]; then
   echo need
@@ -84,6 +100,8 @@ else
   chmod 700 "$part"
   mv -f "$part" "$file"
   trap - EXIT
+  now=$(seen "$file")
+  if [ "$now" != unknown ]; then printf '%s %s\n' "$2" "$now" > "$stamp"; fi
 fi
 [ -L "$dir/tern" ] || ln -s tern-relay "$dir/tern"
 echo "have $file"
@@ -178,8 +196,8 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), binary);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700, "executable by its owner only");
-        let dir = std::path::Path::new(&path).parent().unwrap().to_owned();
-        assert_eq!(dir.parent().unwrap(), base, "a directory per build");
+        let parent = std::path::Path::new(&path).parent().unwrap().to_owned();
+        assert_eq!(parent.parent().unwrap(), base, "a directory per build");
         let mtime = || std::fs::metadata(&path).unwrap().modified().unwrap();
         let first = mtime();
         // Again: kept, nothing written.
@@ -189,6 +207,31 @@ mod tests {
         let (ok, asked, err) = run_locally(&root, &binary, "check");
         assert!(ok && asked == out, "a check finds the copy in place: {asked} {err}");
         assert_eq!(mtime(), first, "reused, not rewritten");
+        // The stamp: the hash and what `stat` saw of the copy when the hash was found right.
+        let dir = std::path::Path::new(&path).parent().unwrap().to_owned();
+        let stat = |p: &str| {
+            let out = std::process::Command::new("stat")
+                .args(["-L", "-c", "%s %i %z %y", p])
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let hash = crate::spawn::sha256_hex(&binary);
+        let stamp = dir.join(".verified");
+        assert_eq!(std::fs::read_to_string(&stamp).unwrap(), format!("{hash} {}", stat(&path)));
+        // Changed in place to other bytes of the same size (its modify time set back, as `touch
+        // -r` would): the change time moved, so the hash is read again and the copy is not kept.
+        let mut same_size = binary.clone();
+        same_size[0..9].copy_from_slice(b"#!/bin/ba");
+        std::fs::write(&path, &same_size).unwrap();
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(first).unwrap();
+        let (ok, asked, err) = run_locally(&root, &binary, "check");
+        assert!(ok && asked.lines().any(|l| l == "need"), "a changed copy is found: {asked} {err}");
+        // A stamp that matches is believed without reading the copy (what saves the hash on every
+        // start): a copy whose stamp was forged to fit is kept. Only the copy's owner can do that.
+        std::fs::write(&stamp, format!("{hash} {}", stat(&path))).unwrap();
+        let (ok, asked, err) = run_locally(&root, &binary, "check");
+        assert!(ok && asked == out, "the stamp is trusted: {asked} {err}");
         // Tampered with: replaced by the right bytes.
         std::fs::write(&path, b"#!/bin/sh\necho evil\n").unwrap();
         let (ok, _, err) = install_locally(&root, &binary);
@@ -199,7 +242,7 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, ["tern", "tern-relay"], "no part file left behind");
+        assert_eq!(names, [".verified", "tern", "tern-relay"], "no part file left behind");
         let link = std::fs::read_link(dir.join("tern")).unwrap();
         assert_eq!(link, std::path::Path::new("tern-relay"), "`tern` is the copy by that name");
         // A directory others may write: refused before anything is written.
