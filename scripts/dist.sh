@@ -74,6 +74,11 @@ third_party() { # TARGET
     sed 's/ (.*)//; s/ (\*)$//' | grep -v '^tern' | sort -u | sed 's/^/- /'
   echo
   echo "and, in the embedded page, xterm.js and its addons (MIT) and wasm-bindgen's glue (MIT OR Apache-2.0)."
+  local d
+  for d in "$repo"/third_party/*/; do
+    echo
+    echo "$(basename "$d") is built from a copy with Tern's change (third_party/$(basename "$d")/PATCH.md in the source)."
+  done
 }
 
 for target in "${TARGETS[@]}"; do

@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Relay, browserFixture } from '../lib/fixture.mjs';
 import {
-  launchBrowser, newSession, screen, screenshotsOfState, sleep, typeLine, until, waitForPrompt,
+  freePort, launchBrowser, newSession, screen, screenshotsOfState, sleep, startLinkemu, stats, typeLine, until,
+  waitForPrompt,
 } from '../lib/helpers.mjs';
 import { findSpare } from '../lib/spare.mjs';
 
@@ -90,6 +91,34 @@ test('a fresh load knocks on WebTransport before its wasm is in, where the docum
     await page.keyboard.type('exit\n');
   } finally {
     await page.close();
+  }
+});
+
+// The relay sends its HTTP/3 SETTINGS with its handshake flight (third_party/wtransport/PATCH.md).
+// A first version of that change took the connection before the client's ClientHello was whole:
+// Chromium's spans two Initial packets, and when the second came after the relay's first try to
+// open the SETTINGS stream, that stream waited forever and the page went over to the WebSocket
+// (every load of the load bench at 50 ms). Here the link paces packets at 1 Mbit/s with 25 ms
+// each way, so the two Initial packets arrive 10 ms apart, for a first connection and one in the
+// same browser after it (a resumed TLS session). Without the fix: `first: the session is on
+// WebTransport` failed (the transport was the WebSocket).
+test('behind a 50 ms, 1 Mbit/s link the WebTransport comes up and carries the session, first and again', async () => {
+  const emuPort = await freePort();
+  const emu = await startLinkemu({ listenPort: emuPort, targetPort: fx.port, link: 'delay=25ms,rate=1mbit' });
+  const page = await fx.browser.context.newPage();
+  try {
+    await page.addInitScript(recordTransports);
+    for (const visit of ['first', 'again']) {
+      await fx.openSession(page, newSession(fx.url.replace('#token=', `#wt_port=${emuPort}&token=`)));
+      const s = await stats(page);
+      const { made } = await transports(page);
+      assert.equal(s.transport, 'webtransport', `${visit}: the session is on WebTransport: ${JSON.stringify(s)}`);
+      assert.ok(made.length >= 1 && made.every((t) => t.url.includes(`:${emuPort}/`)), `${visit}: ${JSON.stringify(made)}`);
+      await typeLine(page, 'exit');
+    }
+  } finally {
+    await page.close();
+    await emu.stop();
   }
 });
 
