@@ -229,6 +229,29 @@ async fn each_usual_ssh_failure_is_explained_at_once() {
     relay.stop().await;
 }
 
+/// The attack on shared connections (`ControlMaster`): `good` and `wrong-key` are one address,
+/// port and user, but `wrong-key`'s known host key is another. Once a session on `good` has opened
+/// the shared connection, a start on `wrong-key` must still check its own host key and be refused,
+/// not ride on the connection `good` verified. With sockets keyed by address (ssh's `%C` alone) the
+/// second start got `ready`: a session on a host whose key had changed.
+#[tokio::test]
+async fn a_shared_connection_never_carries_another_host_name() {
+    let sshd = Sshd::start();
+    let token = test_token("ssh-shared");
+    let state = tempfile::tempdir().unwrap();
+    let relay = TestRelay::start(sshd.relay_config(state.path(), &token)).await;
+    let conn = connect(&relay, None).await.expect("connects");
+    let (_control, reply) = hello(&conn, host_hello(&token, "good")).await;
+    let ready = expect_ready(reply);
+    let _cleanup = KillOnDrop(host_pid(state.path(), &ready.session));
+    let conn = connect(&relay, None).await.expect("connects");
+    let (_control, reply) = hello(&conn, host_hello(&token, "wrong-key")).await;
+    let (code, message) = refusal(reply);
+    assert_eq!(code, "spawn_failed", "wrong-key: {message}");
+    assert!(message.contains("has changed"), "wrong-key: {message}");
+    relay.stop().await;
+}
+
 #[test]
 fn a_host_name_that_is_an_option_is_refused_at_start() {
     use clap::Parser;
