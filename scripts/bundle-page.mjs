@@ -12,8 +12,7 @@
 // their own (fetched in parallel, cached separately). index.html loses the folded modules'
 // modulepreload links. The shipped app.js, pkg/tern.js and sw.js lose their comment lines
 // (scripts/strip-comments.mjs), app.js and pkg/tern.js are minified (terser), index.html and
-// style.css lose their comments. Anything unexpected
-// fails the build, loudly.
+// style.css lose their comments. Anything unexpected fails the build, loudly.
 import { readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { minify } from 'terser';

@@ -383,23 +383,13 @@ pub struct HistoryRun {
 /// release relay (what people run; the browser tests and quick mode use the debug one).
 pub fn history(lines: u64, repeat: usize, release: bool) -> anyhow::Result<HistoryRun> {
     let args = ["--lines".to_string(), lines.to_string(), "--repeat".into(), repeat.to_string()];
-    let env = if release { vec![("TERN_RELAY_BIN", release_relay()?)] } else { Vec::new() };
+    let env = if release {
+        let relay = crate::page_load::new_relay(true)?;
+        vec![("TERN_RELAY_BIN", relay.to_string_lossy().into_owned())]
+    } else {
+        Vec::new()
+    };
     node_json_with("history-bench.mjs", &args, &env)
-}
-
-/// Builds the release relay and returns its path.
-pub(crate) fn release_relay() -> anyhow::Result<String> {
-    let status = Command::new("cargo")
-        .args(["build", "--release", "-q", "-p", "tern-relay"])
-        .current_dir(root())
-        .status()
-        .context("running cargo build --release -p tern-relay")?;
-    if !status.success() {
-        bail!("building the release relay failed ({status})");
-    }
-    let target =
-        std::env::var("CARGO_TARGET_DIR").map_or_else(|_| root().join("target"), PathBuf::from);
-    Ok(target.join("release/tern-relay").to_string_lossy().into_owned())
 }
 
 /// What `recorder_echo --json` (relay/examples) prints: key-to-echo through a pty, µs.

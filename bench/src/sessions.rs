@@ -1,5 +1,5 @@
-//! A thousand sessions on one relay (the suite's `sessions` part): the release tern-relay (the debug one in quick mode) as its
-//! own process in bridge mode, `sessions` native clients (three in four over WebTransport, one in
+//! A thousand sessions on one relay (the suite's `sessions` part): the release tern-relay (the
+//! debug one in quick mode) as its own process in bridge mode, `sessions` native clients (three in four over WebTransport, one in
 //! four over the WebSocket fallback), each bridged to its own UDP peer that plays the mosh-server:
 //! every keystroke datagram is answered by a screen-sized datagram. Measured: the relay's memory
 //! per idle session (its RSS before and after, divided), its CPU per session while every session

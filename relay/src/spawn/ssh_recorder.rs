@@ -81,11 +81,12 @@ file=$dir/$3
 stamp=$dir/.verified
 sum() { sha256sum < "$1" | cut -c1-64; }
 seen() { stat -L -c '%s %i %z %y' "$1" 2>/dev/null || echo unknown; }
+remember() { [ "$1" = unknown ] || printf '%s %s\n' "$2" "$1" > "$stamp"; }
 verified() {
   now=$(seen "$file")
   if [ "$now" != unknown ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$2 $now" ]; then return 0; fi
   [ "$(sum "$file")" = "$2" ] || return 1
-  if [ "$now" != unknown ]; then printf '%s %s\n' "$2" "$now" > "$stamp"; fi
+  remember "$now" "$2"
 }
 if [ -f "$file" ] && [ ! -L "$file" ] && [ -x "$file" ] && verified "$@"; then
   :
@@ -100,8 +101,7 @@ else
   chmod 700 "$part"
   mv -f "$part" "$file"
   trap - EXIT
-  now=$(seen "$file")
-  if [ "$now" != unknown ]; then printf '%s %s\n' "$2" "$now" > "$stamp"; fi
+  remember "$(seen "$file")" "$2"
 fi
 [ -L "$dir/tern" ] || ln -s tern-relay "$dir/tern"
 echo "have $file"
