@@ -190,9 +190,21 @@ export async function typeLine(page, text) {
   await page.keyboard.press('Enter');
 }
 
+/// A new directory under the system's temporary directory, removed when this process exits
+/// (each test file is a process of its own): a test's files, a fake host's 180 MB recorder copy
+/// among them, never pile up in /tmp run after run.
 export function tempDir(prefix) {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
 }
+
+const tempDirs = [];
+process.on('exit', () => {
+  for (const dir of tempDirs) {
+    try { rmSync(dir, { recursive: true, force: true }); } catch { /* in use by a process that outlived us: leave it */ }
+  }
+});
 
 /// Ends the mosh-servers this test's relay spawned (they outlive the relay by design) and removes
 /// the state dir. Only pids recorded in this state dir are touched (a session on an ssh host has
@@ -373,6 +385,9 @@ export async function screenshotsOfState(page, name) {
   }
   await page.setViewportSize(desktop);
   await page.emulateMedia({ colorScheme: null }).catch(() => {});
+  // The page refits to the restored size a few frames later (a ResizeObserver, then a frame, then
+  // xterm.js's write queue): a test reading the terminal's size right away would see the phone's.
+  await sleep(150);
 }
 
 /// `mosh-server new` on loopback running /bin/sh, as a person starts one for bridge mode: its port,

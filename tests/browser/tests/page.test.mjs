@@ -226,8 +226,10 @@ test('the font size from the settings changes the columns the shell sees and sur
   await until(() => page.evaluate(() => !window.tern.settings.isOpen()), { what: 'Escape to close the panel' });
   await until(() => page.evaluate(() => window.tern.term.options.fontSize === 22), { what: 'the font size' });
   await until(() => page.evaluate((b) => window.tern.term.cols < b, before), { what: 'fewer columns with the bigger font' });
-  const wanted = await page.evaluate(() => window.tern.term.cols);
+  // The columns once the refits have settled (a refit from an earlier viewport change may still be
+  // on its way when the font changes).
   await sleep(500);
+  const wanted = await page.evaluate(() => window.tern.term.cols);
   await typeLine(page, 'clear; tput cols');
   await until(async () => new RegExp(`^${wanted}$`, 'm').test(await screen(page)), { what: `tput cols = ${wanted}`, detail: pageDetail(page) });
   // The chosen light theme, whatever the system says.
