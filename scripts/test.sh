@@ -14,6 +14,8 @@ export RUST_BACKTRACE=0
 # random on a case no one has seen; set PROPTEST_RNG_SEED to explore elsewhere (failures are saved
 # in the *.proptest-regressions files and replayed first on every run).
 export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261129}"
+# A fresh clone builds everything once: incremental state would only double the target's size.
+if [[ ${CI:-} == true ]]; then export CARGO_INCREMENTAL=0; fi
 
 # Programs the interop and browser tests drive. A missing one fails here, loudly: tests that need
 # a real peer never skip.
