@@ -395,9 +395,10 @@ async function behindFrontDoor() {
 // A WebTransport to where a link hint says (`PORT PATH [HASH…]`, tern::relay_proto::LinkHint:
 // the relay's certificate hashes when it signed its own), on the page's host. The wasm asks for
 // every link it opens through this; `#wt_port=` (the tests' link emulator) knocks elsewhere.
-function openWebTransport(hint) {
+// `query`: what follows the path (the nonce the relay pushes its challenge to).
+function openWebTransport(hint, query) {
   const [port, path, ...hashes] = hint.split(' ');
-  const transport = new WebTransport(`https://${location.hostname}:${port}${path}`, {
+  const transport = new WebTransport(`https://${location.hostname}:${port}${path}${query ? `?${query}` : ''}`, {
     serverCertificateHashes: hashes.map((h) => ({ algorithm: 'sha-256', value: Uint8Array.from(atob(h), (c) => c.charCodeAt(0)) })),
   });
   // Whoever waits reads their failure: not an unhandled rejection meanwhile.
@@ -416,11 +417,17 @@ function earlyLink() {
     ?.replace(/^\d+/, (port) => /[#&]wt_port=(\d+)/.exec(hash)?.[1] ?? port);
   if (!hint || !self.WebTransport || /[#&]early_link=0/.test(hash)) return null;
   try {
-    const transport = openWebTransport(hint);
+    // The relay pushes its challenge to this nonce with the link, so the hello can leave as soon
+    // as the wasm is in: the query tern::relay_proto::proof::pushed_challenge_query writes.
+    // `#pushed_challenge=0`: none asked, the page greets (the load bench's "before").
+    const push = !/[#&]pushed_challenge=0/.test(hash);
+    const nonce = push ? crypto.getRandomValues(new Uint8Array(32)) : new Uint8Array(0);
+    const hex = Array.from(nonce, (b) => b.toString(16).padStart(2, '0')).join('');
+    const transport = openWebTransport(hint, push ? `greet=${hex}` : '');
     // The load bench's time budget: when the early handshake started, and when it was up.
     performance.mark('tern:early');
     transport.ready.then(() => performance.mark('tern:early-ready'), () => {});
-    return [hint, transport];
+    return [hint, transport, nonce];
   } catch {
     return null;
   }

@@ -163,3 +163,119 @@ async fn a_challenge_pushed_out_by_a_flood_is_asked_again_not_taken_for_a_wrong_
     assert_eq!(status, 200, "{body}");
     relay.stop().await;
 }
+
+/// The page's nonce in its CONNECT (`/wt?greet=…`): the relay's challenge comes on the first
+/// unidirectional stream with the session, and the hello answers it at once (one round trip
+/// less). A proof that does not hold, or one made for another link's push, is refused as a wrong
+/// token; a page that greets instead (a named token's) still gets a challenge of its own.
+#[tokio::test]
+async fn a_pushed_challenge_lets_the_hello_leave_at_once_and_serves_no_other_link() {
+    use tern::relay_proto::proof::{ProofNonce, pushed_challenge_query};
+    require_mosh_server();
+    let state = tempfile::tempdir().unwrap();
+    let _cleanup = KillRecorded(state.path());
+    let token = test_token("pushed");
+    let relay = TestRelay::start(spawn_config(state.path(), &token)).await;
+    let target = Target { token: token.clone(), bridge: None };
+    let within = |what: &'static str| {
+        move |r: Result<_, tokio::time::error::Elapsed>| r.unwrap_or_else(|_| panic!("{what}"))
+    };
+
+    /// A link that asked for a pushed challenge: its connection, its nonce, the pushed line, and
+    /// its control stream.
+    async fn pushed_link(
+        relay: &TestRelay,
+    ) -> (wtransport::Connection, [u8; 32], Option<Vec<u8>>, Control) {
+        let nonce = random32();
+        let query = pushed_challenge_query(&ProofNonce(nonce));
+        let conn = connect_with_query(relay, &query).await.expect("WebTransport connects");
+        let uni = tokio::time::timeout(Duration::from_secs(20), conn.accept_uni())
+            .await
+            .expect("the relay pushes a stream with the session")
+            .unwrap();
+        let mut pushed = tern_relay::control::LineReader::new(uni);
+        let line = tokio::time::timeout(Duration::from_secs(20), pushed.next_line())
+            .await
+            .expect("its first line")
+            .ok();
+        let (send, recv) = conn.open_bi().await.unwrap().await.unwrap();
+        let control = Control { send, reader: tern_relay::control::LineReader::new(recv) };
+        (conn, nonce, line, control)
+    }
+
+    // The page's way: the pushed challenge proves the token, the hello carries the proof.
+    let (conn, nonce, pushed, mut control) = pushed_link(&relay).await;
+    let verifier = Verifier::new(nonce);
+    assert!(verifier.pushed_challenge_holds(&token, pushed.as_deref()), "{pushed:?}");
+    let mut hello = target.hello(Mode::Spawn, None, None, 1211);
+    hello.proof = Some(verifier.control_answer(&token, pushed.as_deref()).unwrap());
+    control.send.write_all(&ClientMessage::Hello(hello.clone()).to_line()).await.unwrap();
+    let answer = within("an answer")(
+        tokio::time::timeout(Duration::from_secs(20), control.reader.next_line()).await,
+    )
+    .ok();
+    let ready = relay_client::answer(answer.as_deref()).expect("ready without a greet");
+    assert!(!ready.resumed);
+
+    // That hello's proof on another link (whose push has another relay nonce): refused.
+    let (_other, _, _, mut replayed) = pushed_link(&relay).await;
+    replayed.send.write_all(&ClientMessage::Hello(hello.clone()).to_line()).await.unwrap();
+    let line = within("a refusal")(
+        tokio::time::timeout(Duration::from_secs(20), replayed.reader.next_line()).await,
+    )
+    .ok();
+    match relay_client::answer(line.as_deref()) {
+        Err(ConnectError::Fatal { code: FailCode::BadToken, .. }) => {}
+        other => panic!("a replayed proof must be refused as a wrong token: {other:?}"),
+    }
+
+    // A proof made with a guessed token over the right nonces: refused the same way.
+    let (_guess, guesser, pushed, mut guessing) = pushed_link(&relay).await;
+    assert!(
+        !Verifier::new(guesser).pushed_challenge_holds("a-guess-at-the-token", pushed.as_deref())
+    );
+    let relay_nonce = match tern::relay_proto::decode(pushed.as_deref().unwrap()).unwrap() {
+        tern::relay_proto::ServerMessage::Challenge(c) => c.0.nonce,
+        other => panic!("{other:?}"),
+    };
+    let guessed = tern::relay_proto::proof::prove(
+        "a-guess-at-the-token",
+        tern::relay_proto::proof::Prover::Page,
+        &ProofNonce(guesser),
+        &relay_nonce,
+    );
+    let mut bad = target.hello(Mode::Spawn, None, None, 1211);
+    bad.proof = Some(tern::relay_proto::control::ProofText(guessed));
+    guessing.send.write_all(&ClientMessage::Hello(bad).to_line()).await.unwrap();
+    let line = within("a refusal")(
+        tokio::time::timeout(Duration::from_secs(20), guessing.reader.next_line()).await,
+    )
+    .ok();
+    assert!(
+        matches!(
+            relay_client::answer(line.as_deref()),
+            Err(ConnectError::Fatal { code: FailCode::BadToken, .. })
+        ),
+        "{line:?}"
+    );
+
+    // A page that greets despite the push gets a challenge of its own, and its session.
+    let (_greeter, greeter, _, mut greeting) = pushed_link(&relay).await;
+    let greeter = Verifier::new(greeter);
+    greeting.send.write_all(&greeter.greet(&token).to_line()).await.unwrap();
+    let challenge = within("a challenge")(
+        tokio::time::timeout(Duration::from_secs(20), greeting.reader.next_line()).await,
+    )
+    .ok();
+    let mut hello = target.hello(Mode::Spawn, Some(&ready.session), None, 1211);
+    hello.proof = Some(greeter.control_answer(&token, challenge.as_deref()).unwrap());
+    greeting.send.write_all(&ClientMessage::Hello(hello).to_line()).await.unwrap();
+    let line = within("an answer")(
+        tokio::time::timeout(Duration::from_secs(20), greeting.reader.next_line()).await,
+    )
+    .ok();
+    let again = relay_client::answer(line.as_deref()).expect("ready after a greet");
+    assert_eq!(again.session, ready.session);
+    std::mem::forget(conn);
+    relay.stop().await;
+}

@@ -94,8 +94,9 @@ impl Client {
         crate::relay_link::prefetch_info(token, greet);
     }
 
-    /// The page's `openWebTransport(hint)`: makes a WebTransport to where a hint's text
-    /// (`tern::relay_proto::LinkHint`) says; every link of this page is made by it.
+    /// The page's `openWebTransport(hint, query)`: makes a WebTransport to where a hint's text
+    /// (`tern::relay_proto::LinkHint`) says, with `query` (the pushed challenge's nonce) after
+    /// its path; every link of this page is made by it.
     #[wasm_bindgen(js_name = webTransportOpener)]
     pub fn webtransport_opener(open: js_sys::Function) {
         crate::relay_link::set_webtransport_opener(open);
@@ -103,10 +104,11 @@ impl Client {
 
     /// The WebTransport the page started before its wasm was in, where the relay's document
     /// said (`hint`: its `Server-Timing: tern-link` description, as the page knocked): the first
-    /// connect uses it if the relay's info gives the same hint (relay_link.rs).
+    /// connect uses it if the relay's info gives the same hint (relay_link.rs). `nonce`: the 32
+    /// random bytes its CONNECT asked the relay's pushed challenge to (empty: none asked).
     #[wasm_bindgen(js_name = keepEarlyLink)]
-    pub fn keep_early_link(hint: String, transport: web_sys::WebTransport) {
-        crate::relay_link::keep_early_link(hint, transport);
+    pub fn keep_early_link(hint: String, transport: web_sys::WebTransport, nonce: Vec<u8>) {
+        crate::relay_link::keep_early_link(hint, transport, nonce.try_into().ok());
     }
 
     /// Starts connecting (and reconnecting) in the background.

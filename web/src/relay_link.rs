@@ -113,6 +113,8 @@ pub async fn take_early_info(token: &str) -> Option<(Instant, Result<RelayInfo, 
 struct EarlyLink {
     hint: String,
     transport: WebTransport,
+    /// The nonce its CONNECT carried for the relay's pushed challenge, if it asked for one.
+    nonce: Option<[u8; 32]>,
     greeted: Option<EarlyGreet>,
 }
 
@@ -144,9 +146,11 @@ thread_local! {
 /// `hint`: where it knocked (the header's `desc`, `tern::relay_proto::LinkHint`, with the port of
 /// `#wt_port=` if the page has one). The link is used only once the relay's info gives the same
 /// hint (`LinkHint::describes`), and then the control stream's challenge as always: nothing but
-/// a nonce goes on it before the relay proved the token.
-pub fn keep_early_link(hint: String, transport: WebTransport) {
-    EARLY_LINK.with(|e| *e.borrow_mut() = Some(EarlyLink { hint, transport, greeted: None }));
+/// a nonce goes on it before the relay proved the token. `nonce`: the one its CONNECT carried
+/// (the relay pushed its challenge to it, `tern::relay_proto::proof::PUSHED_CHALLENGE_PARAM`).
+pub fn keep_early_link(hint: String, transport: WebTransport, nonce: Option<[u8; 32]>) {
+    let early = EarlyLink { hint, transport, nonce, greeted: None };
+    EARLY_LINK.with(|e| *e.borrow_mut() = Some(early));
 }
 
 /// Greets on the early link as soon as it is up, before `/api/info` confirmed it: the greet is a
@@ -163,9 +167,9 @@ fn greet_early_link(token: &str) {
         let Some(early) = early.as_mut().filter(|early| early.greeted.is_none()) else { return };
         let outcome = Rc::new(RefCell::new(None));
         let into = Rc::clone(&outcome);
-        let (transport, owned) = (early.transport.clone(), token.to_owned());
+        let (transport, owned, nonce) = (early.transport.clone(), token.to_owned(), early.nonce);
         let done = wasm_bindgen_futures::future_to_promise(async move {
-            let greeted = greet_on(transport, &owned).await;
+            let greeted = greet_on(transport, &owned, nonce).await;
             *into.borrow_mut() = Some(greeted);
             Ok(JsValue::UNDEFINED)
         });
@@ -173,16 +177,70 @@ fn greet_early_link(token: &str) {
     });
 }
 
-/// Waits for `transport`'s handshake, opens its streams and greets; the relay's challenge read.
-/// Nothing bounds the wait here: the first connect does, as for any handshake
-/// ([`RelayLink::webtransport`]), by closing the transport.
-async fn greet_on(transport: WebTransport, token: &str) -> Result<Greeted, ConnectError> {
+/// Waits for `transport`'s handshake, opens its streams and takes the relay's challenge
+/// ([`challenge_on`]). Nothing bounds the wait here: the first connect does, as for any
+/// handshake ([`RelayLink::webtransport`]), by closing the transport.
+async fn greet_on(
+    transport: WebTransport,
+    token: &str,
+    nonce: Option<[u8; 32]>,
+) -> Result<Greeted, ConnectError> {
     JsFuture::from(transport.ready()).await.map_err(|e| retry("WebTransport handshake", e))?;
     let link = RelayLink::webtransport_streams(transport.clone()).await?;
+    let (verifier, challenge) = challenge_on(&link, &transport, token, nonce).await?;
+    Ok(Greeted { link, verifier, challenge })
+}
+
+/// The relay's challenge on a WebTransport link whose streams are open: the one it pushed to
+/// `nonce` (the CONNECT's) if that proves `token`, else the answer to a greet on the control
+/// stream (a named token's page, or a link that asked for none). Whichever it is, the caller
+/// checks it again before its hello carries a proof.
+async fn challenge_on(
+    link: &RelayLink,
+    transport: &WebTransport,
+    token: &str,
+    nonce: Option<[u8; 32]>,
+) -> Result<GreetSent, ConnectError> {
+    if let Some(nonce) = nonce {
+        let verifier = relay_client::Verifier::new(nonce);
+        let pushed = first_pushed_line(transport).await;
+        if verifier.pushed_challenge_holds(token, pushed.as_deref()) {
+            PUSHED_CHALLENGES.with(|n| n.set(n.get() + 1));
+            return Ok((verifier, pushed));
+        }
+        link.control_out.write(&verifier.greet(token).to_line());
+        return Ok((verifier, link.control_in.next_line().await));
+    }
     let verifier = relay_client::Verifier::new(random_or_retry()?);
     link.control_out.write(&verifier.greet(token).to_line());
-    let challenge = link.control_in.next_line().await;
-    Ok(Greeted { link, verifier, challenge })
+    Ok((verifier, link.control_in.next_line().await))
+}
+
+/// The first line of the first unidirectional stream the relay opened: its pushed challenge
+/// (it opens no other stream before the session is ready). `None` if the link closed first.
+async fn first_pushed_line(transport: &WebTransport) -> Option<Vec<u8>> {
+    let streams: ReadableStreamDefaultReader =
+        transport.incoming_unidirectional_streams().get_reader().unchecked_into();
+    let next = JsFuture::from(streams.read()).await;
+    streams.release_lock();
+    let result: ReadableStreamReadResult = next.ok()?.unchecked_into();
+    if result.get_done().unwrap_or(false) {
+        return None;
+    }
+    let stream: web_sys::ReadableStream = result.get_value().unchecked_into();
+    let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let lines = StreamLines::new(Source::WebTransport(reader), MAX_SESSION_MESSAGE);
+    lines.next_line().await
+}
+
+thread_local! {
+    /// Links whose challenge came pushed with the link (`stats().pushedChallenges`).
+    static PUSHED_CHALLENGES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many links took the relay's pushed challenge (the rest greeted).
+pub fn pushed_challenges() -> u64 {
+    PUSHED_CHALLENGES.with(|n| n.get())
 }
 
 thread_local! {
@@ -191,16 +249,21 @@ thread_local! {
     static OPENER: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
 }
 
-/// Keeps the page's function that opens a WebTransport to where a `LinkHint`'s text says.
+/// Keeps the page's function that opens a WebTransport to where a `LinkHint`'s text says (and
+/// with a query after its path).
 pub fn set_webtransport_opener(open: js_sys::Function) {
     OPENER.with(|o| *o.borrow_mut() = Some(open));
 }
 
-/// A WebTransport to where `hint` (`LinkHint::encode`) says, made by the page's opener.
-fn open_webtransport(hint: &str) -> Result<WebTransport, ConnectError> {
+/// A WebTransport to where `hint` (`LinkHint::encode`) says, its CONNECT asking the relay to
+/// push its challenge to `nonce`, made by the page's opener.
+fn open_webtransport(hint: &str, nonce: &[u8; 32]) -> Result<WebTransport, ConnectError> {
     let open = OPENER.with(|o| o.borrow().clone());
     let open = open.ok_or(ConnectError::Retry("no WebTransport opener".into()))?;
-    let made = open.call1(&JsValue::NULL, &hint.into()).map_err(|e| retry("WebTransport", e))?;
+    let query = tern::relay_proto::proof::pushed_challenge_query(&ProofNonce(*nonce));
+    let made = open
+        .call2(&JsValue::NULL, &hint.into(), &query.into())
+        .map_err(|e| retry("WebTransport", e))?;
     made.dyn_into().map_err(|e| retry("WebTransport", e))
 }
 
@@ -579,7 +642,8 @@ impl RelayLink {
             link.control_out.write(&ClientMessage::Hello(hello(link.max_datagram_size)).to_line());
             return link.answer().await;
         }
-        // The early link greeted already (its challenge may be in); any other greets now.
+        // A WebTransport has its challenge already (pushed with the link, or its greet's); the
+        // WebSocket greets now.
         let (verifier, challenge) = match greeted {
             Some(greeted) => greeted,
             None => {
@@ -623,28 +687,33 @@ impl RelayLink {
         }
     }
 
-    /// WebTransport to the relay: handshake within `patience`, then the control stream; with the
-    /// greet already sent and the relay's challenge if it was the early link, greeted.
+    /// WebTransport to the relay: handshake within `patience`, then the control stream and the
+    /// relay's challenge (pushed with the link, or the answer to a greet; the early link's was
+    /// taken meanwhile).
     async fn webtransport(
         info: &RelayInfo,
         port: u16,
         token: &str,
         patience: Duration,
     ) -> Result<(RelayLink, Option<GreetSent>), ConnectError> {
+        // A new link asks the relay to push its challenge to a fresh nonce.
         let fresh = || match LinkHint::from_info(info, port) {
-            Some(hint) => open_webtransport(&hint.encode()),
+            Some(hint) => {
+                let nonce = random_or_retry()?;
+                Ok((open_webtransport(&hint.encode(), &nonce)?, Some(nonce)))
+            }
             None => Err(ConnectError::Retry("the relay's info names no WebTransport".into())),
         };
         // The early link, if the info names it. One that fails is a WebTransport that failed:
         // the WebSocket follows at once, as for a fresh one (a second handshake first would
         // double the wait where UDP is blocked, the case the fallback is for).
-        let (transport, greeted) = match take_early_link(info, port) {
+        let ((transport, nonce), greeted) = match take_early_link(info, port) {
             // Greeted for another token (the page's token never changes while it runs): not ours.
             Some(early) if early.greeted.as_ref().is_some_and(|g| g.token != token) => {
                 close(&early.transport);
                 (fresh()?, None)
             }
-            Some(early) => (early.transport, early.greeted),
+            Some(early) => ((early.transport, early.nonce), early.greeted),
             None => (fresh()?, None),
         };
         // Closing the transport makes every pending step below fail; dropped (cancelled) on
@@ -673,7 +742,13 @@ impl RelayLink {
                     .unwrap_or_else(|| Err(ConnectError::Retry("the early greet was lost".into())))
                     .map(|g| (g.link, Some((g.verifier, g.challenge))))
             }
-            None => Self::webtransport_streams(transport.clone()).await.map(|link| (link, None)),
+            None => match Self::webtransport_streams(transport.clone()).await {
+                Ok(link) => {
+                    let sent = challenge_on(&link, &transport, token, nonce).await;
+                    sent.map(|sent| (link, Some(sent)))
+                }
+                Err(e) => Err(e),
+            },
         };
         if opened.is_err() {
             close(&transport);

@@ -53,6 +53,7 @@ pub fn page(client: &PageClient, control_chunks: u64, now: Instant) -> JsValue {
         ("heldBatches", big(c.held_batches)),
         ("heldDatagrams", big(c.held_datagrams)),
         ("controlChunks", big(control_chunks)),
+        ("pushedChallenges", big(crate::relay_link::pushed_challenges())),
         ("transport", opt_str(client.link_kind())),
         ("websocketLinks", c.websocket_links.into()),
         ("joinerEvicted", big(client.joiner_evicted())),

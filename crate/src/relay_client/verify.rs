@@ -70,6 +70,22 @@ impl Verifier {
         }
     }
 
+    /// Whether `line`, the first line of a WebTransport session's first unidirectional stream,
+    /// is the relay's challenge to this verifier's nonce (sent in the CONNECT,
+    /// [`proof::pushed_challenge_query`]) and proves `token`: then
+    /// [`control_answer`](Self::control_answer) on it gives the hello's proof, no greet needed.
+    /// `false` for anything else, which costs nothing but that round trip: the relay proves
+    /// with the owner's token there, so a named token's page greets as always, and a squatter's
+    /// answer is then refused on the control stream as any other.
+    pub fn pushed_challenge_holds(&self, token: &str, line: Option<&[u8]>) -> bool {
+        match line.map(decode::<ServerMessage>) {
+            Some(Ok(ServerMessage::Challenge(c))) => {
+                proof::verify(token, Prover::Relay, &self.nonce, &c.0.nonce, &c.0.proof)
+            }
+            _ => false,
+        }
+    }
+
     /// Whether a request that carried the page's proof over a challenge the relay proved should
     /// go again with a new challenge. Having proved itself, the relay knows the token, so its
     /// 401 does not mean a wrong token: the challenge was spent, expired or forgotten meanwhile
@@ -185,6 +201,29 @@ mod tests {
         fail(v.http_answer(TOKEN, 200, &encode(&reflected)));
         fail(v.http_answer(TOKEN, 200, b"{\"ok\":true}"));
         fail(v.control_answer(TOKEN, Some(b"{\"type\":\"pong\"}")));
+    }
+
+    #[test]
+    fn a_pushed_challenge_stands_only_for_the_token_it_proves() {
+        let v = Verifier::new([3; 32]);
+        let line = |c: Challenge| {
+            let mut l = encode_line(&ServerMessage::Challenge(ChallengeText(c)));
+            l.pop();
+            l
+        };
+        let pushed = line(relay_answer(TOKEN, &v));
+        assert!(v.pushed_challenge_holds(TOKEN, Some(&pushed)));
+        assert!(v.control_answer(TOKEN, Some(&pushed)).is_ok(), "the hello's proof comes from it");
+        // A named token's page: the relay pushed under the owner's token, so it greets instead.
+        let named = "tn.00112233aabb.the-secret-part-of-the-named-token";
+        assert!(!v.pushed_challenge_holds(named, Some(&pushed)));
+        // To another nonce (another link's), from a squatter, or not a challenge at all.
+        let other = Verifier::new([4; 32]);
+        assert!(!other.pushed_challenge_holds(TOKEN, Some(&pushed)));
+        assert!(!v.pushed_challenge_holds(TOKEN, Some(&line(relay_answer("a-guess", &v)))));
+        assert!(!v.pushed_challenge_holds(TOKEN, Some(b"{\"type\":\"pong\"}")));
+        assert!(!v.pushed_challenge_holds(TOKEN, Some(b"\xff garbage")));
+        assert!(!v.pushed_challenge_holds(TOKEN, None));
     }
 
     #[test]

@@ -13,6 +13,9 @@
 //!  control stream:  page ─ greet{protocol, nonce: P} ─▶ relay
 //!                   page ◀─ challenge{nonce: R, proof: relay_proof(P, R)} ─ relay
 //!                   page ─ hello{proof: page_proof(P, R), mode, resume, …} ─▶ relay
+//!  pushed (WebTransport):  CONNECT …?greet=P ─▶ relay, which accepts the session and at once
+//!                   page ◀─ challenge{nonce: R, proof: relay_proof(P, R)} ─ relay (uni stream)
+//!                   page ─ hello{proof: page_proof(P, R), …} ─▶ relay (control stream)
 //!  HTTP API:        POST /api/challenge {nonce: P} ▶ {nonce: R, proof: relay_proof(P, R)}
 //!                   then the request with `Authorization: Tern R.page_proof(P, R)` (R once)
 //! ```
@@ -215,6 +218,29 @@ pub fn parse_authorization(value: &str) -> Option<(ProofNonce, Proof)> {
     Some((nonce.parse().ok()?, proof.parse().ok()?))
 }
 
+/// The query parameter of a WebTransport CONNECT that carries the page's nonce: the relay
+/// answers it as it accepts the session, with the owner's token's proof on the session's first
+/// unidirectional stream, so the challenge arrives with the link and the hello leaves at once
+/// (a greet on the control stream would cost a round trip more; issue 36). A named token's page
+/// finds that proof not under its token and greets as always. The page's first WebTransport,
+/// opened before the wasm is in, writes this query itself (www/app.js `earlyLink`).
+pub const PUSHED_CHALLENGE_PARAM: &str = "greet";
+
+/// The query (without `?`) that asks the relay to push its challenge to `nonce`.
+pub fn pushed_challenge_query(nonce: &ProofNonce) -> String {
+    format!("{PUSHED_CHALLENGE_PARAM}={nonce}")
+}
+
+/// The page's nonce in a CONNECT's path (`/wt?greet=…`), if it asks for a pushed challenge;
+/// anything malformed is no ask (the page then greets on the control stream).
+pub fn pushed_challenge_nonce(path: &str) -> Option<ProofNonce> {
+    let (_, query) = path.split_once('?')?;
+    query.split('&').find_map(|kv| {
+        let value = kv.strip_prefix(PUSHED_CHALLENGE_PARAM)?.strip_prefix('=')?;
+        value.parse().ok()
+    })
+}
+
 /// The path the page asks a challenge of before an API request.
 pub const CHALLENGE_PATH: &str = "/api/challenge";
 
@@ -281,6 +307,19 @@ impl Message for Challenge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pushed_challenge_is_asked_in_the_connect_path_and_anything_else_is_no_ask() {
+        let nonce = ProofNonce([0xa5; 32]);
+        let path = format!("/wt?{}", pushed_challenge_query(&nonce));
+        assert_eq!(pushed_challenge_nonce(&path), Some(nonce));
+        let among = format!("/wt?x=1&{}&y", pushed_challenge_query(&nonce));
+        assert_eq!(pushed_challenge_nonce(&among), Some(nonce));
+        assert_eq!(pushed_challenge_nonce("/wt"), None);
+        assert_eq!(pushed_challenge_nonce("/wt?greet=abc"), None, "not 64 hex digits");
+        assert_eq!(pushed_challenge_nonce(&format!("/wt?greeting={nonce}")), None);
+        assert_eq!(pushed_challenge_nonce(&format!("/wt?greet={}", "G".repeat(64))), None);
+    }
 
     fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -128,6 +128,20 @@ impl BrowserLink {
         }
     }
 
+    /// Writes `line` on a new unidirectional stream to the browser (WebTransport only: a
+    /// WebSocket page greets instead). The stream ends once the line is queued.
+    pub async fn push_line(&self, line: &[u8]) -> Result<(), Gone> {
+        match self {
+            BrowserLink::WebTransport(c) => {
+                let mut stream = c.open_uni().await.map_err(|_| Gone)?.await.map_err(|_| Gone)?;
+                stream.write_all(line).await.map_err(|_| Gone)?;
+                // Dropping the stream finishes it; nothing waits for the browser's ack.
+                Ok(())
+            }
+            BrowserLink::WebSocket(_) => Err(Gone),
+        }
+    }
+
     /// The next datagram from the browser; `None` once it is gone.
     pub async fn receive_datagram(&self) -> Option<Vec<u8>> {
         match self {

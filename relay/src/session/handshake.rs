@@ -34,6 +34,41 @@ const MIN_DATAGRAM: usize = 512;
 pub(super) struct Control {
     pub send: SendHalf,
     pub reader: LineReader<RecvHalf>,
+    /// The challenge pushed to the page as its WebTransport was accepted ([`push_challenge`]),
+    /// until a first line answers or ignores it.
+    pub pushed: Option<PushedChallenge>,
+}
+
+/// A challenge the relay pushed under the owner's token, before the control stream opened: the
+/// page's nonce from its CONNECT, and the relay's.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PushedChallenge {
+    page: ProofNonce,
+    relay: ProofNonce,
+}
+
+/// Answers a page that sent its nonce in its CONNECT (`?greet=`,
+/// `tern::relay_proto::proof::pushed_challenge_query`): the relay's nonce and its proof under
+/// the owner's token go on the session's first unidirectional stream now, so they arrive with
+/// the link and the page's hello leaves at once (one round trip less than a greet, issue 36).
+/// It proves no more than a greet would make the relay prove, to anyone; a page that answers
+/// it is checked in [`admit`] as one that greeted. `None` when there is no randomness or no
+/// stream to write on: the page then greets.
+pub(super) async fn push_challenge(
+    shared: &SessionContext,
+    conn: &BrowserLink,
+    page: ProofNonce,
+) -> Option<PushedChallenge> {
+    let (_, key) = shared.key_for(None)?;
+    let relay = crate::challenge::fresh_nonce().ok()?;
+    let line =
+        ServerMessage::Challenge(ChallengeText(crate::challenge::answer(&key, &page, relay)))
+            .to_line();
+    let wait = shared.settings.handshake_timeout;
+    match tokio::time::timeout(wait, conn.push_line(&line)).await {
+        Ok(Ok(())) => Some(PushedChallenge { page, relay }),
+        _ => None,
+    }
 }
 
 impl std::fmt::Debug for Control {
@@ -95,7 +130,7 @@ pub(super) async fn accept_control(
     wait: Duration,
 ) -> Result<Control, NoControl> {
     match tokio::time::timeout(wait, conn.accept_stream()).await {
-        Ok(Some((send, recv))) => Ok(Control { send, reader: LineReader::new(recv) }),
+        Ok(Some((send, recv))) => Ok(Control { send, reader: LineReader::new(recv), pushed: None }),
         Ok(None) => Err(NoControl::Gone),
         Err(_) => {
             conn.close(1, "no control stream");
@@ -118,14 +153,23 @@ pub(super) async fn admit(
     source: SourceKey,
 ) -> Result<Admitted, Stop> {
     let authed = pre_authed.is_some();
-    let (hello, who) = match read_first(shared, &mut control.reader, authed, source).await? {
+    let first = read_first(shared, &mut control.reader, authed, source).await?;
+    // A pushed challenge answers one first line at most: a greet instead (a named token's page)
+    // spends it too.
+    let pushed = control.pushed.take();
+    let (hello, who) = match first {
         ClientMessage::Greet { protocol, nonce, token_id } => {
             check_version(Some(protocol))?;
             challenge(shared, control, pre_authed, peer, source, nonce, token_id.as_deref()).await?
         }
         ClientMessage::Hello(hello) => {
             check_version(hello.protocol)?;
-            let who = authenticate(shared, &hello, pre_authed, peer, source)?;
+            let who = match (pushed, &hello.proof, pre_authed) {
+                (Some(pushed), Some(_), None) => {
+                    answered_push(shared, &hello, pushed, peer, source)?
+                }
+                (_, _, pre_authed) => authenticate(shared, &hello, pre_authed, peer, source)?,
+            };
             (hello, who)
         }
         _ => {
@@ -271,6 +315,29 @@ fn check_version(protocol: Option<u32>) -> Result<(), Refusal> {
         }
         _ => Ok(()),
     }
+}
+
+/// A hello answering the pushed challenge: the page's proof over its nonce and the relay's,
+/// under the owner's token (judged as a greet's hello is).
+fn answered_push(
+    shared: &SessionContext,
+    hello: &Hello,
+    pushed: PushedChallenge,
+    peer: SocketAddr,
+    source: SourceKey,
+) -> Result<Who, Refusal> {
+    let (who, key) = shared
+        .key_for(None)
+        .ok_or_else(|| Refusal::new(ErrorCode::Internal, "no owner's token"))?;
+    let credential = match &hello.proof {
+        Some(p) if crate::challenge::page_proof_holds(&key, &pushed.page, &pushed.relay, &p.0) => {
+            Credential::Right
+        }
+        _ => Credential::Wrong,
+    };
+    let outcome = shared.auth.judge(credential, source, std::time::Instant::now());
+    refuse_unless_ok_audited(shared, outcome, peer)?;
+    Ok(who)
 }
 
 /// A native client's hello token, unless the connect URL's token was checked already.

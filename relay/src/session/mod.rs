@@ -228,8 +228,13 @@ async fn handle_incoming(
             }
         }
     };
+    let pushed_to = tern::relay_proto::proof::pushed_challenge_nonce(request.path());
     let conn = BrowserLink::WebTransport(request.accept().await?);
-    run_session(shared, conn, pre_authed, peer, source, slot, agent).await;
+    let pushed = match (pushed_to, &pre_authed) {
+        (Some(page), None) => handshake::push_challenge(&shared, &conn, page).await,
+        _ => None,
+    };
+    run_session(shared, conn, Opening { pre_authed, pushed }, peer, source, slot, agent).await;
     Ok(())
 }
 
@@ -247,7 +252,15 @@ pub(crate) async fn serve_websocket(
     agent: Option<String>,
 ) {
     let link = BrowserLink::WebSocket(crate::link::WsLink::accept(io).await);
-    run_session(shared, link, pre_authed, peer, source, slot, agent).await;
+    run_session(shared, link, Opening { pre_authed, pushed: None }, peer, source, slot, agent)
+        .await;
+}
+
+/// What a link's opening settled before its control stream: a credential checked in the URL
+/// (or a person a trusted front door named), and the challenge pushed to the page.
+struct Opening {
+    pre_authed: Option<crate::tokens::Who>,
+    pushed: Option<handshake::PushedChallenge>,
 }
 
 /// Serves an accepted browser link until the session or the relay ends. `slot` is released
@@ -255,7 +268,7 @@ pub(crate) async fn serve_websocket(
 async fn run_session(
     shared: Arc<SessionContext>,
     conn: BrowserLink,
-    pre_authed: Option<crate::tokens::Who>,
+    opening: Opening,
     peer: SocketAddr,
     source: SourceKey,
     slot: HandshakeSlot,
@@ -264,7 +277,7 @@ async fn run_session(
     let shutdown = shared.shutdown.clone();
     tokio::select! {
         _ = shutdown.cancelled() => conn.close(0, "relay shutting down"),
-        _ = serve(shared, &conn, pre_authed, peer, source, slot, agent) => {}
+        _ = serve(shared, &conn, opening, peer, source, slot, agent) => {}
     }
 }
 
@@ -272,12 +285,13 @@ async fn run_session(
 async fn serve(
     shared: Arc<SessionContext>,
     conn: &BrowserLink,
-    pre_authed: Option<crate::tokens::Who>,
+    opening: Opening,
     peer: SocketAddr,
     source: SourceKey,
     slot: HandshakeSlot,
     agent: Option<String>,
 ) {
+    let Opening { pre_authed, pushed } = opening;
     let wait = shared.settings.handshake_timeout;
     let mut control = match handshake::accept_control(conn, wait).await {
         Ok(control) => control,
@@ -290,6 +304,7 @@ async fn serve(
             return;
         }
     };
+    control.pushed = pushed;
     let opened =
         open(&shared, &mut control, pre_authed, peer, source, (conn.kind(), agent.as_deref()))
             .await;

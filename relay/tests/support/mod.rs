@@ -205,6 +205,21 @@ pub async fn connect_with_hashes(
     endpoint.connect(url).await
 }
 
+/// A WebTransport to `relay` whose CONNECT has `query` after its path, as the page asks for a
+/// pushed challenge (`/wt?greet=…`).
+pub async fn connect_with_query(
+    relay: &TestRelay,
+    query: &str,
+) -> Result<Connection, wtransport::error::ConnectingError> {
+    let config = ClientConfig::builder()
+        .with_bind_default()
+        .with_server_certificate_hashes(cert_digests(relay))
+        .keep_alive_interval(Some(Duration::from_secs(2)))
+        .build();
+    let endpoint = Endpoint::client(config).unwrap();
+    endpoint.connect(format!("https://127.0.0.1:{}/wt?{query}", relay.addr().port())).await
+}
+
 /// The control stream after its first reply.
 pub struct Control {
     pub send: SendStream,
