@@ -699,3 +699,16 @@ fn a_second_paste_on_the_link_starts_from_what_the_first_learned() {
     let (third_cruising, _) = paste_over_a_slow_link(&mut w, 200_000, 3);
     assert!(!third_cruising, "a new link's first paste used the old link's rate");
 }
+
+#[test]
+fn a_hello_before_the_info_asks_for_the_mode_the_pages_address_implies() {
+    let size = Size { cols: 80, rows: 24 };
+    let spawn = PageClient::new(Target { token: "token".into(), bridge: None }, size, 1);
+    assert_eq!(spawn.mode_before_info(), Mode::Spawn);
+    assert_eq!(spawn.hello(spawn.mode_before_info(), 1211).mode, Some(Mode::Spawn));
+    let named = ("127.0.0.1".to_string(), 60001, "PWSoCIVurTVBGXAj873xNg".to_string());
+    let bridge = PageClient::new(Target { token: "token".into(), bridge: Some(named) }, size, 1);
+    assert_eq!(bridge.mode_before_info(), Mode::Bridge);
+    let hello = bridge.hello(bridge.mode_before_info(), 1211);
+    assert_eq!((hello.mode, hello.port), (Some(Mode::Bridge), Some(60001)));
+}

@@ -127,13 +127,18 @@ struct EarlyGreet {
 }
 
 /// The verifier whose greet went on a link, and the relay's answer to it (its challenge).
-type GreetSent = (relay_client::Verifier, Option<Vec<u8>>);
+#[derive(Debug)]
+struct GreetSent {
+    verifier: relay_client::Verifier,
+    challenge: Option<Vec<u8>>,
+    /// The challenge came pushed with the link (and proved the token): no greet was said.
+    pushed: bool,
+}
 
 /// A link whose control stream carried the greet, with what the relay answered.
 struct Greeted {
     link: RelayLink,
-    verifier: relay_client::Verifier,
-    challenge: Option<Vec<u8>>,
+    sent: GreetSent,
 }
 
 thread_local! {
@@ -187,8 +192,8 @@ async fn greet_on(
 ) -> Result<Greeted, ConnectError> {
     JsFuture::from(transport.ready()).await.map_err(|e| retry("WebTransport handshake", e))?;
     let link = RelayLink::webtransport_streams(transport.clone()).await?;
-    let (verifier, challenge) = challenge_on(&link, &transport, token, nonce).await?;
-    Ok(Greeted { link, verifier, challenge })
+    let sent = challenge_on(&link, &transport, token, nonce).await?;
+    Ok(Greeted { link, sent })
 }
 
 /// The relay's challenge on a WebTransport link whose streams are open: the one it pushed to
@@ -206,14 +211,18 @@ async fn challenge_on(
         let pushed = first_pushed_line(transport).await;
         if verifier.pushed_challenge_holds(token, pushed.as_deref()) {
             PUSHED_CHALLENGES.with(|n| n.set(n.get() + 1));
-            return Ok((verifier, pushed));
+            return Ok(GreetSent { verifier, challenge: pushed, pushed: true });
         }
-        link.control_out.write(&verifier.greet(token).to_line());
-        return Ok((verifier, link.control_in.next_line().await));
+        return Ok(greet(link, token, verifier).await);
     }
-    let verifier = relay_client::Verifier::new(random_or_retry()?);
+    Ok(greet(link, token, relay_client::Verifier::new(random_or_retry()?)).await)
+}
+
+/// Greets on `link`'s control stream with `verifier`'s nonce; the relay's answer read.
+async fn greet(link: &RelayLink, token: &str, verifier: relay_client::Verifier) -> GreetSent {
     link.control_out.write(&verifier.greet(token).to_line());
-    Ok((verifier, link.control_in.next_line().await))
+    let challenge = link.control_in.next_line().await;
+    GreetSent { verifier, challenge, pushed: false }
 }
 
 /// The first line of the first unidirectional stream the relay opened: its pushed challenge
@@ -276,6 +285,58 @@ fn take_early_link(info: &RelayInfo, port: u16) -> Option<EarlyLink> {
     }
     close(&early.transport);
     None
+}
+
+/// The early link, whose relay proved the page's token with the challenge it pushed there
+/// (`greet_early_link`), ready for the hello before `/api/info` is in.
+pub struct ProvenEarlyLink {
+    link: RelayLink,
+    sent: GreetSent,
+}
+
+/// The early link, taken, if the challenge the relay pushed on it proved `token` before the
+/// prefetched `/api/info` answered (whichever comes first is waited for). Such a link needs no
+/// info to be trusted: what answers there knows the token, as the info's own challenge would
+/// show, so the hello can leave at once and the info is read beside it (one round trip or more
+/// off the first prompt, issue 36). `None`, and the link stays for the usual way (the info
+/// names it first), when there is no early link or info in flight, the info came first, or the
+/// link's challenge was not pushed or did not prove the token.
+pub async fn take_proven_early_link(token: &str) -> Option<ProvenEarlyLink> {
+    let greet_done = EARLY_LINK.with(|e| {
+        let early = e.borrow();
+        let greeted = early.as_ref()?.greeted.as_ref().filter(|g| g.token == token)?;
+        Some(greeted.done.clone())
+    })?;
+    let info_done = EARLY_INFO.with(|e| e.borrow().as_ref().map(|info| info.done.clone()))?;
+    let first = js_sys::Promise::race(&js_sys::Array::of2(&greet_done, &info_done));
+    let _ = JsFuture::from(first).await;
+    let proven = EARLY_LINK.with(|e| {
+        let early = e.borrow();
+        let greeted = early.as_ref()?.greeted.as_ref()?;
+        let outcome = greeted.outcome.borrow();
+        Some(matches!(outcome.as_ref(), Some(Ok(g)) if g.sent.pushed))
+    });
+    if proven != Some(true) {
+        return None;
+    }
+    let early = EARLY_LINK.with(|e| e.borrow_mut().take())?;
+    let outcome = early.greeted?.outcome.borrow_mut().take();
+    let greeted = outcome?.ok()?;
+    Some(ProvenEarlyLink { link: greeted.link, sent: greeted.sent })
+}
+
+impl ProvenEarlyLink {
+    /// The hello `hello` builds (from the link's datagram limit) with the page's proof, and the
+    /// relay's answer, within the open timeout.
+    pub async fn hello(
+        self,
+        token: &str,
+        hello: impl FnOnce(usize) -> Hello,
+    ) -> Result<(RelayLink, Ready), ConnectError> {
+        crate::clock::mark_once("tern:link");
+        let _deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, self.link.closer());
+        self.link.prove_and_hello(token, self.sent, hello).await
+    }
 }
 
 /// `GET /api/sessions`: the spawned sessions still running.
@@ -644,25 +705,33 @@ impl RelayLink {
         }
         // A WebTransport has its challenge already (pushed with the link, or its greet's); the
         // WebSocket greets now.
-        let (verifier, challenge) = match greeted {
-            Some(greeted) => greeted,
-            None => {
-                link.control_out.write(&verifier.greet(token).to_line());
-                (verifier, link.control_in.next_line().await)
-            }
+        let sent = match greeted {
+            Some(sent) => sent,
+            None => greet(&link, token, verifier).await,
         };
+        link.prove_and_hello(token, sent, hello).await
+    }
+
+    /// The hello with the page's proof over `sent`'s challenge (checked first: nothing leaves
+    /// for a relay that did not prove `token`), and the relay's answer.
+    async fn prove_and_hello(
+        self,
+        token: &str,
+        sent: GreetSent,
+        hello: impl FnOnce(usize) -> Hello,
+    ) -> Result<(RelayLink, Ready), ConnectError> {
         crate::clock::mark_once("tern:challenge");
-        let proof = match verifier.control_answer(token, challenge.as_deref()) {
+        let proof = match sent.verifier.control_answer(token, sent.challenge.as_deref()) {
             Ok(proof) => proof,
             Err(e) => {
-                link.close();
+                self.close();
                 return Err(e);
             }
         };
-        let mut hello = hello(link.max_datagram_size);
+        let mut hello = hello(self.max_datagram_size);
         hello.proof = Some(proof);
-        link.control_out.write(&ClientMessage::Hello(hello).to_line());
-        link.answer().await
+        self.control_out.write(&ClientMessage::Hello(hello).to_line());
+        self.answer().await
     }
 
     /// The relay's answer to the hello: `ready`, or why not (the link closed then).
@@ -740,7 +809,7 @@ impl RelayLink {
                 let outcome = greeted.outcome.borrow_mut().take();
                 outcome
                     .unwrap_or_else(|| Err(ConnectError::Retry("the early greet was lost".into())))
-                    .map(|g| (g.link, Some((g.verifier, g.challenge))))
+                    .map(|g| (g.link, Some(g.sent)))
             }
             None => match Self::webtransport_streams(transport.clone()).await {
                 Ok(link) => {

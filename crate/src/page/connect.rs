@@ -114,6 +114,14 @@ impl PageClient {
         Ok(patience)
     }
 
+    /// The mode a hello asks for when it leaves before the relay's `/api/info` is in (on a link
+    /// whose relay proved the token already): bridge for a page that names a mosh-server, spawn
+    /// otherwise. A relay of the other mode refuses it, and the info then says why
+    /// ([`relay_client::check_info`]).
+    pub fn mode_before_info(&self) -> Mode {
+        if self.target.bridge.is_some() { Mode::Bridge } else { Mode::Spawn }
+    }
+
     /// The `hello` for a relay in `mode` over a link that carries `max_datagram_size`.
     pub fn hello(&self, mode: Mode, max_datagram_size: usize) -> Hello {
         let hello = self.target.hello(

@@ -55,6 +55,23 @@ test('a reload in bridge mode continues the shell from the tab', async () => {
   assert.equal(await until(async () => pidOf(await screen(page), 'again'), { what: 'again-PID' }), pid);
 });
 
+// The page's hello may leave before /api/info is in (its early link's relay proved the token with
+// the challenge it pushed), asking for a new spawned session; a bridge relay refuses that, and
+// the page must still say what the info says: which mode the relay runs and what to add.
+test('a page without a mosh-server on a bridge relay says to add its address, whichever came first, the refusal or the info', async () => {
+  const other = await launchBrowser();
+  try {
+    const { page } = other;
+    await page.goto(`http://127.0.0.1:${fx.port}/#token=${fx.token}`);
+    await page.waitForSelector('#notice:not([hidden])', { timeout: 15000 });
+    assert.match(await page.textContent('#notice'), /runs in bridge mode: add &host=/);
+    const s = await stats(page);
+    console.log(`# the hello went before the info: ${s.pushedChallenges === 1} (${s.pushedChallenges} pushed challenges)`);
+  } finally {
+    await other.close();
+  }
+});
+
 test('with nothing saved, the page says it cannot resume and connects to a new mosh-server', async () => {
   const { server: first } = await firstTab();
   const other = await launchBrowser();

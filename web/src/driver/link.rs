@@ -15,6 +15,9 @@ impl Driver {
     /// then the link is served until it ends.
     pub(super) async fn connect(self: Rc<Self>) {
         let token = self.client.borrow().target().token.clone();
+        if let Some(proven) = relay_link::take_proven_early_link(&token).await {
+            return self.connect_proven(&token, proven).await;
+        }
         // The page may have asked already, while it built the terminal.
         let (asked, info) = match relay_link::take_early_info(&token).await {
             Some(early) => early,
@@ -34,10 +37,46 @@ impl Driver {
             self.client.borrow().hello(info.mode, max)
         })
         .await;
-        let (link, ready) = match opened {
-            Ok(opened) => opened,
-            Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
+        match opened {
+            Ok((link, ready)) => self.link_opened(link, ready).await,
+            Err(e) => self.call(|c, now| c.connect_failed(now, e)),
+        }
+    }
+
+    /// The first connect on the early link whose relay proved the token with its pushed
+    /// challenge: the hello leaves now, `/api/info` is read beside its answer, and the link is
+    /// served once both are in and the info suits this page.
+    async fn connect_proven(self: Rc<Self>, token: &str, proven: relay_link::ProvenEarlyLink) {
+        let mode = self.client.borrow().mode_before_info();
+        let opened = proven.hello(token, |max| self.client.borrow().hello(mode, max)).await;
+        let (asked, info) = match relay_link::take_early_info(token).await {
+            Some(early) => early,
+            None => (now(), relay_link::fetch_info(token).await),
         };
+        // The info's verdict first: a relay this page cannot use says so better than its
+        // refusal of the hello (another mode, another version).
+        let checked = info.and_then(|info| {
+            crate::clock::mark_once("tern:info");
+            self.call(|c, now| c.info(now, asked, &info))
+        });
+        match (checked, opened) {
+            (Ok(_), Ok((link, ready))) => self.link_opened(link, ready).await,
+            (Err(e), opened) => {
+                if let Ok((link, _)) = opened {
+                    link.close();
+                }
+                self.call(|c, now| c.connect_failed(now, e));
+            }
+            (Ok(_), Err(e)) => self.call(|c, now| c.connect_failed(now, e)),
+        }
+    }
+
+    /// A link the relay answered `ready` on: the client's from now, served until it ends.
+    async fn link_opened(
+        self: Rc<Self>,
+        link: RelayLink,
+        ready: tern::relay_proto::control::Ready,
+    ) {
         let link = Rc::new(link);
         let up =
             LinkUp { kind: link.kind(), max_datagram_size: link.max_datagram_size, ready: &ready };
