@@ -326,16 +326,34 @@ pub async fn take_proven_early_link(token: &str) -> Option<ProvenEarlyLink> {
 }
 
 impl ProvenEarlyLink {
-    /// The hello `hello` builds (from the link's datagram limit) with the page's proof, and the
-    /// relay's answer, within the open timeout.
-    pub async fn hello(
+    /// Sends the hello `hello` builds (from the link's datagram limit) with the page's proof;
+    /// the relay's answer is then due within the open timeout.
+    pub fn send_hello(
         self,
         token: &str,
         hello: impl FnOnce(usize) -> Hello,
-    ) -> Result<(RelayLink, Ready), ConnectError> {
+    ) -> Result<HelloSent, ConnectError> {
         crate::clock::mark_once("tern:link");
-        let _deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, self.link.closer());
-        self.link.prove_and_hello(token, self.sent, hello).await
+        let deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, self.link.closer());
+        self.link.send_hello(token, self.sent, hello)?;
+        Ok(HelloSent { link: self.link, _deadline: deadline })
+    }
+}
+
+/// A link whose hello left: its answer is read (or the link closed) within the open timeout.
+pub struct HelloSent {
+    link: RelayLink,
+    _deadline: gloo_timers::callback::Timeout,
+}
+
+impl HelloSent {
+    /// The relay's answer: `ready`, or why not (the link closed then).
+    pub async fn answer(self) -> Result<(RelayLink, Ready), ConnectError> {
+        self.link.answer().await
+    }
+
+    pub fn close(&self) {
+        self.link.close();
     }
 }
 
@@ -709,29 +727,27 @@ impl RelayLink {
             Some(sent) => sent,
             None => greet(&link, token, verifier).await,
         };
-        link.prove_and_hello(token, sent, hello).await
+        link.send_hello(token, sent, hello)?;
+        link.answer().await
     }
 
-    /// The hello with the page's proof over `sent`'s challenge (checked first: nothing leaves
-    /// for a relay that did not prove `token`), and the relay's answer.
-    async fn prove_and_hello(
-        self,
+    /// Sends the hello with the page's proof over `sent`'s challenge, checked first: nothing
+    /// leaves for a relay that did not prove `token` (the link is closed then).
+    fn send_hello(
+        &self,
         token: &str,
         sent: GreetSent,
         hello: impl FnOnce(usize) -> Hello,
-    ) -> Result<(RelayLink, Ready), ConnectError> {
+    ) -> Result<(), ConnectError> {
         crate::clock::mark_once("tern:challenge");
-        let proof = match sent.verifier.control_answer(token, sent.challenge.as_deref()) {
-            Ok(proof) => proof,
-            Err(e) => {
+        let proof =
+            sent.verifier.control_answer(token, sent.challenge.as_deref()).inspect_err(|_| {
                 self.close();
-                return Err(e);
-            }
-        };
+            })?;
         let mut hello = hello(self.max_datagram_size);
         hello.proof = Some(proof);
         self.control_out.write(&ClientMessage::Hello(hello).to_line());
-        self.answer().await
+        Ok(())
     }
 
     /// The relay's answer to the hello: `ready`, or why not (the link closed then).

@@ -108,6 +108,11 @@ impl DownloadProgress {
         if self.total == 0 { 100.0 } else { self.bytes_done as f64 * 100.0 / self.total as f64 }
     }
 
+    /// [`percent`](Self::percent) rounded down, in integers (no float formatting in the wasm).
+    fn whole_percent(&self) -> u64 {
+        if self.total == 0 { 100 } else { crate::paste::whole_percent(self.bytes_done, self.total) }
+    }
+
     /// The line in mosh's notification bar.
     pub fn line(&self) -> String {
         let more =
@@ -115,15 +120,14 @@ impl DownloadProgress {
         let what = format!("Downloading {} ({})", self.name, size(self.total));
         match &self.state {
             DownloadState::Waiting if self.bytes_done > 0 => {
-                format!(
-                    "{what}: interrupted at {:.0}%; waiting for the relay…{more}",
-                    self.percent().floor()
-                )
+                let percent = self.whole_percent();
+                format!("{what}: interrupted at {percent}%; waiting for the relay…{more}")
             }
             DownloadState::Waiting | DownloadState::Requesting => format!("{what}: asking…{more}"),
             DownloadState::Receiving => {
                 let rate = self.rate.map_or("measuring".to_string(), |r| format!("{}/s", size(r)));
-                format!("{what}: {:.0}%, {rate}{more}", self.percent().floor())
+                let percent = self.whole_percent();
+                format!("{what}: {percent}%, {rate}{more}")
             }
             DownloadState::Verifying => format!("{what}: checking SHA-256…{more}"),
             DownloadState::Saved => {

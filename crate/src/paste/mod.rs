@@ -17,5 +17,5 @@ mod progress;
 mod queue;
 
 pub use job::{GIVE_UP, JobOutcome, RETRY_PAUSE, UploadJob};
-pub use progress::{PasteProgress, PasteState, shell_word, size};
+pub use progress::{PasteProgress, PasteState, shell_word, size, whole_percent};
 pub use queue::{KeyAction, PASTE_QUEUE_TARGET, PasteCounters, PasteId, PasteQueue, RESULT_SHOWN};

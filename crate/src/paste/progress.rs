@@ -83,11 +83,8 @@ impl PasteProgress {
                 let left = self.time_left.map_or(String::new(), |t| {
                     format!(", {} left", human_secs(t.as_secs_f64().ceil() as u64))
                 });
-                format!(
-                    "Pasting: {:.0}% of {}, {rate}{left}{more}",
-                    self.percent().floor(),
-                    size(self.total)
-                )
+                let percent = whole_percent(self.bytes_done, self.total);
+                format!("Pasting: {percent}% of {}, {rate}{left}{more}", size(self.total))
             }
             PasteState::Done => "Pasted.".to_string(),
             PasteState::Failed => {
@@ -105,16 +102,22 @@ impl PasteProgress {
     }
 }
 
-/// Bytes for humans (decimal units, as network rates are).
+/// Bytes for humans (decimal units, as network rates are), rounded half up. In integers: the
+/// page's wasm then carries no float formatting (about 3 KB of brotli, docs/BENCHMARKS.md).
 pub fn size(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= 1e6 {
-        format!("{:.1} MB", b / 1e6)
-    } else if b >= 1e3 {
-        format!("{:.0} kB", b / 1e3)
+    if bytes >= 1_000_000 {
+        let tenths = bytes.saturating_add(50_000) / 100_000;
+        format!("{}.{} MB", tenths / 10, tenths % 10)
+    } else if bytes >= 1_000 {
+        format!("{} kB", (bytes + 500) / 1_000)
     } else {
         format!("{bytes} B")
     }
+}
+
+/// `done` of `total` in whole percent, rounded down (100 once all is done; 0 of nothing).
+pub fn whole_percent(done: u64, total: u64) -> u64 {
+    if total == 0 { 0 } else { (u128::from(done) * 100 / u128::from(total)) as u64 }
 }
 
 fn human_secs(s: u64) -> String {
@@ -135,6 +138,32 @@ pub fn shell_word(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_and_percents_read_as_people_expect_without_floats() {
+        let cases = [
+            (0, "0 B"),
+            (999, "999 B"),
+            (1_000, "1 kB"),
+            (1_499, "1 kB"),
+            (1_500, "2 kB"),
+            (999_499, "999 kB"),
+            (999_500, "1000 kB"),
+            (1_000_000, "1.0 MB"),
+            (1_049_999, "1.0 MB"),
+            (1_050_000, "1.1 MB"),
+            (13_400_000, "13.4 MB"),
+            (u64::MAX, "18446744073709.5 MB"),
+        ];
+        for (bytes, text) in cases {
+            assert_eq!(size(bytes), text, "{bytes}");
+        }
+        assert_eq!(whole_percent(0, 0), 0);
+        assert_eq!(whole_percent(1, 3), 33);
+        assert_eq!(whole_percent(2, 3), 66, "rounded down: 100 only once all is done");
+        assert_eq!(whole_percent(999, 1000), 99);
+        assert_eq!(whole_percent(u64::MAX, u64::MAX), 100);
+    }
 
     fn progress(state: PasteState) -> PasteProgress {
         PasteProgress {

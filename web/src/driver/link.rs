@@ -15,59 +15,48 @@ impl Driver {
     /// then the link is served until it ends.
     pub(super) async fn connect(self: Rc<Self>) {
         let token = self.client.borrow().target().token.clone();
-        if let Some(proven) = relay_link::take_proven_early_link(&token).await {
-            return self.connect_proven(&token, proven).await;
-        }
+        // The early link whose relay proved the token with its pushed challenge before the info
+        // came needs no info to be trusted: its hello leaves now, in the mode the page's address
+        // implies, and the answer is read once the info is in.
+        let sent = relay_link::take_proven_early_link(&token).await.map(|proven| {
+            let mode = self.client.borrow().mode_before_info();
+            proven.send_hello(&token, |max| self.client.borrow().hello(mode, max))
+        });
         // The page may have asked already, while it built the terminal.
         let (asked, info) = match relay_link::take_early_info(&token).await {
             Some(early) => early,
             None => (now(), relay_link::fetch_info(&token).await),
         };
-        let info = match info {
-            Ok(info) => info,
-            Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
+        // The info's verdict first: a relay this page cannot use says so better than its
+        // refusal of an early hello (another mode, another version).
+        let checked = info.and_then(|info| {
+            crate::clock::mark_once("tern:info");
+            let patience = self.call(|c, now| c.info(now, asked, &info))?;
+            Ok((info, patience))
+        });
+        let (info, patience) = match checked {
+            Ok(checked) => checked,
+            Err(e) => {
+                if let Some(Ok(sent)) = &sent {
+                    sent.close();
+                }
+                return self.call(|c, now| c.connect_failed(now, e));
+            }
         };
-        crate::clock::mark_once("tern:info");
-        let patience = match self.call(|c, now| c.info(now, asked, &info)) {
-            Ok(patience) => patience,
-            Err(e) => return self.call(|c, now| c.connect_failed(now, e)),
+        let opened = match sent {
+            Some(Ok(sent)) => sent.answer().await,
+            Some(Err(e)) => Err(e),
+            None => {
+                let port = self.wt_port.unwrap_or(info.port);
+                RelayLink::open(&info, port, &token, patience, |max| {
+                    self.client.borrow().hello(info.mode, max)
+                })
+                .await
+            }
         };
-        let port = self.wt_port.unwrap_or(info.port);
-        let opened = RelayLink::open(&info, port, &token, patience, |max| {
-            self.client.borrow().hello(info.mode, max)
-        })
-        .await;
         match opened {
             Ok((link, ready)) => self.link_opened(link, ready).await,
             Err(e) => self.call(|c, now| c.connect_failed(now, e)),
-        }
-    }
-
-    /// The first connect on the early link whose relay proved the token with its pushed
-    /// challenge: the hello leaves now, `/api/info` is read beside its answer, and the link is
-    /// served once both are in and the info suits this page.
-    async fn connect_proven(self: Rc<Self>, token: &str, proven: relay_link::ProvenEarlyLink) {
-        let mode = self.client.borrow().mode_before_info();
-        let opened = proven.hello(token, |max| self.client.borrow().hello(mode, max)).await;
-        let (asked, info) = match relay_link::take_early_info(token).await {
-            Some(early) => early,
-            None => (now(), relay_link::fetch_info(token).await),
-        };
-        // The info's verdict first: a relay this page cannot use says so better than its
-        // refusal of the hello (another mode, another version).
-        let checked = info.and_then(|info| {
-            crate::clock::mark_once("tern:info");
-            self.call(|c, now| c.info(now, asked, &info))
-        });
-        match (checked, opened) {
-            (Ok(_), Ok((link, ready))) => self.link_opened(link, ready).await,
-            (Err(e), opened) => {
-                if let Ok((link, _)) = opened {
-                    link.close();
-                }
-                self.call(|c, now| c.connect_failed(now, e));
-            }
-            (Ok(_), Err(e)) => self.call(|c, now| c.connect_failed(now, e)),
         }
     }
 
