@@ -286,6 +286,7 @@ pub fn run(options: &Options) -> Report {
         if !options.parts.contains(&part) {
             continue;
         }
+        let part_started = Instant::now();
         match part {
             Part::Echo => echo::rows(options, &mut report),
             Part::Frames => frames::rows(options, &mut report),
@@ -308,6 +309,8 @@ pub fn run(options: &Options) -> Report {
             Part::Show => show::rows(options, &mut report),
             Part::Viewers => viewers::rows(options, &mut report),
         }
+        // Where a run's time goes (the quick run is a large share of `npm test`).
+        progress(&format!("{part:?} took {:.0} s", part_started.elapsed().as_secs_f64()));
     }
     report.machine.load_after = machine::load();
     report.machine.duration_s = started.elapsed().as_secs_f64();
