@@ -154,9 +154,28 @@ thread_local! {
 /// a nonce goes on it before the relay proved the token. `nonce`: the one its CONNECT carried
 /// (the relay pushed its challenge to it, `tern::relay_proto::proof::PUSHED_CHALLENGE_PARAM`).
 pub fn keep_early_link(hint: String, transport: WebTransport, nonce: Option<[u8; 32]>) {
+    // Closed if no connect took it soon: a page that shows the list of sessions first must not
+    // hold a silent link until the relay gives up waiting for its hello (--handshake-timeout,
+    // 10 s by default from the control stream, which `greet_early_link` opens about now), which
+    // the relay counts as a failed attempt of the address. The connect then makes its own link.
+    let expiring = transport.clone();
+    gloo_timers::callback::Timeout::new(EARLY_LINK_UNUSED_MS, move || {
+        EARLY_LINK.with(|e| {
+            let mut early = e.borrow_mut();
+            if early.as_ref().is_some_and(|early| *early.transport == *expiring) {
+                early.take();
+                close(&expiring);
+            }
+        });
+    })
+    .forget();
     let early = EarlyLink { hint, transport, nonce, greeted: None };
     EARLY_LINK.with(|e| *e.borrow_mut() = Some(early));
 }
+
+/// How long the early link waits for the first connect to take it (see [`keep_early_link`]):
+/// well inside the relay's default wait for a hello.
+const EARLY_LINK_UNUSED_MS: u32 = 5_000;
 
 /// Greets on the early link as soon as it is up, before `/api/info` confirmed it: the greet is a
 /// nonce (and a named token's id), no proof, so it may go where the document said; the relay's

@@ -157,6 +157,33 @@ test('the early link has its challenge pushed, and the hello is the first thing 
   }
 });
 
+// The early link is made for the first second: a page that shows the list of sessions first and
+// is answered later must not leave it open and silent until the relay gives up on its hello
+// (--handshake-timeout, 10 s), which the relay counts as a failed attempt of the address (and
+// the page then connected only on its retry).
+test('a page that waits on its session list longer than the relay waits for a hello leaves no silent link behind', async () => {
+  // A session on the relay, so that a page without one of its own lists it and waits.
+  const kept = await fx.browser.context.newPage();
+  await fx.openSession(kept);
+  const other = await launchBrowser();
+  try {
+    const { page } = other;
+    await page.goto(fx.url);
+    await page.waitForSelector('#chooser:not([hidden]) #chooser-list li');
+    await sleep(11_000);
+    await page.click('#chooser-new');
+    await waitForPrompt(page);
+    assert.doesNotMatch(fx.relay.log(), /no hello within/, 'the relay waited for a hello that never came');
+    const s = await stats(page);
+    assert.equal(s.connects, 1, `connected at once, no retry: ${JSON.stringify(s)}`);
+    await page.keyboard.type('exit\n');
+  } finally {
+    await other.close();
+    await kept.keyboard.type('exit\n');
+    await kept.close();
+  }
+});
+
 test('#early_link=0 (the bench\'s "before"): WebTransport waits for /api/info', async () => {
   const page = await fx.browser.context.newPage();
   try {
