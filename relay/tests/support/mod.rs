@@ -192,17 +192,8 @@ pub async fn connect_with_hashes(
     hashes: Vec<Sha256Digest>,
     query_token: Option<&str>,
 ) -> Result<Connection, wtransport::error::ConnectingError> {
-    let config = ClientConfig::builder()
-        .with_bind_default()
-        .with_server_certificate_hashes(hashes)
-        .keep_alive_interval(Some(Duration::from_secs(2)))
-        .build();
-    let endpoint = Endpoint::client(config).unwrap();
-    let url = match query_token {
-        Some(t) => format!("https://127.0.0.1:{}/wt?token={t}", addr.port()),
-        None => format!("https://127.0.0.1:{}/wt", addr.port()),
-    };
-    endpoint.connect(url).await
+    let query = query_token.map(|t| format!("token={t}"));
+    connect_to(addr, hashes, query.as_deref()).await
 }
 
 /// A WebTransport to `relay` whose CONNECT has `query` after its path, as the page asks for a
@@ -211,13 +202,26 @@ pub async fn connect_with_query(
     relay: &TestRelay,
     query: &str,
 ) -> Result<Connection, wtransport::error::ConnectingError> {
+    connect_to(relay.addr(), cert_digests(relay), Some(query)).await
+}
+
+/// A WebTransport to `/wt` at `addr` (pinning `hashes`), with `query` after the path.
+async fn connect_to(
+    addr: SocketAddr,
+    hashes: Vec<Sha256Digest>,
+    query: Option<&str>,
+) -> Result<Connection, wtransport::error::ConnectingError> {
     let config = ClientConfig::builder()
         .with_bind_default()
-        .with_server_certificate_hashes(cert_digests(relay))
+        .with_server_certificate_hashes(hashes)
         .keep_alive_interval(Some(Duration::from_secs(2)))
         .build();
     let endpoint = Endpoint::client(config).unwrap();
-    endpoint.connect(format!("https://127.0.0.1:{}/wt?{query}", relay.addr().port())).await
+    let url = match query {
+        Some(q) => format!("https://127.0.0.1:{}/wt?{q}", addr.port()),
+        None => format!("https://127.0.0.1:{}/wt", addr.port()),
+    };
+    endpoint.connect(url).await
 }
 
 /// The control stream after its first reply.
