@@ -320,10 +320,13 @@ pub struct ProvenEarlyLink {
 /// off the first prompt, issue 36). `None`, and the link stays for the usual way (the info
 /// names it first), when there is no early link or info in flight, the info came first, or the
 /// link's challenge was not pushed or did not prove the token.
-pub async fn take_proven_early_link(token: &str) -> Option<ProvenEarlyLink> {
+/// A page told to take WebTransport to another port (`wt_port`) takes this way only a link to
+/// that port (`LinkHint::goes_to_port`).
+pub async fn take_proven_early_link(token: &str, wt_port: Option<u16>) -> Option<ProvenEarlyLink> {
     let greet_done = EARLY_LINK.with(|e| {
         let early = e.borrow();
-        let greeted = early.as_ref()?.greeted.as_ref().filter(|g| g.token == token)?;
+        let early = early.as_ref().filter(|early| LinkHint::goes_to_port(&early.hint, wt_port))?;
+        let greeted = early.greeted.as_ref().filter(|g| g.token == token)?;
         Some(greeted.done.clone())
     })?;
     let info_done = EARLY_INFO.with(|e| e.borrow().as_ref().map(|info| info.done.clone()))?;

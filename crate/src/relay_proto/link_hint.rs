@@ -61,6 +61,16 @@ impl LinkHint {
     pub fn describes(text: &str, info: &RelayInfo, port: u16) -> bool {
         LinkHint::from_info(info, port).is_some_and(|hint| hint.encode() == text)
     }
+
+    /// Whether a link the page knocked at with hint `text` goes where the page was told to take
+    /// WebTransport (`wt_port`, a `#wt_port=` the tab keeps; `None`: wherever the relay says).
+    /// A link used before the info is in (its relay proved the token) is checked with this
+    /// instead of [`describes`](Self::describes): a page sent to another port (a test's dead
+    /// one, standing for blocked UDP) must not keep the relay's own.
+    pub fn goes_to_port(text: &str, wt_port: Option<u16>) -> bool {
+        let knocked = text.split(' ').next().and_then(|port| port.parse::<u16>().ok());
+        wt_port.is_none_or(|wanted| knocked == Some(wanted))
+    }
 }
 
 #[cfg(test)]
@@ -101,6 +111,16 @@ mod tests {
         assert_eq!(LinkHint::from_info(&unhashed, 7480), None);
         let other = RelayInfo { cert_hash_algorithm: "sha-512".into(), ..info() };
         assert_eq!(LinkHint::from_info(&other, 7480), None);
+    }
+
+    #[test]
+    fn a_page_told_to_take_another_port_uses_only_a_link_to_that_port() {
+        let hint = format!("7480 /wt {A} {B}");
+        assert!(LinkHint::goes_to_port(&hint, None));
+        assert!(LinkHint::goes_to_port(&hint, Some(7480)));
+        assert!(!LinkHint::goes_to_port(&hint, Some(9)), "a dead port stands for blocked UDP");
+        assert!(!LinkHint::goes_to_port("garbage", Some(7480)));
+        assert!(!LinkHint::goes_to_port("", Some(7480)));
     }
 
     #[test]

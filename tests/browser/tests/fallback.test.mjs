@@ -94,6 +94,22 @@ test('the session survives a relay restart behind the forwarder', async () => {
   assert.equal((await stats(page)).transport, 'websocket');
 });
 
+// A reload's early link knocks where the document says (the relay's own UDP port, reachable
+// here), but the tab was told to take WebTransport to the dead port: the link whose relay
+// proved the token before the info came is not used then (chaos's "switch" caught the page
+// taking it and staying on WebTransport).
+test('a reload keeps the tab\'s WebTransport port: pointed at a dead one, it stays on the WebSocket', async () => {
+  await overFallback();
+  const { page } = fx;
+  const before = (await stats(page)).readies;
+  await page.reload();
+  await waitForPrompt(page);
+  await until(async () => (await stats(page))?.phase === 'live', { what: 'live after the reload' });
+  const s = await stats(page);
+  assert.equal(s.transport, 'websocket', JSON.stringify(s));
+  assert.ok(before >= 1);
+});
+
 test('with UDP reachable the page uses WebTransport', async () => {
   const other = await fx.browser.context.newPage();
   await other.goto(newSession(fx.url));

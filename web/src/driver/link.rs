@@ -18,7 +18,7 @@ impl Driver {
         // The early link whose relay proved the token with its pushed challenge before the info
         // came needs no info to be trusted: its hello leaves now, in the mode the page's address
         // implies, and the answer is read once the info is in.
-        let sent = relay_link::take_proven_early_link(&token).await.map(|proven| {
+        let sent = relay_link::take_proven_early_link(&token, self.wt_port).await.map(|proven| {
             let mode = self.client.borrow().mode_before_info();
             proven.send_hello(&token, |max| self.client.borrow().hello(mode, max))
         });
