@@ -710,7 +710,6 @@ impl RelayLink {
         patience: Duration,
         hello: impl FnOnce(usize) -> Hello,
     ) -> Result<(RelayLink, Ready), ConnectError> {
-        let verifier = relay_client::Verifier::new(random_or_retry()?);
         let has_webtransport = info.has_webtransport()
             && !front_door(token)
             && Reflect::has(&js_sys::global(), &"WebTransport".into()).unwrap_or(false);
@@ -747,7 +746,10 @@ impl RelayLink {
         // WebSocket greets now.
         let sent = match greeted {
             Some(sent) => sent,
-            None => greet(&link, token, verifier).await,
+            None => {
+                let verifier = relay_client::Verifier::new(random_or_retry()?);
+                greet(&link, token, verifier).await
+            }
         };
         link.send_hello(token, sent, hello)?;
         link.answer().await

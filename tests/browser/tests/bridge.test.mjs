@@ -65,6 +65,7 @@ test('a page without a mosh-server on a bridge relay says to add its address, wh
     await page.goto(`http://127.0.0.1:${fx.port}/#token=${fx.token}`);
     await page.waitForSelector('#notice:not([hidden])', { timeout: 15000 });
     assert.match(await page.textContent('#notice'), /runs in bridge mode: add &host=/);
+    await screenshotsOfState(page, 'bridge-needs-target');
     const s = await stats(page);
     console.log(`# the hello went before the info: ${s.pushedChallenges === 1} (${s.pushedChallenges} pushed challenges)`);
   } finally {
