@@ -433,39 +433,10 @@ function earlyLink() {
   }
 }
 
-async function main() {
-  const early = earlyLink();
-  await init();
-  Client.webTransportOpener(openWebTransport);
-  if (early) Client.keepEarlyLink(...early);
-  performance.mark('tern:wasm');
-  const params = takeParams();
-  const { bridge, wtPort, prediction, session, renderer, view } = params;
-  // No token: perhaps a trusted front door (a reverse proxy that logged the person in and names
-  // them to the relay, --identity-header) stands before the relay. Then the relay answers the
-  // API without one, and the page runs with the empty token (web/src/relay_link.rs front_door).
-  const token = params.token || (await behindFrontDoor() ? '' : null);
-  if (token === null) {
-    notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
-    return;
-  }
-  document.body.dataset.frontDoor = token === '' ? '1' : '0';
-  if (!window.isSecureContext) {
-    notice('error', 'This page needs a secure address',
-      'Open http://127.0.0.1:… or http://localhost:… (as printed), or https: the browser keeps its cryptography from other pages.');
-    return;
-  }
-  // The relay's /api/info (and its challenge) travel while the terminal is built, not after:
-  // the first connect takes the answer, and the early link greets meanwhile. #early_info=0 (the
-  // load bench's "before") asks it later; #early_greet=0 greets only once the info is in.
-  if (sessionStorage.getItem('tern.early_info') !== '0') {
-    Client.prefetchInfo(token, sessionStorage.getItem('tern.early_greet') !== '0');
-    // The wasm's futures run as microtasks: let the request leave before the terminal is built
-    // (synchronous work that would otherwise hold it back).
-    await null;
-  }
-  pill('Connecting…', 'info');
-
+// xterm.js's terminal, built while the wasm compiles (streaming, off the main thread): the
+// client starts, and its hello leaves, as soon as the wasm is in. It stays hidden until the page
+// knows it will run (without a token only the notice shows).
+function buildTerminal() {
   const initial = loadSettings({ extraKeys: parseBarLayout });
   const term = new Terminal({
     fontFamily: FONTS[initial.fontFamily],
@@ -487,10 +458,51 @@ async function main() {
   term.loadAddon(new WebLinksAddon((event, uri) => {
     if (/^https?:\/\//i.test(uri)) window.open(uri, '_blank', 'noopener,noreferrer');
   }));
+  $('terminal').style.visibility = 'hidden';
   term.open($('terminal'));
   fit.fit();
-  term.focus();
   performance.mark('tern:term');
+  return { initial, term, fit };
+}
+
+async function main() {
+  const early = earlyLink();
+  const wasm = init();
+  const { initial, term, fit } = buildTerminal();
+  await wasm;
+  Client.webTransportOpener(openWebTransport);
+  if (early) Client.keepEarlyLink(...early);
+  performance.mark('tern:wasm');
+  const params = takeParams();
+  const { bridge, wtPort, prediction, session, renderer, view } = params;
+  // No token: perhaps a trusted front door (a reverse proxy that logged the person in and names
+  // them to the relay, --identity-header) stands before the relay. Then the relay answers the
+  // API without one, and the page runs with the empty token (web/src/relay_link.rs front_door).
+  const token = params.token || (await behindFrontDoor() ? '' : null);
+  if (token === null) {
+    notice('error', 'No token', 'Open the exact URL tern-relay printed: it ends in #token=…');
+    return;
+  }
+  document.body.dataset.frontDoor = token === '' ? '1' : '0';
+  if (!window.isSecureContext) {
+    notice('error', 'This page needs a secure address',
+      'Open http://127.0.0.1:… or http://localhost:… (as printed), or https: the browser keeps its cryptography from other pages.');
+    return;
+  }
+  // The relay's /api/info (and its challenge) travel while the page wires itself up, not after:
+  // the first connect takes the answer unless the early link's `ready` brings the info first,
+  // and the early link greets meanwhile. #early_info=0 (the load bench's "before") asks it later;
+  // #early_greet=0 greets only once the info is in.
+  if (sessionStorage.getItem('tern.early_info') !== '0') {
+    Client.prefetchInfo(token, sessionStorage.getItem('tern.early_greet') !== '0');
+    // The wasm's futures run as microtasks: let the request leave before the synchronous wiring
+    // below would hold it back.
+    await null;
+  }
+  pill('Connecting…', 'info');
+
+  $('terminal').style.visibility = '';
+  term.focus();
   // One custom key handler for xterm.js (it takes one): each of these may take a key.
   const keyHandlers = [];
   const addKeyHandler = (h) => keyHandlers.push(h);

@@ -67,6 +67,7 @@ fn ready(resumed: bool, seq_floor: u64) -> Ready {
         view: false,
         owner: None,
         off: None,
+        info: None,
     }
 }
 

@@ -115,6 +115,7 @@ fn server_messages() {
         view: false,
         owner: None,
         off: None,
+        info: None,
     };
     round_trip(
         &ServerMessage::Ready(ready.clone()),

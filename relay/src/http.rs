@@ -17,19 +17,16 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
 
 use tern::relay_proto::Message;
-use tern::relay_proto::control::MAX_MESSAGE;
-use tern::relay_proto::framing::FRAMING_VERSION;
 use tern::relay_proto::history::{MAX_PAGE_LINES, MAX_REQUEST, MAX_SEARCH_HITS};
 use tern::relay_proto::{
-    ApiError, HISTORY_PATH, HISTORY_SEARCH_PATH, HistoryRequest, HistorySearch, PROTOCOL_VERSION,
-    PasteInfo, RelayInfo, RelayLimits, SessionList, SessionSummary, WEBTRANSPORT_PATH,
+    ApiError, HISTORY_PATH, HISTORY_SEARCH_PATH, HistoryRequest, HistorySearch, RelayInfo,
+    SessionList, SessionSummary,
 };
 
 use crate::assets;
 use crate::auth::{AuthOutcome, Credential, SourceKey};
 use crate::challenge::Challenges;
 use crate::session::{Pool, SessionContext};
-use crate::tls::cert::CertManager;
 use tern::relay_proto::proof::{CHALLENGE_PATH, ChallengeRequest};
 use tern::relay_proto::{LINK_HINT_TIMING, LinkHint, WEBSOCKET_PATH};
 
@@ -53,10 +50,6 @@ pub(crate) struct HttpContext {
     /// The sessions (a WebSocket upgrade becomes one; the API lists them), the token and its
     /// limiter.
     pub sessions: Arc<SessionContext>,
-    /// For `/api/info`'s certificate hashes.
-    pub certs: Arc<CertManager>,
-    /// The relay's port (TCP and UDP alike).
-    pub port: u16,
     /// `--max-http-connections`: held by each TCP connection until it closes or is upgraded.
     pub connections: Arc<tokio::sync::Semaphore>,
     /// HTTPS for the page, when configured (see [`CertManager::tls_acceptor`]).
@@ -1120,53 +1113,9 @@ fn authorize(
     }
 }
 
-/// What the page needs to open WebTransport: where, which certificate hashes, which limits.
+/// `/api/info`: the session layer's [`SessionContext::relay_info`], which `ready` carries too.
 fn info(shared: &HttpContext) -> RelayInfo {
-    let c = &shared.sessions.settings;
-    RelayInfo {
-        version: env!("CARGO_PKG_VERSION").into(),
-        commit: crate::version::COMMIT.into(),
-        protocol: PROTOCOL_VERSION,
-        mode: c.mode,
-        // Port 0, no path and no hashes: no WebTransport (`--listen unix:PATH`); the page opens
-        // the WebSocket fallback.
-        port: shared.port,
-        webtransport_path: if shared.port == 0 { String::new() } else { WEBTRANSPORT_PATH.into() },
-        cert_hashes: if shared.port == 0 { Vec::new() } else { shared.certs.hashes() },
-        cert_hash_algorithm: "sha-256".into(),
-        cert_self_signed: shared.certs.is_self_signed(),
-        framing: FRAMING_VERSION,
-        max_datagram_size: c.max_datagram_size,
-        limits: RelayLimits {
-            max_sessions: c.max_sessions,
-            max_spawned: c.targets.max_spawned,
-            datagram_rate: c.datagram_rate,
-            datagram_burst: c.datagram_burst,
-            idle_timeout_secs: c.idle_timeout.as_secs(),
-            max_control_message: MAX_MESSAGE,
-        },
-        paste: match &shared.sessions.pastes {
-            Some(p) => {
-                PasteInfo { available: true, max_size: Some(p.limits().max_size), reason: None }
-            }
-            None => PasteInfo {
-                available: false,
-                max_size: None,
-                reason: Some("this relay runs in bridge mode without --paste-dir".into()),
-            },
-        },
-        bridge_allow: c
-            .targets
-            .allow
-            .iter()
-            .map(|r| format!("{}:{}-{}", r.host, r.ports.low, r.ports.high))
-            .collect(),
-        history_lines: if shared.sessions.state.is_some() {
-            c.targets.history_lines as u64
-        } else {
-            0
-        },
-    }
+    shared.sessions.relay_info()
 }
 
 /// Spawned mosh-servers still alive that `who` may open (its own; all for the owner's token),

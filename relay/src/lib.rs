@@ -411,13 +411,13 @@ impl Relay {
             spare: session::Spare::new(config.spare_enabled(), !config.no_spare_prestart),
             spawn_lock: tokio::sync::Mutex::new(()),
             shutdown: shutdown.clone(),
+            certs: Arc::clone(&certs),
+            // 0: no WebTransport (a Unix socket), which the relay's info tells the page.
+            webtransport_port: if endpoint.is_some() { local_addr.port() } else { 0 },
         });
         let http = Arc::new(HttpContext {
             settings: config.http_settings(),
             sessions: Arc::clone(&sessions),
-            certs: Arc::clone(&certs),
-            // 0: no WebTransport (a Unix socket), which /api/info tells the page.
-            port: if endpoint.is_some() { local_addr.port() } else { 0 },
             connections: Arc::new(tokio::sync::Semaphore::new(config.max_http_connections.max(1))),
             https,
             challenges: Default::default(),

@@ -107,6 +107,11 @@ pub async fn take_early_info(token: &str) -> Option<(Instant, Result<RelayInfo, 
     Some((now - answered.saturating_duration_since(early.asked), info))
 }
 
+/// Lets the prefetched info go unread: the link's `ready` brought the relay's info instead.
+pub fn forget_early_info() {
+    EARLY_INFO.with(|e| e.borrow_mut().take());
+}
+
 /// A WebTransport handshake the page started early ([`keep_early_link`]), waiting for the relay's
 /// info to say whether it is the right one; greeted meanwhile once the page knew its token
 /// ([`greet_early_link`]).
@@ -372,10 +377,6 @@ impl HelloSent {
     /// The relay's answer: `ready`, or why not (the link closed then).
     pub async fn answer(self) -> Result<(RelayLink, Ready), ConnectError> {
         self.link.answer().await
-    }
-
-    pub fn close(&self) {
-        self.link.close();
     }
 }
 

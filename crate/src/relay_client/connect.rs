@@ -356,6 +356,7 @@ mod tests {
             view: false,
             owner: None,
             off: None,
+            info: None,
         };
         let ok = answer(Some(&line(&ServerMessage::Ready(ready.clone())))).unwrap();
         assert_eq!(target(false).session_key(&ok).unwrap().1, "PWSoCIVurTVBGXAj873xNg");

@@ -124,6 +124,7 @@ mod tests {
             view: false,
             owner: None,
             off: None,
+            info: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! stays open for the life of the session (closing it ends the session) and carries
 //! `ping`/`pong` and the relay's final `ended`. docs/RELAY.md describes each field.
 
+use super::info::RelayInfo;
 use super::json::{DecodeError, Fields, ObjectWriter};
 use super::line::Message;
 use super::point::CarriedPoint;
@@ -164,6 +165,10 @@ pub struct Ready {
     /// Spawn mode: what this session lacks that a session on the relay's own machine has, and
     /// why (a session on an `--ssh-host` host without the recorder). The page says it once.
     pub off: Option<FeaturesOff>,
+    /// The relay's info, as `/api/info` answers it: a page whose hello left before its info
+    /// request was answered (the early link, whose relay proved the token with its pushed
+    /// challenge) reads it here instead of waiting. `None` from a relay older than the field.
+    pub info: Option<Box<RelayInfo>>,
 }
 
 /// Features a session lacks and why: `history`, `pictures`, `signals` (the recorder's), on
@@ -219,6 +224,7 @@ impl std::fmt::Debug for Ready {
             .field("view", &self.view)
             .field("owner", &self.owner)
             .field("off", &self.off)
+            .field("info", &self.info)
             .finish()
     }
 }
@@ -543,6 +549,9 @@ impl Message for ServerMessage {
                 if let Some(off) = &r.off {
                     w.object("off", |w| off.write(w));
                 }
+                if let Some(info) = &r.info {
+                    w.object("info", |w| info.write(w));
+                }
             }
             ServerMessage::Error { code, message } | ServerMessage::Ended { code, message } => {
                 let kind =
@@ -601,6 +610,10 @@ impl Message for ServerMessage {
                 off: f
                     .get("off")
                     .map(|v| Fields::of(v, "off").and_then(|o| FeaturesOff::read(&o)))
+                    .transpose()?,
+                info: f
+                    .get("info")
+                    .map(|v| Fields::of(v, "info").and_then(RelayInfo::read).map(Box::new))
                     .transpose()?,
             })),
             "error" => Ok(ServerMessage::Error { code: code()?, message: f.str("message")? }),

@@ -4,7 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tern::relay_proto::Mode;
+use tern::relay_proto::control::MAX_MESSAGE;
+use tern::relay_proto::framing::FRAMING_VERSION;
+use tern::relay_proto::{
+    Mode, PROTOCOL_VERSION, PasteInfo, RelayInfo, RelayLimits, WEBTRANSPORT_PATH,
+};
 use tokio::sync::{Mutex, Semaphore};
 
 use super::slots::HandshakeSlots;
@@ -18,6 +22,7 @@ use crate::security::AllowedOrigin;
 use crate::send::Offers;
 use crate::spawn::ssh::SshHosts;
 use crate::state::StateStore;
+use crate::tls::cert::CertManager;
 
 /// The session layer's settings, made from the relay's configuration by the top of the relay.
 #[derive(Debug, Clone)]
@@ -76,12 +81,65 @@ pub(crate) struct SessionContext {
     pub handshakes: Arc<HandshakeSlots>,
     /// The warm spare mosh-server (spawn mode, unless `--no-spare`).
     pub spare: super::Spare,
+    /// The certificates WebTransport shows, whose hashes the relay's info names.
+    pub certs: Arc<CertManager>,
+    /// The UDP port WebTransport listens on (the relay's port); 0 when it has none
+    /// (`--listen unix:PATH`).
+    pub webtransport_port: u16,
     /// Serializes spawns so `--max-spawned` holds.
     pub spawn_lock: Mutex<()>,
     pub shutdown: CancellationToken,
 }
 
 impl SessionContext {
+    /// What a page needs to know of this relay: where WebTransport listens and with which
+    /// certificate hashes, the mode, the limits. `/api/info` answers it, and every `ready` carries
+    /// it, so a page whose hello went out before the info came needs no other round trip.
+    pub fn relay_info(&self) -> RelayInfo {
+        let c = &self.settings;
+        let port = self.webtransport_port;
+        RelayInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+            commit: crate::version::COMMIT.into(),
+            protocol: PROTOCOL_VERSION,
+            mode: c.mode,
+            // Port 0, no path and no hashes: no WebTransport (`--listen unix:PATH`); the page
+            // opens the WebSocket fallback.
+            port,
+            webtransport_path: if port == 0 { String::new() } else { WEBTRANSPORT_PATH.into() },
+            cert_hashes: if port == 0 { Vec::new() } else { self.certs.hashes() },
+            cert_hash_algorithm: "sha-256".into(),
+            cert_self_signed: self.certs.is_self_signed(),
+            framing: FRAMING_VERSION,
+            max_datagram_size: c.max_datagram_size,
+            limits: RelayLimits {
+                max_sessions: c.max_sessions,
+                max_spawned: c.targets.max_spawned,
+                datagram_rate: c.datagram_rate,
+                datagram_burst: c.datagram_burst,
+                idle_timeout_secs: c.idle_timeout.as_secs(),
+                max_control_message: MAX_MESSAGE,
+            },
+            paste: match &self.pastes {
+                Some(p) => {
+                    PasteInfo { available: true, max_size: Some(p.limits().max_size), reason: None }
+                }
+                None => PasteInfo {
+                    available: false,
+                    max_size: None,
+                    reason: Some("this relay runs in bridge mode without --paste-dir".into()),
+                },
+            },
+            bridge_allow: c
+                .targets
+                .allow
+                .iter()
+                .map(|r| format!("{}:{}-{}", r.host, r.ports.low, r.ports.high))
+                .collect(),
+            history_lines: if self.state.is_some() { c.targets.history_lines as u64 } else { 0 },
+        }
+    }
+
     /// Who a proof names (`token_id`: a named token's id; none: the owner) and the HMAC key it
     /// is made under; `None` for an id no live token has (revoked, expired, never made).
     pub fn key_for(&self, token_id: Option<&str>) -> Option<(crate::tokens::Who, Vec<u8>)> {

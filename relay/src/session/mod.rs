@@ -485,6 +485,7 @@ fn ready(shared: &SessionContext, session: &Attached, max_datagram_size: usize) 
         view: false,
         owner: None,
         off: target.off.clone(),
+        info: Some(Box::new(shared.relay_info())),
     })
 }
 

@@ -135,6 +135,7 @@ pub(super) async fn serve(
         view: true,
         owner: Some(v.record.owner_name().to_string()),
         off: None,
+        info: Some(Box::new(shared.relay_info())),
     });
     if control.send.write_all(&ready.to_line()).await.is_err() {
         return;

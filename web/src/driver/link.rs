@@ -22,6 +22,26 @@ impl Driver {
             let mode = self.client.borrow().mode_before_info();
             proven.send_hello(&token, |max| self.client.borrow().hello(mode, max))
         });
+        // Its `ready` carries the relay's info: then the session is served at once, with no
+        // wait for `/api/info` (whose answer, asked for while the terminal was built, is let go).
+        let (sent, answered) = match sent {
+            Some(Ok(sent)) => {
+                let hello_sent = now();
+                match sent.answer().await {
+                    Ok((link, mut ready)) => match ready.info.take() {
+                        Some(info) => {
+                            relay_link::forget_early_info();
+                            return self.ready_with_info(link, ready, &info, hello_sent).await;
+                        }
+                        // A relay older than the field: the info decides as before.
+                        None => (None, Some(Ok((link, ready)))),
+                    },
+                    // A refusal: the info's verdict first, as below.
+                    Err(e) => (None, Some(Err(e))),
+                }
+            }
+            other => (other, None),
+        };
         // The page may have asked already, while it built the terminal.
         let (asked, info) = match relay_link::take_early_info(&token).await {
             Some(early) => early,
@@ -37,16 +57,16 @@ impl Driver {
         let (info, patience) = match checked {
             Ok(checked) => checked,
             Err(e) => {
-                if let Some(Ok(sent)) = &sent {
-                    sent.close();
+                if let Some(Ok((link, _))) = &answered {
+                    link.close();
                 }
                 return self.call(|c, now| c.connect_failed(now, e));
             }
         };
-        let opened = match sent {
-            Some(Ok(sent)) => sent.answer().await,
-            Some(Err(e)) => Err(e),
-            None => {
+        let opened = match (answered, sent) {
+            (Some(answered), _) => answered,
+            (None, Some(Err(e))) => Err(e),
+            _ => {
                 let port = self.wt_port.unwrap_or(info.port);
                 RelayLink::open(&info, port, &token, patience, |max| {
                     self.client.borrow().hello(info.mode, max)
@@ -57,6 +77,25 @@ impl Driver {
         match opened {
             Ok((link, ready)) => self.link_opened(link, ready).await,
             Err(e) => self.call(|c, now| c.connect_failed(now, e)),
+        }
+    }
+
+    /// An early hello's `ready` with the relay's info in it: the info's verdict, as `/api/info`'s
+    /// would be, then the link.
+    async fn ready_with_info(
+        self: Rc<Self>,
+        link: RelayLink,
+        ready: tern::relay_proto::control::Ready,
+        info: &tern::relay_proto::RelayInfo,
+        hello_sent: tern::time::Instant,
+    ) {
+        crate::clock::mark_once("tern:info");
+        match self.call(|c, now| c.info(now, hello_sent, info)) {
+            Ok(_) => self.link_opened(link, ready).await,
+            Err(e) => {
+                link.close();
+                self.call(|c, now| c.connect_failed(now, e))
+            }
         }
     }
 
