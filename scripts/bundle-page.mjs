@@ -78,6 +78,16 @@ for (const f of folded) index = index.replace(new RegExp(`<link rel="moduleprelo
 // (issue 36). Whole comments only, each with the line break after it; one left open fails.
 index = index.replace(/^[ \t]*<!--[\s\S]*?-->[ \t]*\n/gm, '');
 if (index.includes('<!--')) fail('index.html: a comment that is not on lines of its own (or is never closed)');
+// The inline script (the early link's) minified as a classic script; the relay allows it by the
+// SHA-256 of what ships (relay/src/assets.rs inline_script_hashes), so any rewrite here is fine.
+const inline = [...index.matchAll(/<script>\n([\s\S]*?)<\/script>/g)];
+if (inline.length !== 1) fail(`index.html: ${inline.length} inline scripts, expected the early link's alone`);
+for (const [whole, source] of inline) {
+  const out = await minify(source, { module: false, ecma: 2020, compress: { passes: 2 }, mangle: true, format: { comments: false } })
+    .catch((e) => fail(`index.html's inline script: terser: ${e.message}`));
+  if (!out?.code) fail("index.html's inline script: terser returned nothing");
+  index = index.replace(whole, () => `<script>${out.code}</script>`);
+}
 writeFileSync(indexPath, index);
 // The shipped stylesheet without its comments (www/style.css keeps them): a third of its brotli
 // bytes (6.2 KB -> 4.2 KB). No string in it holds `/*` (checked: one left after fails).

@@ -392,50 +392,9 @@ async function behindFrontDoor() {
   }
 }
 
-// A WebTransport to where a link hint says (`PORT PATH [HASH…]`, tern::relay_proto::LinkHint:
-// the relay's certificate hashes when it signed its own), on the page's host. The wasm asks for
-// every link it opens through this; `#wt_port=` (the tests' link emulator) knocks elsewhere.
-// `query`: what follows the path (the nonce the relay pushes its challenge to).
-function openWebTransport(hint, query) {
-  const [port, path, ...hashes] = hint.split(' ');
-  const transport = new WebTransport(`https://${location.hostname}:${port}${path}${query ? `?${query}` : ''}`, {
-    serverCertificateHashes: hashes.map((h) => ({ algorithm: 'sha-256', value: Uint8Array.from(atob(h), (c) => c.charCodeAt(0)) })),
-  });
-  // Whoever waits reads their failure: not an unhandled rejection meanwhile.
-  transport.ready.catch(() => {});
-  transport.closed.catch(() => {});
-  return transport;
-}
-
-// WebTransport's handshake starts now, beside the wasm's download: the relay's document says
-// where it listens (`Server-Timing: tern-link;desc="…"`). The wasm uses the link only once the
-// relay's info gives the same hint, and says nothing but a nonce on it until the relay proved the
-// token there (web/src/relay_link.rs). `#early_link=0`: the load bench's "before".
-function earlyLink() {
-  const hash = location.hash;
-  const hint = performance.getEntriesByType('navigation')[0]?.serverTiming?.find((t) => t.name === 'tern-link')?.description
-    ?.replace(/^\d+/, (port) => /[#&]wt_port=(\d+)/.exec(hash)?.[1] ?? port);
-  if (!hint || !self.WebTransport || /[#&]early_link=0/.test(hash)) return null;
-  try {
-    // The relay pushes its challenge to this nonce with the link, so the hello can leave as soon
-    // as the wasm is in: the query tern::relay_proto::proof::pushed_challenge_query writes.
-    // `#pushed_challenge=0`: none asked, the page greets (the load bench's "before").
-    const push = !/[#&]pushed_challenge=0/.test(hash);
-    const nonce = push ? crypto.getRandomValues(new Uint8Array(32)) : new Uint8Array(0);
-    const hex = Array.from(nonce, (b) => b.toString(16).padStart(2, '0')).join('');
-    const transport = openWebTransport(hint, push ? `greet=${hex}` : '');
-    // The load bench's time budget: when the early handshake started, and when it was up.
-    performance.mark('tern:early');
-    transport.ready.then(() => performance.mark('tern:early-ready'), () => {});
-    return [hint, transport, nonce];
-  } catch {
-    return null;
-  }
-}
-
-// xterm.js's terminal, built while the wasm compiles (streaming, off the main thread): the
-// client starts, and its hello leaves, as soon as the wasm is in. It stays hidden until the page
-// knows it will run (without a token only the notice shows).
+// xterm.js's terminal, built while the wasm compiles (streaming, off the main thread; see
+// startWasm): the client starts, and its hello leaves, as soon as the wasm is in. It stays hidden
+// until the page knows it will run (without a token only the notice shows).
 function buildTerminal() {
   const initial = loadSettings({ extraKeys: parseBarLayout });
   const term = new Terminal({
@@ -465,13 +424,29 @@ function buildTerminal() {
   return { initial, term, fit };
 }
 
+// The wasm's streaming compile, started before the main thread is busy building xterm.js: the
+// glue calls WebAssembly.instantiateStreaming only once its fetch has answered, and that answer
+// waits for a free main thread. So the page fetches the file itself (the one index.html preloads;
+// the same request, so the preload's bytes), waits for the answer, hands it to the glue, and
+// lets the glue's microtasks run (a task's turn) before it returns. `wasm`: the glue's promise.
+async function startWasm() {
+  const href = document.querySelector('link[rel="preload"][as="fetch"][type="application/wasm"]')?.href;
+  if (!href) return { wasm: init() };
+  const response = fetch(href);
+  await response.catch(() => {});
+  const wasm = init({ module_or_path: response });
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  return { wasm };
+}
+
 async function main() {
-  const early = earlyLink();
-  const wasm = init();
+  const { wasm } = await startWasm();
   const { initial, term, fit } = buildTerminal();
   await wasm;
-  Client.webTransportOpener(openWebTransport);
-  if (early) Client.keepEarlyLink(...early);
+  // index.html's inline script: how a WebTransport is opened (the wasm asks for every link it
+  // opens through it), and the early link it opened as the document was parsed.
+  Client.webTransportOpener(self.ternOpenWebTransport);
+  if (self.ternEarlyLink) Client.keepEarlyLink(...self.ternEarlyLink);
   performance.mark('tern:wasm');
   const params = takeParams();
   const { bridge, wtPort, prediction, session, renderer, view } = params;

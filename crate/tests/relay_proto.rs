@@ -305,6 +305,24 @@ fn info_and_api_bodies() {
     let older = decode::<RelayInfo>(line.as_bytes()).unwrap();
     assert_eq!(older, RelayInfo { commit: String::new(), ..info.clone() });
     assert_eq!(older.relay_build(), "tern-relay 0.1.0");
+    // `ready` carries the same info, as an object of its own (an early hello's page reads it
+    // there instead of waiting for `/api/info`); a `ready` from a relay before the field has none.
+    let info_line = String::from_utf8(encode(&info)).unwrap();
+    let ready_line = r#"{"type":"ready","session":"ab","mode":"spawn","port":60001,"max_datagram_size":1211,"framing":1,"resumed":false,"seq_floor":0}"#;
+    let with_info =
+        format!("{},\"info\":{}}}", &ready_line[..ready_line.len() - 1], info_line.trim_end());
+    let Ok(ServerMessage::Ready(ready)) = decode::<ServerMessage>(with_info.as_bytes()) else {
+        panic!("a ready with its info: {with_info}")
+    };
+    assert_eq!(ready.info.as_deref(), Some(&info));
+    assert_eq!(String::from_utf8(encode(&ServerMessage::Ready(ready.clone()))).unwrap(), with_info);
+    let Ok(ServerMessage::Ready(older)) = decode::<ServerMessage>(ready_line.as_bytes()) else {
+        panic!("a ready without info")
+    };
+    assert_eq!(older, Ready { info: None, ..ready });
+    // An info that is not one is an error in the line, not a ready without it.
+    let broken = ready_line.replace(r#""seq_floor":0"#, r#""seq_floor":0,"info":{"version":1}"#);
+    assert!(decode::<ServerMessage>(broken.as_bytes()).is_err(), "{broken}");
     let unavailable = RelayInfo {
         paste: PasteInfo { available: false, max_size: None, reason: Some("bridge".into()) },
         ..info

@@ -141,6 +141,41 @@ pub fn page_present() -> bool {
     !ASSETS.is_empty()
 }
 
+/// The Content-Security-Policy sources (`'sha256-…'`) of the document's inline scripts: the
+/// early link's (www/index.html), which must run as the document is parsed, before any file of
+/// the page arrives. Each is allowed by the hash of its exact bytes, computed once from the
+/// embedded document; a relay built without the page has none.
+pub fn inline_script_hashes() -> &'static [String] {
+    static HASHES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        let document = ASSETS.iter().find(|a| a.path == "index.html");
+        document.map_or_else(Vec::new, |d| inline_scripts(d.bytes).map(script_source).collect())
+    });
+    &HASHES
+}
+
+/// The bodies of `<script>` elements with no attributes (a `src` or `type` script is no inline
+/// script the page runs), as the document holds them.
+pub fn inline_scripts(document: &[u8]) -> impl Iterator<Item = &[u8]> {
+    const OPEN: &[u8] = b"<script>";
+    const CLOSE: &[u8] = b"</script>";
+    let mut rest = document;
+    std::iter::from_fn(move || {
+        let start = rest.windows(OPEN.len()).position(|w| w == OPEN)? + OPEN.len();
+        let len = rest[start..].windows(CLOSE.len()).position(|w| w == CLOSE)?;
+        let body = &rest[start..start + len];
+        rest = &rest[start + len + CLOSE.len()..];
+        Some(body)
+    })
+}
+
+/// A script's CSP hash source: `'sha256-BASE64'`.
+pub fn script_source(script: &[u8]) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(script);
+    format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(digest))
+}
+
 /// Whether a request path names the page's document (`/`, `/index.html`): what a relay built
 /// without the page answers with [`PAGE_MISSING_HTML`].
 pub fn is_document(request_path: &str) -> bool {

@@ -273,8 +273,9 @@ fn parse_forwarded_node(s: &str) -> Option<IpAddr> {
     inside.parse().ok()
 }
 
-/// The page's Content-Security-Policy. Scripts: the page's own files only, no inline script, no
-/// eval; `'wasm-unsafe-eval'` lets the page compile its own wasm module (and nothing else).
+/// The page's Content-Security-Policy. Scripts: the page's own files, and of inline scripts only
+/// the document's own by their SHA-256 (the early link's, [`crate::assets::inline_script_hashes`]),
+/// no eval; `'wasm-unsafe-eval'` lets the page compile its own wasm module (and nothing else).
 /// Styles: xterm.js 6 writes `<style>` elements (its scrollbar colours, the DOM renderer's theme
 /// and cell size) and `style` attributes (the DOM renderer's contrast colours; the history view's
 /// line positions and 24-bit colours), so `'unsafe-inline'` stays for styles only (docs/SECURITY.md
@@ -327,8 +328,13 @@ pub(crate) fn content_security_policy(host: Option<&str>) -> String {
         Some((host, _)) => format!("'self' https://{host}:*"),
         None => "'self'".to_string(),
     };
+    let mut scripts = String::from("'self' 'wasm-unsafe-eval'");
+    for hash in crate::assets::inline_script_hashes() {
+        scripts.push(' ');
+        scripts.push_str(hash);
+    }
     format!(
-        "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
+        "default-src 'none'; script-src {scripts}; \
          style-src 'self' 'unsafe-inline'; img-src 'self' blob:; font-src 'self'; \
          manifest-src 'self'; connect-src {connect}; \
          base-uri 'none'; form-action 'none'; object-src 'none'; frame-src 'none'; \
@@ -529,12 +535,41 @@ mod tests {
     fn the_policy_names_the_host_only_when_it_is_a_plain_host() {
         let csp = content_security_policy(Some("127.0.0.1:7480"));
         assert!(csp.contains("connect-src 'self' https://127.0.0.1:*;"), "{csp}");
-        assert!(csp.contains("script-src 'self' 'wasm-unsafe-eval';"), "{csp}");
+        // Scripts: the page's files and the document's inline scripts by hash, nothing else.
+        let scripts = csp.split("script-src ").nth(1).and_then(|s| s.split(';').next()).unwrap();
+        let sources: Vec<&str> = scripts.split(' ').collect();
+        assert_eq!(sources[..2], ["'self'", "'wasm-unsafe-eval'"], "{csp}");
+        let hashes = crate::assets::inline_script_hashes();
+        assert_eq!(sources[2..], hashes.iter().map(String::as_str).collect::<Vec<_>>(), "{csp}");
+        assert!(!scripts.contains("unsafe-inline"), "{csp}");
         assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
         // A Host header cannot smuggle directives into the policy.
         let csp = content_security_policy(Some("x; script-src *"));
         assert!(csp.contains("connect-src 'self';"), "{csp}");
         assert!(!csp.contains("script-src *"), "{csp}");
         assert!(content_security_policy(None).contains("connect-src 'self';"));
+    }
+
+    #[test]
+    fn inline_scripts_are_allowed_by_the_hash_of_their_exact_bytes() {
+        use crate::assets::{inline_scripts, script_source};
+        // SHA-256 of nothing, as CSP writes it.
+        assert_eq!(script_source(b""), "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='");
+        let doc = b"<head><script>a()</script><script src=x.js></script>\
+            <script type=module>b()</script><script>\nc()\n</script><script>unclosed";
+        let found: Vec<&[u8]> = inline_scripts(doc).collect();
+        assert_eq!(found, [&b"a()"[..], &b"\nc()\n"[..]]);
+        // One byte more or less is another script: not allowed.
+        assert_ne!(script_source(b"a()"), script_source(b"a() "));
+        // The embedded document's inline scripts (the early link's, when the page is built) are
+        // each in the policy.
+        if let Some(doc) = crate::assets::find("/index.html") {
+            let csp = content_security_policy(Some("127.0.0.1:7480"));
+            let scripts: Vec<&[u8]> = inline_scripts(doc.bytes).collect();
+            assert_eq!(scripts.len(), 1, "the early link's script alone");
+            for script in scripts {
+                assert!(csp.contains(&script_source(script)), "{csp}");
+            }
+        }
     }
 }

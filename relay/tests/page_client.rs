@@ -91,6 +91,8 @@ async fn the_pages_connection_code_works_against_a_real_relay() {
     let (_control, ready) = attempt(&relay, &target, info.mode, None).await;
     let ready = ready.expect("ready");
     assert!(!ready.resumed);
+    // `ready` carries the same info: a page whose hello left before /api/info answered reads it.
+    assert_eq!(ready.info.as_deref(), Some(&info), "ready's info is /api/info's");
     let (_key, key_text) = target.session_key(&ready).expect("a valid mosh key");
     assert_eq!(key_text.len(), 22);
 

@@ -70,22 +70,31 @@ const transports = (page) => page.evaluate(() => ({
   info: performance.getEntriesByType('resource').find((e) => e.name.endsWith('/api/info'))?.responseEnd,
 }));
 
-test('a fresh load knocks on WebTransport before its wasm is in, where the document says, and the session uses that link', async () => {
+test('a fresh load knocks on WebTransport as its document is parsed, where the document says, and the session uses that link', async () => {
   const page = await fx.browser.context.newPage();
   try {
     await page.addInitScript(recordTransports);
+    // What the Content-Security-Policy blocks: the inline script that opens the link must not be.
+    await page.addInitScript(() => {
+      window.__blocked = [];
+      document.addEventListener('securitypolicyviolation', (e) => window.__blocked.push(`${e.violatedDirective} ${e.blockedURI}`));
+    });
     const response = await fx.openSession(page);
     const hint = /^tern-link;desc="(.*)"$/.exec(response.headers()['server-timing'] ?? '')?.[1];
     assert.ok(hint, `the document's hint: ${JSON.stringify(response.headers())}`);
-    const { made, wasm, info } = await transports(page);
+    const { made, wasm } = await transports(page);
     assert.equal(made.length, 1, `one WebTransport: ${JSON.stringify(made)}`);
     const [port, path] = hint.split(' ');
     // Its CONNECT carries the nonce the relay pushes its challenge to (tern::relay_proto::proof).
     assert.match(made[0].url, new RegExp(`^https://127\\.0\\.0\\.1:${port}${path}\\?greet=[0-9a-f]{64}$`));
     assert.equal(String(fx.port), port, "the relay's own port");
-    // Made before the wasm was in, so before /api/info was even asked: the handshake's round
-    // trips ran beside the wasm's download and the info's, not after them.
-    assert.ok(made[0].at < wasm && made[0].at < info, `made at ${made[0].at}, wasm ${wasm}, info ${info}`);
+    // Made by index.html's inline script as the document was parsed: before app.js ran, so
+    // before the wasm was in and /api/info was asked. The handshake's round trips run beside the
+    // page's files, not after them.
+    const { at, challengeSent } = await marks(page);
+    assert.ok(made[0].at < at['tern:script'][0] && made[0].at < wasm && made[0].at < challengeSent,
+      `made at ${made[0].at}, app.js ${at['tern:script'][0]}, wasm ${wasm}, info's challenge ${challengeSent}`);
+    assert.deepEqual(await page.evaluate(() => window.__blocked), [], 'nothing blocked by the policy');
     assert.ok(made[0].streams >= 1 && !made[0].closed, `it carries the session: ${JSON.stringify(made)}`);
     const stats = await page.evaluate(() => window.tern.stats());
     assert.equal(stats.phase, 'live', JSON.stringify(stats));
