@@ -476,8 +476,15 @@ async function main() {
   }
   pill('Connecting…', 'info');
 
-  $('terminal').style.visibility = '';
-  term.focus();
+  // The terminal is shown (and focused: a style change and a layout, ~20 ms on a small machine)
+  // once the hello has left, or before a list of sessions is offered.
+  let shown = false;
+  const showTerminal = () => {
+    if (shown) return;
+    shown = true;
+    $('terminal').style.visibility = '';
+    term.focus();
+  };
   // One custom key handler for xterm.js (it takes one): each of these may take a key.
   const keyHandlers = [];
   const addKeyHandler = (h) => keyHandlers.push(h);
@@ -672,7 +679,8 @@ async function main() {
     if (!choice && !bridge) {
       const list = await client.listSessions();
       // null: the relay refused (a wrong token, say); the status hook has said why.
-      if (list === null) return;
+      if (list === null) return showTerminal();
+      if (list.sessions.length || list.sshHosts.length) showTerminal();
       choice = list.sessions.length || list.sshHosts.length ? await chooseSession(list) : 'new';
       pill(choice.startsWith('host:') ? `Connecting to ${choice.slice(5)} over ssh…` : 'Connecting…', 'info');
       term.focus();
@@ -685,6 +693,8 @@ async function main() {
   worker.sessionStarted();
   performance.mark('tern:start');
   client.start();
+  // After the hello's microtasks (a task's turn): it leaves first.
+  setTimeout(showTerminal, 0);
   // What the page needs only once it works waits until the session is live and the browser idle:
   // probing WebGL starts the GPU process (with software WebGL, a few hundred ms of CPU on a small
   // machine, which the shell's start would wait behind), the manifest brings its icons.

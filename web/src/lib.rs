@@ -106,9 +106,18 @@ impl Client {
     /// said (`hint`: its `Server-Timing: tern-link` description, as the page knocked): the first
     /// connect uses it if the relay's info gives the same hint (relay_link.rs). `nonce`: the 32
     /// random bytes its CONNECT asked the relay's pushed challenge to (empty: none asked).
+    /// `control` and `pushed`: what the page began on it once it was up (undefined: not begun),
+    /// `createBidirectionalStream()` and the first read of `incomingUnidirectionalStreams`.
     #[wasm_bindgen(js_name = keepEarlyLink)]
-    pub fn keep_early_link(hint: String, transport: web_sys::WebTransport, nonce: Vec<u8>) {
-        crate::relay_link::keep_early_link(hint, transport, nonce.try_into().ok());
+    pub fn keep_early_link(
+        hint: String,
+        transport: web_sys::WebTransport,
+        nonce: Vec<u8>,
+        control: Option<js_sys::Promise>,
+        pushed: Option<js_sys::Promise>,
+    ) {
+        let started = crate::relay_link::StartedStreams { control, pushed };
+        crate::relay_link::keep_early_link(hint, transport, nonce.try_into().ok(), started);
     }
 
     /// Starts connecting (and reconnecting) in the background.

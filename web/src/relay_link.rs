@@ -120,7 +120,22 @@ struct EarlyLink {
     transport: WebTransport,
     /// The nonce its CONNECT carried for the relay's pushed challenge, if it asked for one.
     nonce: Option<[u8; 32]>,
+    /// What the page's inline script started as soon as the link was up, before the wasm was
+    /// in: its control stream (`createBidirectionalStream()`) and the read of the relay's first
+    /// unidirectional stream (the pushed challenge). Each takes the browser a few ms of its
+    /// network process, off the path this way.
+    started: StartedStreams,
     greeted: Option<EarlyGreet>,
+}
+
+/// Stream operations begun on a WebTransport before the wasm took it (each a `Promise`, or none:
+/// the wasm begins it itself).
+#[derive(Default)]
+pub struct StartedStreams {
+    /// `createBidirectionalStream()`'s promise.
+    pub control: Option<js_sys::Promise>,
+    /// The first `read()` of `incomingUnidirectionalStreams`.
+    pub pushed: Option<js_sys::Promise>,
 }
 
 /// The greet sent on the early link before the info came, and the relay's challenge to it.
@@ -158,7 +173,12 @@ thread_local! {
 /// hint (`LinkHint::describes`), and then the control stream's challenge as always: nothing but
 /// a nonce goes on it before the relay proved the token. `nonce`: the one its CONNECT carried
 /// (the relay pushed its challenge to it, `tern::relay_proto::proof::PUSHED_CHALLENGE_PARAM`).
-pub fn keep_early_link(hint: String, transport: WebTransport, nonce: Option<[u8; 32]>) {
+pub fn keep_early_link(
+    hint: String,
+    transport: WebTransport,
+    nonce: Option<[u8; 32]>,
+    started: StartedStreams,
+) {
     // Closed if no connect took it soon: a page that shows the list of sessions first must not
     // hold a silent link until the relay gives up waiting for its hello (--handshake-timeout,
     // 10 s by default from the control stream, which `greet_early_link` opens about now), which
@@ -174,7 +194,7 @@ pub fn keep_early_link(hint: String, transport: WebTransport, nonce: Option<[u8;
         });
     })
     .forget();
-    let early = EarlyLink { hint, transport, nonce, greeted: None };
+    let early = EarlyLink { hint, transport, nonce, started, greeted: None };
     EARLY_LINK.with(|e| *e.borrow_mut() = Some(early));
 }
 
@@ -197,8 +217,9 @@ fn greet_early_link(token: &str) {
         let outcome = Rc::new(RefCell::new(None));
         let into = Rc::clone(&outcome);
         let (transport, owned, nonce) = (early.transport.clone(), token.to_owned(), early.nonce);
+        let started = std::mem::take(&mut early.started);
         let done = wasm_bindgen_futures::future_to_promise(async move {
-            let greeted = greet_on(transport, &owned, nonce).await;
+            let greeted = greet_on(transport, &owned, nonce, started).await;
             *into.borrow_mut() = Some(greeted);
             Ok(JsValue::UNDEFINED)
         });
@@ -213,10 +234,11 @@ async fn greet_on(
     transport: WebTransport,
     token: &str,
     nonce: Option<[u8; 32]>,
+    started: StartedStreams,
 ) -> Result<Greeted, ConnectError> {
     JsFuture::from(transport.ready()).await.map_err(|e| retry("WebTransport handshake", e))?;
-    let link = RelayLink::webtransport_streams(transport.clone()).await?;
-    let sent = challenge_on(&link, &transport, token, nonce).await?;
+    let link = RelayLink::webtransport_streams(transport.clone(), started.control).await?;
+    let sent = challenge_on(&link, &transport, token, nonce, started.pushed).await?;
     Ok(Greeted { link, sent })
 }
 
@@ -229,10 +251,11 @@ async fn challenge_on(
     transport: &WebTransport,
     token: &str,
     nonce: Option<[u8; 32]>,
+    pushed_read: Option<js_sys::Promise>,
 ) -> Result<GreetSent, ConnectError> {
     if let Some(nonce) = nonce {
         let verifier = relay_client::Verifier::new(nonce);
-        let pushed = first_pushed_line(transport).await;
+        let pushed = first_pushed_line(transport, pushed_read).await;
         if verifier.pushed_challenge_holds(token, pushed.as_deref()) {
             PUSHED_CHALLENGES.with(|n| n.set(n.get() + 1));
             return Ok(GreetSent { verifier, challenge: pushed, pushed: true });
@@ -251,11 +274,21 @@ async fn greet(link: &RelayLink, token: &str, verifier: relay_client::Verifier) 
 
 /// The first line of the first unidirectional stream the relay opened: its pushed challenge
 /// (it opens no other stream before the session is ready). `None` if the link closed first.
-async fn first_pushed_line(transport: &WebTransport) -> Option<Vec<u8>> {
-    let streams: ReadableStreamDefaultReader =
-        transport.incoming_unidirectional_streams().get_reader().unchecked_into();
-    let next = JsFuture::from(streams.read()).await;
-    streams.release_lock();
+/// `read`: that stream's `read()` of `incomingUnidirectionalStreams`, if begun already.
+async fn first_pushed_line(
+    transport: &WebTransport,
+    read: Option<js_sys::Promise>,
+) -> Option<Vec<u8>> {
+    let next = match read {
+        Some(read) => JsFuture::from(read).await,
+        None => {
+            let streams: ReadableStreamDefaultReader =
+                transport.incoming_unidirectional_streams().get_reader().unchecked_into();
+            let next = JsFuture::from(streams.read()).await;
+            streams.release_lock();
+            next
+        }
+    };
     let result: ReadableStreamReadResult = next.ok()?.unchecked_into();
     if result.get_done().unwrap_or(false) {
         return None;
@@ -817,14 +850,16 @@ impl RelayLink {
         // The early link, if the info names it. One that fails is a WebTransport that failed:
         // the WebSocket follows at once, as for a fresh one (a second handshake first would
         // double the wait where UDP is blocked, the case the fallback is for).
-        let ((transport, nonce), greeted) = match take_early_link(info, port) {
+        let ((transport, nonce), greeted, started) = match take_early_link(info, port) {
             // Greeted for another token (the page's token never changes while it runs): not ours.
             Some(early) if early.greeted.as_ref().is_some_and(|g| g.token != token) => {
                 close(&early.transport);
-                (fresh()?, None)
+                (fresh()?, None, StartedStreams::default())
             }
-            Some(early) => ((early.transport, early.nonce), early.greeted),
-            None => (fresh()?, None),
+            // Not greeted (the info came first, or none was asked early): what the page began
+            // on it is its control stream and pushed challenge still.
+            Some(early) => ((early.transport, early.nonce), early.greeted, early.started),
+            None => (fresh()?, None, StartedStreams::default()),
         };
         // Closing the transport makes every pending step below fail; dropped (cancelled) on
         // return.
@@ -852,9 +887,9 @@ impl RelayLink {
                     .unwrap_or_else(|| Err(ConnectError::Retry("the early greet was lost".into())))
                     .map(|g| (g.link, Some(g.sent)))
             }
-            None => match Self::webtransport_streams(transport.clone()).await {
+            None => match Self::webtransport_streams(transport.clone(), started.control).await {
                 Ok(link) => {
-                    let sent = challenge_on(&link, &transport, token, nonce).await;
+                    let sent = challenge_on(&link, &transport, token, nonce, started.pushed).await;
                     sent.map(|sent| (link, Some(sent)))
                 }
                 Err(e) => Err(e),
@@ -867,15 +902,20 @@ impl RelayLink {
     }
 
     /// The datagram halves and the control stream of a ready WebTransport.
-    async fn webtransport_streams(transport: WebTransport) -> Result<RelayLink, ConnectError> {
+    /// `control`: its control stream's `createBidirectionalStream()`, if begun already.
+    async fn webtransport_streams(
+        transport: WebTransport,
+        control: Option<js_sys::Promise>,
+    ) -> Result<RelayLink, ConnectError> {
         let datagrams = transport.datagrams();
         let max_datagram_size = datagrams.max_datagram_size() as usize;
         let datagrams_out = datagram_writer(&datagrams).map_err(|e| retry("datagrams", e))?;
         let datagrams_in: ReadableStreamDefaultReader =
             datagrams.readable().get_reader().unchecked_into();
-        let (control_out, control_in) = open_bidi(&transport, MAX_SESSION_MESSAGE)
-            .await
-            .map_err(|e| ConnectError::Retry(format!("control stream: {e}")))?;
+        let (control_out, control_in) =
+            open_bidi(&transport, MAX_SESSION_MESSAGE, control)
+                .await
+                .map_err(|e| ConnectError::Retry(format!("control stream: {e}")))?;
         Ok(RelayLink {
             carrier: Carrier::WebTransport { transport, datagrams_out, datagrams_in },
             control_out,
@@ -972,7 +1012,7 @@ impl RelayLink {
     /// from the datagram writer: nothing written here can hold up a datagram inside the page.
     pub async fn open_stream(&self) -> Result<(StreamWriter, StreamLines), String> {
         match &self.carrier {
-            Carrier::WebTransport { transport, .. } => open_bidi(transport, MAX_REPLY).await,
+            Carrier::WebTransport { transport, .. } => open_bidi(transport, MAX_REPLY, None).await,
             Carrier::WebSocket(ws) => {
                 let (w, r) = ws.open_stream()?;
                 Ok((StreamWriter::WebSocket(w), StreamLines::new(Source::WebSocket(r), MAX_REPLY)))
@@ -994,12 +1034,15 @@ impl RelayLink {
     }
 }
 
+/// `created`: the stream's `createBidirectionalStream()`, if begun already.
 async fn open_bidi(
     transport: &WebTransport,
     limit: usize,
+    created: Option<js_sys::Promise>,
 ) -> Result<(StreamWriter, StreamLines), String> {
-    let bidi =
-        JsFuture::from(transport.create_bidirectional_stream()).await.map_err(|e| describe(&e))?;
+    let created =
+        created.unwrap_or_else(|| transport.create_bidirectional_stream().unchecked_into());
+    let bidi = JsFuture::from(created).await.map_err(|e| describe(&e))?;
     let bidi: web_sys::WebTransportBidirectionalStream = bidi.unchecked_into();
     let writer = bidi.writable().get_writer().map_err(|e| describe(&e))?;
     let reader: ReadableStreamDefaultReader = bidi.readable().get_reader().unchecked_into();
