@@ -184,7 +184,8 @@ pub fn is_document(request_path: &str) -> bool {
 
 /// The document of a relay built without the page (a checkout where `scripts/build-wasm.sh` never
 /// ran): what happened and the commands that give the real page. No script (the relay's
-/// Content-Security-Policy allows inline style, not inline script).
+/// Content-Security-Policy allows inline style, and of inline scripts only the built document's,
+/// by hash: this one has none).
 pub const PAGE_MISSING_HTML: &str = r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <meta name="color-scheme" content="light dark">

@@ -194,9 +194,10 @@ async function load(relay, latencyMs, inventory = false, from = null) {
 const stageNames = [
   'htmlMs', 'scriptMs', 'wasmMs', 'termMs', 'startMs', 'challengeMs', 'infoMs', 'linkMs',
   'controlChallengeMs', 'readyMs', 'datagramMs', 'frameMs', 'promptMs',
-  // The early link (www/app.js earlyLink): its handshake started and up. Last, so their "+" columns read
+  // The early link (www/index.html's inline script): its handshake started and up, and the relay's
+  // pushed challenge in. Last, so their "+" columns read
   // against the prompt; their "at" is the moment.
-  'earlyMs', 'earlyReadyMs',
+  'earlyMs', 'earlyReadyMs', 'earlyPushedMs',
 ];
 
 async function visit(browser, page, relay, latencyMs, inventory, from) {
@@ -258,7 +259,7 @@ async function visit(browser, page, relay, latencyMs, inventory, from) {
         frameMs: s.firstFrameMs ?? null,
         ...Object.fromEntries([['termMs', 'tern:term'], ['startMs', 'tern:start'], ['infoMs', 'tern:info'],
           ['linkMs', 'tern:link'], ['controlChallengeMs', 'tern:challenge'], ['datagramMs', 'tern:datagram'],
-          ['earlyMs', 'tern:early'], ['earlyReadyMs', 'tern:early-ready']]
+          ['earlyMs', 'tern:early'], ['earlyReadyMs', 'tern:early-ready'], ['earlyPushedMs', 'tern:early-pushed']]
           .map(([k, name]) => [k, mark(name)])),
         // The API requests' answers (Resource Timing): the first of each.
         ...Object.fromEntries(['challenge', 'info'].map((r) => [`${r}Ms`,
