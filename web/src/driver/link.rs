@@ -23,7 +23,7 @@ impl Driver {
             proven.send_hello(&token, |max| self.client.borrow().hello(mode, max))
         });
         // Its `ready` carries the relay's info: then the session is served at once, with no
-        // wait for `/api/info` (whose answer, asked for while the terminal was built, is let go).
+        // wait for `/api/info` (whose answer, asked for as the page wired itself up, is let go).
         let (sent, answered) = match sent {
             Some(Ok(sent)) => {
                 let hello_sent = now();
