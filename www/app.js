@@ -680,8 +680,9 @@ async function main() {
       const list = await client.listSessions();
       // null: the relay refused (a wrong token, say); the status hook has said why.
       if (list === null) return showTerminal();
-      if (list.sessions.length || list.sshHosts.length) showTerminal();
-      choice = list.sessions.length || list.sshHosts.length ? await chooseSession(list) : 'new';
+      const offered = list.sessions.length || list.sshHosts.length;
+      if (offered) showTerminal();
+      choice = offered ? await chooseSession(list) : 'new';
       pill(choice.startsWith('host:') ? `Connecting to ${choice.slice(5)} over ssh…` : 'Connecting…', 'info');
       term.focus();
     }
