@@ -18,6 +18,7 @@ import { wireOffers } from './offers.js';
 import { wireImages } from './images.js';
 import { wireShare, wireViewer } from './share.js';
 import { wireServiceWorker } from './service_worker.js';
+import { estimateTerminalSize } from './terminal_size.js';
 
 // When the page's script started (its modules loaded): the resume benchmark times the restored
 // screen from here.
@@ -392,18 +393,23 @@ async function behindFrontDoor() {
   }
 }
 
-// xterm.js's terminal, built while the wasm compiles (streaming, off the main thread; see
-// startWasm): the client starts, and its hello leaves, as soon as the wasm is in. It stays hidden
-// until the page knows it will run (without a token only the notice shows).
-function buildTerminal() {
-  const initial = loadSettings({ extraKeys: parseBarLayout });
-  const term = new Terminal({
+// xterm.js's terminal, made while the wasm compiles (streaming, off the main thread; see
+// startWasm) but not opened: it is sized by estimateTerminalSize, so the client can start, and its
+// hello leave, before the terminal's DOM, its first measure and the page's wiring (openTerminal,
+// 20-50 ms of main thread here) run while the hello is on its way. It stays hidden until the page
+// knows it will run (without a token only the notice shows).
+function newTerminal(initial) {
+  const options = {
     fontFamily: FONTS[initial.fontFamily],
     fontSize: initial.fontSize,
     lineHeight: 1.1,
+    scrollback: initial.scrollback,
+  };
+  const term = new Terminal({
+    ...options,
+    ...(estimateTerminalSize($('terminal'), options) ?? {}),
     cursorBlink: initial.cursorBlink,
     cursorStyle: initial.cursorStyle,
-    scrollback: initial.scrollback,
     macOptionIsMeta: initial.macOptionIsMeta,
     // Decorations (find highlights every match on the screen) are still "proposed" in xterm.js 6.
     allowProposedApi: true,
@@ -418,10 +424,8 @@ function buildTerminal() {
     if (/^https?:\/\//i.test(uri)) window.open(uri, '_blank', 'noopener,noreferrer');
   }));
   $('terminal').style.visibility = 'hidden';
-  term.open($('terminal'));
-  fit.fit();
   performance.mark('tern:term');
-  return { initial, term, fit };
+  return { term, fit };
 }
 
 // The wasm's streaming compile, started before the main thread is busy building xterm.js: the
@@ -439,9 +443,13 @@ async function startWasm() {
   return { wasm };
 }
 
+// The longest the terminal waits for the hello before it is opened and shown anyway.
+const OPEN_AFTER_START_MS = 250;
+
 async function main() {
   const { wasm } = await startWasm();
-  const { initial, term, fit } = buildTerminal();
+  const initial = loadSettings({ extraKeys: parseBarLayout });
+  const { term, fit } = newTerminal(initial);
   await wasm;
   // index.html's inline script: how a WebTransport is opened (the wasm asks for every link it
   // opens through it), and the early link it opened as the document was parsed.
@@ -476,26 +484,18 @@ async function main() {
   }
   pill('Connecting…', 'info');
 
-  // The terminal is shown (and focused: a style change and a layout, ~20 ms on a small machine)
-  // once the hello has left, or before a list of sessions is offered.
-  let shown = false;
-  const showTerminal = () => {
-    if (shown) return;
-    shown = true;
-    $('terminal').style.visibility = '';
-    term.focus();
-  };
-  // One custom key handler for xterm.js (it takes one): each of these may take a key.
-  const keyHandlers = [];
-  const addKeyHandler = (h) => keyHandlers.push(h);
-  term.attachCustomKeyEventHandler((e) => !keyHandlers.some((h) => h(e)));
   let settings = initial;
   const bell = wireBell({ settings: () => settings });
-  const clipboard = wireClipboard({ term, $, settings: () => settings });
-  addKeyHandler(clipboard.key);
   const programNotes = wireProgramNotifications({ settings: () => settings });
   const programLinks = wireLinks({ term });
   const offers = wireOffers({ $, client: () => client, term });
+  // What is wired with the opened terminal (openTerminal, after the hello has left): the hooks
+  // that reach it wait for it. A restored screen's effects come during client.start().
+  let clipboard = null;
+  let blink = null;
+  let wired = false;
+  const afterOpen = [];
+  const whenOpen = (fn) => (wired ? fn() : void afterOpen.push(fn));
   // A share link's page watches (share.js); the owner's page may share.
   let viewer = null;
   let share = null;
@@ -523,11 +523,11 @@ async function main() {
       title: (t) => { bell.title(t); viewer?.title(t); },
       bell: () => bell.bell(),
       // The output floods (drawn a few times a second): no cursor blink meanwhile.
-      flooding: (on) => blink.pause(on),
+      flooding: (on) => whenOpen(() => blink.pause(on)),
       // OSC 52 from a program: written, offered or refused as the setting says, with a notice.
-      clipboard: (notice) => clipboard.remoteCopy(notice),
+      clipboard: (notice) => whenOpen(() => clipboard.remoteCopy(notice)),
       // The relay refused what this link asked (a read-only token's keys): said in the same note.
-      refused: (message) => clipboard.tell(message),
+      refused: (message) => whenOpen(() => clipboard.tell(message)),
       // OSC 9 / 777 from a program (through the recorder): a notification while hidden.
       notify: (title, body) => programNotes.notify(title, body),
       // OSC 8 from a program (through the recorder): its text becomes a link.
@@ -544,10 +544,7 @@ async function main() {
   });
   if (view) viewer = wireViewer({ $, term });
   else share = wireShare({ $, client });
-
-  // Images from the shell (docs/IMAGES.md): on the terminal and in the history view.
-  const images = wireImages({ client, term, $ });
-  // Test and benchmark hooks (docs/BROWSER.md).
+  // Test and benchmark hooks (docs/BROWSER.md); openTerminal adds the rest.
   window.tern = {
     // xterm.js's renderer: 'dom' until the WebGL addon is loaded (if it is); rendererChosen is
     // the choice once made (after the session went live).
@@ -566,20 +563,9 @@ async function main() {
     setPrediction: (mode, overwrite = false) => client.setPrediction(mode, overwrite),
     endSession: () => client.endSession(),
     takeBack: () => client.takeBack(),
-    history: wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte, images }),
-    // `placed()` for the tests.
-    images,
     // Notifications programs asked for (OSC 9 / 777): { received, shown }.
     programNotes: programNotes.count,
     programLinks,
-  };
-  wirePaste(client);
-  const setPrediction = ({ mode, overwrite }) => {
-    try {
-      client.setPrediction(mode, overwrite);
-    } catch (e) {
-      console.warn(`${e}; predicting adaptively`);
-    }
   };
 
   let pending = false;
@@ -602,16 +588,72 @@ async function main() {
       });
     });
   };
-  window.addEventListener('resize', refit);
-  new ResizeObserver(refit).observe($('terminal'));
-  // A touch device: the extra-keys bar, and the terminal fit to what the on-screen keyboard leaves.
-  const touch = matchMedia('(pointer: coarse)').matches;
-  const keys = wireKeys({ term, $, touch });
-  addKeyHandler(keys.key);
-  if (touch) wireVisualViewport({ onLayout: refit });
-  // iPad and iPhone keyboards: Ctrl+C, Esc, arrows as WebKit hands them over (hardware_keys.js).
-  addKeyHandler(wireHardwareKeys({ term, ctrlByte }));
-  wireFullscreen({ $, term });
+
+  // The terminal's DOM and everything wired to it: once, before it is first shown (a list of
+  // sessions to offer, a refusal) or once the hello has left.
+  let opened = false;
+  const openTerminal = () => {
+    if (opened) return;
+    opened = true;
+    term.open($('terminal'));
+    // One custom key handler for xterm.js (it takes one): each of these may take a key.
+    const keyHandlers = [];
+    const addKeyHandler = (h) => keyHandlers.push(h);
+    term.attachCustomKeyEventHandler((e) => !keyHandlers.some((h) => h(e)));
+    clipboard = wireClipboard({ term, $, settings: () => settings });
+    addKeyHandler(clipboard.key);
+    // Images from the shell (docs/IMAGES.md): on the terminal and in the history view.
+    const images = wireImages({ client, term, $ });
+    Object.assign(window.tern, {
+      history: wireHistory({ client, term, Client, $, addKeyHandler, ctrlByte, images }),
+      // `placed()` for the tests.
+      images,
+    });
+    wirePaste(client);
+    window.addEventListener('resize', refit);
+    new ResizeObserver(refit).observe($('terminal'));
+    // A touch device: the extra-keys bar, and the terminal fit to what the on-screen keyboard leaves.
+    const touch = matchMedia('(pointer: coarse)').matches;
+    const keys = wireKeys({ term, $, touch });
+    addKeyHandler(keys.key);
+    if (touch) wireVisualViewport({ onLayout: refit });
+    // iPad and iPhone keyboards: Ctrl+C, Esc, arrows as WebKit hands them over (hardware_keys.js).
+    addKeyHandler(wireHardwareKeys({ term, ctrlByte }));
+    wireFullscreen({ $, term });
+    blink = wireCursorBlink(term);
+    wireSettingsPanel(keys);
+    wireConnectForm();
+    wireEndButton();
+    // The estimate was right unless the opened terminal fits another size; then the session hears
+    // of it through the resize path, like any later change (a viewer's keeps the session's size).
+    const fitted = fit.proposeDimensions();
+    if (fitted && (fitted.cols !== term.cols || fitted.rows !== term.rows)) {
+      performance.mark('tern:refit');
+      refit();
+    }
+    wired = true;
+    for (const fn of afterOpen.splice(0)) fn();
+    performance.mark('tern:open');
+  };
+
+  // The terminal is shown (and focused: a style change and a layout, ~20 ms on a small machine)
+  // once the hello has left, or before a list of sessions is offered.
+  let shown = false;
+  const showTerminal = () => {
+    if (shown) return;
+    shown = true;
+    openTerminal();
+    $('terminal').style.visibility = '';
+    term.focus();
+  };
+
+  const setPrediction = ({ mode, overwrite }) => {
+    try {
+      client.setPrediction(mode, overwrite);
+    } catch (e) {
+      console.warn(`${e}; predicting adaptively`);
+    }
+  };
   // Ctrl+W closes the tab in a browser (outside full screen, where the keyboard is not locked): while
   // a session is live the browser asks first. The shell would survive (a reload or another tab
   // continues it), but the person's place would not.
@@ -623,34 +665,35 @@ async function main() {
 
   // The settings panel: each change applies at once (a font change refits, so the shell sees its
   // new size); the address's #predict= wins over the saved prediction mode.
-  const blink = wireCursorBlink(term);
-  window.tern.settings = wireSettings({
-    $,
-    initial,
-    relay: () => client.relayBuild(),
-    checks: { extraKeys: parseBarLayout },
-    apply(next, changed) {
-      settings = next;
-      const has = (k) => changed.includes(k);
-      if (has('fontSize')) term.options.fontSize = next.fontSize;
-      if (has('fontFamily')) term.options.fontFamily = FONTS[next.fontFamily];
-      if (has('cursorStyle')) term.options.cursorStyle = next.cursorStyle;
-      if (has('cursorBlink')) blink.allow(next.cursorBlink);
-      if (has('scrollback')) term.options.scrollback = next.scrollback;
-      if (has('macOptionIsMeta')) term.options.macOptionIsMeta = next.macOptionIsMeta;
-      if (has('theme')) applyTheme(term, next.theme);
-      if (has('extraKeys')) keys.setLayout(next.extraKeys);
-      if (has('remoteCopy')) client.setRemoteCopy(next.remoteCopy);
-      if (has('predict') || has('predictOverwrite')) {
-        setPrediction(prediction ?? { mode: next.predict, overwrite: next.predictOverwrite });
-      }
-      // xterm.js measures the new cell size when it next renders: fit after that.
-      if (has('fontSize') || has('fontFamily')) {
-        const once = term.onRender(() => { once.dispose(); refit(); });
-        term.refresh(0, term.rows - 1);
-      }
-    },
-  });
+  const wireSettingsPanel = (keys) => {
+    window.tern.settings = wireSettings({
+      $,
+      initial,
+      relay: () => client.relayBuild(),
+      checks: { extraKeys: parseBarLayout },
+      apply(next, changed) {
+        settings = next;
+        const has = (k) => changed.includes(k);
+        if (has('fontSize')) term.options.fontSize = next.fontSize;
+        if (has('fontFamily')) term.options.fontFamily = FONTS[next.fontFamily];
+        if (has('cursorStyle')) term.options.cursorStyle = next.cursorStyle;
+        if (has('cursorBlink')) blink.allow(next.cursorBlink);
+        if (has('scrollback')) term.options.scrollback = next.scrollback;
+        if (has('macOptionIsMeta')) term.options.macOptionIsMeta = next.macOptionIsMeta;
+        if (has('theme')) applyTheme(term, next.theme);
+        if (has('extraKeys')) keys.setLayout(next.extraKeys);
+        if (has('remoteCopy')) client.setRemoteCopy(next.remoteCopy);
+        if (has('predict') || has('predictOverwrite')) {
+          setPrediction(prediction ?? { mode: next.predict, overwrite: next.predictOverwrite });
+        }
+        // xterm.js measures the new cell size when it next renders: fit after that.
+        if (has('fontSize') || has('fontFamily')) {
+          const once = term.onRender(() => { once.dispose(); refit(); });
+          term.refresh(0, term.rows - 1);
+        }
+      },
+    });
+  };
   // Leaving the page does not end the shell: the tab saves where the session stands, and a
   // reload continues it (`exit`, or tern.endSession(), ends it).
   window.addEventListener('pagehide', () => {
@@ -689,13 +732,21 @@ async function main() {
     if (choice?.startsWith('host:')) client.startOnHost(choice.slice(5));
     else if (choice && choice !== 'new') client.resumeSession(choice);
   }
-  wireConnectForm();
-  wireEndButton();
   worker.sessionStarted();
   performance.mark('tern:start');
+  // A session this tab continues has its saved screen to show at once (client.start() draws it).
+  const restoring = !view && Boolean(client.savedSessionId());
   client.start();
-  // After the hello's microtasks (a task's turn): it leaves first.
-  setTimeout(showTerminal, 0);
+  // Otherwise the terminal is opened, wired and shown once the hello has left, while it travels:
+  // the link's challenge is read on this main thread, and opening first (20-50 ms) would hold the
+  // hello back by as much. At the latest OPEN_AFTER_START_MS after the start (a link still being
+  // made, a relay that does not answer): the page then shows what it says about that.
+  const opening = restoring ? 0 : OPEN_AFTER_START_MS;
+  await Promise.race([
+    ...(restoring ? [] : [Client.helloSent()]),
+    new Promise((resolve) => setTimeout(resolve, opening)),
+  ]);
+  showTerminal();
   // What the page needs only once it works waits until the session is live and the browser idle:
   // probing WebGL starts the GPU process (with software WebGL, a few hundred ms of CPU on a small
   // machine, which the shell's start would wait behind), the manifest brings its icons.

@@ -251,6 +251,9 @@ export function wireImages({ client, term, $ }) {
   };
   term.onWriteParsed(queue);
   term.onScroll(queue);
+  // The screen may hold pictures already: a tab's restored screen is written before the page
+  // wires this (app.js opens the terminal after the hello).
+  queue();
 
   // The full-size view: the picture at its pixel size, fitted into the window.
   const view = $('image-view');

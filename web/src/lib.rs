@@ -20,6 +20,7 @@
 
 mod clock;
 mod driver;
+mod first_hello;
 mod hooks;
 mod input;
 mod js;
@@ -123,6 +124,14 @@ impl Client {
     /// Starts connecting (and reconnecting) in the background.
     pub fn start(&self) {
         self.driver.start();
+    }
+
+    /// Resolves once this page's first hello has left for the relay (at once if it has): the
+    /// page opens its terminal after that, so the main thread is free when the link's challenge
+    /// comes in.
+    #[wasm_bindgen(js_name = helloSent)]
+    pub fn hello_sent() -> js_sys::Promise {
+        first_hello::when_sent()
     }
 
     /// The core's screen (not xterm.js's) as text: rows joined by `\n`, trailing blanks trimmed.

@@ -774,6 +774,7 @@ impl RelayLink {
         if front_door(token) {
             // The proxy named the person on the upgrade: the hello is the first line, no proofs.
             link.control_out.write(&ClientMessage::Hello(hello(link.max_datagram_size)).to_line());
+            crate::first_hello::sent();
             return link.answer().await;
         }
         // A WebTransport has its challenge already (pushed with the link, or its greet's); the
@@ -805,6 +806,7 @@ impl RelayLink {
         let mut hello = hello(self.max_datagram_size);
         hello.proof = Some(proof);
         self.control_out.write(&ClientMessage::Hello(hello).to_line());
+        crate::first_hello::sent();
         Ok(())
     }
 

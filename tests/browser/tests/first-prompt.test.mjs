@@ -266,21 +266,22 @@ test('a document naming another relay: the page knocks there, says nothing but i
   }
 });
 
-test('the page marks every stage of its first prompt once, in order; the terminal is built while the wasm compiles', async () => {
+test('the page marks every stage of its first prompt once, in order; the terminal is made while the wasm compiles and opened after the hello', async () => {
   const { page } = fx;
   await fx.openSession(page);
   await until(() => page.evaluate(() => performance.getEntriesByName('tern:datagram').length === 1), { what: 'the first datagram mark' });
   const { at, challengeSent } = await marks(page);
   const seen = JSON.stringify(at);
-  const names = ['tern:script', 'tern:wasm', 'tern:term', 'tern:start', 'tern:info', 'tern:link',
+  const names = ['tern:script', 'tern:wasm', 'tern:term', 'tern:start', 'tern:open', 'tern:info', 'tern:link',
     'tern:challenge', 'tern:ready', 'tern:datagram'];
   for (const name of names) assert.equal(at[name]?.length, 1, `${name} marked once: ${seen}`);
   const t = Object.fromEntries(names.map((n) => [n, at[n][0]]));
-  // xterm.js is built while the wasm compiles, then the client starts. Two chains meet before
+  // xterm.js's terminal is made while the wasm compiles, then the client starts, and the terminal
+  // is opened (its DOM, the page's wiring) once the hello has left. Two chains meet before
   // the session is served: the client and the link (whose relay proved the token with its
   // pushed challenge: the hello need not wait for the info), and the relay's info (from
   // /api/info, or from `ready`, whichever came first).
-  for (const [a, b] of [['tern:script', 'tern:term'], ['tern:term', 'tern:wasm'], ['tern:wasm', 'tern:start'],
+  for (const [a, b] of [['tern:script', 'tern:term'], ['tern:term', 'tern:wasm'], ['tern:wasm', 'tern:start'], ['tern:start', 'tern:open'],
     ['tern:wasm', 'tern:info'], ['tern:start', 'tern:link'], ['tern:info', 'tern:datagram'], ['tern:link', 'tern:challenge'],
     ['tern:challenge', 'tern:ready'], ['tern:ready', 'tern:datagram']]) {
     assert.ok(t[a] <= t[b], `${a} before ${b}: ${seen}`);
@@ -294,6 +295,51 @@ test('the page marks every stage of its first prompt once, in order; the termina
   // clock's microsecond (web/src/clock.rs rounds performance.now() to it).
   assert.ok(stats.firstReadyMs >= t['tern:ready'] - 0.001, `firstReadyMs ${stats.firstReadyMs}, mark ${t['tern:ready']}`);
   await page.keyboard.type('exit\n');
+});
+
+// The hello leaves before xterm.js has opened the terminal (www/terminal_size.js estimates the
+// size it will fit): the estimate must be what the opened terminal fits, or the session starts
+// at one size and is resized at once. Checked where it counts, in the shell.
+test('the client starts before xterm.js opens, at the size the opened terminal fits: a desktop, a phone and an odd window', async () => {
+  for (const viewport of [{ width: 1100, height: 700 }, { width: 390, height: 700 }, { width: 913, height: 517 }]) {
+    const page = await fx.browser.context.newPage();
+    try {
+      await page.setViewportSize(viewport);
+      await page.goto(newSession(fx.url));
+      await waitForPrompt(page);
+      const { at } = await marks(page);
+      const where = `${viewport.width}x${viewport.height}: ${JSON.stringify(at)}`;
+      assert.ok(at['tern:start'][0] < at['tern:open'][0], `the client started before the terminal opened: ${where}`);
+      assert.equal(at['tern:refit'], undefined, `the estimate was the fitted size: ${where}`);
+      const grid = await page.evaluate(() => [window.tern.term.rows, window.tern.term.cols]);
+      await typeLine(page, 'echo size-$(stty size | tr " " x)');
+      const m = await until(async () => (await screen(page)).match(/^size-(\d+)x(\d+)$/m), { what: 'the shell\'s size' });
+      assert.deepEqual([Number(m[1]), Number(m[2])], grid, `stty size is the terminal's: ${where}`);
+      await page.keyboard.type('exit\n');
+    } finally {
+      await page.close();
+    }
+  }
+});
+
+test('a browser the size cannot be estimated in (no OffscreenCanvas): the opened terminal is fitted, and the shell has its size', async () => {
+  const page = await fx.browser.context.newPage();
+  try {
+    await page.addInitScript(() => { delete window.OffscreenCanvas; });
+    await page.setViewportSize({ width: 1000, height: 600 });
+    await page.goto(newSession(fx.url));
+    await waitForPrompt(page);
+    const { at } = await marks(page);
+    assert.equal(at['tern:refit']?.length, 1, `the opened terminal was fitted: ${JSON.stringify(at)}`);
+    const grid = await page.evaluate(() => [window.tern.term.rows, window.tern.term.cols]);
+    assert.notDeepEqual(grid, [24, 80], "the window's size, not xterm.js's default");
+    await typeLine(page, 'echo size-$(stty size | tr " " x)');
+    const m = await until(async () => (await screen(page)).match(/^size-(\d+)x(\d+)$/m), { what: 'the shell\'s size' });
+    assert.deepEqual([Number(m[1]), Number(m[2])], grid, "stty size is the fitted terminal's");
+    await page.keyboard.type('exit\n');
+  } finally {
+    await page.close();
+  }
 });
 
 test('#early_info=0 (the bench\'s "before"): /api/info is asked once the client starts', async () => {

@@ -13,6 +13,14 @@ test('a prompt shows and a command runs', async () => {
   await opened();
   const { page } = fx;
   assert.equal(new URL(page.url()).hash, '', 'the token is taken out of the address bar');
+  // The hello left before xterm.js opened the terminal, sized by www/terminal_size.js's estimate:
+  // this browser's font metrics give the size the opened terminal fits (no refit), and the shell
+  // has it.
+  assert.equal(await page.evaluate(() => performance.getEntriesByName('tern:refit').length), 0,
+    'the estimated size was the fitted one');
+  const grid = await page.evaluate(() => `${window.tern.term.rows} ${window.tern.term.cols}`);
+  await typeLine(page, 'echo size=$(stty size)');
+  await until(async () => (await screen(page)).includes(`size=${grid}`), { what: `stty size ${grid}` });
   await typeLine(page, 'echo tern-$((6*7))');
   await until(async () => /^tern-42$/m.test(await screen(page)), { what: 'tern-42' });
   // Something with colour for the screenshot.

@@ -17,6 +17,13 @@ test('WebKit: a prompt shows and a command runs', { skip }, async () => {
   await opened();
   const { page } = fx;
   assert.match(await page.evaluate(() => navigator.userAgent), /AppleWebKit\/.* Safari\//);
+  // The hello left before xterm.js opened the terminal, sized by www/terminal_size.js's estimate:
+  // WebKit's font metrics give the size the opened terminal fits (no refit), and the shell has it.
+  const refits = await page.evaluate(() => performance.getEntriesByName('tern:refit').length);
+  assert.equal(refits, 0, 'the estimated size was the fitted one');
+  const grid = await page.evaluate(() => `${window.tern.term.rows} ${window.tern.term.cols}`);
+  await typeLine(page, 'echo size=$(stty size)');
+  await until(async () => (await screen(page)).includes(`size=${grid}`), { what: `stty size ${grid}`, detail: detail() });
   await typeLine(page, 'echo $((6*7))');
   await until(async () => /^42$/m.test(await screen(page)), { what: '42', detail: detail() });
   // Something with colour for the screenshots.
