@@ -654,6 +654,10 @@ async function main() {
       console.warn(`${e}; predicting adaptively`);
     }
   };
+  // The client's own settings before it starts (the panel, wired with the opened terminal,
+  // applies them again): a restored screen's OSC 52 meets the person's remote-copy choice.
+  client.setRemoteCopy(initial.remoteCopy);
+  setPrediction(prediction ?? { mode: initial.predict, overwrite: initial.predictOverwrite });
   // Ctrl+W closes the tab in a browser (outside full screen, where the keyboard is not locked): while
   // a session is live the browser asks first. The shell would survive (a reload or another tab
   // continues it), but the person's place would not.

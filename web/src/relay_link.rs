@@ -473,11 +473,16 @@ pub async fn image_stream(
     use tern::relay_proto::{ApiError, DownloadAck, ImageInfo, StreamRequest, decode, encode_line};
     let (writer, lines) = link.open_stream().await?;
     writer.write(&encode_line(&StreamRequest::Image(request.clone())));
-    let head = lines.next_line().await.ok_or("the image's stream ended at once")?;
+    let Some(head) = lines.next_line().await else {
+        // Closed on this side too: a stream left half open holds one of the link's streams.
+        writer.close();
+        return Err("the image's stream ended at once".into());
+    };
     let info: ImageInfo = match decode(&head) {
         Ok(info) => info,
         Err(_) => {
             writer.close();
+            lines.cancel();
             return Err(decode::<ApiError>(&head)
                 .map(|e| e.message)
                 .unwrap_or_else(|e| format!("the image's answer could not be read: {e}")));
