@@ -297,6 +297,16 @@ test('the page marks every stage of its first prompt once, in order; the termina
   await page.keyboard.type('exit\n');
 });
 
+/// xterm.js's grid, `[rows, cols]`.
+const termGrid = (page) => page.evaluate(() => [window.tern.term.rows, window.tern.term.cols]);
+
+/// The shell's own idea of its size (`stty size`), `[rows, cols]`.
+async function shellGrid(page) {
+  await typeLine(page, 'echo size-$(stty size | tr " " x)');
+  const m = await until(async () => (await screen(page)).match(/^size-(\d+)x(\d+)$/m), { what: "the shell's size" });
+  return [Number(m[1]), Number(m[2])];
+}
+
 // The hello leaves before xterm.js has opened the terminal (www/terminal_size.js estimates the
 // size it will fit): the estimate must be what the opened terminal fits, or the session starts
 // at one size and is resized at once. Checked where it counts, in the shell.
@@ -311,10 +321,7 @@ test('the client starts before xterm.js opens, at the size the opened terminal f
       const where = `${viewport.width}x${viewport.height}: ${JSON.stringify(at)}`;
       assert.ok(at['tern:start'][0] < at['tern:open'][0], `the client started before the terminal opened: ${where}`);
       assert.equal(at['tern:refit'], undefined, `the estimate was the fitted size: ${where}`);
-      const grid = await page.evaluate(() => [window.tern.term.rows, window.tern.term.cols]);
-      await typeLine(page, 'echo size-$(stty size | tr " " x)');
-      const m = await until(async () => (await screen(page)).match(/^size-(\d+)x(\d+)$/m), { what: 'the shell\'s size' });
-      assert.deepEqual([Number(m[1]), Number(m[2])], grid, `stty size is the terminal's: ${where}`);
+      assert.deepEqual(await shellGrid(page), await termGrid(page), `stty size is the terminal's: ${where}`);
       await page.keyboard.type('exit\n');
     } finally {
       await page.close();
@@ -331,11 +338,9 @@ test('a browser the size cannot be estimated in (no OffscreenCanvas): the opened
     await waitForPrompt(page);
     const { at } = await marks(page);
     assert.equal(at['tern:refit']?.length, 1, `the opened terminal was fitted: ${JSON.stringify(at)}`);
-    const grid = await page.evaluate(() => [window.tern.term.rows, window.tern.term.cols]);
+    const grid = await termGrid(page);
     assert.notDeepEqual(grid, [24, 80], "the window's size, not xterm.js's default");
-    await typeLine(page, 'echo size-$(stty size | tr " " x)');
-    const m = await until(async () => (await screen(page)).match(/^size-(\d+)x(\d+)$/m), { what: 'the shell\'s size' });
-    assert.deepEqual([Number(m[1]), Number(m[2])], grid, "stty size is the fitted terminal's");
+    assert.deepEqual(await shellGrid(page), grid, "stty size is the fitted terminal's");
     await page.keyboard.type('exit\n');
   } finally {
     await page.close();
