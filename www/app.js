@@ -439,12 +439,14 @@ async function startWasm() {
   const response = fetch(href);
   await response.catch(() => {});
   const wasm = init({ module_or_path: response });
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  await delay(0);
   return { wasm };
 }
 
 // The longest the terminal waits for the hello before it is opened and shown anyway.
 const OPEN_AFTER_START_MS = 250;
+
+const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main() {
   const { wasm } = await startWasm();
@@ -745,11 +747,7 @@ async function main() {
   // the link's challenge is read on this main thread, and opening first (20-50 ms) would hold the
   // hello back by as much. At the latest OPEN_AFTER_START_MS after the start (a link still being
   // made, a relay that does not answer): the page then shows what it says about that.
-  const opening = restoring ? 0 : OPEN_AFTER_START_MS;
-  await Promise.race([
-    ...(restoring ? [] : [Client.helloSent()]),
-    new Promise((resolve) => setTimeout(resolve, opening)),
-  ]);
+  await (restoring ? delay(0) : Promise.race([Client.helloSent(), delay(OPEN_AFTER_START_MS)]));
   showTerminal();
   // What the page needs only once it works waits until the session is live and the browser idle:
   // probing WebGL starts the GPU process (with software WebGL, a few hundred ms of CPU on a small

@@ -778,8 +778,7 @@ impl RelayLink {
         let _deadline = gloo_timers::callback::Timeout::new(OPEN_TIMEOUT_MS, closer);
         if front_door(token) {
             // The proxy named the person on the upgrade: the hello is the first line, no proofs.
-            link.control_out.write(&ClientMessage::Hello(hello(link.max_datagram_size)).to_line());
-            crate::first_hello::sent();
+            link.write_hello(hello(link.max_datagram_size));
             return link.answer().await;
         }
         // A WebTransport has its challenge already (pushed with the link, or its greet's); the
@@ -810,9 +809,14 @@ impl RelayLink {
             })?;
         let mut hello = hello(self.max_datagram_size);
         hello.proof = Some(proof);
+        self.write_hello(hello);
+        Ok(())
+    }
+
+    /// Writes the hello, and tells the page (`Client.helloSent()`) the first time.
+    fn write_hello(&self, hello: Hello) {
         self.control_out.write(&ClientMessage::Hello(hello).to_line());
         crate::first_hello::sent();
-        Ok(())
     }
 
     /// The relay's answer to the hello: `ready`, or why not (the link closed then).
